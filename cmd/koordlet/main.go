@@ -1,0 +1,97 @@
+// Command koordlet is the Koordinator node agent with the koordlet-yarn
+// plugin set installed: YARN containers become first-class best-effort
+// entities in koordlet's own loops and configuration.
+package main
+
+import (
+	"flag"
+	"fmt"
+	"net/http"
+	_ "net/http/pprof"
+	"os"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/klog/v2"
+	"sigs.k8s.io/controller-runtime/pkg/manager/signals"
+
+	"github.com/koordinator-sh/koordinator/cmd/koordlet/options"
+	"github.com/koordinator-sh/koordinator/pkg/features"
+	agent "github.com/koordinator-sh/koordinator/pkg/koordlet"
+	"github.com/koordinator-sh/koordinator/pkg/koordlet/audit"
+	"github.com/koordinator-sh/koordinator/pkg/koordlet/config"
+	"github.com/koordinator-sh/koordinator/pkg/koordlet/metrics"
+	metricsutil "github.com/koordinator-sh/koordinator/pkg/util/metrics"
+
+	"github.com/koordlet-yarn/koordlet-yarn/framework"
+)
+
+func main() {
+	// The plugin set registers its gates, flags and plugins first, so that
+	// --feature-gates and --help know them.
+	yarn, err := framework.Install(flag.CommandLine)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "koordlet: install the YARN plugin set: %v\n", err)
+		os.Exit(1)
+	}
+	cfg := config.NewConfiguration()
+	cfg.InitFlags(flag.CommandLine)
+	klog.InitFlags(nil)
+	flag.Parse()
+
+	if err := yarn.Validate(); err != nil {
+		fmt.Fprintf(os.Stderr, "koordlet: invalid flag: %v\n", err)
+		os.Exit(2)
+	}
+	if err := features.DefaultMutableKoordletFeatureGate.SetFromMap(cfg.FeatureGates); err != nil {
+		fmt.Fprintf(os.Stderr, "koordlet: invalid --feature-gates: %v\n", err)
+		os.Exit(2)
+	}
+
+	go wait.Forever(klog.Flush, 5*time.Second)
+	defer klog.Flush()
+
+	if *options.EnablePprof {
+		go func() {
+			if err := http.ListenAndServe(*options.PprofAddr, nil); err != nil {
+				klog.Errorf("pprof server on %v stopped: %v", *options.PprofAddr, err)
+			}
+		}()
+	}
+
+	stopCtx := signals.SetupSignalHandler()
+	if features.DefaultKoordletFeatureGate.Enabled(features.AuditEvents) {
+		audit.SetupDefaultAuditor(cfg.AuditConf, stopCtx.Done())
+	}
+
+	klog.Info("Setting up kubeconfig for koordlet")
+	if err := cfg.InitKubeConfigForKoordlet(*options.KubeAPIQPS, *options.KubeAPIBurst); err != nil {
+		klog.Fatalf("Unable to setup kubeconfig: %v", err)
+	}
+	daemon, err := agent.NewDaemon(cfg)
+	if err != nil {
+		klog.Fatalf("Unable to setup koordlet daemon: %v", err)
+	}
+
+	go serveHTTP()
+
+	klog.Info("Starting the koordlet daemon with the YARN plugin set")
+	daemon.Run(stopCtx.Done())
+}
+
+// serveHTTP serves koordlet's metrics and the extended handlers (among them
+// the YARN debug endpoint) on --addr.
+func serveHTTP() {
+	klog.Infof("Starting koordlet HTTP server on %v", *options.ServerAddr)
+	mux := http.NewServeMux()
+	mux.Handle(metrics.ExternalHTTPPath, promhttp.HandlerFor(metrics.ExternalRegistry, promhttp.HandlerOpts{}))
+	mux.Handle(metrics.InternalHTTPPath, promhttp.HandlerFor(metrics.InternalRegistry, promhttp.HandlerOpts{}))
+	mux.Handle(metrics.DefaultHTTPPath, promhttp.HandlerFor(
+		metricsutil.MergedGatherFunc(metrics.InternalRegistry, metrics.ExternalRegistry), promhttp.HandlerOpts{}))
+	if features.DefaultKoordletFeatureGate.Enabled(features.AuditEventsHTTPHandler) {
+		mux.HandleFunc("/events", audit.HttpHandler())
+	}
+	options.InstallExtendedHTTPHandler(mux)
+	klog.Fatalf("koordlet HTTP server stopped: %v", http.ListenAndServe(*options.ServerAddr, mux))
+}

@@ -1,0 +1,99 @@
+// Package config holds the koordlet-yarn flags.
+package config
+
+import (
+	"flag"
+	"fmt"
+	"time"
+
+	"k8s.io/apimachinery/pkg/labels"
+
+	"github.com/koordlet-yarn/koordlet-yarn/framework/cgroups"
+	"github.com/koordlet-yarn/koordlet-yarn/framework/yarn"
+)
+
+// Defaults.
+const (
+	DefaultNMPodSelector  = "app.kubernetes.io/component=node-manager"
+	DefaultNMPort         = 8042
+	DefaultResyncInterval = 10 * time.Second
+)
+
+// Config is the koordlet-yarn configuration, set from koordlet's flags.
+type Config struct {
+	// NMEndpoint is the NodeManager web address (http://host:port). When
+	// empty, the NM pod is found through koordlet's pod list.
+	NMEndpoint string
+	// NMPodSelector selects the NodeManager pod among the node's pods.
+	NMPodSelector string
+	// NMPort is the NM web port used with the discovered pod's IP.
+	NMPort int
+	// NMTimeout bounds each NM request.
+	NMTimeout time.Duration
+	// NMMaxResponseBytes caps an NM response body.
+	NMMaxResponseBytes int64
+	// CgroupHierarchy is yarn.nodemanager.linux-container-executor.cgroups.hierarchy;
+	// empty means hadoop-yarn below the besteffort QoS cgroup.
+	CgroupHierarchy string
+	// ResyncInterval is the period of the full resync (cgroup scan + NM).
+	ResyncInterval time.Duration
+}
+
+// NewDefault returns the default configuration.
+func NewDefault() *Config {
+	return &Config{
+		NMPodSelector:      DefaultNMPodSelector,
+		NMPort:             DefaultNMPort,
+		NMTimeout:          yarn.DefaultNMTimeout,
+		NMMaxResponseBytes: yarn.DefaultNMMaxResponseBytes,
+		ResyncInterval:     DefaultResyncInterval,
+	}
+}
+
+// InitFlags registers the flags on fs.
+func (c *Config) InitFlags(fs *flag.FlagSet) {
+	fs.StringVar(&c.NMEndpoint, "yarn-nm-endpoint", c.NMEndpoint,
+		"YARN NodeManager web address, e.g. http://127.0.0.1:8042. Empty: find the NodeManager pod with --yarn-nm-pod-selector.")
+	fs.StringVar(&c.NMPodSelector, "yarn-nm-pod-selector", c.NMPodSelector,
+		"Label selector of the YARN NodeManager pod among the node's pods (used when --yarn-nm-endpoint is empty).")
+	fs.IntVar(&c.NMPort, "yarn-nm-port", c.NMPort,
+		"Web port of the discovered NodeManager pod (yarn.nodemanager.webapp.address).")
+	fs.DurationVar(&c.NMTimeout, "yarn-nm-timeout", c.NMTimeout, "Timeout of each NodeManager REST request.")
+	fs.Int64Var(&c.NMMaxResponseBytes, "yarn-nm-max-response-bytes", c.NMMaxResponseBytes,
+		"Largest NodeManager REST response accepted, in bytes.")
+	fs.StringVar(&c.CgroupHierarchy, "yarn-cgroup-hierarchy", c.CgroupHierarchy,
+		"YARN cgroup hierarchy relative to the cgroup mounts: the value of yarn.nodemanager.linux-container-executor.cgroups.hierarchy. "+
+			"Empty: "+cgroups.DefaultYARNDirName+" below the besteffort QoS cgroup (kubepods/besteffort/hadoop-yarn or kubepods.slice/kubepods-besteffort.slice/hadoop-yarn).")
+	fs.DurationVar(&c.ResyncInterval, "yarn-resync-interval", c.ResyncInterval,
+		"Period of the full YARN container resync (cgroup scan and NodeManager list).")
+}
+
+// Validate checks the configuration and says which flag is wrong.
+func (c *Config) Validate() error {
+	if c.NMEndpoint != "" {
+		if err := yarn.ValidateEndpoint(c.NMEndpoint); err != nil {
+			return fmt.Errorf("--yarn-nm-endpoint: %w", err)
+		}
+	}
+	if _, err := labels.Parse(c.NMPodSelector); err != nil {
+		return fmt.Errorf("--yarn-nm-pod-selector %q: %w", c.NMPodSelector, err)
+	}
+	if c.NMPort <= 0 || c.NMPort > 65535 {
+		return fmt.Errorf("--yarn-nm-port %d: not a TCP port", c.NMPort)
+	}
+	if c.NMTimeout <= 0 {
+		return fmt.Errorf("--yarn-nm-timeout %v: must be positive", c.NMTimeout)
+	}
+	if c.NMMaxResponseBytes <= 0 {
+		return fmt.Errorf("--yarn-nm-max-response-bytes %d: must be positive", c.NMMaxResponseBytes)
+	}
+	if c.CgroupHierarchy != "" {
+		if _, err := cgroups.CleanHierarchyDir(c.CgroupHierarchy); err != nil {
+			return fmt.Errorf("--yarn-cgroup-hierarchy: %w", err)
+		}
+	}
+	if c.ResyncInterval < 100*time.Millisecond {
+		return fmt.Errorf("--yarn-resync-interval %v: must be at least 100ms", c.ResyncInterval)
+	}
+	return nil
+}

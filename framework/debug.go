@@ -1,0 +1,38 @@
+package framework
+
+import (
+	"encoding/json"
+	"net/http"
+
+	"k8s.io/klog/v2"
+
+	"github.com/koordlet-yarn/koordlet-yarn/framework/store"
+	"github.com/koordlet-yarn/koordlet-yarn/plugins/yarninformer"
+)
+
+// ContainersPath is the debug endpoint on koordlet's HTTP server that lists
+// the container store.
+const ContainersPath = "/yarn/containers"
+
+// ContainersResponse is the body of GET /yarn/containers.
+type ContainersResponse struct {
+	Informer   yarninformer.Status `json:"informer"`
+	Containers []*store.Container  `json:"containers"`
+}
+
+func (fw *Framework) containersHandler() http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodGet && r.Method != http.MethodHead {
+			w.Header().Set("Allow", "GET, HEAD")
+			http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
+			return
+		}
+		resp := ContainersResponse{Informer: fw.Informer.Status(), Containers: fw.Store.Snapshot()}
+		w.Header().Set("Content-Type", "application/json")
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(resp); err != nil {
+			klog.V(4).Infof("yarn: write %s response: %v", ContainersPath, err)
+		}
+	}
+}

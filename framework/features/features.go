@@ -1,0 +1,33 @@
+// Package features declares the koordlet-yarn feature gates. They live in
+// koordlet's own gate (--feature-gates), beside upstream's.
+package features
+
+import (
+	"k8s.io/component-base/featuregate"
+
+	koordfeatures "github.com/koordinator-sh/koordinator/pkg/features"
+)
+
+const (
+	// YARNContainerInformer keeps the live store of the node's YARN
+	// containers (cgroup scan + NodeManager REST) as a statesinformer plugin.
+	// owner: koordlet-yarn
+	// beta: v0.1
+	YARNContainerInformer featuregate.Feature = "YARNContainerInformer"
+)
+
+// Specs are the koordlet-yarn gates and their defaults.
+var Specs = map[featuregate.Feature]featuregate.FeatureSpec{
+	YARNContainerInformer: {Default: true, PreRelease: featuregate.Beta},
+}
+
+// Register adds the koordlet-yarn gates to koordlet's mutable feature gate.
+// It must run before the flags are parsed; running it twice is harmless.
+func Register() error {
+	return koordfeatures.DefaultMutableKoordletFeatureGate.Add(Specs)
+}
+
+// Enabled reports whether gate f is on in koordlet's feature gate.
+func Enabled(f featuregate.Feature) bool {
+	return koordfeatures.DefaultKoordletFeatureGate.Enabled(f)
+}

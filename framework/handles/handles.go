@@ -1,0 +1,97 @@
+// Package handles captures the koordlet handles (states informer, metric
+// cache, kube client, event recorder, cgroup reader) that koordlet hands to
+// its qosmanager strategy factories. That factory call, made while koordlet
+// builds its daemon and before any informer plugin runs, is the earliest
+// place an external module can hold them; the framework's plugins read them
+// from here.
+package handles
+
+import (
+	"sync"
+
+	"k8s.io/client-go/tools/record"
+	"k8s.io/klog/v2"
+
+	"github.com/koordinator-sh/koordinator/pkg/koordlet/metriccache"
+	qmframework "github.com/koordinator-sh/koordinator/pkg/koordlet/qosmanager/framework"
+	"github.com/koordinator-sh/koordinator/pkg/koordlet/resourceexecutor"
+	"github.com/koordinator-sh/koordinator/pkg/koordlet/statesinformer"
+)
+
+// StrategyName is the name under which the capturing factory is registered
+// in koordlet's qosmanager strategy map.
+const StrategyName = "YARNHandles"
+
+// Handles holds koordlet's handles once koordlet has created them.
+type Handles struct {
+	mu   sync.RWMutex
+	opts *qmframework.Options
+}
+
+// Capture is a qosmanager strategy factory: it records the handles and
+// returns a strategy that never runs (capturing is its only job).
+func (h *Handles) Capture(opts *qmframework.Options) qmframework.QOSStrategy {
+	h.Set(opts)
+	klog.V(2).Info("yarn: captured koordlet handles")
+	return captureStrategy{}
+}
+
+// Set records opts.
+func (h *Handles) Set(opts *qmframework.Options) {
+	h.mu.Lock()
+	h.opts = opts
+	h.mu.Unlock()
+}
+
+func (h *Handles) get() *qmframework.Options {
+	h.mu.RLock()
+	defer h.mu.RUnlock()
+	return h.opts
+}
+
+// StatesInformer returns koordlet's states informer, or nil before capture.
+func (h *Handles) StatesInformer() statesinformer.StatesInformer {
+	if o := h.get(); o != nil {
+		return o.StatesInformer
+	}
+	return nil
+}
+
+// MetricCache returns koordlet's metric cache, or nil before capture.
+func (h *Handles) MetricCache() metriccache.MetricCache {
+	if o := h.get(); o != nil {
+		return o.MetricCache
+	}
+	return nil
+}
+
+// EventRecorder returns koordlet's event recorder, or nil before capture.
+func (h *Handles) EventRecorder() record.EventRecorder {
+	if o := h.get(); o != nil {
+		return o.EventRecorder
+	}
+	return nil
+}
+
+// CgroupReader returns koordlet's cgroup reader, or nil before capture.
+func (h *Handles) CgroupReader() resourceexecutor.CgroupReader {
+	if o := h.get(); o != nil {
+		return o.CgroupReader
+	}
+	return nil
+}
+
+// Pods returns koordlet's current pod list (empty before capture or before
+// koordlet has synced its pods).
+func (h *Handles) Pods() []*statesinformer.PodMeta {
+	if si := h.StatesInformer(); si != nil {
+		return si.GetAllPods()
+	}
+	return nil
+}
+
+type captureStrategy struct{}
+
+func (captureStrategy) Enabled() bool              { return false }
+func (captureStrategy) Setup(*qmframework.Context) {}
+func (captureStrategy) Run(stopCh <-chan struct{}) {}

@@ -1,0 +1,51 @@
+// Package framework wires the koordlet-yarn plugin set into koordlet: it
+// registers the feature gates, flags, the statesinformer plugin, the handle
+// capture and the debug endpoint into koordlet's own registries.
+package framework
+
+import (
+	"flag"
+	"fmt"
+
+	"github.com/koordinator-sh/koordinator/cmd/koordlet/options"
+	qmplugins "github.com/koordinator-sh/koordinator/pkg/koordlet/qosmanager/plugins"
+	"github.com/koordinator-sh/koordinator/pkg/koordlet/statesinformer/impl"
+
+	"github.com/koordlet-yarn/koordlet-yarn/framework/config"
+	"github.com/koordlet-yarn/koordlet-yarn/framework/features"
+	"github.com/koordlet-yarn/koordlet-yarn/framework/handles"
+	"github.com/koordlet-yarn/koordlet-yarn/framework/store"
+	"github.com/koordlet-yarn/koordlet-yarn/plugins/yarninformer"
+)
+
+// Framework is the installed plugin set.
+type Framework struct {
+	Config   *config.Config
+	Store    *store.Store
+	Handles  *handles.Handles
+	Informer *yarninformer.Plugin
+}
+
+// Install registers the plugin set into koordlet's registries and its flags
+// on fs. Call it once, before the flags are parsed and before koordlet's
+// daemon is created; then call Validate after parsing.
+func Install(fs *flag.FlagSet) (*Framework, error) {
+	if err := features.Register(); err != nil {
+		return nil, fmt.Errorf("register koordlet-yarn feature gates: %w", err)
+	}
+	cfg := config.NewDefault()
+	cfg.InitFlags(fs)
+
+	fw := &Framework{Config: cfg, Store: store.New(), Handles: &handles.Handles{}}
+	fw.Informer = yarninformer.New(cfg, fw.Store, fw.Handles.Pods)
+
+	impl.DefaultPluginRegistry[yarninformer.Name] = fw.Informer
+	qmplugins.StrategyPlugins[handles.StrategyName] = fw.Handles.Capture
+	options.RegisterHTTPHandler(ContainersPath, fw.containersHandler)
+	return fw, nil
+}
+
+// Validate checks the parsed flags.
+func (fw *Framework) Validate() error {
+	return fw.Config.Validate()
+}

@@ -1,0 +1,107 @@
+// Package store holds the live model of the node's YARN containers: the
+// container entity, a thread-safe store with snapshots and subscriptions,
+// and the resync that merges cgroup scans with the NodeManager's view.
+package store
+
+import (
+	"encoding/json"
+	"slices"
+	"time"
+
+	"github.com/koordlet-yarn/koordlet-yarn/framework/cgroups"
+	"github.com/koordlet-yarn/koordlet-yarn/framework/yarn"
+)
+
+// Source records where a container was seen.
+type Source uint8
+
+// Sources; SourceBoth is SourceCgroup|SourceNM.
+const (
+	SourceCgroup Source = 1 << iota
+	SourceNM
+	SourceBoth = SourceCgroup | SourceNM
+)
+
+// String returns "cgroup", "nm" or "both".
+func (s Source) String() string {
+	switch s {
+	case SourceCgroup:
+		return "cgroup"
+	case SourceNM:
+		return "nm"
+	case SourceBoth:
+		return "both"
+	}
+	return "none"
+}
+
+// MarshalJSON renders the source as its name.
+func (s Source) MarshalJSON() ([]byte, error) { return json.Marshal(s.String()) }
+
+// Container is a YARN container as the store knows it. Values handed out by
+// the store are shared and must be treated as read-only.
+type Container struct {
+	// Name is the canonical container id, the store key.
+	Name          string           `json:"id"`
+	ID            yarn.ContainerID `json:"-"`
+	ApplicationID string           `json:"applicationId"`
+	IsAM          bool             `json:"applicationMaster"`
+	// User, State, ExecutionType and the requests come from the NM; they
+	// are empty (zero) until the NM has listed the container.
+	User               string `json:"user,omitempty"`
+	State              string `json:"state,omitempty"`
+	ExecutionType      string `json:"executionType,omitempty"`
+	RequestMilliCPU    int64  `json:"requestMilliCPU"`
+	RequestMemoryBytes int64  `json:"requestMemoryBytes"`
+	// Cgroups is the container's cgroup per controller; Pids its processes.
+	Cgroups cgroups.Cgroups `json:"cgroups"`
+	Pids    []int           `json:"pids"`
+	// FirstSeen is when the store first learned of the container.
+	FirstSeen time.Time `json:"firstSeen"`
+	// Source is where the container was seen at the latest observation of
+	// each source.
+	Source Source `json:"source"`
+}
+
+// HasCgroup reports whether the container's own cgroup exists.
+func (c *Container) HasCgroup() bool { return c.Source&SourceCgroup != 0 }
+
+// Cgroup returns the container's cgroup in controller ctrl.
+func (c *Container) Cgroup(ctrl cgroups.Controller) cgroups.Ref { return c.Cgroups[ctrl] }
+
+// equal reports whether two containers carry the same observable data.
+func (c *Container) equal(o *Container) bool {
+	return c.Name == o.Name && c.User == o.User && c.State == o.State &&
+		c.ExecutionType == o.ExecutionType && c.RequestMilliCPU == o.RequestMilliCPU &&
+		c.RequestMemoryBytes == o.RequestMemoryBytes && c.Cgroups == o.Cgroups &&
+		c.Source == o.Source && slices.Equal(c.Pids, o.Pids)
+}
+
+// newContainer returns a container for id first seen at now.
+func newContainer(name string, id yarn.ContainerID, now time.Time) Container {
+	return Container{
+		Name:          name,
+		ID:            id,
+		ApplicationID: id.ApplicationID(),
+		IsAM:          id.IsApplicationMaster(),
+		FirstSeen:     now,
+	}
+}
+
+// enrich copies the NM's view of the container into c.
+func (c *Container) enrich(nm *yarn.NMContainer) {
+	c.User = nm.User
+	c.State = nm.State
+	c.ExecutionType = nm.ExecutionType
+	c.RequestMilliCPU = nm.TotalVCoresNeeded * 1000
+	c.RequestMemoryBytes = nm.TotalMemoryNeededMB << 20
+}
+
+// copyNM copies the NM-derived fields of prev into c.
+func (c *Container) copyNM(prev *Container) {
+	c.User = prev.User
+	c.State = prev.State
+	c.ExecutionType = prev.ExecutionType
+	c.RequestMilliCPU = prev.RequestMilliCPU
+	c.RequestMemoryBytes = prev.RequestMemoryBytes
+}

@@ -1,0 +1,253 @@
+// Package yarninformer is the koordlet statesinformer plugin that keeps the
+// YARN container store true: the cgroup scan is the truth for existence and
+// the NodeManager REST API enriches it with requests, user and state.
+package yarninformer
+
+import (
+	"context"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/klog/v2"
+
+	"github.com/koordinator-sh/koordinator/pkg/koordlet/statesinformer"
+	"github.com/koordinator-sh/koordinator/pkg/koordlet/statesinformer/impl"
+
+	"github.com/koordlet-yarn/koordlet-yarn/framework/cgroups"
+	"github.com/koordlet-yarn/koordlet-yarn/framework/config"
+	"github.com/koordlet-yarn/koordlet-yarn/framework/features"
+	"github.com/koordlet-yarn/koordlet-yarn/framework/store"
+	"github.com/koordlet-yarn/koordlet-yarn/framework/yarn"
+)
+
+// Name is the plugin's key in koordlet's statesinformer plugin registry.
+const Name impl.PluginName = "yarnContainerInformer"
+
+// PodLister returns koordlet's current pods.
+type PodLister func() []*statesinformer.PodMeta
+
+// Status is what the plugin last saw, for the debug endpoint.
+type Status struct {
+	Enabled            bool          `json:"enabled"`
+	Hierarchy          string        `json:"hierarchy,omitempty"`
+	HierarchyFound     bool          `json:"hierarchyFound"`
+	ScanError          string        `json:"scanError,omitempty"`
+	NMEndpoint         string        `json:"nmEndpoint,omitempty"`
+	NMPod              string        `json:"nmPod,omitempty"`
+	NMError            string        `json:"nmError,omitempty"`
+	LastNMSuccess      time.Time     `json:"lastNMSuccess,omitempty"`
+	LastResync         time.Time     `json:"lastResync,omitempty"`
+	LastResyncDuration time.Duration `json:"lastResyncDurationNanos"`
+	Containers         int           `json:"containers"`
+}
+
+// Plugin is the statesinformer plugin.
+type Plugin struct {
+	cfg   *config.Config
+	store *store.Store
+	pods  PodLister
+
+	enabled  bool
+	scanner  *cgroups.Scanner
+	selector labels.Selector
+	client   *http.Client
+	synced   atomic.Bool
+
+	// resync-loop state (one goroutine)
+	nmFailing   bool
+	rootMissing bool
+
+	statusMu sync.RWMutex
+	status   Status
+}
+
+// New returns the plugin; pods may be nil when no pod list is available.
+func New(cfg *config.Config, st *store.Store, pods PodLister) *Plugin {
+	return &Plugin{
+		cfg:   cfg,
+		store: st,
+		pods:  pods,
+		client: &http.Client{Transport: &http.Transport{
+			Proxy:               nil,
+			MaxIdleConnsPerHost: 2,
+			IdleConnTimeout:     90 * time.Second,
+		}},
+	}
+}
+
+// Setup is called by koordlet's states informer before Start.
+func (p *Plugin) Setup(_ *impl.PluginOption, _ *impl.PluginState) {
+	if !features.Enabled(features.YARNContainerInformer) {
+		klog.Infof("yarn: container informer disabled by feature gate %s", features.YARNContainerInformer)
+		return
+	}
+	if err := p.cfg.Validate(); err != nil {
+		klog.Errorf("yarn: container informer disabled, invalid configuration: %v", err)
+		return
+	}
+	h, err := cgroups.ResolveHierarchy(p.cfg.CgroupHierarchy)
+	if err != nil {
+		klog.Errorf("yarn: container informer disabled: %v", err)
+		return
+	}
+	sel, err := labels.Parse(p.cfg.NMPodSelector)
+	if err != nil {
+		klog.Errorf("yarn: container informer disabled: NodeManager pod selector: %v", err)
+		return
+	}
+	p.scanner = cgroups.NewScanner(h)
+	p.selector = sel
+	p.enabled = true
+	p.setStatus(func(s *Status) { s.Enabled = true; s.Hierarchy = h.String() })
+	klog.Infof("yarn: container informer set up: hierarchy %s, NM %s, resync every %v", h, p.nmSourceDescription(), p.cfg.ResyncInterval)
+}
+
+func (p *Plugin) nmSourceDescription() string {
+	if p.cfg.NMEndpoint != "" {
+		return p.cfg.NMEndpoint
+	}
+	return "pod selected by " + p.cfg.NMPodSelector
+}
+
+// Start resyncs once, reports synced (even when the NM is down), then
+// resyncs every interval until stopCh closes.
+func (p *Plugin) Start(stopCh <-chan struct{}) {
+	if !p.enabled {
+		p.synced.Store(true)
+		return
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() {
+		select {
+		case <-stopCh:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	st := p.Resync(ctx)
+	p.synced.Store(true)
+	klog.Infof("yarn: container informer synced: %d containers (%d added)", p.store.Len(), st.Added)
+	ticker := time.NewTicker(p.cfg.ResyncInterval)
+	defer ticker.Stop()
+	for {
+		select {
+		case <-stopCh:
+			return
+		case <-ticker.C:
+			p.Resync(ctx)
+		}
+	}
+}
+
+// HasSynced is true once the first resync was attempted (or the plugin is
+// disabled), so the plugin never holds koordlet's start-up.
+func (p *Plugin) HasSynced() bool { return p.synced.Load() }
+
+// Status returns a copy of the plugin's status.
+func (p *Plugin) Status() Status {
+	p.statusMu.RLock()
+	defer p.statusMu.RUnlock()
+	return p.status
+}
+
+func (p *Plugin) setStatus(fn func(*Status)) {
+	p.statusMu.Lock()
+	fn(&p.status)
+	p.statusMu.Unlock()
+}
+
+// Resync asks the NM, scans the cgroups and updates the store. It is called
+// from one goroutine at a time. A panic is contained and logged.
+func (p *Plugin) Resync(ctx context.Context) (st store.Stats) {
+	defer func() {
+		if r := recover(); r != nil {
+			klog.Errorf("yarn: container resync panicked, keeping the store as it was: %v", r)
+		}
+	}()
+	start := time.Now()
+	nmList, target, nmErr := p.listNM(ctx)
+	scan, scanErr := p.scanner.Scan()
+
+	obs := store.Observation{
+		Scan: scan.Containers, ScanOK: scanErr == nil,
+		NM: nmList, NMOK: nmErr == nil,
+	}
+	st = p.store.Resync(obs, time.Now())
+	p.logTransitions(scan, scanErr, nmErr, target.Endpoint)
+
+	end := time.Now()
+	p.setStatus(func(s *Status) {
+		s.HierarchyFound = scan.RootFound
+		s.ScanError = errString(scanErr)
+		s.NMEndpoint, s.NMPod, s.NMError = target.Endpoint, target.String(), errString(nmErr)
+		if nmErr == nil {
+			s.LastNMSuccess = end
+		}
+		s.LastResync = end
+		s.LastResyncDuration = end.Sub(start)
+		s.Containers = p.store.Len()
+	})
+	if st.Added+st.Updated+st.Removed > 0 {
+		klog.V(3).Infof("yarn: resync: %d added, %d updated, %d removed, %d containers", st.Added, st.Updated, st.Removed, p.store.Len())
+	}
+	return st
+}
+
+// listNM resolves the NM endpoint and lists its containers.
+func (p *Plugin) listNM(ctx context.Context) ([]yarn.NMContainer, nmPod, error) {
+	target := nmPod{Endpoint: p.cfg.NMEndpoint}
+	if target.Endpoint == "" {
+		var pods []*statesinformer.PodMeta
+		if p.pods != nil {
+			pods = p.pods()
+		}
+		var err error
+		if target, err = locateNM(pods, p.selector, p.cfg.NMPort); err != nil {
+			return nil, nmPod{}, err
+		}
+	}
+	client := yarn.NMClient{
+		Endpoint:         target.Endpoint,
+		Timeout:          p.cfg.NMTimeout,
+		MaxResponseBytes: p.cfg.NMMaxResponseBytes,
+		HTTPClient:       p.client,
+	}
+	list, err := client.ListContainers(ctx)
+	return list, target, err
+}
+
+// logTransitions logs a source going bad or coming back once, not on every resync.
+func (p *Plugin) logTransitions(scan cgroups.ScanResult, scanErr, nmErr error, endpoint string) {
+	switch {
+	case nmErr != nil && !p.nmFailing:
+		klog.Warningf("yarn: NodeManager unavailable, keeping the last known NM data and the cgroup view: %v", nmErr)
+		p.nmFailing = true
+	case nmErr != nil:
+		klog.V(4).Infof("yarn: NodeManager still unavailable: %v", nmErr)
+	case p.nmFailing:
+		klog.Infof("yarn: NodeManager at %s reachable again", endpoint)
+		p.nmFailing = false
+	}
+	if scanErr != nil {
+		klog.Warningf("yarn: cgroup scan failed, keeping the last known cgroup view: %v", scanErr)
+		return
+	}
+	if !scan.RootFound && !p.rootMissing {
+		klog.Infof("yarn: YARN cgroup hierarchy %s not found in any controller yet; waiting for the NodeManager to create it", p.scanner.Hierarchy())
+	}
+	if scan.RootFound && p.rootMissing {
+		klog.Infof("yarn: YARN cgroup hierarchy %s found", p.scanner.Hierarchy())
+	}
+	p.rootMissing = !scan.RootFound
+}
+
+func errString(err error) string {
+	if err == nil {
+		return ""
+	}
+	return err.Error()
+}
