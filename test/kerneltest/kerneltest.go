@@ -1,0 +1,168 @@
+// Package kerneltest helps tests that run against the real kernel: real
+// cgroup v1 directories and real processes, all removed when the test ends.
+// Tests using it skip, with the reason, where the kernel or the privileges
+// do not allow them.
+package kerneltest
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// CgroupRoot is the host cgroup mount root.
+const CgroupRoot = "/sys/fs/cgroup"
+
+// RequireCgroupV1 skips t unless it runs as root on a host whose cgroup v1
+// controllers are mounted and writable.
+func RequireCgroupV1(t testing.TB, controllers ...string) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("real-kernel test: needs root to create cgroups")
+	}
+	if _, err := os.Stat(filepath.Join(CgroupRoot, "cgroup.controllers")); err == nil {
+		t.Skip("real-kernel test: needs cgroup v1, this host mounts cgroup v2 at " + CgroupRoot)
+	}
+	for _, c := range controllers {
+		dir := filepath.Join(CgroupRoot, c)
+		probe := filepath.Join(dir, fmt.Sprintf("koordlet-yarn-probe-%d", os.Getpid()))
+		if err := os.Mkdir(probe, 0o755); err != nil {
+			t.Skipf("real-kernel test: cgroup v1 controller %s is not writable: %v", c, err)
+		}
+		_ = os.Remove(probe)
+	}
+}
+
+// UniqueRoot returns a fresh relative cgroup name for one test.
+func UniqueRoot(t testing.TB) string {
+	return fmt.Sprintf("koordlet-yarn-test-%d-%d", os.Getpid(), time.Now().UnixNano())
+}
+
+// MakeCgroup creates <CgroupRoot>/<controller>/<rel> (and its parents) and
+// registers its removal, children first, when the test ends. It returns the
+// absolute path.
+func MakeCgroup(t testing.TB, controller, rel string) string {
+	t.Helper()
+	dir := filepath.Join(CgroupRoot, controller, rel)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatalf("create cgroup %s: %v", dir, err)
+	}
+	top := filepath.Join(CgroupRoot, controller, strings.Split(rel, "/")[0])
+	t.Cleanup(func() { RemoveCgroupTree(t, top) })
+	return dir
+}
+
+// RemoveCgroupTree removes a cgroup directory and its descendants, deepest
+// first, killing processes still inside.
+func RemoveCgroupTree(t testing.TB, dir string) {
+	var dirs []string
+	_ = filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
+		if err == nil && d.IsDir() {
+			dirs = append(dirs, p)
+		}
+		return nil
+	})
+	for i := len(dirs) - 1; i >= 0; i-- {
+		for attempt := 0; attempt < 50; attempt++ {
+			for _, pid := range Pids(dirs[i]) {
+				_ = syscall.Kill(pid, syscall.SIGKILL)
+			}
+			if err := os.Remove(dirs[i]); err == nil || os.IsNotExist(err) {
+				break
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+		if _, err := os.Stat(dirs[i]); err == nil {
+			t.Errorf("could not remove cgroup %s", dirs[i])
+		}
+	}
+}
+
+// Pids lists the processes in the cgroup directory dir.
+func Pids(dir string) []int {
+	b, err := os.ReadFile(filepath.Join(dir, "cgroup.procs"))
+	if err != nil {
+		return nil
+	}
+	var pids []int
+	for _, f := range strings.Fields(string(b)) {
+		if p, err := strconv.Atoi(f); err == nil {
+			pids = append(pids, p)
+		}
+	}
+	return pids
+}
+
+// Process is a real process started by Start.
+type Process struct {
+	Cmd   *exec.Cmd
+	stdin io.WriteCloser
+}
+
+// Pid returns the process id.
+func (p *Process) Pid() int { return p.Cmd.Process.Pid }
+
+// Release lets a process started with a gate (see Start) continue.
+func (p *Process) Release() error {
+	_, err := p.stdin.Write([]byte("go\n"))
+	return err
+}
+
+// Start runs "sh -c script" held at a gate (the script starts with
+// "read gate"), moves it into each cgroup dir, and returns it. Call Release
+// to let it run: every process it forks is then born inside the cgroups.
+// The process is killed when the test ends.
+func Start(t testing.TB, script string, cgroupDirs ...string) *Process {
+	t.Helper()
+	cmd := exec.Command("sh", "-c", "read gate; "+script)
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("start %q: %v", script, err)
+	}
+	p := &Process{Cmd: cmd, stdin: stdin}
+	t.Cleanup(func() {
+		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+	})
+	for _, dir := range cgroupDirs {
+		if err := os.WriteFile(filepath.Join(dir, "cgroup.procs"), []byte(strconv.Itoa(cmd.Process.Pid)), 0o644); err != nil {
+			t.Fatalf("move pid %d into %s: %v", cmd.Process.Pid, dir, err)
+		}
+	}
+	return p
+}
+
+// SelfCgroup returns this process's cgroup (relative, no leading slash) in
+// a v1 controller, from /proc/self/cgroup.
+func SelfCgroup(t testing.TB, controller string) string {
+	t.Helper()
+	b, err := os.ReadFile("/proc/self/cgroup")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		parts := strings.SplitN(line, ":", 3)
+		if len(parts) != 3 {
+			continue
+		}
+		for _, c := range strings.Split(parts[1], ",") {
+			if c == controller {
+				return strings.TrimPrefix(parts[2], "/")
+			}
+		}
+	}
+	t.Fatalf("controller %s not in /proc/self/cgroup", controller)
+	return ""
+}
