@@ -1,9 +1,11 @@
 package cgroups
 
 import (
+	"bytes"
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -40,11 +42,21 @@ type Scanner struct {
 	h     Hierarchy
 	buf   []byte
 	index map[string]int
+	// procCache remembers, per container, the pid whose /proc/<pid>/cgroup
+	// resolved the unowned controllers. While that pid is still listed in
+	// the container's own cgroup it is the same live process (a pid is not
+	// reused while its process lives), so /proc is not read again.
+	procCache map[string]procResolution
+}
+
+type procResolution struct {
+	pid  int
+	refs Cgroups
 }
 
 // NewScanner returns a scanner of h.
 func NewScanner(h Hierarchy) *Scanner {
-	return &Scanner{h: h, buf: make([]byte, 4096), index: map[string]int{}}
+	return &Scanner{h: h, buf: make([]byte, 4096), index: map[string]int{}, procCache: map[string]procResolution{}}
 }
 
 // Hierarchy returns the scanned hierarchy.
@@ -71,6 +83,9 @@ func (s *Scanner) Scan() (ScanResult, error) {
 			continue
 		}
 		res.RootFound = true
+		if res.Containers == nil {
+			res.Containers = make([]Container, 0, len(names))
+		}
 		for _, name := range names {
 			if !strings.HasPrefix(name, "container_") {
 				continue
@@ -104,6 +119,11 @@ func (s *Scanner) Scan() (ScanResult, error) {
 	}
 	for i := range res.Containers {
 		s.fill(&res.Containers[i])
+	}
+	for name := range s.procCache {
+		if _, ok := s.index[name]; !ok {
+			delete(s.procCache, name)
+		}
 	}
 	return res, nil
 }
@@ -149,6 +169,14 @@ func (s *Scanner) fill(c *Container) {
 	if !missing {
 		return
 	}
+	if cached, ok := s.procCache[c.Name]; ok && slices.Contains(c.Pids, cached.pid) {
+		for ctrl, r := range cached.refs {
+			if !c.Cgroups[ctrl].Owned && !r.Owned {
+				c.Cgroups[ctrl] = r
+			}
+		}
+		return
+	}
 	for i, pid := range c.Pids {
 		if i == maxPidsTried {
 			break
@@ -169,27 +197,51 @@ func (s *Scanner) resolveFromProc(c *Container, pid int) bool {
 		return false
 	}
 	resolved := c.Cgroups
-	for _, line := range strings.Split(string(s.buf), "\n") {
-		parts := strings.SplitN(line, ":", 3)
-		if len(parts) != 3 || parts[1] == "" {
+	own := s.ownDir(c)
+	for rest := s.buf; len(rest) > 0; {
+		var line []byte
+		if i := bytes.IndexByte(rest, '\n'); i >= 0 {
+			line, rest = rest[:i], rest[i+1:]
+		} else {
+			line, rest = rest, nil
+		}
+		// hierarchy-id:controller[,controller...]:/path
+		first := bytes.IndexByte(line, ':')
+		if first < 0 {
 			continue
 		}
-		dir := strings.TrimPrefix(parts[2], "/")
-		for _, name := range strings.Split(parts[1], ",") {
-			ctrl, ok := ParseController(name)
+		second := bytes.IndexByte(line[first+1:], ':')
+		if second <= 0 {
+			continue // malformed, or the v2 line "0::/path"
+		}
+		names := line[first+1 : first+1+second]
+		path := bytes.TrimPrefix(line[first+second+2:], []byte("/"))
+		for len(names) > 0 {
+			var name []byte
+			if i := bytes.IndexByte(names, ','); i >= 0 {
+				name, names = names[:i], names[i+1:]
+			} else {
+				name, names = names, nil
+			}
+			ctrl, ok := ParseController(string(name))
 			if !ok {
 				continue
 			}
 			if c.Cgroups[ctrl].Owned {
-				if dir != c.Cgroups[ctrl].Dir {
+				if string(path) != c.Cgroups[ctrl].Dir {
 					return false // the pid is no longer this container's
 				}
 				continue
 			}
-			resolved[ctrl] = Ref{Dir: dir, Owned: dir == s.h.ContainerRelDir(c.Name)}
+			if string(path) == own {
+				resolved[ctrl] = Ref{Dir: own, Owned: true}
+			} else {
+				resolved[ctrl] = Ref{Dir: string(path)}
+			}
 		}
 	}
 	c.Cgroups = resolved
+	s.procCache[c.Name] = procResolution{pid: pid, refs: resolved}
 	return true
 }
 

@@ -211,3 +211,33 @@ func TestParsePids(t *testing.T) {
 	assert.Equal(t, []int{1, 2}, parsePids([]byte("1\nx2\n\n2")))
 	assert.Equal(t, []int{5}, parsePids([]byte("0\n-3\n5\n")))
 }
+
+func TestScanCachesProcResolution(t *testing.T) {
+	n := newFakeNode(t, false, system.Cgroupfs)
+	name := "container_1700000000000_0042_01_000002"
+	n.container(name, []int{500}, CPU)
+	n.proc(500, "4:memory:/nm-a\n1:cpu:/"+n.h.ContainerRelDir(name)+"\n")
+	s := NewScanner(n.h)
+	res, err := s.Scan()
+	require.NoError(t, err)
+	assert.Equal(t, Ref{Dir: "nm-a"}, res.Containers[0].Cgroups[Memory])
+
+	// Same live pid: /proc is not read again.
+	n.proc(500, "4:memory:/nm-b\n1:cpu:/"+n.h.ContainerRelDir(name)+"\n")
+	res, err = s.Scan()
+	require.NoError(t, err)
+	assert.Equal(t, Ref{Dir: "nm-a"}, res.Containers[0].Cgroups[Memory])
+
+	// The resolving pid left the container: resolve again from a live pid.
+	n.container(name, []int{501}, CPU)
+	n.proc(501, "4:memory:/nm-c\n1:cpu:/"+n.h.ContainerRelDir(name)+"\n")
+	res, err = s.Scan()
+	require.NoError(t, err)
+	assert.Equal(t, Ref{Dir: "nm-c"}, res.Containers[0].Cgroups[Memory])
+
+	// A removed container leaves the cache.
+	require.NoError(t, os.RemoveAll(filepath.Join(n.h.RootDir(CPU), name)))
+	_, err = s.Scan()
+	require.NoError(t, err)
+	assert.Empty(t, s.procCache)
+}

@@ -1,6 +1,7 @@
 package yarn
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -8,6 +9,7 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -31,6 +33,9 @@ type NMClient struct {
 	MaxResponseBytes int64
 	// HTTPClient is used for requests; nil means a client without its own timeout.
 	HTTPClient *http.Client
+
+	// bufs recycles response buffers between requests.
+	bufs sync.Pool
 }
 
 // NewNMClient returns a client for the NM at endpoint (scheme://host:port).
@@ -61,7 +66,15 @@ func ValidateEndpoint(endpoint string) error {
 
 // ListContainers fetches and decodes GET /ws/v1/node/containers.
 func (c *NMClient) ListContainers(ctx context.Context) ([]NMContainer, error) {
-	body, err := c.get(ctx, containersPath)
+	buf, _ := c.bufs.Get().(*bytes.Buffer)
+	if buf == nil {
+		buf = new(bytes.Buffer)
+	}
+	defer func() {
+		buf.Reset()
+		c.bufs.Put(buf)
+	}()
+	body, err := c.get(ctx, containersPath, buf)
 	if err != nil {
 		return nil, err
 	}
@@ -72,7 +85,8 @@ func (c *NMClient) ListContainers(ctx context.Context) ([]NMContainer, error) {
 	return list, nil
 }
 
-func (c *NMClient) get(ctx context.Context, path string) ([]byte, error) {
+// get fetches path into buf and returns its bytes.
+func (c *NMClient) get(ctx context.Context, path string, buf *bytes.Buffer) ([]byte, error) {
 	timeout := c.Timeout
 	if timeout <= 0 {
 		timeout = DefaultNMTimeout
@@ -98,10 +112,13 @@ func (c *NMClient) get(ctx context.Context, path string) ([]byte, error) {
 		return nil, fmt.Errorf("GET %s: %w", target, err)
 	}
 	defer resp.Body.Close()
-	body, err := io.ReadAll(io.LimitReader(resp.Body, limit+1))
-	if err != nil {
+	if resp.ContentLength > 0 && resp.ContentLength <= limit {
+		buf.Grow(int(resp.ContentLength))
+	}
+	if _, err := buf.ReadFrom(io.LimitReader(resp.Body, limit+1)); err != nil {
 		return nil, fmt.Errorf("GET %s: read body: %w", target, err)
 	}
+	body := buf.Bytes()
 	if int64(len(body)) > limit {
 		return nil, fmt.Errorf("GET %s: %w (%d bytes)", target, ErrResponseTooLarge, limit)
 	}

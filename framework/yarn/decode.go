@@ -96,6 +96,8 @@ func (c *containersField) UnmarshalJSON(b []byte) error {
 	return nil
 }
 
+var idKey = []byte(`"id"`)
+
 // containerList is the value of "container": a list, a single object, or
 // an empty value.
 type containerList struct {
@@ -108,6 +110,9 @@ func (c *containerList) UnmarshalJSON(b []byte) error {
 	}
 	switch b[0] {
 	case '[':
+		// Size the list once: every entry has an "id" key (an upper bound,
+		// since the key may also appear inside values).
+		c.list = make([]rawContainer, 0, bytes.Count(b, idKey))
 		return json.Unmarshal(b, &c.list)
 	case '{':
 		var one rawContainer

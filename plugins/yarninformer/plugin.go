@@ -56,6 +56,9 @@ type Plugin struct {
 	client   *http.Client
 	synced   atomic.Bool
 
+	// nm is the client of the current NM endpoint (resync goroutine only).
+	nm *yarn.NMClient
+
 	// resync-loop state (one goroutine)
 	nmFailing   bool
 	rootMissing bool
@@ -210,13 +213,15 @@ func (p *Plugin) listNM(ctx context.Context) ([]yarn.NMContainer, nmPod, error) 
 			return nil, nmPod{}, err
 		}
 	}
-	client := yarn.NMClient{
-		Endpoint:         target.Endpoint,
-		Timeout:          p.cfg.NMTimeout,
-		MaxResponseBytes: p.cfg.NMMaxResponseBytes,
-		HTTPClient:       p.client,
+	if p.nm == nil || p.nm.Endpoint != target.Endpoint {
+		p.nm = &yarn.NMClient{
+			Endpoint:         target.Endpoint,
+			Timeout:          p.cfg.NMTimeout,
+			MaxResponseBytes: p.cfg.NMMaxResponseBytes,
+			HTTPClient:       p.client,
+		}
 	}
-	list, err := client.ListContainers(ctx)
+	list, err := p.nm.ListContainers(ctx)
 	return list, target, err
 }
 

@@ -44,6 +44,8 @@ func nmBody(entries ...string) string {
 	return `{"containers":{"container":[` + strings.Join(entries, ",") + `]}}`
 }
 
+func nmBytes(entries ...string) []byte { return []byte(nmBody(entries...)) }
+
 func nmEntry(id, state string, mb, vcores int) string {
 	return fmt.Sprintf(`{"id":%q,"state":%q,"user":"alice","totalMemoryNeededMB":%d,"totalVCoresNeeded":%d,"executionType":"GUARANTEED","exitCode":-1000}`, id, state, mb, vcores)
 }
@@ -58,7 +60,7 @@ type fakeNM struct {
 
 func newFakeNM(t *testing.T) *fakeNM {
 	f := &fakeNM{}
-	f.body.Store(nmBody())
+	f.body.Store([]byte(nmBody()))
 	f.mode.Store("ok")
 	f.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		f.calls.Add(1)
@@ -80,7 +82,7 @@ func newFakeNM(t *testing.T) *fakeNM {
 			http.NotFound(w, r)
 			return
 		}
-		_, _ = w.Write([]byte(f.body.Load().(string)))
+		_, _ = w.Write(f.body.Load().([]byte))
 	}))
 	t.Cleanup(f.srv.Close)
 	return f
@@ -127,7 +129,7 @@ func TestResyncWithNM(t *testing.T) {
 	nm := newFakeNM(t)
 	root.addContainer(t, amName, "11\n")
 	root.addContainer(t, execName, "22\n23\n")
-	nm.body.Store(nmBody(nmEntry(amName, "RUNNING", 1024, 1), nmEntry(execName, "RUNNING", 4096, 2), nmEntry(newName, "LOCALIZING", 2048, 1)))
+	nm.body.Store(nmBytes(nmEntry(amName, "RUNNING", 1024, 1), nmEntry(execName, "RUNNING", 4096, 2), nmEntry(newName, "LOCALIZING", 2048, 1)))
 
 	st := store.New()
 	p := New(testConfig(nm.srv.URL), st, nil)
@@ -157,7 +159,7 @@ func TestResyncWithNM(t *testing.T) {
 
 	// The executor exits: its cgroup goes, the NM reports it finished.
 	root.removeContainer(t, execName)
-	nm.body.Store(nmBody(nmEntry(amName, "RUNNING", 1024, 1), nmEntry(execName, "EXITED_WITH_FAILURE", 4096, 2), nmEntry(newName, "LOCALIZING", 2048, 1)))
+	nm.body.Store(nmBytes(nmEntry(amName, "RUNNING", 1024, 1), nmEntry(execName, "EXITED_WITH_FAILURE", 4096, 2), nmEntry(newName, "LOCALIZING", 2048, 1)))
 	stats = p.Resync(context.Background())
 	assert.Equal(t, store.Stats{Removed: 1}, stats)
 }
@@ -168,7 +170,7 @@ func TestResyncNMFaults(t *testing.T) {
 			root := newFakeRoot(t)
 			nm := newFakeNM(t)
 			root.addContainer(t, amName, "11\n")
-			nm.body.Store(nmBody(nmEntry(amName, "RUNNING", 1024, 1)))
+			nm.body.Store(nmBytes(nmEntry(amName, "RUNNING", 1024, 1)))
 			st := store.New()
 			p := New(testConfig(nm.srv.URL), st, nil)
 			p.Setup(nil, nil)
@@ -231,7 +233,7 @@ func TestResyncDiscoversNMPod(t *testing.T) {
 	root := newFakeRoot(t)
 	nm := newFakeNM(t)
 	root.addContainer(t, amName, "11\n")
-	nm.body.Store(nmBody(nmEntry(amName, "RUNNING", 1024, 1)))
+	nm.body.Store(nmBytes(nmEntry(amName, "RUNNING", 1024, 1)))
 	host, port, _ := strings.Cut(strings.TrimPrefix(nm.srv.URL, "http://"), ":")
 	var portN int
 	_, _ = fmt.Sscan(port, &portN)
