@@ -2,7 +2,10 @@
 // cgroupfs and systemd drivers) and scans the container cgroups below it.
 package cgroups
 
-import "encoding/json"
+import (
+	"encoding/json"
+	"fmt"
+)
 
 // Controller is a cgroup controller koordlet reads or writes for a container.
 type Controller int
@@ -61,4 +64,22 @@ func (c Cgroups) MarshalJSON() ([]byte, error) {
 		}
 	}
 	return json.Marshal(m)
+}
+
+// UnmarshalJSON reads the object MarshalJSON writes; unknown controller
+// names are an error.
+func (c *Cgroups) UnmarshalJSON(b []byte) error {
+	var m map[string]Ref
+	if err := json.Unmarshal(b, &m); err != nil {
+		return err
+	}
+	*c = Cgroups{}
+	for name, r := range m {
+		ctrl, ok := ParseController(name)
+		if !ok {
+			return fmt.Errorf("unknown cgroup controller %q", name)
+		}
+		c[ctrl] = r
+	}
+	return nil
 }

@@ -1,6 +1,7 @@
 package cgroups
 
 import (
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"sort"
@@ -240,4 +241,15 @@ func TestScanCachesProcResolution(t *testing.T) {
 	_, err = s.Scan()
 	require.NoError(t, err)
 	assert.Empty(t, s.procCache)
+}
+
+func TestCgroupsJSON(t *testing.T) {
+	in := Cgroups{CPU: {Dir: "a/container_x", Owned: true}, Memory: {Dir: "kubepods/nm"}}
+	b, err := json.Marshal(in)
+	require.NoError(t, err)
+	assert.JSONEq(t, `{"cpu":{"dir":"a/container_x","owned":true},"memory":{"dir":"kubepods/nm","owned":false}}`, string(b))
+	var out Cgroups
+	require.NoError(t, json.Unmarshal(b, &out))
+	assert.Equal(t, in, out)
+	assert.Error(t, json.Unmarshal([]byte(`{"gpu":{"dir":"x"}}`), &out))
 }

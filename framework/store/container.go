@@ -5,6 +5,7 @@ package store
 
 import (
 	"encoding/json"
+	"fmt"
 	"slices"
 	"time"
 
@@ -37,6 +38,21 @@ func (s Source) String() string {
 
 // MarshalJSON renders the source as its name.
 func (s Source) MarshalJSON() ([]byte, error) { return json.Marshal(s.String()) }
+
+// UnmarshalJSON reads a source name.
+func (s *Source) UnmarshalJSON(b []byte) error {
+	var name string
+	if err := json.Unmarshal(b, &name); err != nil {
+		return err
+	}
+	for _, v := range []Source{SourceCgroup, SourceNM, SourceBoth} {
+		if v.String() == name {
+			*s = v
+			return nil
+		}
+	}
+	return fmt.Errorf("unknown container source %q", name)
+}
 
 // Container is a YARN container as the store knows it. Values handed out by
 // the store are shared and must be treated as read-only.
