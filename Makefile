@@ -1,0 +1,39 @@
+# koordlet-yarn: a koordlet build with the YARN plugin set installed.
+GO      ?= go
+BIN     ?= bin
+PKGS    ?= ./...
+BENCH   ?= .
+# Longer runs give steadier figures: make bench BENCHTIME=5s
+BENCHTIME ?= 2s
+
+.PHONY: all deps build test bench lint demo clean
+
+all: lint build test
+
+# libpfm4 headers are needed by koordlet's cgo perf code.
+deps:
+	@if [ ! -f /usr/include/perfmon/pfmlib.h ]; then \
+		echo "installing libpfm4-dev (koordlet's cgo perf headers)"; \
+		if [ "$$(id -u)" = 0 ]; then SUDO=""; else SUDO="sudo"; fi; \
+		$$SUDO apt-get update -qq && $$SUDO apt-get install -y -qq libpfm4-dev; \
+	fi
+
+build: deps
+	$(GO) build -o $(BIN)/koordlet ./cmd/koordlet
+
+# Real-kernel tests run as root on cgroup v1 hosts and skip elsewhere.
+test: deps lint
+	$(GO) test -count=1 $(PKGS)
+
+bench: deps
+	$(GO) test -run '^$$' -bench '$(BENCH)' -benchmem -benchtime $(BENCHTIME) $(PKGS)
+
+lint: deps
+	@bad=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$bad" ]; then echo "gofmt needed:"; echo "$$bad"; exit 1; fi
+	$(GO) vet $(PKGS)
+
+demo: build
+	$(GO) run ./test/demo
+
+clean:
+	rm -rf $(BIN)
