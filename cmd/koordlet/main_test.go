@@ -1,0 +1,47 @@
+package main
+
+import (
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// TestBinaryFlags builds the koordlet and checks, the way a user meets it,
+// that our flags and gates sit beside upstream's and that bad values are
+// refused with a clear message.
+func TestBinaryFlags(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the koordlet binary")
+	}
+	bin := filepath.Join(t.TempDir(), "koordlet")
+	out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput()
+	require.NoError(t, err, string(out))
+
+	out, err = exec.Command(bin, "--help").CombinedOutput()
+	require.NoError(t, err, "--help exits 0")
+	help := string(out)
+	for _, want := range []string{"-yarn-nm-endpoint", "-yarn-nm-pod-selector", "-yarn-nm-port", "-yarn-nm-timeout",
+		"-yarn-nm-max-response-bytes", "-yarn-cgroup-hierarchy", "-yarn-resync-interval",
+		"-cgroup-root-dir", "YARNContainerInformer=true|false (BETA - default=true)", "BECPUSuppress"} {
+		assert.Contains(t, help, want)
+	}
+
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--yarn-cgroup-hierarchy=../etc"}, "invalid flag: --yarn-cgroup-hierarchy"},
+		{[]string{"--yarn-nm-endpoint=nm:8042"}, "invalid flag: --yarn-nm-endpoint"},
+		{[]string{"--feature-gates=YARNNoSuchGate=true"}, "unrecognized feature gate"},
+	} {
+		out, err := exec.Command(bin, tc.args...).CombinedOutput()
+		var exitErr *exec.ExitError
+		require.ErrorAs(t, err, &exitErr, strings.Join(tc.args, " "))
+		assert.Equal(t, 2, exitErr.ExitCode())
+		assert.Contains(t, string(out), tc.want)
+	}
+}
