@@ -1,0 +1,72 @@
+// Package e2e holds the node-level end-to-end tests: a real koordlet built
+// from this repository, a real API server and etcd, the real kernel's
+// cgroups and real processes (see test/nodebox). They run as root on cgroup
+// v1 hosts and skip, saying why, elsewhere.
+package e2e
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/koordlet-yarn/koordlet-yarn/test/nodebox"
+)
+
+var skipReason string
+
+func TestMain(m *testing.M) {
+	flag.Parse()
+	if err := nodebox.Prerequisites(); err != nil {
+		skipReason = err.Error()
+	} else if testing.Short() {
+		skipReason = "node-level e2e tests do not run with -short"
+	} else if err := nodebox.EnsureBinaries(repoTop(), os.Stderr); err != nil {
+		fmt.Fprintln(os.Stderr, "e2e:", err)
+		os.Exit(1)
+	}
+	os.Exit(m.Run())
+}
+
+func repoTop() string {
+	out, err := exec.Command("go", "list", "-m", "-f", "{{.Dir}}").Output()
+	if err != nil {
+		wd, _ := os.Getwd()
+		return filepath.Join(wd, "../..")
+	}
+	return strings.TrimSpace(string(out))
+}
+
+// startBox starts a node in a box for t and stops it when t ends; the
+// koordlet log is printed when t fails.
+func startBox(t *testing.T, opts nodebox.Options) *nodebox.Box {
+	t.Helper()
+	if skipReason != "" {
+		t.Skip("node-level e2e: " + skipReason)
+	}
+	opts.Top = repoTop()
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	b, err := nodebox.Start(ctx, opts)
+	if err != nil {
+		t.Fatalf("start the node in a box: %v", err)
+	}
+	t.Cleanup(func() {
+		if t.Failed() {
+			if log, err := os.ReadFile(b.KoordletLog()); err == nil {
+				lines := strings.Split(string(log), "\n")
+				if len(lines) > 80 {
+					lines = lines[len(lines)-80:]
+				}
+				t.Logf("koordlet log tail:\n%s", strings.Join(lines, "\n"))
+			}
+		}
+		b.Stop()
+	})
+	return b
+}

@@ -1,0 +1,432 @@
+// Package nmemu emulates a YARN NodeManager for node-level tests and the
+// demo: it serves the NodeManager REST API (GET /ws/v1/node/containers,
+// /ws/v1/node/containers/{id}, /ws/v1/node/info) as Hadoop documents it, and
+// launches containers the way the LinuxContainerExecutor does: a container_*
+// cgroup under the YARN hierarchy in the real cgroup v1 controllers it
+// manages, real processes moved into it, the state machine NEW → LOCALIZING →
+// RUNNING → EXITED_WITH_SUCCESS/EXITED_WITH_FAILURE → DONE, and exit
+// reporting when the container's processes are killed from outside.
+package nmemu
+
+import (
+	"encoding/json"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// Mode is how the emulator answers REST requests, for fault tests.
+type Mode string
+
+// Modes.
+const (
+	ModeOK      Mode = "ok"      // documented responses
+	ModeSlow    Mode = "slow"    // hang until the client gives up
+	ModeGarbage Mode = "garbage" // a body that is not JSON
+	ModeError   Mode = "error"   // HTTP 500
+)
+
+// Config configures the emulator.
+type Config struct {
+	// CgroupRoot is the cgroup v1 mount root (/sys/fs/cgroup).
+	CgroupRoot string
+	// Hierarchy is the YARN hierarchy relative to the controller mounts.
+	Hierarchy string
+	// Controllers YARN manages (cgroup v1 names); cpu always, memory when
+	// yarn.nodemanager.resource.memory.enabled.
+	Controllers []string
+	// PodCgroup is the NM pod's container cgroup (relative): launched
+	// processes first join it in PodControllers, then the YARN container
+	// cgroups in Controllers, so that in the controllers YARN does not
+	// manage they stay in the NM pod's cgroup, as with the real NM.
+	PodCgroup      string
+	PodControllers []string
+	// ClusterTimestamp of the emulated ResourceManager.
+	ClusterTimestamp int64
+	// NodeID is the NM's node id (host:port).
+	NodeID string
+}
+
+// Container is one emulated container.
+type Container struct {
+	ID            string `json:"id"`
+	State         string `json:"state"`
+	ExitCode      int    `json:"exitCode"`
+	Diagnostics   string `json:"diagnostics"`
+	User          string `json:"user"`
+	MemoryMB      int64  `json:"totalMemoryNeededMB"`
+	VCores        int64  `json:"totalVCoresNeeded"`
+	ExecutionType string `json:"executionType"`
+	NodeID        string `json:"nodeId"`
+	LogsLink      string `json:"containerLogsLink"`
+
+	cmd    *exec.Cmd
+	exited chan struct{}
+}
+
+// Spec describes a container to launch.
+type Spec struct {
+	AppID, Attempt, Sequence int64
+	User                     string
+	MemoryMB, VCores         int64
+	Opportunistic            bool
+	// Script is run by sh -c inside the container's cgroups.
+	Script string
+	// Localize is how long the container stays LOCALIZING before it runs.
+	Localize time.Duration
+}
+
+// ID returns the container id of the spec under cluster timestamp ts.
+func (s Spec) ID(ts int64) string {
+	return fmt.Sprintf("container_e17_%d_%04d_%02d_%06d", ts, s.AppID, s.Attempt, s.Sequence)
+}
+
+// NM is the emulator.
+type NM struct {
+	cfg      Config
+	mu       sync.Mutex
+	mode     Mode
+	list     []*Container
+	byID     map[string]*Container
+	server   *http.Server
+	listener net.Listener
+	wg       sync.WaitGroup
+}
+
+// New returns an emulator; call Listen to serve and Close to stop.
+func New(cfg Config) *NM {
+	if cfg.ClusterTimestamp == 0 {
+		cfg.ClusterTimestamp = 1700000000000
+	}
+	if len(cfg.Controllers) == 0 {
+		cfg.Controllers = []string{"cpu", "memory"}
+	}
+	return &NM{cfg: cfg, mode: ModeOK, byID: map[string]*Container{}}
+}
+
+// Listen serves the REST API on addr (e.g. 127.0.0.1:0) and returns the
+// bound address.
+func (nm *NM) Listen(addr string) (string, error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return "", fmt.Errorf("nmemu: listen %s: %w", addr, err)
+	}
+	nm.listener = ln
+	nm.server = &http.Server{Handler: nm, ReadHeaderTimeout: 5 * time.Second}
+	go func() { _ = nm.server.Serve(ln) }()
+	return ln.Addr().String(), nil
+}
+
+// StopServing closes the REST listener (the NM is "down"); containers keep
+// running.
+func (nm *NM) StopServing() {
+	if nm.server != nil {
+		_ = nm.server.Close()
+		nm.server = nil
+	}
+}
+
+// SetMode changes how REST requests are answered.
+func (nm *NM) SetMode(m Mode) {
+	nm.mu.Lock()
+	nm.mode = m
+	nm.mu.Unlock()
+}
+
+// Close stops serving, kills every container and removes the cgroups.
+func (nm *NM) Close() {
+	nm.StopServing()
+	nm.mu.Lock()
+	list := append([]*Container(nil), nm.list...)
+	nm.mu.Unlock()
+	for _, c := range list {
+		nm.kill(c)
+	}
+	nm.wg.Wait()
+	for _, ctrl := range nm.cfg.Controllers {
+		removeTree(filepath.Join(nm.cfg.CgroupRoot, ctrl, nm.cfg.Hierarchy))
+	}
+}
+
+// Launch starts a container: NEW, then LOCALIZING for spec.Localize, then
+// its cgroups are created, its process is moved in and it is RUNNING. It
+// returns the container id at once.
+func (nm *NM) Launch(spec Spec) (string, error) {
+	id := spec.ID(nm.cfg.ClusterTimestamp)
+	exec := "GUARANTEED"
+	if spec.Opportunistic {
+		exec = "OPPORTUNISTIC"
+	}
+	c := &Container{ID: id, State: "NEW", ExitCode: -1000, User: spec.User, MemoryMB: spec.MemoryMB,
+		VCores: spec.VCores, ExecutionType: exec, NodeID: nm.cfg.NodeID, exited: make(chan struct{})}
+	nm.mu.Lock()
+	if _, dup := nm.byID[id]; dup {
+		nm.mu.Unlock()
+		return "", fmt.Errorf("nmemu: container %s already exists", id)
+	}
+	nm.list = append(nm.list, c)
+	nm.byID[id] = c
+	nm.mu.Unlock()
+
+	nm.setState(c, "LOCALIZING")
+	if spec.Localize > 0 {
+		time.Sleep(spec.Localize)
+	}
+	if err := nm.start(c, spec.Script); err != nil {
+		nm.finish(c, "EXITED_WITH_FAILURE", -1, err.Error())
+		return id, err
+	}
+	return id, nil
+}
+
+func (nm *NM) start(c *Container, script string) error {
+	var dirs []string
+	for _, ctrl := range nm.cfg.Controllers {
+		dir := filepath.Join(nm.cfg.CgroupRoot, ctrl, nm.cfg.Hierarchy, c.ID)
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return fmt.Errorf("create cgroup %s: %w", dir, err)
+		}
+		dirs = append(dirs, dir)
+	}
+	// The shell waits at a gate until it is inside the cgroups, so every
+	// process it forks is born there, as with the LCE.
+	cmd := exec.Command("sh", "-c", "read gate; "+script)
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		return err
+	}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("start container process: %w", err)
+	}
+	targets := []string{}
+	if nm.cfg.PodCgroup != "" {
+		for _, ctrl := range nm.cfg.PodControllers {
+			targets = append(targets, filepath.Join(nm.cfg.CgroupRoot, ctrl, nm.cfg.PodCgroup))
+		}
+	}
+	targets = append(targets, dirs...)
+	for _, dir := range targets {
+		if err := os.WriteFile(filepath.Join(dir, "cgroup.procs"), []byte(strconv.Itoa(cmd.Process.Pid)), 0o644); err != nil {
+			_ = cmd.Process.Kill()
+			_ = cmd.Wait()
+			return fmt.Errorf("move pid into %s: %w", dir, err)
+		}
+	}
+	nm.mu.Lock()
+	c.cmd = cmd
+	nm.mu.Unlock()
+	nm.setState(c, "RUNNING")
+	_, _ = stdin.Write([]byte("go\n"))
+	nm.wg.Add(1)
+	go nm.reap(c, dirs)
+	return nil
+}
+
+// reap waits for the container's main process, kills what is left in its
+// cgroups, reports the exit and removes the cgroups, as the NM does.
+func (nm *NM) reap(c *Container, dirs []string) {
+	defer nm.wg.Done()
+	err := c.cmd.Wait()
+	code, state, diag := 0, "EXITED_WITH_SUCCESS", ""
+	if err != nil {
+		state = "EXITED_WITH_FAILURE"
+		code = 1
+		if ee, ok := err.(*exec.ExitError); ok {
+			if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+				code = 128 + int(ws.Signal())
+				diag = fmt.Sprintf("Container killed by signal %d", ws.Signal())
+			} else {
+				code = ee.ExitCode()
+			}
+		}
+	}
+	for _, dir := range dirs {
+		removeTree(dir)
+	}
+	nm.finish(c, state, code, diag)
+}
+
+func (nm *NM) finish(c *Container, state string, code int, diag string) {
+	nm.mu.Lock()
+	c.State, c.ExitCode, c.Diagnostics = state, code, diag
+	nm.mu.Unlock()
+	select {
+	case <-c.exited:
+	default:
+		close(c.exited)
+	}
+	go func() {
+		time.Sleep(2 * time.Second)
+		nm.setState(c, "DONE")
+	}()
+}
+
+// Exit ends a container normally (the application finished it).
+func (nm *NM) Exit(id string) { nm.kill(nm.get(id)) }
+
+// Exited returns a channel closed when the container has exited.
+func (nm *NM) Exited(id string) <-chan struct{} {
+	if c := nm.get(id); c != nil {
+		return c.exited
+	}
+	ch := make(chan struct{})
+	close(ch)
+	return ch
+}
+
+// Get returns a copy of a container's REST view.
+func (nm *NM) Get(id string) (Container, bool) {
+	nm.mu.Lock()
+	defer nm.mu.Unlock()
+	c, ok := nm.byID[id]
+	if !ok {
+		return Container{}, false
+	}
+	return c.view(), true
+}
+
+// Pid returns the container's main pid (0 before it runs).
+func (nm *NM) Pid(id string) int {
+	nm.mu.Lock()
+	defer nm.mu.Unlock()
+	if c, ok := nm.byID[id]; ok && c.cmd != nil && c.cmd.Process != nil {
+		return c.cmd.Process.Pid
+	}
+	return 0
+}
+
+// CgroupDir returns the container's cgroup directory in controller ctrl.
+func (nm *NM) CgroupDir(ctrl, id string) string {
+	return filepath.Join(nm.cfg.CgroupRoot, ctrl, nm.cfg.Hierarchy, id)
+}
+
+func (nm *NM) get(id string) *Container {
+	nm.mu.Lock()
+	defer nm.mu.Unlock()
+	return nm.byID[id]
+}
+
+func (nm *NM) kill(c *Container) {
+	if c == nil {
+		return
+	}
+	nm.mu.Lock()
+	cmd := c.cmd
+	nm.mu.Unlock()
+	if cmd != nil && cmd.Process != nil {
+		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		for _, ctrl := range nm.cfg.Controllers {
+			killAll(filepath.Join(nm.cfg.CgroupRoot, ctrl, nm.cfg.Hierarchy, c.ID))
+		}
+	}
+}
+
+func (nm *NM) setState(c *Container, s string) {
+	nm.mu.Lock()
+	c.State = s
+	nm.mu.Unlock()
+}
+
+func (c *Container) view() Container {
+	v := *c
+	v.cmd, v.exited = nil, nil
+	return v
+}
+
+// ServeHTTP serves the NM REST API.
+func (nm *NM) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	nm.mu.Lock()
+	mode := nm.mode
+	nm.mu.Unlock()
+	switch mode {
+	case ModeSlow:
+		select {
+		case <-r.Context().Done():
+		case <-time.After(time.Minute):
+		}
+		return
+	case ModeGarbage:
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write([]byte("<html><body>HTTP ERROR 503 \x00\x01{{{"))
+		return
+	case ModeError:
+		http.Error(w, "emulated NodeManager failure", http.StatusInternalServerError)
+		return
+	}
+	path := strings.TrimSuffix(r.URL.Path, "/")
+	switch {
+	case path == "/ws/v1/node/containers":
+		nm.mu.Lock()
+		views := make([]Container, 0, len(nm.list))
+		for _, c := range nm.list {
+			views = append(views, c.view())
+		}
+		nm.mu.Unlock()
+		sort.Slice(views, func(i, j int) bool { return views[i].ID < views[j].ID })
+		writeJSON(w, map[string]any{"containers": map[string]any{"container": views}})
+	case strings.HasPrefix(path, "/ws/v1/node/containers/"):
+		c, ok := nm.Get(strings.TrimPrefix(path, "/ws/v1/node/containers/"))
+		if !ok {
+			w.WriteHeader(http.StatusNotFound)
+			writeJSON(w, map[string]any{"RemoteException": map[string]string{
+				"exception": "NotFoundException", "message": "java.lang.Exception: container not found",
+				"javaClassName": "org.apache.hadoop.yarn.webapp.NotFoundException"}})
+			return
+		}
+		writeJSON(w, map[string]any{"container": c})
+	case path == "/ws/v1/node/info" || path == "/ws/v1/node":
+		writeJSON(w, map[string]any{"nodeInfo": map[string]any{
+			"nodeHostName": "localhost", "id": nm.cfg.NodeID, "nodeManagerVersion": "3.3.6-emulated",
+			"nodeHealthy": true}})
+	default:
+		http.NotFound(w, r)
+	}
+}
+
+func writeJSON(w http.ResponseWriter, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	_ = json.NewEncoder(w).Encode(v)
+}
+
+func killAll(dir string) {
+	b, err := os.ReadFile(filepath.Join(dir, "cgroup.procs"))
+	if err != nil {
+		return
+	}
+	for _, f := range strings.Fields(string(b)) {
+		if pid, err := strconv.Atoi(f); err == nil {
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+		}
+	}
+}
+
+// removeTree removes a cgroup directory and its children, killing
+// processes still inside.
+func removeTree(dir string) {
+	var dirs []string
+	_ = filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
+		if err == nil && d.IsDir() {
+			dirs = append(dirs, p)
+		}
+		return nil
+	})
+	for i := len(dirs) - 1; i >= 0; i-- {
+		for attempt := 0; attempt < 100; attempt++ {
+			killAll(dirs[i])
+			if err := os.Remove(dirs[i]); err == nil || os.IsNotExist(err) {
+				break
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+}

@@ -1,0 +1,137 @@
+package nodebox
+
+import (
+	"context"
+	"crypto/tls"
+	"fmt"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"time"
+
+	"k8s.io/client-go/rest"
+)
+
+const token = "nodebox-e2e-token"
+
+// controlPlane is etcd and kube-apiserver on loopback.
+type controlPlane struct {
+	etcd, apiserver *proc
+	url             string
+	kubeconfig      string
+}
+
+func startControlPlane(dir, binDir string) (*controlPlane, error) {
+	ports, err := freePorts(3)
+	if err != nil {
+		return nil, err
+	}
+	cp := &controlPlane{}
+	etcdURL := "http://127.0.0.1:" + strconv.Itoa(ports[0])
+	peerURL := "http://127.0.0.1:" + strconv.Itoa(ports[1])
+	cp.etcd, err = startProc(dir, "etcd", filepath.Join(binDir, "etcd"), nil,
+		"--name=e2e", "--data-dir="+filepath.Join(dir, "etcd-data"),
+		"--listen-client-urls="+etcdURL, "--advertise-client-urls="+etcdURL,
+		"--listen-peer-urls="+peerURL, "--initial-advertise-peer-urls="+peerURL,
+		"--initial-cluster=e2e="+peerURL, "--unsafe-no-fsync=true", "--log-level=warn")
+	if err != nil {
+		return nil, err
+	}
+	if err := waitFor(30*time.Second, "etcd health", func() bool {
+		resp, err := http.Get(etcdURL + "/health")
+		if err != nil {
+			return false
+		}
+		resp.Body.Close()
+		return resp.StatusCode == http.StatusOK
+	}); err != nil {
+		cp.stop()
+		return nil, err
+	}
+
+	key := filepath.Join(dir, "sa.key")
+	if out, err := exec.Command("openssl", "genrsa", "-out", key, "2048").CombinedOutput(); err != nil {
+		cp.stop()
+		return nil, fmt.Errorf("openssl genrsa: %v: %s", err, out)
+	}
+	tokens := filepath.Join(dir, "tokens.csv")
+	if err := os.WriteFile(tokens, []byte(token+",admin,admin,system:masters\n"), 0o600); err != nil {
+		cp.stop()
+		return nil, err
+	}
+	cp.url = "https://127.0.0.1:" + strconv.Itoa(ports[2])
+	cp.apiserver, err = startProc(dir, "kube-apiserver", filepath.Join(binDir, "kube-apiserver"), nil,
+		"--etcd-servers="+etcdURL, "--bind-address=127.0.0.1", "--advertise-address=127.0.0.1",
+		"--secure-port="+strconv.Itoa(ports[2]), "--cert-dir="+filepath.Join(dir, "certs"),
+		"--service-account-issuer=https://kubernetes.default.svc.cluster.local",
+		"--service-account-key-file="+key, "--service-account-signing-key-file="+key,
+		"--service-cluster-ip-range=10.0.0.0/24", "--allow-privileged=true",
+		"--token-auth-file="+tokens, "--authorization-mode=AlwaysAllow",
+		"--disable-admission-plugins=ServiceAccount", "--endpoint-reconciler-type=none")
+	if err != nil {
+		cp.stop()
+		return nil, err
+	}
+	client := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}}
+	if err := waitFor(60*time.Second, "kube-apiserver /readyz", func() bool {
+		if cp.apiserver.exited() {
+			return false
+		}
+		req, _ := http.NewRequest(http.MethodGet, cp.url+"/readyz", nil)
+		req.Header.Set("Authorization", "Bearer "+token)
+		resp, err := client.Do(req)
+		if err != nil {
+			return false
+		}
+		resp.Body.Close()
+		return resp.StatusCode == http.StatusOK
+	}); err != nil {
+		cp.stop()
+		return nil, fmt.Errorf("%w (see %s)", err, cp.apiserver.log)
+	}
+	cp.kubeconfig = filepath.Join(dir, "kubeconfig")
+	kc := fmt.Sprintf(`apiVersion: v1
+kind: Config
+clusters:
+- name: e2e
+  cluster:
+    server: %s
+    insecure-skip-tls-verify: true
+users:
+- name: admin
+  user:
+    token: %s
+contexts:
+- name: e2e
+  context:
+    cluster: e2e
+    user: admin
+current-context: e2e
+`, cp.url, token)
+	if err := os.WriteFile(cp.kubeconfig, []byte(kc), 0o600); err != nil {
+		cp.stop()
+		return nil, err
+	}
+	return cp, nil
+}
+
+func (cp *controlPlane) restConfig() *rest.Config {
+	return &rest.Config{
+		Host:            cp.url,
+		BearerToken:     token,
+		TLSClientConfig: rest.TLSClientConfig{Insecure: true},
+		QPS:             50, Burst: 100,
+	}
+}
+
+func (cp *controlPlane) stop() {
+	if cp == nil {
+		return
+	}
+	cp.apiserver.stop(10 * time.Second)
+	cp.etcd.stop(10 * time.Second)
+}
+
+var _ = context.Background

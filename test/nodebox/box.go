@@ -1,0 +1,365 @@
+// Package nodebox runs a Kubernetes node in a box on this machine, for the
+// node-level e2e tests and the demo: a real kube-apiserver and etcd on
+// loopback with Koordinator's CRDs, a Node and a NodeSLO, a kubelet stub
+// serving the node's pods, a YARN NodeManager emulator launching real
+// processes in real cgroup v1 container cgroups, and bin/koordlet built from
+// this repository pointed at all of it. Everything it creates is removed by
+// Stop, also after a failure.
+package nodebox
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/kubernetes"
+
+	slov1alpha1 "github.com/koordinator-sh/koordinator/apis/slo/v1alpha1"
+	koordclient "github.com/koordinator-sh/koordinator/pkg/client/clientset/versioned"
+
+	"github.com/koordlet-yarn/koordlet-yarn/framework"
+	"github.com/koordlet-yarn/koordlet-yarn/test/nmemu"
+)
+
+// NodeName is the box's node.
+const NodeName = "e2e-node"
+
+// YARNHierarchy is where the emulated NM puts container cgroups: the
+// default below the besteffort QoS cgroup (cgroupfs driver).
+const YARNHierarchy = "kubepods/besteffort/hadoop-yarn"
+
+// NMPodLabels select the NodeManager pod (koordlet's default selector).
+var NMPodLabels = map[string]string{"app.kubernetes.io/component": "node-manager", "app": "hadoop-yarn"}
+
+// Options configure a box.
+type Options struct {
+	// Top is the repository top; binaries are bin/koordlet and build/bin/{etcd,kube-apiserver}.
+	Top string
+	// NodeSLO is the node's NodeSLO spec.
+	NodeSLO slov1alpha1.NodeSLOSpec
+	// KoordletArgs are extra koordlet flags (e.g. --feature-gates=...).
+	KoordletArgs []string
+}
+
+// Box is a running node in a box.
+type Box struct {
+	opts     Options
+	dir      string
+	lock     *os.File
+	cp       *controlPlane
+	Kube     kubernetes.Interface
+	Koord    koordclient.Interface
+	kubelet  *kubeletStub
+	pods     map[string]*runningPod
+	podProcs map[string]*exec.Cmd
+	// NM is the NodeManager emulator.
+	NM *nmemu.NM
+	// NMAddr is the emulator's REST address (host:port).
+	NMAddr       string
+	koordlet     *proc
+	koordletPort int
+	koordletRuns int
+}
+
+// Prerequisites says why the box cannot run here, or nil.
+func Prerequisites() error {
+	if os.Geteuid() != 0 {
+		return errors.New("the node in a box needs root (it creates cgroups and runs kube-apiserver)")
+	}
+	if _, err := os.Stat(filepath.Join(CgroupRoot, "cgroup.controllers")); err == nil {
+		return errors.New("the node in a box needs cgroup v1; this host mounts cgroup v2")
+	}
+	for _, c := range controllers {
+		if _, err := os.Stat(filepath.Join(CgroupRoot, c, "cgroup.procs")); err != nil {
+			return fmt.Errorf("the node in a box needs the cgroup v1 %s controller mounted at %s/%s", c, CgroupRoot, c)
+		}
+	}
+	if _, err := exec.LookPath("openssl"); err != nil {
+		return errors.New("the node in a box needs openssl")
+	}
+	return nil
+}
+
+// EnsureBinaries builds bin/koordlet and the cached kube-apiserver and etcd.
+func EnsureBinaries(top string, log io.Writer) error {
+	build := exec.Command(filepath.Join(top, "test/e2e/tools/build.sh"))
+	build.Stdout, build.Stderr = log, log
+	if err := build.Run(); err != nil {
+		return fmt.Errorf("build e2e tools: %w", err)
+	}
+	gob := exec.Command("go", "build", "-o", filepath.Join(top, "bin/koordlet"), "./cmd/koordlet")
+	gob.Dir = top
+	gob.Stdout, gob.Stderr = log, log
+	if err := gob.Run(); err != nil {
+		return fmt.Errorf("build koordlet: %w", err)
+	}
+	return nil
+}
+
+const lockPath = "/run/koordlet-yarn-nodebox.lock"
+
+// Start brings the box up; on error everything started is stopped.
+func Start(ctx context.Context, opts Options) (b *Box, err error) {
+	if err := Prerequisites(); err != nil {
+		return nil, err
+	}
+	b = &Box{opts: opts, pods: map[string]*runningPod{}, podProcs: map[string]*exec.Cmd{}}
+	defer func() {
+		if err != nil {
+			b.Stop()
+			b = nil
+		}
+	}()
+	if b.lock, err = os.OpenFile(lockPath, os.O_CREATE|os.O_RDWR, 0o644); err != nil {
+		return b, err
+	}
+	if err = syscall.Flock(int(b.lock.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		b.lock.Close()
+		b.lock = nil
+		return b, fmt.Errorf("another node in a box runs on this machine (%s is locked)", lockPath)
+	}
+	// A box that crashed may have left its kubepods hierarchy; with the
+	// lock held nothing else of ours uses it. A kubepods hierarchy we did
+	// not make (a real kubelet) makes us refuse.
+	marker := lockPath + ".kubepods"
+	if _, statErr := os.Stat(filepath.Join(CgroupRoot, "cpu", "kubepods")); statErr == nil {
+		if _, ownErr := os.Stat(marker); ownErr != nil {
+			return b, errors.New("this host already has a kubepods cgroup hierarchy that the box did not create; refusing to touch it")
+		}
+		removeCgroupTree("kubepods")
+	}
+	if err = os.WriteFile(marker, []byte(strconv.Itoa(os.Getpid())), 0o644); err != nil {
+		return b, err
+	}
+	if b.dir, err = os.MkdirTemp("", "nodebox-"); err != nil {
+		return b, err
+	}
+	for _, rel := range []string{"kubepods/besteffort", "kubepods/burstable"} {
+		if err = makeCgroup(rel); err != nil {
+			return b, err
+		}
+	}
+	if b.cp, err = startControlPlane(b.dir, filepath.Join(opts.Top, "build/bin")); err != nil {
+		return b, err
+	}
+	cfg := b.cp.restConfig()
+	if b.Kube, err = kubernetes.NewForConfig(cfg); err != nil {
+		return b, err
+	}
+	if b.Koord, err = koordclient.NewForConfig(cfg); err != nil {
+		return b, err
+	}
+	crdDir, err := koordinatorCRDDir()
+	if err != nil {
+		return b, err
+	}
+	if err = applyCRDs(ctx, cfg, crdDir); err != nil {
+		return b, err
+	}
+	if err = createNode(ctx, b.Kube, NodeName); err != nil {
+		return b, err
+	}
+	if err = createNodeSLO(ctx, b.Koord, NodeName, opts.NodeSLO); err != nil {
+		return b, err
+	}
+	for i, spec := range []PodSpec{
+		{Namespace: "yarn", Name: "nodemanager", Labels: NMPodLabels, HostNetwork: true},
+		{Namespace: "default", Name: "web", Labels: map[string]string{"app": "web"}, CPU: "500m", Memory: "256Mi"},
+		{Namespace: "default", Name: "batch", Labels: map[string]string{"app": "batch"}},
+	} {
+		rp, err := createPod(ctx, b.Kube, NodeName, spec, "10.244.0."+strconv.Itoa(10+i))
+		if err != nil {
+			return b, err
+		}
+		if err = makeCgroup(rp.containerCgroup); err != nil {
+			return b, err
+		}
+		cmd := exec.Command("sleep", "86400")
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+		if err = cmd.Start(); err != nil {
+			return b, err
+		}
+		b.podProcs[spec.Name] = cmd
+		if err = movePid(cmd.Process.Pid, rp.containerCgroup); err != nil {
+			return b, err
+		}
+		b.pods[spec.Name] = rp
+	}
+	if b.kubelet, err = startKubeletStub(); err != nil {
+		return b, err
+	}
+	var pods []corev1.Pod
+	for _, rp := range b.pods {
+		pods = append(pods, rp.pod)
+	}
+	b.kubelet.setPods(pods)
+
+	b.NM = nmemu.New(nmemu.Config{
+		CgroupRoot: CgroupRoot, Hierarchy: YARNHierarchy, Controllers: []string{"cpu", "memory"},
+		PodCgroup: b.pods["nodemanager"].containerCgroup, PodControllers: controllers,
+		NodeID: "127.0.0.1:8041",
+	})
+	if b.NMAddr, err = b.NM.Listen("127.0.0.1:0"); err != nil {
+		return b, err
+	}
+	ports, err := freePorts(1)
+	if err != nil {
+		return b, err
+	}
+	b.koordletPort = ports[0]
+	if err = b.StartKoordlet(); err != nil {
+		return b, err
+	}
+	return b, nil
+}
+
+func koordinatorCRDDir() (string, error) {
+	out, err := exec.Command("go", "list", "-m", "-f", "{{.Dir}}", "github.com/koordinator-sh/koordinator").Output()
+	if err != nil {
+		return "", fmt.Errorf("locate the koordinator module: %w", err)
+	}
+	return filepath.Join(strings.TrimSpace(string(out)), "config/crd/bases"), nil
+}
+
+// NMPID returns the pid of the process standing for the NodeManager JVM.
+func (b *Box) NMPID() int { return b.podProcs["nodemanager"].Process.Pid }
+
+// NMPod returns the NodeManager pod's namespace and name.
+func (b *Box) NMPod() (string, string) { return "yarn", "nodemanager" }
+
+// KoordletLog is the path of koordlet's log.
+func (b *Box) KoordletLog() string { return b.koordlet.log }
+
+// Dir is the box's work directory (logs, kubeconfig).
+func (b *Box) Dir() string { return b.dir }
+
+// StartKoordlet starts bin/koordlet and waits until its YARN informer has synced.
+func (b *Box) StartKoordlet() error {
+	nmPort := b.NMAddr[strings.LastIndex(b.NMAddr, ":")+1:]
+	b.koordletRuns++
+	work := filepath.Join(b.dir, "koordlet")
+	args := []string{
+		"--addr=127.0.0.1:" + strconv.Itoa(b.koordletPort),
+		"--kubeconfig=" + b.cp.kubeconfig,
+		"--cgroup-root-dir=" + CgroupRoot + "/",
+		"--tsdb-path=" + filepath.Join(work, "tsdb"),
+		"--prediction-checkpoint-filepath=" + filepath.Join(work, "prediction"),
+		"--audit-log-dir=" + filepath.Join(work, "audit"),
+		"--run-root-dir=" + filepath.Join(work, "run"),
+		"--runtime-hooks-addr=" + filepath.Join(work, "koordlet.sock"),
+		"--enable-nri-runtime-hook=false",
+		"--kubelet-insecure-tls=true",
+		"--kubelet-read-only-port=" + strconv.Itoa(b.kubelet.port),
+		"--disable-query-kubelet-config=true",
+		"--kubelet-sync-interval=1s",
+		"--collect-res-used-interval=1s",
+		"--yarn-nm-port=" + nmPort,
+		"--yarn-resync-interval=1s",
+		"--v=3",
+	}
+	args = append(args, b.opts.KoordletArgs...)
+	var err error
+	b.koordlet, err = startProc(b.dir, "koordlet-"+strconv.Itoa(b.koordletRuns), filepath.Join(b.opts.Top, "bin/koordlet"),
+		[]string{"NODE_NAME=" + NodeName}, args...)
+	if err != nil {
+		return err
+	}
+	if err := waitFor(90*time.Second, "koordlet's YARN informer to sync", func() bool {
+		if b.koordlet.exited() {
+			return true
+		}
+		resp, err := b.Containers()
+		return err == nil && resp.Informer.LastResync.After(time.Time{})
+	}); err != nil {
+		return fmt.Errorf("%w (see %s)", err, b.koordlet.log)
+	}
+	if b.koordlet.exited() {
+		return fmt.Errorf("koordlet exited during start-up (see %s)", b.koordlet.log)
+	}
+	return nil
+}
+
+// StopKoordlet stops koordlet (SIGTERM, then SIGKILL).
+func (b *Box) StopKoordlet() { b.koordlet.stop(10 * time.Second) }
+
+// KoordletAlive reports whether koordlet still runs.
+func (b *Box) KoordletAlive() bool { return b.koordlet != nil && !b.koordlet.exited() }
+
+func (b *Box) koordletURL(path string) string {
+	return "http://127.0.0.1:" + strconv.Itoa(b.koordletPort) + path
+}
+
+// Containers fetches koordlet's /yarn/containers.
+func (b *Box) Containers() (framework.ContainersResponse, error) {
+	var out framework.ContainersResponse
+	body, err := b.get(framework.ContainersPath)
+	if err != nil {
+		return out, err
+	}
+	if err := json.Unmarshal(body, &out); err != nil {
+		return out, fmt.Errorf("decode %s: %w", framework.ContainersPath, err)
+	}
+	return out, nil
+}
+
+// Metrics fetches koordlet's Prometheus text.
+func (b *Box) Metrics() (string, error) {
+	body, err := b.get("/metrics")
+	return string(body), err
+}
+
+func (b *Box) get(path string) ([]byte, error) {
+	client := http.Client{Timeout: 5 * time.Second}
+	resp, err := client.Get(b.koordletURL(path))
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return nil, err
+	}
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("GET %s: HTTP %d", path, resp.StatusCode)
+	}
+	return body, nil
+}
+
+// Stop tears everything down; it is safe on a partly started box.
+func (b *Box) Stop() {
+	if b == nil {
+		return
+	}
+	if b.koordlet != nil {
+		b.koordlet.stop(10 * time.Second)
+	}
+	if b.NM != nil {
+		b.NM.Close()
+	}
+	for _, cmd := range b.podProcs {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+	}
+	b.kubelet.stop()
+	b.cp.stop()
+	if b.lock != nil {
+		removeCgroupTree("kubepods")
+		_ = os.Remove(lockPath + ".kubepods")
+		_ = syscall.Flock(int(b.lock.Fd()), syscall.LOCK_UN)
+		b.lock.Close()
+	}
+	if b.dir != "" && os.Getenv("NODEBOX_KEEP") == "" {
+		_ = os.RemoveAll(b.dir)
+	}
+}
