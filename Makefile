@@ -32,7 +32,7 @@ lint: deps
 	@bad=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$bad" ]; then echo "gofmt needed:"; echo "$$bad"; exit 1; fi
 	$(GO) vet $(PKGS)
 
-demo: build
+demo: deps
 	$(GO) run ./test/demo
 
 clean:
