@@ -24,6 +24,8 @@ type Framework struct {
 	Store    *store.Store
 	Handles  *handles.Handles
 	Informer *yarninformer.Plugin
+
+	loops []Loop
 }
 
 // Install registers the plugin set into koordlet's registries and its flags
@@ -40,7 +42,7 @@ func Install(fs *flag.FlagSet) (*Framework, error) {
 	fw.Informer = yarninformer.New(cfg, fw.Store, fw.Handles.Pods)
 
 	impl.DefaultPluginRegistry[yarninformer.Name] = fw.Informer
-	qmplugins.StrategyPlugins[handles.StrategyName] = fw.Handles.Capture
+	qmplugins.StrategyPlugins[StrategyName] = fw.newLoopRunner
 	options.RegisterHTTPHandler(ContainersPath, fw.containersHandler)
 	return fw, nil
 }

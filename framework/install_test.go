@@ -21,7 +21,6 @@ import (
 	"github.com/koordinator-sh/koordinator/pkg/koordlet/util/system"
 
 	"github.com/koordlet-yarn/koordlet-yarn/framework/features"
-	"github.com/koordlet-yarn/koordlet-yarn/framework/handles"
 	"github.com/koordlet-yarn/koordlet-yarn/plugins/yarninformer"
 )
 
@@ -36,7 +35,7 @@ func TestInstall(t *testing.T) {
 	require.NoError(t, fw.Validate())
 	assert.Equal(t, "http://127.0.0.1:18042", fw.Config.NMEndpoint)
 	assert.Same(t, fw.Informer, impl.DefaultPluginRegistry[yarninformer.Name])
-	require.Contains(t, qmplugins.StrategyPlugins, handles.StrategyName)
+	require.Contains(t, qmplugins.StrategyPlugins, StrategyName)
 	require.Contains(t, options.ExtendedHTTPHandlerRegistry, ContainersPath)
 
 	bad := flag.NewFlagSet("koordlet", flag.ContinueOnError)
@@ -45,9 +44,10 @@ func TestInstall(t *testing.T) {
 	require.NoError(t, bad.Parse([]string{"--yarn-cgroup-hierarchy=../etc"}))
 	assert.ErrorContains(t, fw2.Validate(), "--yarn-cgroup-hierarchy")
 
-	// The qosmanager factory captures koordlet's handles.
-	strategy := qmplugins.StrategyPlugins[handles.StrategyName](&qmframework.Options{})
-	assert.False(t, strategy.Enabled())
+	// The qosmanager factory records koordlet's handles.
+	opts := &qmframework.Options{}
+	qmplugins.StrategyPlugins[StrategyName](opts)
+	assert.Nil(t, fw2.Handles.StatesInformer())
 
 	// The statesinformer plugin runs as koordlet runs it, and the debug
 	// endpoint serves the store.

@@ -1,39 +1,28 @@
-// Package handles captures the koordlet handles (states informer, metric
-// cache, kube client, event recorder, cgroup reader) that koordlet hands to
-// its qosmanager strategy factories. That factory call, made while koordlet
-// builds its daemon and before any informer plugin runs, is the earliest
-// place an external module can hold them; the framework's plugins read them
-// from here.
+// Package handles holds the koordlet handles (states informer, metric
+// cache, kube client, event recorder, cgroup reader, collector config) that
+// koordlet hands to its qosmanager strategy factories. That factory call,
+// made while koordlet builds its daemon and before any informer plugin runs,
+// is the earliest place an external module can hold them; the framework
+// records them there and its plugins read them from here.
 package handles
 
 import (
 	"sync"
+	"time"
 
 	"k8s.io/client-go/tools/record"
-	"k8s.io/klog/v2"
 
+	slov1alpha1 "github.com/koordinator-sh/koordinator/apis/slo/v1alpha1"
 	"github.com/koordinator-sh/koordinator/pkg/koordlet/metriccache"
 	qmframework "github.com/koordinator-sh/koordinator/pkg/koordlet/qosmanager/framework"
 	"github.com/koordinator-sh/koordinator/pkg/koordlet/resourceexecutor"
 	"github.com/koordinator-sh/koordinator/pkg/koordlet/statesinformer"
 )
 
-// StrategyName is the name under which the capturing factory is registered
-// in koordlet's qosmanager strategy map.
-const StrategyName = "YARNHandles"
-
 // Handles holds koordlet's handles once koordlet has created them.
 type Handles struct {
 	mu   sync.RWMutex
 	opts *qmframework.Options
-}
-
-// Capture is a qosmanager strategy factory: it records the handles and
-// returns a strategy that never runs (capturing is its only job).
-func (h *Handles) Capture(opts *qmframework.Options) qmframework.QOSStrategy {
-	h.Set(opts)
-	klog.V(2).Info("yarn: captured koordlet handles")
-	return captureStrategy{}
 }
 
 // Set records opts.
@@ -81,6 +70,23 @@ func (h *Handles) CgroupReader() resourceexecutor.CgroupReader {
 	return nil
 }
 
+// CollectInterval returns koordlet's --collect-res-used-interval, or 0
+// before capture.
+func (h *Handles) CollectInterval() time.Duration {
+	if o := h.get(); o != nil && o.MetricAdvisorConfig != nil {
+		return o.MetricAdvisorConfig.CollectResUsedInterval
+	}
+	return 0
+}
+
+// NodeSLO returns the node's NodeSLO as koordlet has it, or nil.
+func (h *Handles) NodeSLO() *slov1alpha1.NodeSLO {
+	if si := h.StatesInformer(); si != nil {
+		return si.GetNodeSLO()
+	}
+	return nil
+}
+
 // Pods returns koordlet's current pod list (empty before capture or before
 // koordlet has synced its pods).
 func (h *Handles) Pods() []*statesinformer.PodMeta {
@@ -89,9 +95,3 @@ func (h *Handles) Pods() []*statesinformer.PodMeta {
 	}
 	return nil
 }
-
-type captureStrategy struct{}
-
-func (captureStrategy) Enabled() bool              { return false }
-func (captureStrategy) Setup(*qmframework.Context) {}
-func (captureStrategy) Run(stopCh <-chan struct{}) {}

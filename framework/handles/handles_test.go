@@ -2,12 +2,14 @@ package handles
 
 import (
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"go.uber.org/mock/gomock"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	ma "github.com/koordinator-sh/koordinator/pkg/koordlet/metricsadvisor/framework"
 	qmframework "github.com/koordinator-sh/koordinator/pkg/koordlet/qosmanager/framework"
 	"github.com/koordinator-sh/koordinator/pkg/koordlet/statesinformer"
 	mockstatesinformer "github.com/koordinator-sh/koordinator/pkg/koordlet/statesinformer/mockstatesinformer"
@@ -26,10 +28,8 @@ func TestCapture(t *testing.T) {
 	pods := []*statesinformer.PodMeta{{Pod: &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "nm"}}}}
 	si.EXPECT().GetAllPods().Return(pods).AnyTimes()
 
-	strategy := h.Capture(&qmframework.Options{StatesInformer: si})
-	assert.False(t, strategy.Enabled(), "the capture strategy never runs")
-	strategy.Setup(nil)
-	strategy.Run(nil)
+	h.Set(&qmframework.Options{StatesInformer: si, MetricAdvisorConfig: &ma.Config{CollectResUsedInterval: 3 * time.Second}})
 	assert.Same(t, si, h.StatesInformer())
+	assert.Equal(t, 3*time.Second, h.CollectInterval())
 	assert.Equal(t, pods, h.Pods())
 }

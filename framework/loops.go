@@ -1,0 +1,55 @@
+package framework
+
+import (
+	"k8s.io/klog/v2"
+
+	qmframework "github.com/koordinator-sh/koordinator/pkg/koordlet/qosmanager/framework"
+)
+
+// StrategyName is the framework's entry in koordlet's qosmanager strategy
+// map. Its factory records koordlet's handles; its Run starts the
+// framework's loops once koordlet's states informer and metric advisor have
+// synced (koordlet runs strategies only then).
+const StrategyName = "YARNFramework"
+
+// Loop is a framework loop (collector, applier) that koordlet's metricsadvisor
+// or runtimehooks maps cannot hold, so the framework runs it itself.
+type Loop interface {
+	Name() string
+	Enabled() bool
+	// Run starts the loop and returns; the loop ends when stopCh closes.
+	Run(stopCh <-chan struct{})
+}
+
+// loopRunner is the qosmanager strategy that runs the framework's loops.
+type loopRunner struct{ fw *Framework }
+
+func (fw *Framework) newLoopRunner(opts *qmframework.Options) qmframework.QOSStrategy {
+	fw.Handles.Set(opts)
+	klog.V(2).Info("yarn: koordlet handles recorded")
+	return &loopRunner{fw: fw}
+}
+
+// Enabled is true when any loop is enabled.
+func (r *loopRunner) Enabled() bool {
+	for _, l := range r.fw.loops {
+		if l.Enabled() {
+			return true
+		}
+	}
+	return false
+}
+
+func (r *loopRunner) Setup(*qmframework.Context) {}
+
+// Run starts every enabled loop.
+func (r *loopRunner) Run(stopCh <-chan struct{}) {
+	for _, l := range r.fw.loops {
+		if !l.Enabled() {
+			klog.Infof("yarn: %s disabled", l.Name())
+			continue
+		}
+		klog.Infof("yarn: starting %s", l.Name())
+		l.Run(stopCh)
+	}
+}
