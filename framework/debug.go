@@ -6,6 +6,7 @@ import (
 
 	"k8s.io/klog/v2"
 
+	"github.com/koordlet-yarn/koordlet-yarn/collectors/yarnusage"
 	"github.com/koordlet-yarn/koordlet-yarn/framework/store"
 	"github.com/koordlet-yarn/koordlet-yarn/plugins/yarninformer"
 )
@@ -16,8 +17,10 @@ const ContainersPath = "/yarn/containers"
 
 // ContainersResponse is the body of GET /yarn/containers.
 type ContainersResponse struct {
-	Informer   yarninformer.Status `json:"informer"`
-	Containers []*store.Container  `json:"containers"`
+	Informer yarninformer.Status `json:"informer"`
+	// Accounting says whether koordlet counts YARN usage as BE (see the README).
+	Accounting *yarnusage.Accounting `json:"accounting,omitempty"`
+	Containers []*store.Container    `json:"containers"`
 }
 
 func (fw *Framework) containersHandler() http.HandlerFunc {
@@ -28,6 +31,9 @@ func (fw *Framework) containersHandler() http.HandlerFunc {
 			return
 		}
 		resp := ContainersResponse{Informer: fw.Informer.Status(), Containers: fw.Store.Snapshot()}
+		if acc, ok := fw.Usage.LastAccounting(); ok {
+			resp.Accounting = &acc
+		}
 		w.Header().Set("Content-Type", "application/json")
 		enc := json.NewEncoder(w)
 		enc.SetIndent("", "  ")

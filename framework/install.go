@@ -6,11 +6,14 @@ package framework
 import (
 	"flag"
 	"fmt"
+	"os"
 
 	"github.com/koordinator-sh/koordinator/cmd/koordlet/options"
+	koordmetrics "github.com/koordinator-sh/koordinator/pkg/koordlet/metrics"
 	qmplugins "github.com/koordinator-sh/koordinator/pkg/koordlet/qosmanager/plugins"
 	"github.com/koordinator-sh/koordinator/pkg/koordlet/statesinformer/impl"
 
+	"github.com/koordlet-yarn/koordlet-yarn/collectors/yarnusage"
 	"github.com/koordlet-yarn/koordlet-yarn/framework/config"
 	"github.com/koordlet-yarn/koordlet-yarn/framework/features"
 	"github.com/koordlet-yarn/koordlet-yarn/framework/handles"
@@ -24,6 +27,7 @@ type Framework struct {
 	Store    *store.Store
 	Handles  *handles.Handles
 	Informer *yarninformer.Plugin
+	Usage    *yarnusage.Collector
 
 	loops []Loop
 }
@@ -40,6 +44,22 @@ func Install(fs *flag.FlagSet) (*Framework, error) {
 
 	fw := &Framework{Config: cfg, Store: store.New(), Handles: &handles.Handles{}}
 	fw.Informer = yarninformer.New(cfg, fw.Store, fw.Handles.Pods)
+
+	usageMetrics, err := yarnusage.NewMetrics(koordmetrics.ExternalRegistry)
+	if err != nil {
+		return nil, fmt.Errorf("register YARN usage metrics: %w", err)
+	}
+	fw.Usage = yarnusage.New(yarnusage.Options{
+		Store:       fw.Store,
+		Reader:      nil, // koordlet's reader for this host's cgroup version
+		MetricCache: fw.Handles.MetricCache,
+		Interval:    fw.Handles.CollectInterval,
+		NodeSLO:     fw.Handles.NodeSLO,
+		Hierarchy:   fw.Informer.HierarchyDir,
+		Metrics:     usageMetrics,
+		NodeName:    os.Getenv("NODE_NAME"),
+	})
+	fw.loops = append(fw.loops, fw.Usage)
 
 	impl.DefaultPluginRegistry[yarninformer.Name] = fw.Informer
 	qmplugins.StrategyPlugins[StrategyName] = fw.newLoopRunner

@@ -14,11 +14,18 @@ const (
 	// owner: koordlet-yarn
 	// beta: v0.1
 	YARNContainerInformer featuregate.Feature = "YARNContainerInformer"
+
+	// YARNMetricsCollector measures every YARN container (CPU, memory,
+	// throttling) into koordlet's metric cache and Prometheus.
+	// owner: koordlet-yarn
+	// beta: v0.1
+	YARNMetricsCollector featuregate.Feature = "YARNMetricsCollector"
 )
 
 // Specs are the koordlet-yarn gates and their defaults.
 var Specs = map[featuregate.Feature]featuregate.FeatureSpec{
 	YARNContainerInformer: {Default: true, PreRelease: featuregate.Beta},
+	YARNMetricsCollector:  {Default: true, PreRelease: featuregate.Beta},
 }
 
 // Register adds the koordlet-yarn gates to koordlet's mutable feature gate.

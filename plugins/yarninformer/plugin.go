@@ -146,6 +146,15 @@ func (p *Plugin) Start(stopCh <-chan struct{}) {
 	}
 }
 
+// HierarchyDir returns the YARN hierarchy relative to the controller
+// mounts, or "" before Setup or when the plugin is disabled.
+func (p *Plugin) HierarchyDir() string {
+	if p.scanner == nil {
+		return ""
+	}
+	return p.scanner.Hierarchy().Dir
+}
+
 // HasSynced is true once the first resync was attempted (or the plugin is
 // disabled), so the plugin never holds koordlet's start-up.
 func (p *Plugin) HasSynced() bool { return p.synced.Load() }

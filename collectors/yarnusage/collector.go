@@ -1,0 +1,338 @@
+// Package yarnusage is the per-container YARN usage collector: every
+// collect interval it measures each YARN container's CPU (cores, from
+// cpuacct deltas), memory (with and without page cache, koordlet's
+// semantics) and CPU throttling, writes them to koordlet's metric cache under
+// the container kinds koordlet uses for pod containers (keyed by the
+// container id), adds an all-YARN aggregate, and exports koordlet_yarn_*
+// Prometheus series.
+package yarnusage
+
+import (
+	"errors"
+	"io/fs"
+	"strconv"
+	"sync"
+	"time"
+
+	"k8s.io/klog/v2"
+
+	slov1alpha1 "github.com/koordinator-sh/koordinator/apis/slo/v1alpha1"
+	"github.com/koordinator-sh/koordinator/pkg/koordlet/metriccache"
+	"github.com/koordinator-sh/koordinator/pkg/koordlet/resourceexecutor"
+	"github.com/koordinator-sh/koordinator/pkg/koordlet/util/system"
+
+	"github.com/koordlet-yarn/koordlet-yarn/framework/cgroups"
+	"github.com/koordlet-yarn/koordlet-yarn/framework/features"
+	"github.com/koordlet-yarn/koordlet-yarn/framework/store"
+)
+
+// AggregateName is the host-application name under which the sum over all
+// YARN containers is stored in koordlet's metric cache (HostApp* kinds).
+// It is not a NodeSLO host application, so upstream's accounting ignores it.
+const AggregateName = "yarn-containers"
+
+// Options wire the collector to koordlet.
+type Options struct {
+	Store *store.Store
+	// Reader reads cgroups; nil means koordlet's reader for this host.
+	Reader resourceexecutor.CgroupReader
+	// MetricCache returns koordlet's metric cache (nil until koordlet has one).
+	MetricCache func() metriccache.MetricCache
+	// Interval returns the collect interval (koordlet's --collect-res-used-interval).
+	Interval func() time.Duration
+	// NodeSLO returns the node's NodeSLO; Hierarchy the YARN hierarchy dir.
+	NodeSLO   func() *slov1alpha1.NodeSLO
+	Hierarchy func() string
+	Metrics   *Metrics
+	NodeName  string
+}
+
+type prev struct {
+	at       time.Time
+	cpu      uint64
+	hasCPU   bool
+	throttle *system.CPUStatRaw
+}
+
+// Collector is the YARN usage collector.
+type Collector struct {
+	opts    Options
+	prev    map[string]*prev
+	labels  map[string][]string
+	samples []metriccache.MetricSample
+
+	accMu            sync.Mutex
+	accounting       Accounting
+	accountingLogged bool
+}
+
+// New returns a collector.
+func New(opts Options) *Collector {
+	return &Collector{opts: opts, prev: map[string]*prev{}, labels: map[string][]string{}}
+}
+
+// Name names the loop in logs.
+func (c *Collector) Name() string { return "YARN usage collector" }
+
+// Enabled reports the YARNMetricsCollector gate.
+func (c *Collector) Enabled() bool { return features.Enabled(features.YARNMetricsCollector) }
+
+// Run collects every interval until stopCh closes; it returns at once.
+func (c *Collector) Run(stopCh <-chan struct{}) {
+	interval := c.opts.Interval()
+	if interval <= 0 {
+		interval = time.Second
+	}
+	go func() {
+		ticker := time.NewTicker(interval)
+		defer ticker.Stop()
+		for {
+			c.safeCollect()
+			select {
+			case <-stopCh:
+				return
+			case <-ticker.C:
+			}
+		}
+	}()
+}
+
+func (c *Collector) safeCollect() {
+	defer func() {
+		if r := recover(); r != nil {
+			klog.Errorf("yarn: usage collection panicked, skipping this cycle: %v", r)
+		}
+	}()
+	c.Collect(time.Now())
+}
+
+// Cycle summarises one collection.
+type Cycle struct {
+	Containers int // containers with a cgroup
+	Samples    int // samples written to the metric cache
+}
+
+// LastAccounting returns the last accounting check; ok is false before the
+// first check.
+func (c *Collector) LastAccounting() (acc Accounting, ok bool) {
+	c.accMu.Lock()
+	defer c.accMu.Unlock()
+	return c.accounting, c.accountingLogged
+}
+
+// Collect runs one cycle at now. It is not safe for concurrent use.
+func (c *Collector) Collect(now time.Time) Cycle {
+	start := time.Now()
+	reader := c.opts.Reader
+	if reader == nil {
+		reader = resourceexecutor.NewCgroupReader()
+	}
+	snapshot := c.opts.Store.Snapshot()
+	samples := c.samples[:0]
+	var cyc Cycle
+	var aggCPU, aggMem, aggMemPC float64
+	var haveCPU, haveMem bool
+	states := map[string]float64{}
+	live := make(map[string]struct{}, len(snapshot))
+	for _, ct := range snapshot {
+		state := ct.State
+		if state == "" {
+			state = "UNKNOWN"
+		}
+		states[state]++
+		if !ct.HasCgroup() {
+			continue
+		}
+		cyc.Containers++
+		live[ct.Name] = struct{}{}
+		labels := c.labelValues(ct)
+		m := c.opts.Metrics
+		m.CPURequest.WithLabelValues(labels...).Set(float64(ct.RequestMilliCPU))
+		m.MemoryRequest.WithLabelValues(labels...).Set(float64(ct.RequestMemoryBytes))
+		p := c.prev[ct.Name]
+		if p == nil {
+			p = &prev{}
+			c.prev[ct.Name] = p
+		}
+		props := metriccache.MetricPropertiesFunc.Container(ct.Name)
+
+		if ref := ct.Cgroups[cgroups.CPUAcct]; ref.Owned {
+			usage, err := reader.ReadCPUAcctUsage(ref.Dir)
+			switch {
+			case err != nil:
+				c.readFailed(ct, "cpuacct usage", err)
+			case p.hasCPU && usage >= p.cpu && now.After(p.at):
+				cores := float64(usage-p.cpu) / float64(now.Sub(p.at))
+				samples = appendSample(samples, metriccache.ContainerCPUUsageMetric, props, now, cores)
+				m.CPUUsage.WithLabelValues(labels...).Set(cores)
+				aggCPU += cores
+				haveCPU = true
+				fallthrough
+			default:
+				p.cpu, p.at, p.hasCPU = usage, now, true
+			}
+		}
+		if ref := ct.Cgroups[cgroups.Memory]; ref.Owned {
+			stat, err := reader.ReadMemoryStat(ref.Dir)
+			if err != nil {
+				c.readFailed(ct, "memory.stat", err)
+			} else {
+				usage, withPC := float64(stat.Usage()), float64(stat.UsageWithPageCache())
+				samples = appendSample(samples, metriccache.ContainerMemUsageMetric, props, now, usage)
+				samples = appendSample(samples, metriccache.ContainerMemoryUsageWithPageCacheMetric, props, now, withPC)
+				m.MemoryUsage.WithLabelValues(labels...).Set(usage)
+				m.MemoryWithPageCache.WithLabelValues(labels...).Set(withPC)
+				aggMem += usage
+				aggMemPC += withPC
+				haveMem = true
+			}
+		}
+		if ref := ct.Cgroups[cgroups.CPU]; ref.Owned {
+			stat, err := reader.ReadCPUStat(ref.Dir)
+			if err != nil {
+				c.readFailed(ct, "cpu.stat", err)
+			} else {
+				if p.throttle != nil && stat.NrPeriods >= p.throttle.NrPeriods {
+					ratio := system.CalcCPUThrottledRatio(stat, p.throttle)
+					samples = appendSample(samples, metriccache.ContainerCPUThrottledMetric, props, now, ratio)
+					m.CPUThrottledRatio.WithLabelValues(labels...).Set(ratio)
+				}
+				p.throttle = stat
+			}
+		}
+	}
+	c.forgetGone(live)
+
+	agg := metriccache.MetricPropertiesFunc.HostApplication(AggregateName)
+	if haveCPU {
+		samples = appendSample(samples, metriccache.HostAppCPUUsageMetric, agg, now, aggCPU)
+	}
+	if haveMem {
+		samples = appendSample(samples, metriccache.HostAppMemoryUsageMetric, agg, now, aggMem)
+		samples = appendSample(samples, metriccache.HostAppMemoryUsageWithPageCacheMetric, agg, now, aggMemPC)
+	}
+	cyc.Samples = len(samples)
+	c.commit(samples)
+	clear(samples)
+	c.samples = samples[:0]
+
+	c.opts.Metrics.Containers.Reset()
+	for state, n := range states {
+		c.opts.Metrics.Containers.WithLabelValues(c.opts.NodeName, state).Set(n)
+	}
+	c.checkAccounting()
+	c.opts.Metrics.CollectDuration.Set(time.Since(start).Seconds())
+	return cyc
+}
+
+func appendSample(samples []metriccache.MetricSample, kind metriccache.MetricResource, props map[metriccache.MetricProperty]string, at time.Time, v float64) []metriccache.MetricSample {
+	s, err := kind.GenerateSample(props, at, v)
+	if err != nil {
+		klog.V(4).Infof("yarn: generate sample: %v", err)
+		return samples
+	}
+	return append(samples, s)
+}
+
+func (c *Collector) commit(samples []metriccache.MetricSample) {
+	if len(samples) == 0 || c.opts.MetricCache == nil {
+		return
+	}
+	mc := c.opts.MetricCache()
+	if mc == nil {
+		return
+	}
+	app := mc.Appender()
+	if err := app.Append(samples); err != nil {
+		klog.Warningf("yarn: append %d usage samples to the metric cache: %v", len(samples), err)
+		return
+	}
+	if err := app.Commit(); err != nil {
+		klog.Warningf("yarn: commit usage samples to the metric cache: %v", err)
+	}
+}
+
+// readFailed logs a read error, quietly when the container just vanished.
+func (c *Collector) readFailed(ct *store.Container, what string, err error) {
+	if resourceexecutor.IsCgroupDirErr(err) || errors.Is(err, fs.ErrNotExist) {
+		klog.V(5).Infof("yarn: container %s vanished while reading %s", ct.Name, what)
+		return
+	}
+	klog.V(4).Infof("yarn: read %s of container %s: %v", what, ct.Name, err)
+}
+
+// labelValues returns the container's Prometheus labels, deleting the old
+// series when a label (the user, once the NM reports it) changed.
+func (c *Collector) labelValues(ct *store.Container) []string {
+	want := []string{c.opts.NodeName, ct.Name, ct.ApplicationID, ct.User, strconv.FormatBool(ct.IsAM)}
+	old, ok := c.labels[ct.Name]
+	if ok && equalStrings(old, want) {
+		return old
+	}
+	if ok {
+		c.deleteSeries(old)
+	}
+	c.labels[ct.Name] = want
+	return want
+}
+
+// forgetGone drops the state and the series of containers no longer live.
+func (c *Collector) forgetGone(live map[string]struct{}) {
+	for name, labels := range c.labels {
+		if _, ok := live[name]; !ok {
+			c.deleteSeries(labels)
+			delete(c.labels, name)
+		}
+	}
+	for name := range c.prev {
+		if _, ok := live[name]; !ok {
+			delete(c.prev, name)
+		}
+	}
+}
+
+func (c *Collector) deleteSeries(labels []string) {
+	m := c.opts.Metrics
+	for _, g := range []interface{ DeleteLabelValues(...string) bool }{
+		m.CPUUsage, m.MemoryUsage, m.MemoryWithPageCache, m.CPUThrottledRatio, m.CPURequest, m.MemoryRequest,
+	} {
+		g.DeleteLabelValues(labels...)
+	}
+}
+
+// checkAccounting re-checks the NodeSLO host applications and logs a change once.
+func (c *Collector) checkAccounting() {
+	if c.opts.NodeSLO == nil || c.opts.Hierarchy == nil {
+		return
+	}
+	acc := CheckAccounting(c.opts.NodeSLO(), c.opts.Hierarchy())
+	v := 0.0
+	if acc.AsBE {
+		v = 1
+	}
+	c.opts.Metrics.AccountingAsBE.WithLabelValues(c.opts.NodeName).Set(v)
+	c.accMu.Lock()
+	changed := !c.accountingLogged || acc.AsBE != c.accounting.AsBE
+	c.accounting, c.accountingLogged = acc, true
+	c.accMu.Unlock()
+	if !changed {
+		return
+	}
+	if acc.AsBE {
+		klog.Infof("yarn: YARN usage is accounted as BE through NodeSLO host application %q", acc.HostApplication)
+	} else {
+		klog.Warningf("yarn: %s (declare it in slo-controller-config host-application-config; see the README)", acc.Reason)
+	}
+}
+
+func equalStrings(a, b []string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,212 @@
+package yarnusage
+
+import (
+	"fmt"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/koordinator-sh/koordinator/apis/extension"
+	slov1alpha1 "github.com/koordinator-sh/koordinator/apis/slo/v1alpha1"
+	"github.com/koordinator-sh/koordinator/pkg/koordlet/metriccache"
+	"github.com/koordinator-sh/koordinator/pkg/koordlet/util/system"
+
+	"github.com/koordlet-yarn/koordlet-yarn/framework/cgroups"
+	"github.com/koordlet-yarn/koordlet-yarn/framework/store"
+	"github.com/koordlet-yarn/koordlet-yarn/framework/yarn"
+)
+
+const hierarchy = "kubepods/besteffort/hadoop-yarn"
+
+func newMetricCache(t testing.TB) metriccache.MetricCache {
+	cfg := metriccache.NewDefaultConfig()
+	cfg.TSDBPath = t.TempDir()
+	cfg.TSDBEnablePromMetrics = false
+	mc, err := metriccache.NewMetricCache(cfg)
+	require.NoError(t, err)
+	stop := make(chan struct{})
+	go func() { _ = mc.Run(stop) }()
+	t.Cleanup(func() { close(stop) })
+	return mc
+}
+
+func lastValue(t *testing.T, mc metriccache.MetricCache, kind metriccache.MetricResource, props map[metriccache.MetricProperty]string, from, to time.Time) (float64, bool) {
+	t.Helper()
+	q, err := mc.Querier(from, to)
+	require.NoError(t, err)
+	defer q.Close()
+	meta, err := kind.BuildQueryMeta(props)
+	require.NoError(t, err)
+	res := metriccache.DefaultAggregateResultFactory.New(meta)
+	require.NoError(t, q.Query(meta, nil, res))
+	if res.Count() == 0 {
+		return 0, false
+	}
+	v, err := res.Value(metriccache.AggregationTypeLast)
+	require.NoError(t, err)
+	return v, true
+}
+
+// node is a fake root with YARN containers in it.
+type node struct {
+	t      *testing.T
+	helper *system.FileTestUtil
+	v2     bool
+	st     *store.Store
+}
+
+func newNode(t *testing.T, v2 bool) *node {
+	helper := system.NewFileTestUtil(t)
+	t.Cleanup(helper.Cleanup)
+	helper.SetCgroupsV2(v2)
+	return &node{t: t, helper: helper, v2: v2, st: store.New()}
+}
+
+func (n *node) dir(name string) string { return hierarchy + "/" + name }
+
+// set writes a container's usage files: CPU time in ns, anon and file
+// memory, throttling counters.
+func (n *node) set(name string, cpuNs, anon, file, periods, throttled int64) {
+	d := n.dir(name)
+	if n.v2 {
+		n.helper.WriteCgroupFileContents(d, system.CPUStatV2, fmt.Sprintf("usage_usec %d\nuser_usec 0\nsystem_usec 0\nnr_periods %d\nnr_throttled %d\nthrottled_usec 0\n", cpuNs/1000, periods, throttled))
+		n.helper.WriteCgroupFileContents(d, system.MemoryStatV2, fmt.Sprintf("anon %d\nfile %d\nactive_anon %d\ninactive_anon 0\nactive_file %d\ninactive_file 0\nunevictable 0\n", anon, file, anon, file))
+		return
+	}
+	n.helper.WriteCgroupFileContents(d, system.CPUAcctUsage, fmt.Sprint(cpuNs))
+	n.helper.WriteCgroupFileContents(d, system.CPUStat, fmt.Sprintf("nr_periods %d\nnr_throttled %d\nthrottled_time 0\n", periods, throttled))
+	n.helper.WriteCgroupFileContents(d, system.MemoryStat, fmt.Sprintf("cache %d\nrss %d\ntotal_cache %d\ntotal_rss %d\ntotal_active_anon %d\ntotal_inactive_anon 0\ntotal_active_file %d\ntotal_inactive_file 0\ntotal_unevictable 0\n", file, anon, file, anon, anon, file))
+}
+
+func (n *node) resync(names ...string) {
+	var scan []cgroups.Container
+	var nm []yarn.NMContainer
+	for _, name := range names {
+		id, err := yarn.ParseContainerID(name)
+		require.NoError(n.t, err)
+		own := cgroups.Ref{Dir: n.dir(name), Owned: true}
+		scan = append(scan, cgroups.Container{Name: name, ID: id, Pids: []int{1}, Cgroups: cgroups.Cgroups{own, own, {Dir: "nm"}, own, {Dir: "nm"}}})
+		nm = append(nm, yarn.NMContainer{ID: id, State: yarn.StateRunning, User: "alice", TotalVCoresNeeded: 2, TotalMemoryNeededMB: 1024})
+	}
+	n.st.Resync(store.Observation{Scan: scan, ScanOK: true, NM: nm, NMOK: true}, time.Now())
+}
+
+const (
+	am   = "container_e17_1700000000000_0042_01_000001"
+	exec = "container_e17_1700000000000_0042_01_000002"
+)
+
+func TestCollect(t *testing.T) {
+	for _, v2 := range []bool{false, true} {
+		t.Run(fmt.Sprintf("cgroupv2=%v", v2), func(t *testing.T) {
+			n := newNode(t, v2)
+			mc := newMetricCache(t)
+			reg := prometheus.NewRegistry()
+			m, err := NewMetrics(reg)
+			require.NoError(t, err)
+			slo := &slov1alpha1.NodeSLO{}
+			c := New(Options{Store: n.st, MetricCache: func() metriccache.MetricCache { return mc },
+				Interval: func() time.Duration { return time.Second }, Metrics: m, NodeName: "n1",
+				NodeSLO: func() *slov1alpha1.NodeSLO { return slo }, Hierarchy: func() string { return hierarchy }})
+
+			n.set(am, 1e9, 100<<20, 50<<20, 10, 0)
+			n.set(exec, 5e9, 300<<20, 200<<20, 100, 0)
+			n.resync(am, exec)
+			t0 := time.Now()
+			cyc := c.Collect(t0)
+			assert.Equal(t, 2, cyc.Containers)
+			_, ok := lastValue(t, mc, metriccache.ContainerCPUUsageMetric, metriccache.MetricPropertiesFunc.Container(exec), t0.Add(-time.Minute), t0.Add(time.Minute))
+			assert.False(t, ok, "the first CPU sample only primes")
+			mem, ok := lastValue(t, mc, metriccache.ContainerMemUsageMetric, metriccache.MetricPropertiesFunc.Container(exec), t0.Add(-time.Minute), t0.Add(time.Minute))
+			require.True(t, ok)
+			assert.Equal(t, float64(300<<20), mem)
+			withPC, _ := lastValue(t, mc, metriccache.ContainerMemoryUsageWithPageCacheMetric, metriccache.MetricPropertiesFunc.Container(exec), t0.Add(-time.Minute), t0.Add(time.Minute))
+			assert.Equal(t, float64(500<<20), withPC)
+
+			// One second later: the executor used 1.5 cores, the AM 0.5, and
+			// the executor was throttled in 50 of 100 periods.
+			n.set(am, 1.5e9, 100<<20, 50<<20, 20, 0)
+			n.set(exec, 6.5e9, 310<<20, 200<<20, 200, 50)
+			t1 := t0.Add(time.Second)
+			c.Collect(t1)
+			cpu, ok := lastValue(t, mc, metriccache.ContainerCPUUsageMetric, metriccache.MetricPropertiesFunc.Container(exec), t1.Add(-time.Millisecond), t1.Add(time.Minute))
+			require.True(t, ok)
+			assert.InDelta(t, 1.5, cpu, 1e-9)
+			thr, _ := lastValue(t, mc, metriccache.ContainerCPUThrottledMetric, metriccache.MetricPropertiesFunc.Container(exec), t1.Add(-time.Millisecond), t1.Add(time.Minute))
+			assert.InDelta(t, 0.5, thr, 1e-9)
+			agg, ok := lastValue(t, mc, metriccache.HostAppCPUUsageMetric, metriccache.MetricPropertiesFunc.HostApplication(AggregateName), t1.Add(-time.Millisecond), t1.Add(time.Minute))
+			require.True(t, ok)
+			assert.InDelta(t, 2.0, agg, 1e-9)
+			aggMem, _ := lastValue(t, mc, metriccache.HostAppMemoryUsageMetric, metriccache.MetricPropertiesFunc.HostApplication(AggregateName), t1.Add(-time.Millisecond), t1.Add(time.Minute))
+			assert.Equal(t, float64(410<<20), aggMem)
+
+			labels := []string{"n1", exec, "application_1700000000000_0042", "alice", "false"}
+			assert.InDelta(t, 1.5, testutil.ToFloat64(m.CPUUsage.WithLabelValues(labels...)), 1e-9)
+			assert.Equal(t, float64(310<<20), testutil.ToFloat64(m.MemoryUsage.WithLabelValues(labels...)))
+			assert.Equal(t, 2000.0, testutil.ToFloat64(m.CPURequest.WithLabelValues(labels...)))
+			assert.Equal(t, float64(1<<30), testutil.ToFloat64(m.MemoryRequest.WithLabelValues(labels...)))
+			assert.Equal(t, 2.0, testutil.ToFloat64(m.Containers.WithLabelValues("n1", "RUNNING")))
+			assert.Equal(t, 0.0, testutil.ToFloat64(m.AccountingAsBE.WithLabelValues("n1")))
+
+			// The executor exits and vanishes: its series are deleted.
+			require.NoError(t, os.RemoveAll(n.helper.TempDir+"/cpu/"+n.dir(exec)))
+			n.resync(am)
+			c.Collect(t1.Add(time.Second))
+			assert.Equal(t, 1, testutil.CollectAndCount(m.CPUUsage, "koordlet_yarn_container_cpu_usage_cores"), "only the AM's CPU series is left")
+			assert.Len(t, c.prev, 1)
+		})
+	}
+}
+
+func TestCollectVanishedMidRead(t *testing.T) {
+	n := newNode(t, false)
+	reg := prometheus.NewRegistry()
+	m, err := NewMetrics(reg)
+	require.NoError(t, err)
+	c := New(Options{Store: n.st, Metrics: m, NodeName: "n1", Interval: func() time.Duration { return time.Second }})
+	n.resync(am) // in the store, but its cgroup files are gone
+	cyc := c.Collect(time.Now())
+	assert.Equal(t, 1, cyc.Containers)
+	assert.Equal(t, 0, cyc.Samples)
+}
+
+func TestCheckAccounting(t *testing.T) {
+	old := system.CgroupPathFormatter
+	system.SetupCgroupPathFormatter(system.Cgroupfs)
+	t.Cleanup(func() { system.CgroupPathFormatter = old })
+	be := func(name string, base slov1alpha1.CgroupBaseType, rel string, qos extension.QoSClass) slov1alpha1.HostApplicationSpec {
+		return slov1alpha1.HostApplicationSpec{Name: name, QoS: qos, CgroupPath: &slov1alpha1.CgroupPath{Base: base, RelativePath: rel}}
+	}
+	tests := []struct {
+		name string
+		slo  *slov1alpha1.NodeSLO
+		want bool
+	}{
+		{"no NodeSLO", nil, false},
+		{"no host apps", &slov1alpha1.NodeSLO{}, false},
+		{"exact", &slov1alpha1.NodeSLO{Spec: slov1alpha1.NodeSLOSpec{HostApplications: []slov1alpha1.HostApplicationSpec{
+			be("hadoop-yarn", slov1alpha1.CgroupBaseTypeKubeBesteffort, "hadoop-yarn/", extension.QoSBE)}}}, true},
+		{"ancestor", &slov1alpha1.NodeSLO{Spec: slov1alpha1.NodeSLOSpec{HostApplications: []slov1alpha1.HostApplicationSpec{
+			be("all-be", slov1alpha1.CgroupBaseTypeKubeBesteffort, "", extension.QoSBE)}}}, true},
+		{"LS app", &slov1alpha1.NodeSLO{Spec: slov1alpha1.NodeSLOSpec{HostApplications: []slov1alpha1.HostApplicationSpec{
+			be("hadoop-yarn", slov1alpha1.CgroupBaseTypeKubeBesteffort, "hadoop-yarn", extension.QoSLS)}}}, false},
+		{"other dir", &slov1alpha1.NodeSLO{Spec: slov1alpha1.NodeSLOSpec{HostApplications: []slov1alpha1.HostApplicationSpec{
+			be("hadoop-yarn2", slov1alpha1.CgroupBaseTypeKubeBesteffort, "hadoop-yarn2", extension.QoSBE)}}}, false},
+		{"prefix is not an ancestor", &slov1alpha1.NodeSLO{Spec: slov1alpha1.NodeSLOSpec{HostApplications: []slov1alpha1.HostApplicationSpec{
+			be("hadoop", slov1alpha1.CgroupBaseTypeKubeBesteffort, "hadoop", extension.QoSBE)}}}, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			acc := CheckAccounting(tt.slo, hierarchy)
+			assert.Equal(t, tt.want, acc.AsBE, acc.Reason)
+			if !tt.want {
+				assert.NotEmpty(t, acc.Reason)
+			}
+		})
+	}
+}
