@@ -8,17 +8,15 @@
 package yarnusage
 
 import (
-	"errors"
-	"io/fs"
 	"strconv"
 	"sync"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/klog/v2"
 
 	slov1alpha1 "github.com/koordinator-sh/koordinator/apis/slo/v1alpha1"
 	"github.com/koordinator-sh/koordinator/pkg/koordlet/metriccache"
-	"github.com/koordinator-sh/koordinator/pkg/koordlet/resourceexecutor"
 	"github.com/koordinator-sh/koordinator/pkg/koordlet/util/system"
 
 	"github.com/koordlet-yarn/koordlet-yarn/framework/cgroups"
@@ -34,8 +32,9 @@ const AggregateName = "yarn-containers"
 // Options wire the collector to koordlet.
 type Options struct {
 	Store *store.Store
-	// Reader reads cgroups; nil means koordlet's reader for this host.
-	Reader resourceexecutor.CgroupReader
+	// Reader reads the usage files; nil means a reader of koordlet's
+	// cgroup root and version, made at the first cycle.
+	Reader *cgroups.UsageReader
 	// MetricCache returns koordlet's metric cache (nil until koordlet has one).
 	MetricCache func() metriccache.MetricCache
 	// Interval returns the collect interval (koordlet's --collect-res-used-interval).
@@ -47,18 +46,29 @@ type Options struct {
 	NodeName  string
 }
 
+// series are a container's Prometheus children and metric-cache properties,
+// made once per label set so that a cycle does not hash label values.
+type series struct {
+	labels                                     []string
+	props                                      map[metriccache.MetricProperty]string
+	cpu, mem, memPC, throttled, cpuReq, memReq prometheus.Gauge
+}
+
 type prev struct {
-	at       time.Time
-	cpu      uint64
-	hasCPU   bool
-	throttle *system.CPUStatRaw
+	// dir is the container's own cgroup dir, whose files the reader keeps open.
+	dir         string
+	at          time.Time
+	cpu         uint64
+	hasCPU      bool
+	throttle    system.CPUStatRaw
+	hasThrottle bool
 }
 
 // Collector is the YARN usage collector.
 type Collector struct {
 	opts    Options
 	prev    map[string]*prev
-	labels  map[string][]string
+	series  map[string]*series
 	samples []metriccache.MetricSample
 
 	accMu            sync.Mutex
@@ -68,7 +78,7 @@ type Collector struct {
 
 // New returns a collector.
 func New(opts Options) *Collector {
-	return &Collector{opts: opts, prev: map[string]*prev{}, labels: map[string][]string{}}
+	return &Collector{opts: opts, prev: map[string]*prev{}, series: map[string]*series{}}
 }
 
 // Name names the loop in logs.
@@ -86,6 +96,7 @@ func (c *Collector) Run(stopCh <-chan struct{}) {
 	go func() {
 		ticker := time.NewTicker(interval)
 		defer ticker.Stop()
+		defer c.Close()
 		for {
 			c.safeCollect()
 			select {
@@ -106,6 +117,13 @@ func (c *Collector) safeCollect() {
 	c.Collect(time.Now())
 }
 
+// Close releases the files the collector keeps open.
+func (c *Collector) Close() {
+	if c.opts.Reader != nil {
+		c.opts.Reader.Close()
+	}
+}
+
 // Cycle summarises one collection.
 type Cycle struct {
 	Containers int // containers with a cgroup
@@ -123,10 +141,10 @@ func (c *Collector) LastAccounting() (acc Accounting, ok bool) {
 // Collect runs one cycle at now. It is not safe for concurrent use.
 func (c *Collector) Collect(now time.Time) Cycle {
 	start := time.Now()
-	reader := c.opts.Reader
-	if reader == nil {
-		reader = resourceexecutor.NewCgroupReader()
+	if c.opts.Reader == nil {
+		c.opts.Reader = cgroups.NewUsageReader(system.Conf.CgroupRootDir, system.GetCurrentCgroupVersion() == system.CgroupVersionV2)
 	}
+	reader := c.opts.Reader
 	snapshot := c.opts.Store.Snapshot()
 	samples := c.samples[:0]
 	var cyc Cycle
@@ -145,26 +163,29 @@ func (c *Collector) Collect(now time.Time) Cycle {
 		}
 		cyc.Containers++
 		live[ct.Name] = struct{}{}
-		labels := c.labelValues(ct)
-		m := c.opts.Metrics
-		m.CPURequest.WithLabelValues(labels...).Set(float64(ct.RequestMilliCPU))
-		m.MemoryRequest.WithLabelValues(labels...).Set(float64(ct.RequestMemoryBytes))
+		sr := c.seriesOf(ct)
+		sr.cpuReq.Set(float64(ct.RequestMilliCPU))
+		sr.memReq.Set(float64(ct.RequestMemoryBytes))
 		p := c.prev[ct.Name]
 		if p == nil {
 			p = &prev{}
 			c.prev[ct.Name] = p
 		}
-		props := metriccache.MetricPropertiesFunc.Container(ct.Name)
+		props := sr.props
+		p.dir = ct.Cgroups[cgroups.CPU].Dir
+		if !ct.Cgroups[cgroups.CPU].Owned {
+			p.dir = ct.Cgroups[cgroups.Memory].Dir
+		}
 
 		if ref := ct.Cgroups[cgroups.CPUAcct]; ref.Owned {
-			usage, err := reader.ReadCPUAcctUsage(ref.Dir)
+			usage, err := reader.CPUUsage(ref.Dir)
 			switch {
 			case err != nil:
 				c.readFailed(ct, "cpuacct usage", err)
 			case p.hasCPU && usage >= p.cpu && now.After(p.at):
 				cores := float64(usage-p.cpu) / float64(now.Sub(p.at))
 				samples = appendSample(samples, metriccache.ContainerCPUUsageMetric, props, now, cores)
-				m.CPUUsage.WithLabelValues(labels...).Set(cores)
+				sr.cpu.Set(cores)
 				aggCPU += cores
 				haveCPU = true
 				fallthrough
@@ -173,31 +194,31 @@ func (c *Collector) Collect(now time.Time) Cycle {
 			}
 		}
 		if ref := ct.Cgroups[cgroups.Memory]; ref.Owned {
-			stat, err := reader.ReadMemoryStat(ref.Dir)
+			stat, err := reader.MemoryStat(ref.Dir)
 			if err != nil {
 				c.readFailed(ct, "memory.stat", err)
 			} else {
 				usage, withPC := float64(stat.Usage()), float64(stat.UsageWithPageCache())
 				samples = appendSample(samples, metriccache.ContainerMemUsageMetric, props, now, usage)
 				samples = appendSample(samples, metriccache.ContainerMemoryUsageWithPageCacheMetric, props, now, withPC)
-				m.MemoryUsage.WithLabelValues(labels...).Set(usage)
-				m.MemoryWithPageCache.WithLabelValues(labels...).Set(withPC)
+				sr.mem.Set(usage)
+				sr.memPC.Set(withPC)
 				aggMem += usage
 				aggMemPC += withPC
 				haveMem = true
 			}
 		}
 		if ref := ct.Cgroups[cgroups.CPU]; ref.Owned {
-			stat, err := reader.ReadCPUStat(ref.Dir)
+			stat, err := reader.CPUStat(ref.Dir)
 			if err != nil {
 				c.readFailed(ct, "cpu.stat", err)
 			} else {
-				if p.throttle != nil && stat.NrPeriods >= p.throttle.NrPeriods {
-					ratio := system.CalcCPUThrottledRatio(stat, p.throttle)
+				if p.hasThrottle && stat.NrPeriods >= p.throttle.NrPeriods {
+					ratio := system.CalcCPUThrottledRatio(&stat, &p.throttle)
 					samples = appendSample(samples, metriccache.ContainerCPUThrottledMetric, props, now, ratio)
-					m.CPUThrottledRatio.WithLabelValues(labels...).Set(ratio)
+					sr.throttled.Set(ratio)
 				}
-				p.throttle = stat
+				p.throttle, p.hasThrottle = stat, true
 			}
 		}
 	}
@@ -254,38 +275,52 @@ func (c *Collector) commit(samples []metriccache.MetricSample) {
 
 // readFailed logs a read error, quietly when the container just vanished.
 func (c *Collector) readFailed(ct *store.Container, what string, err error) {
-	if resourceexecutor.IsCgroupDirErr(err) || errors.Is(err, fs.ErrNotExist) {
+	if cgroups.IsGone(err) {
 		klog.V(5).Infof("yarn: container %s vanished while reading %s", ct.Name, what)
 		return
 	}
 	klog.V(4).Infof("yarn: read %s of container %s: %v", what, ct.Name, err)
 }
 
-// labelValues returns the container's Prometheus labels, deleting the old
-// series when a label (the user, once the NM reports it) changed.
-func (c *Collector) labelValues(ct *store.Container) []string {
+// seriesOf returns the container's series, re-making them (and deleting
+// the old ones) when a label changed, e.g. once the NM reports the user.
+func (c *Collector) seriesOf(ct *store.Container) *series {
 	want := []string{c.opts.NodeName, ct.Name, ct.ApplicationID, ct.User, strconv.FormatBool(ct.IsAM)}
-	old, ok := c.labels[ct.Name]
-	if ok && equalStrings(old, want) {
+	old, ok := c.series[ct.Name]
+	if ok && equalStrings(old.labels, want) {
 		return old
 	}
 	if ok {
-		c.deleteSeries(old)
+		c.deleteSeries(old.labels)
 	}
-	c.labels[ct.Name] = want
-	return want
+	m := c.opts.Metrics
+	sr := &series{
+		labels:    want,
+		props:     metriccache.MetricPropertiesFunc.Container(ct.Name),
+		cpu:       m.CPUUsage.WithLabelValues(want...),
+		mem:       m.MemoryUsage.WithLabelValues(want...),
+		memPC:     m.MemoryWithPageCache.WithLabelValues(want...),
+		throttled: m.CPUThrottledRatio.WithLabelValues(want...),
+		cpuReq:    m.CPURequest.WithLabelValues(want...),
+		memReq:    m.MemoryRequest.WithLabelValues(want...),
+	}
+	c.series[ct.Name] = sr
+	return sr
 }
 
 // forgetGone drops the state and the series of containers no longer live.
 func (c *Collector) forgetGone(live map[string]struct{}) {
-	for name, labels := range c.labels {
+	for name, sr := range c.series {
 		if _, ok := live[name]; !ok {
-			c.deleteSeries(labels)
-			delete(c.labels, name)
+			c.deleteSeries(sr.labels)
+			delete(c.series, name)
 		}
 	}
-	for name := range c.prev {
+	for name, p := range c.prev {
 		if _, ok := live[name]; !ok {
+			if c.opts.Reader != nil && p.dir != "" {
+				c.opts.Reader.Forget(p.dir)
+			}
 			delete(c.prev, name)
 		}
 	}

@@ -159,6 +159,11 @@ func TestCollect(t *testing.T) {
 			c.Collect(t1.Add(time.Second))
 			assert.Equal(t, 1, testutil.CollectAndCount(m.CPUUsage, "koordlet_yarn_container_cpu_usage_cores"), "only the AM's CPU series is left")
 			assert.Len(t, c.prev, 1)
+			if v2 {
+				assert.Equal(t, 2, c.opts.Reader.OpenFiles(), "the executor's files are closed")
+			} else {
+				assert.Equal(t, 3, c.opts.Reader.OpenFiles(), "the executor's files are closed")
+			}
 		})
 	}
 }
@@ -209,4 +214,33 @@ func TestCheckAccounting(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestCollectAllocationsDoNotGrow: the per-cycle allocations of a steady
+// node do not grow with the number of cycles (no per-cycle leak).
+func TestCollectAllocationsDoNotGrow(t *testing.T) {
+	n := newNode(t, false)
+	var names []string
+	for i := 1; i <= 50; i++ {
+		name := yarn.ContainerID{Epoch: 17, ClusterTimestamp: 1700000000000, AppID: 42, AttemptID: 1, Sequence: int64(i)}.String()
+		names = append(names, name)
+		n.set(name, int64(i)*1e6, 1<<20, 1<<20, 1, 0)
+	}
+	n.resync(names...)
+	m, err := NewMetrics(prometheus.NewRegistry())
+	require.NoError(t, err)
+	c := New(Options{Store: n.st, Metrics: m, NodeName: "n1", Interval: func() time.Duration { return time.Second }})
+	defer c.Close()
+	now := time.Now()
+	cycle := func() { now = now.Add(time.Second); c.Collect(now) }
+	for i := 0; i < 5; i++ {
+		cycle()
+	}
+	early := testing.AllocsPerRun(20, cycle)
+	for i := 0; i < 300; i++ {
+		cycle()
+	}
+	late := testing.AllocsPerRun(20, cycle)
+	t.Logf("allocations per cycle: %.0f after 25 cycles, %.0f after 345", early, late)
+	assert.LessOrEqual(t, late, early*1.05+10)
 }

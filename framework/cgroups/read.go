@@ -36,6 +36,13 @@ func readInto(path string, buf []byte) ([]byte, error) {
 			return buf[:n], nil
 		}
 		n += m
+		// A read that did not fill the buffer returned the whole file:
+		// cgroupfs and procfs hand out the whole (small) content in one
+		// read, and so do regular files of the fake roots. This saves the
+		// EOF read, a quarter of the syscalls of a scan or collection.
+		if n < len(buf) {
+			return buf[:n], nil
+		}
 	}
 }
 

@@ -1,0 +1,95 @@
+package cgroups
+
+import (
+	"fmt"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/koordinator-sh/koordinator/pkg/koordlet/resourceexecutor"
+	"github.com/koordinator-sh/koordinator/pkg/koordlet/util/system"
+)
+
+// TestUsageReaderMatchesKoordlet checks that UsageReader returns exactly
+// what koordlet's CgroupReader returns for the same files, on v1 and v2.
+func TestUsageReaderMatchesKoordlet(t *testing.T) {
+	for _, v2 := range []bool{false, true} {
+		t.Run(fmt.Sprintf("v2=%v", v2), func(t *testing.T) {
+			helper := system.NewFileTestUtil(t)
+			defer helper.Cleanup()
+			helper.SetCgroupsV2(v2)
+			dir := "kubepods/besteffort/hadoop-yarn/container_1700000000000_0042_01_000002"
+			if v2 {
+				helper.WriteCgroupFileContents(dir, system.CPUStatV2, "usage_usec 123456\nuser_usec 1\nsystem_usec 2\nnr_periods 40\nnr_throttled 7\nthrottled_usec 900\n")
+				helper.WriteCgroupFileContents(dir, system.MemoryStatV2, "anon 300\nfile 200\nkernel_stack 9\nactive_anon 250\ninactive_anon 50\nactive_file 120\ninactive_file 80\nunevictable 5\n")
+			} else {
+				helper.WriteCgroupFileContents(dir, system.CPUAcctUsage, "987654321\n")
+				helper.WriteCgroupFileContents(dir, system.CPUStat, "nr_periods 40\nnr_throttled 7\nthrottled_time 900000\n")
+				helper.WriteCgroupFileContents(dir, system.MemoryStat, "cache 1\nrss 2\ntotal_cache 200\ntotal_rss 300\ntotal_inactive_file 80\ntotal_active_file 120\ntotal_inactive_anon 50\ntotal_active_anon 250\ntotal_unevictable 5\n")
+			}
+			koord := resourceexecutor.NewCgroupReader()
+			ours := NewUsageReader(helper.TempDir, v2)
+
+			wantCPU, err := koord.ReadCPUAcctUsage(dir)
+			require.NoError(t, err)
+			gotCPU, err := ours.CPUUsage(dir)
+			require.NoError(t, err)
+			assert.Equal(t, wantCPU, gotCPU)
+
+			wantStat, err := koord.ReadCPUStat(dir)
+			require.NoError(t, err)
+			gotStat, err := ours.CPUStat(dir)
+			require.NoError(t, err)
+			assert.Equal(t, *wantStat, gotStat)
+
+			wantMem, err := koord.ReadMemoryStat(dir)
+			require.NoError(t, err)
+			gotMem, err := ours.MemoryStat(dir)
+			require.NoError(t, err)
+			assert.Equal(t, *wantMem, gotMem)
+			assert.Equal(t, wantMem.Usage(), gotMem.Usage())
+			assert.Equal(t, wantMem.UsageWithPageCache(), gotMem.UsageWithPageCache())
+
+			// Files stay open between reads and see new content.
+			wantOpen := 3 // cpuacct.usage, cpu.stat, memory.stat
+			if v2 {
+				wantOpen = 2 // cpu.stat serves both CPU reads
+			}
+			assert.Equal(t, wantOpen, ours.OpenFiles())
+			if v2 {
+				helper.WriteCgroupFileContents(dir, system.CPUStatV2, "usage_usec 2\nnr_periods 1\nnr_throttled 0\nthrottled_usec 0\n")
+			} else {
+				helper.WriteCgroupFileContents(dir, system.CPUAcctUsage, "2000\n")
+			}
+			gotCPU, err = ours.CPUUsage(dir)
+			require.NoError(t, err)
+			assert.Equal(t, uint64(2000), gotCPU)
+			ours.Forget(dir)
+			assert.Equal(t, 0, ours.OpenFiles())
+
+			_, err = ours.CPUUsage(dir + "-gone")
+			assert.True(t, IsGone(err))
+			_, err = ours.MemoryStat(dir + "-gone")
+			assert.True(t, IsGone(err))
+		})
+	}
+}
+
+func TestUsageReaderMalformed(t *testing.T) {
+	helper := system.NewFileTestUtil(t)
+	defer helper.Cleanup()
+	helper.SetCgroupsV2(false)
+	dir := "x"
+	helper.WriteCgroupFileContents(dir, system.CPUAcctUsage, "abc")
+	helper.WriteCgroupFileContents(dir, system.CPUStat, "nr_periods 1\n")
+	helper.WriteCgroupFileContents(dir, system.MemoryStat, "total_rss 1\n")
+	r := NewUsageReader(helper.TempDir, false)
+	_, err := r.CPUUsage(dir)
+	assert.Error(t, err)
+	_, err = r.CPUStat(dir)
+	assert.Error(t, err)
+	_, err = r.MemoryStat(dir)
+	assert.Error(t, err)
+	assert.False(t, IsGone(err))
+}

@@ -1,0 +1,56 @@
+package kerneltest
+
+import (
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// helperEnv selects a helper mode in a re-executed test binary.
+const helperEnv = "KOORDLET_YARN_TEST_HELPER"
+
+// RunHelperIfRequested turns this process into a workload when it was
+// started by HelperScript; call it first in TestMain. Modes: "burn" spins on
+// one CPU; "alloc=<MiB>" allocates and touches that much memory; both then
+// run until killed.
+func RunHelperIfRequested() {
+	mode := os.Getenv(helperEnv)
+	if mode == "" {
+		return
+	}
+	switch {
+	case mode == "burn":
+		x := 0
+		for {
+			x++
+		}
+	case strings.HasPrefix(mode, "alloc="):
+		mib, err := strconv.Atoi(strings.TrimPrefix(mode, "alloc="))
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "bad alloc size:", err)
+			os.Exit(2)
+		}
+		buf := make([]byte, mib<<20)
+		for i := 0; i < len(buf); i += 4096 {
+			buf[i] = 1
+		}
+		for {
+			time.Sleep(time.Hour)
+			buf[0]++
+		}
+	}
+	fmt.Fprintln(os.Stderr, "unknown helper mode", mode)
+	os.Exit(2)
+}
+
+// HelperScript returns a shell command that execs this test binary as a
+// workload of the given mode (see RunHelperIfRequested).
+func HelperScript(mode string) string {
+	self, err := os.Executable()
+	if err != nil {
+		self = os.Args[0]
+	}
+	return fmt.Sprintf("exec env %s=%s %q -test.run=^$", helperEnv, mode, self)
+}
