@@ -15,12 +15,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/koordlet-yarn/koordlet-yarn/test/kerneltest"
 	"github.com/koordlet-yarn/koordlet-yarn/test/nodebox"
 )
 
 var skipReason string
 
 func TestMain(m *testing.M) {
+	kerneltest.RunHelperIfRequested() // workloads (burners, allocators) re-exec this binary
 	flag.Parse()
 	if err := nodebox.Prerequisites(); err != nil {
 		skipReason = err.Error()
@@ -57,6 +59,9 @@ func startBox(t *testing.T, opts nodebox.Options) *nodebox.Box {
 		t.Fatalf("start the node in a box: %v", err)
 	}
 	t.Cleanup(func() {
+		if b.KoordletCrashed() {
+			t.Errorf("koordlet exited during the test (see its log below)")
+		}
 		if t.Failed() {
 			if log, err := os.ReadFile(b.KoordletLog()); err == nil {
 				lines := strings.Split(string(log), "\n")

@@ -206,7 +206,7 @@ func Start(ctx context.Context, opts Options) (b *Box, err error) {
 	b.kubelet.setPods(pods)
 
 	b.NM = nmemu.New(nmemu.Config{
-		CgroupRoot: CgroupRoot, Hierarchy: YARNHierarchy, Controllers: []string{"cpu", "memory"},
+		CgroupRoot: CgroupRoot, Hierarchy: YARNHierarchy, Controllers: []string{"cpu", "cpuacct", "memory"},
 		PodCgroup: b.pods["nodemanager"].containerCgroup, PodControllers: controllers,
 		NodeID: "127.0.0.1:8041",
 	})
@@ -253,11 +253,19 @@ func (b *Box) StartKoordlet() error {
 		"--addr=127.0.0.1:" + strconv.Itoa(b.koordletPort),
 		"--kubeconfig=" + b.cp.kubeconfig,
 		"--cgroup-root-dir=" + CgroupRoot + "/",
+		// koordlet's defaults are a DaemonSet's host mounts (/host-sys...);
+		// the box runs on the host itself.
+		"--sys-root-dir=/sys/",
+		"--sys-fs-root-dir=/sys/fs/",
+		"--proc-root-dir=/proc/",
+		"--var-run-root-dir=" + filepath.Join(work, "var-run") + "/",
 		"--tsdb-path=" + filepath.Join(work, "tsdb"),
 		"--prediction-checkpoint-filepath=" + filepath.Join(work, "prediction"),
 		"--audit-log-dir=" + filepath.Join(work, "audit"),
 		"--run-root-dir=" + filepath.Join(work, "run"),
 		"--runtime-hooks-addr=" + filepath.Join(work, "koordlet.sock"),
+		"--runtime-hooks-host-endpoint=" + filepath.Join(work, "koordlet.sock"),
+		"--runtime-hooks-config-path=" + filepath.Join(work, "hookserver") + "/",
 		"--enable-nri-runtime-hook=false",
 		"--kubelet-insecure-tls=true",
 		"--kubelet-read-only-port=" + strconv.Itoa(b.kubelet.port),
@@ -269,6 +277,11 @@ func (b *Box) StartKoordlet() error {
 		"--v=3",
 	}
 	args = append(args, b.opts.KoordletArgs...)
+	for _, d := range []string{"tsdb", "prediction", "audit", "run", "var-run", "hookserver"} {
+		if err := os.MkdirAll(filepath.Join(work, d), 0o755); err != nil {
+			return err
+		}
+	}
 	var err error
 	b.koordlet, err = startProc(b.dir, "koordlet-"+strconv.Itoa(b.koordletRuns), filepath.Join(b.opts.Top, "bin/koordlet"),
 		[]string{"NODE_NAME=" + NodeName}, args...)
@@ -295,6 +308,11 @@ func (b *Box) StopKoordlet() { b.koordlet.stop(10 * time.Second) }
 
 // KoordletAlive reports whether koordlet still runs.
 func (b *Box) KoordletAlive() bool { return b.koordlet != nil && !b.koordlet.exited() }
+
+// KoordletCrashed reports whether koordlet exited without being stopped.
+func (b *Box) KoordletCrashed() bool {
+	return b.koordlet != nil && b.koordlet.exited() && !b.koordlet.stopped
+}
 
 func (b *Box) koordletURL(path string) string {
 	return "http://127.0.0.1:" + strconv.Itoa(b.koordletPort) + path

@@ -16,6 +16,8 @@ type proc struct {
 	cmd  *exec.Cmd
 	log  string
 	done chan struct{}
+	// stopped is set when the box stopped the process on purpose.
+	stopped bool
 }
 
 // startProc starts bin with args, logging to <dir>/<name>.log.
@@ -47,6 +49,7 @@ func (p *proc) stop(grace time.Duration) {
 	if p == nil {
 		return
 	}
+	p.stopped = true
 	_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGTERM)
 	select {
 	case <-p.done:

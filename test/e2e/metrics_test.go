@@ -1,0 +1,108 @@
+package e2e
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/koordinator-sh/koordinator/apis/extension"
+	slov1alpha1 "github.com/koordinator-sh/koordinator/apis/slo/v1alpha1"
+
+	"github.com/koordlet-yarn/koordlet-yarn/test/kerneltest"
+	"github.com/koordlet-yarn/koordlet-yarn/test/nmemu"
+	"github.com/koordlet-yarn/koordlet-yarn/test/nodebox"
+)
+
+// scrape parses koordlet's /metrics.
+func scrape(t *testing.T, b *nodebox.Box) map[string]*dto.MetricFamily {
+	t.Helper()
+	text, err := b.Metrics()
+	require.NoError(t, err)
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	fams, err := parser.TextToMetricFamilies(strings.NewReader(text))
+	require.NoError(t, err)
+	return fams
+}
+
+// value returns the gauge of family name whose labels include want.
+func value(fams map[string]*dto.MetricFamily, name string, want map[string]string) (float64, bool) {
+	f, ok := fams[name]
+	if !ok {
+		return 0, false
+	}
+next:
+	for _, m := range f.Metric {
+		got := map[string]string{}
+		for _, l := range m.Label {
+			got[l.GetName()] = l.GetValue()
+		}
+		for k, v := range want {
+			if got[k] != v {
+				continue next
+			}
+		}
+		return m.GetGauge().GetValue(), true
+	}
+	return 0, false
+}
+
+// TestMetrics: Prometheus on koordlet's endpoint shows per-container usage
+// of real burners and allocators, requests, states and the BE accounting;
+// series go when containers go.
+func TestMetrics(t *testing.T) {
+	b := startBox(t, nodebox.Options{})
+	burner, err := b.NM.Launch(nmemu.Spec{AppID: 9, Attempt: 1, Sequence: 2, User: "spark", MemoryMB: 2048, VCores: 1, Script: kerneltest.HelperScript("burn")})
+	require.NoError(t, err)
+	alloc, err := b.NM.Launch(nmemu.Spec{AppID: 9, Attempt: 1, Sequence: 3, User: "spark", MemoryMB: 1024, VCores: 1, Script: kerneltest.HelperScript("alloc=128")})
+	require.NoError(t, err)
+
+	var fams map[string]*dto.MetricFamily
+	require.Eventually(t, func() bool {
+		fams = scrape(t, b)
+		cpu, ok1 := value(fams, "koordlet_yarn_container_cpu_usage_cores", map[string]string{"container_id": burner})
+		mem, ok2 := value(fams, "koordlet_yarn_container_memory_usage_bytes", map[string]string{"container_id": alloc})
+		return ok1 && ok2 && cpu > 0.5 && mem > 120<<20
+	}, 30*time.Second, 500*time.Millisecond, "the burner's CPU and the allocator's memory show on /metrics")
+
+	labels := map[string]string{"container_id": alloc, "application_id": "application_1700000000000_0009", "user": "spark", "am": "false", "node": nodebox.NodeName}
+	req, ok := value(fams, "koordlet_yarn_container_memory_request_bytes", labels)
+	require.True(t, ok)
+	assert.Equal(t, float64(1024<<20), req)
+	running, _ := value(fams, "koordlet_yarn_containers", map[string]string{"state": "RUNNING"})
+	assert.Equal(t, 2.0, running)
+	asBE, ok := value(fams, "koordlet_yarn_usage_accounted_as_be", nil)
+	require.True(t, ok)
+	assert.Equal(t, 0.0, asBE, "the box's NodeSLO declares no host application yet")
+	resp, err := b.Containers()
+	require.NoError(t, err)
+	require.NotNil(t, resp.Accounting)
+	assert.False(t, resp.Accounting.AsBE)
+
+	// The operator declares YARN as a BE host application.
+	slo, err := b.Koord.SloV1alpha1().NodeSLOs().Get(context.Background(), nodebox.NodeName, metav1.GetOptions{})
+	require.NoError(t, err)
+	slo.Spec.HostApplications = []slov1alpha1.HostApplicationSpec{{Name: "hadoop-yarn", QoS: extension.QoSBE,
+		CgroupPath: &slov1alpha1.CgroupPath{Base: slov1alpha1.CgroupBaseTypeKubeBesteffort, RelativePath: "hadoop-yarn/"}}}
+	_, err = b.Koord.SloV1alpha1().NodeSLOs().Update(context.Background(), slo, metav1.UpdateOptions{})
+	require.NoError(t, err)
+	require.Eventually(t, func() bool {
+		v, _ := value(scrape(t, b), "koordlet_yarn_usage_accounted_as_be", nil)
+		return v == 1
+	}, 30*time.Second, 500*time.Millisecond, "YARN usage is accounted as BE once the host application is declared")
+
+	// The burner exits: its series are deleted.
+	b.NM.Exit(burner)
+	<-b.NM.Exited(burner)
+	require.Eventually(t, func() bool {
+		_, ok := value(scrape(t, b), "koordlet_yarn_container_cpu_usage_cores", map[string]string{"container_id": burner})
+		return !ok
+	}, 20*time.Second, 500*time.Millisecond, "a removed container's series are deleted")
+}
