@@ -71,6 +71,8 @@ type Collector struct {
 	series  map[string]*series
 	samples []metriccache.MetricSample
 
+	warnedNoCPUAcct bool
+
 	accMu            sync.Mutex
 	accounting       Accounting
 	accountingLogged bool
@@ -177,6 +179,10 @@ func (c *Collector) Collect(now time.Time) Cycle {
 			p.dir = ct.Cgroups[cgroups.Memory].Dir
 		}
 
+		if !ct.Cgroups[cgroups.CPUAcct].Owned && ct.Cgroups[cgroups.CPU].Owned && !c.warnedNoCPUAcct {
+			c.warnedNoCPUAcct = true
+			klog.Warningf("yarn: container %s has its own cpu cgroup but no cpuacct cgroup (cpu and cpuacct are mounted apart and YARN manages only cpu); per-container CPU usage is not measured for such containers", ct.Name)
+		}
 		if ref := ct.Cgroups[cgroups.CPUAcct]; ref.Owned {
 			usage, err := reader.CPUUsage(ref.Dir)
 			switch {
