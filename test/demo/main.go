@@ -15,13 +15,18 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+
 	"github.com/koordlet-yarn/koordlet-yarn/framework"
 	"github.com/koordlet-yarn/koordlet-yarn/framework/cgroups"
+	"github.com/koordlet-yarn/koordlet-yarn/test/kerneltest"
 	"github.com/koordlet-yarn/koordlet-yarn/test/nmemu"
 	"github.com/koordlet-yarn/koordlet-yarn/test/nodebox"
 )
 
 func main() {
+	kerneltest.RunHelperIfRequested() // container workloads re-exec this binary
 	if err := run(); err != nil {
 		fmt.Fprintln(os.Stderr, "demo:", err)
 		os.Exit(1)
@@ -56,7 +61,7 @@ func run() error {
 	}()
 	fmt.Printf("  up in %.1fs; koordlet log: %s\n", time.Since(start).Seconds(), box.KoordletLog())
 
-	step("a Spark job: the ApplicationMaster (it forks a child) and two executors; a second job is still localizing")
+	step("a Spark job: the ApplicationMaster (it forks a child), an executor burning a CPU, an executor holding 256 MiB; a second job is still localizing")
 	launch := func(s nmemu.Spec) string {
 		id, err := box.NM.Launch(s)
 		if err != nil {
@@ -65,10 +70,10 @@ func run() error {
 		return id
 	}
 	launch(nmemu.Spec{AppID: 42, Attempt: 1, Sequence: 1, User: "spark", MemoryMB: 1024, VCores: 1, Script: "sleep 3600 & exec sleep 3600"})
-	ex1 := launch(nmemu.Spec{AppID: 42, Attempt: 1, Sequence: 2, User: "spark", MemoryMB: 4096, VCores: 2, Script: "exec sleep 3600"})
-	launch(nmemu.Spec{AppID: 42, Attempt: 1, Sequence: 3, User: "spark", MemoryMB: 4096, VCores: 2, Opportunistic: true, Script: "exec sleep 3600"})
+	ex1 := launch(nmemu.Spec{AppID: 42, Attempt: 1, Sequence: 2, User: "spark", MemoryMB: 4096, VCores: 2, Script: kerneltest.HelperScript("burn")})
+	launch(nmemu.Spec{AppID: 42, Attempt: 1, Sequence: 3, User: "spark", MemoryMB: 4096, VCores: 2, Opportunistic: true, Script: kerneltest.HelperScript("alloc=256")})
 	go launch(nmemu.Spec{AppID: 43, Attempt: 1, Sequence: 1, User: "hive", MemoryMB: 2048, VCores: 1, Localize: 6 * time.Second, Script: "exec sleep 3600"})
-	if err := wait(ctx, 3*time.Second); err != nil {
+	if err := wait(ctx, 4*time.Second); err != nil {
 		return err
 	}
 	if err := show(box); err != nil {
@@ -103,7 +108,8 @@ func show(box *nodebox.Box) error {
 	}
 	fmt.Printf("  koordlet GET %s: %d containers; NM %s (pod %s)\n", framework.ContainersPath, len(resp.Containers), resp.Informer.NMEndpoint, resp.Informer.NMPod)
 	tw := tabwriter.NewWriter(os.Stdout, 2, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "  CONTAINER\tAM\tUSER\tSTATE\tEXEC\tSEEN IN\tCPU\tMEMORY\tPIDS\tOWN CGROUPS")
+	usage := scrapeUsage(box)
+	fmt.Fprintln(tw, "  CONTAINER\tAM\tUSER\tSTATE\tEXEC\tSEEN IN\tREQ CPU\tREQ MEM\tUSED CPU\tUSED MEM\tPIDS\tOWN CGROUPS")
 	for _, c := range resp.Containers {
 		var owned []string
 		for i, r := range c.Cgroups {
@@ -111,10 +117,55 @@ func show(box *nodebox.Box) error {
 				owned = append(owned, cgroups.Controller(i).String())
 			}
 		}
-		fmt.Fprintf(tw, "  %s\t%v\t%s\t%s\t%s\t%s\t%dm\t%dMi\t%v\t%s\n", c.Name, c.IsAM, c.User, c.State, c.ExecutionType,
-			c.Source, c.RequestMilliCPU, c.RequestMemoryBytes>>20, c.Pids, strings.Join(owned, ","))
+		u := usage[c.Name]
+		fmt.Fprintf(tw, "  %s\t%v\t%s\t%s\t%s\t%s\t%dm\t%dMi\t%s\t%s\t%v\t%s\n", c.Name, c.IsAM, c.User, c.State, c.ExecutionType,
+			c.Source, c.RequestMilliCPU, c.RequestMemoryBytes>>20, u.cpu, u.mem, c.Pids, strings.Join(owned, ","))
 	}
-	return tw.Flush()
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if resp.Accounting != nil && !resp.Accounting.AsBE {
+		fmt.Printf("  accounting: %s\n", resp.Accounting.Reason)
+	}
+	return nil
+}
+
+type used struct{ cpu, mem string }
+
+// scrapeUsage reads the per-container usage koordlet exports on /metrics.
+func scrapeUsage(box *nodebox.Box) map[string]used {
+	out := map[string]used{}
+	text, err := box.Metrics()
+	if err != nil {
+		return out
+	}
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	fams, err := parser.TextToMetricFamilies(strings.NewReader(text))
+	if err != nil {
+		return out
+	}
+	for _, f := range []string{"koordlet_yarn_container_cpu_usage_cores", "koordlet_yarn_container_memory_usage_bytes"} {
+		fam, ok := fams[f]
+		if !ok {
+			continue
+		}
+		for _, m := range fam.Metric {
+			var id string
+			for _, l := range m.Label {
+				if l.GetName() == "container_id" {
+					id = l.GetValue()
+				}
+			}
+			u := out[id]
+			if strings.Contains(f, "cpu") {
+				u.cpu = fmt.Sprintf("%.2f", m.GetGauge().GetValue())
+			} else {
+				u.mem = fmt.Sprintf("%.0fMi", m.GetGauge().GetValue()/(1<<20))
+			}
+			out[id] = u
+		}
+	}
+	return out
 }
 
 func repoTop() (string, error) {
