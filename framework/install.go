@@ -11,6 +11,8 @@ import (
 	"github.com/koordinator-sh/koordinator/cmd/koordlet/options"
 	koordmetrics "github.com/koordinator-sh/koordinator/pkg/koordlet/metrics"
 	qmplugins "github.com/koordinator-sh/koordinator/pkg/koordlet/qosmanager/plugins"
+	"github.com/koordinator-sh/koordinator/pkg/koordlet/qosmanager/plugins/memoryevict"
+	qmutil "github.com/koordinator-sh/koordinator/pkg/koordlet/qosmanager/plugins/util"
 	"github.com/koordinator-sh/koordinator/pkg/koordlet/statesinformer/impl"
 
 	"github.com/koordlet-yarn/koordlet-yarn/collectors/yarnusage"
@@ -18,6 +20,7 @@ import (
 	"github.com/koordlet-yarn/koordlet-yarn/framework/features"
 	"github.com/koordlet-yarn/koordlet-yarn/framework/handles"
 	"github.com/koordlet-yarn/koordlet-yarn/framework/store"
+	"github.com/koordlet-yarn/koordlet-yarn/plugins/yarnevict"
 	"github.com/koordlet-yarn/koordlet-yarn/plugins/yarninformer"
 )
 
@@ -61,10 +64,34 @@ func Install(fs *flag.FlagSet) (*Framework, error) {
 	})
 	fw.loops = append(fw.loops, fw.Usage)
 
+	evictMetrics, err := yarnevict.NewMetrics(koordmetrics.ExternalRegistry)
+	if err != nil {
+		return nil, fmt.Errorf("register YARN eviction metrics: %w", err)
+	}
+	evictDeps := yarnevict.Deps{
+		Store:            fw.Store,
+		Killer:           fw.killer,
+		IsNodeManagerPod: fw.Informer.IsNodeManagerPod,
+		Metrics:          evictMetrics,
+		NodeName:         os.Getenv("NODE_NAME"),
+	}
+	qmplugins.StrategyPlugins[memoryevict.MemoryEvictName] = yarnevict.NewMemoryEvictFactory(evictDeps)
+	qmutil.SetCustomEvictionExecutorInitializer(yarnevict.GuardInitializer(evictDeps))
+
 	impl.DefaultPluginRegistry[yarninformer.Name] = fw.Informer
 	qmplugins.StrategyPlugins[StrategyName] = fw.newLoopRunner
 	options.RegisterHTTPHandler(ContainersPath, fw.containersHandler)
 	return fw, nil
+}
+
+// killer returns the YARN container killer, or nil before the informer
+// knows the hierarchy.
+func (fw *Framework) killer() *yarnevict.Killer {
+	h, ok := fw.Informer.Hierarchy()
+	if !ok {
+		return nil
+	}
+	return &yarnevict.Killer{H: h, Grace: fw.Config.EvictGracePeriod}
 }
 
 // Validate checks the parsed flags.

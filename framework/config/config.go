@@ -17,6 +17,9 @@ const (
 	DefaultNMPodSelector  = "app.kubernetes.io/component=node-manager"
 	DefaultNMPort         = 8042
 	DefaultResyncInterval = 10 * time.Second
+	// DefaultEvictGracePeriod matches YARN's own
+	// yarn.nodemanager.sleep-delay-before-sigkill.ms (250 ms).
+	DefaultEvictGracePeriod = 250 * time.Millisecond
 )
 
 // Config is the koordlet-yarn configuration, set from koordlet's flags.
@@ -37,6 +40,9 @@ type Config struct {
 	CgroupHierarchy string
 	// ResyncInterval is the period of the full resync (cgroup scan + NM).
 	ResyncInterval time.Duration
+	// EvictGracePeriod is how long an evicted container's processes get
+	// between SIGTERM and SIGKILL.
+	EvictGracePeriod time.Duration
 }
 
 // NewDefault returns the default configuration.
@@ -47,6 +53,7 @@ func NewDefault() *Config {
 		NMTimeout:          yarn.DefaultNMTimeout,
 		NMMaxResponseBytes: yarn.DefaultNMMaxResponseBytes,
 		ResyncInterval:     DefaultResyncInterval,
+		EvictGracePeriod:   DefaultEvictGracePeriod,
 	}
 }
 
@@ -66,6 +73,8 @@ func (c *Config) InitFlags(fs *flag.FlagSet) {
 			"Empty: "+cgroups.DefaultYARNDirName+" below the besteffort QoS cgroup (kubepods/besteffort/hadoop-yarn or kubepods.slice/kubepods-besteffort.slice/hadoop-yarn).")
 	fs.DurationVar(&c.ResyncInterval, "yarn-resync-interval", c.ResyncInterval,
 		"Period of the full YARN container resync (cgroup scan and NodeManager list).")
+	fs.DurationVar(&c.EvictGracePeriod, "yarn-evict-grace-period", c.EvictGracePeriod,
+		"Time an evicted YARN container's processes get between SIGTERM and SIGKILL (YARN's sleep-delay-before-sigkill).")
 }
 
 // Validate checks the configuration and says which flag is wrong.
@@ -91,6 +100,9 @@ func (c *Config) Validate() error {
 		if _, err := cgroups.CleanHierarchyDir(c.CgroupHierarchy); err != nil {
 			return fmt.Errorf("--yarn-cgroup-hierarchy: %w", err)
 		}
+	}
+	if c.EvictGracePeriod < 0 || c.EvictGracePeriod > time.Minute {
+		return fmt.Errorf("--yarn-evict-grace-period %v: must be between 0 and 1m", c.EvictGracePeriod)
 	}
 	if c.ResyncInterval < 100*time.Millisecond {
 		return fmt.Errorf("--yarn-resync-interval %v: must be at least 100ms", c.ResyncInterval)

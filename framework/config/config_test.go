@@ -17,13 +17,13 @@ func TestFlagsAndValidate(t *testing.T) {
 	require.NoError(t, fs.Parse([]string{
 		"--yarn-nm-endpoint=http://10.0.0.5:8042", "--yarn-nm-pod-selector=app=nm,tier!=x",
 		"--yarn-nm-port=8044", "--yarn-nm-timeout=2s", "--yarn-nm-max-response-bytes=1024",
-		"--yarn-cgroup-hierarchy=/hadoop-yarn", "--yarn-resync-interval=30s",
+		"--yarn-cgroup-hierarchy=/hadoop-yarn", "--yarn-resync-interval=30s", "--yarn-evict-grace-period=2s",
 	}))
 	require.NoError(t, cfg.Validate())
 	assert.Equal(t, &Config{
 		NMEndpoint: "http://10.0.0.5:8042", NMPodSelector: "app=nm,tier!=x", NMPort: 8044,
 		NMTimeout: 2 * time.Second, NMMaxResponseBytes: 1024, CgroupHierarchy: "/hadoop-yarn",
-		ResyncInterval: 30 * time.Second,
+		ResyncInterval: 30 * time.Second, EvictGracePeriod: 2 * time.Second,
 	}, cfg)
 
 	tests := []struct {
@@ -39,6 +39,7 @@ func TestFlagsAndValidate(t *testing.T) {
 		{func(c *Config) { c.CgroupHierarchy = "../../etc" }, "--yarn-cgroup-hierarchy"},
 		{func(c *Config) { c.CgroupHierarchy = "/" }, "--yarn-cgroup-hierarchy"},
 		{func(c *Config) { c.ResyncInterval = time.Millisecond }, "--yarn-resync-interval"},
+		{func(c *Config) { c.EvictGracePeriod = -time.Second }, "--yarn-evict-grace-period"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.flag, func(t *testing.T) {

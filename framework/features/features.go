@@ -20,12 +20,27 @@ const (
 	// owner: koordlet-yarn
 	// beta: v0.1
 	YARNMetricsCollector featuregate.Feature = "YARNMetricsCollector"
+
+	// YARNBEMemoryEvict makes koordlet's BE memory evict (gate BEMemoryEvict)
+	// rank BE pods and YARN containers together and evict YARN containers
+	// one at a time, protecting the NodeManager pod and ApplicationMasters.
+	// owner: koordlet-yarn
+	// alpha: v0.1
+	YARNBEMemoryEvict featuregate.Feature = "YARNBEMemoryEvict"
+
+	// YARNNodeManagerGuard makes koordlet's pod eviction refuse the
+	// NodeManager pod while it has live YARN containers.
+	// owner: koordlet-yarn
+	// alpha: v0.1
+	YARNNodeManagerGuard featuregate.Feature = "YARNNodeManagerGuard"
 )
 
 // Specs are the koordlet-yarn gates and their defaults.
 var Specs = map[featuregate.Feature]featuregate.FeatureSpec{
 	YARNContainerInformer: {Default: true, PreRelease: featuregate.Beta},
 	YARNMetricsCollector:  {Default: true, PreRelease: featuregate.Beta},
+	YARNBEMemoryEvict:     {Default: false, PreRelease: featuregate.Alpha},
+	YARNNodeManagerGuard:  {Default: false, PreRelease: featuregate.Alpha},
 }
 
 // Register adds the koordlet-yarn gates to koordlet's mutable feature gate.

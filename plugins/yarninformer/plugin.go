@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/klog/v2"
 
@@ -153,6 +154,24 @@ func (p *Plugin) HierarchyDir() string {
 		return ""
 	}
 	return p.scanner.Hierarchy().Dir
+}
+
+// Hierarchy returns the YARN hierarchy; ok is false before Setup or when
+// the plugin is disabled.
+func (p *Plugin) Hierarchy() (h cgroups.Hierarchy, ok bool) {
+	if p.scanner == nil {
+		return cgroups.Hierarchy{}, false
+	}
+	return p.scanner.Hierarchy(), true
+}
+
+// IsNodeManagerPod reports whether pod is the NodeManager pod: it matches
+// --yarn-nm-pod-selector.
+func (p *Plugin) IsNodeManagerPod(pod *corev1.Pod) bool {
+	if pod == nil || p.selector == nil {
+		return false
+	}
+	return p.selector.Matches(labels.Set(pod.Labels))
 }
 
 // HasSynced is true once the first resync was attempted (or the plugin is

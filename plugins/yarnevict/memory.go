@@ -1,0 +1,246 @@
+package yarnevict
+
+import (
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/klog/v2"
+
+	"github.com/koordinator-sh/koordinator/apis/extension"
+	slov1alpha1 "github.com/koordinator-sh/koordinator/apis/slo/v1alpha1"
+	koordfeatures "github.com/koordinator-sh/koordinator/pkg/features"
+	"github.com/koordinator-sh/koordinator/pkg/koordlet/metriccache"
+	qmframework "github.com/koordinator-sh/koordinator/pkg/koordlet/qosmanager/framework"
+	"github.com/koordinator-sh/koordinator/pkg/koordlet/qosmanager/helpers"
+	"github.com/koordinator-sh/koordinator/pkg/koordlet/qosmanager/plugins/memoryevict"
+	qmutil "github.com/koordinator-sh/koordinator/pkg/koordlet/qosmanager/plugins/util"
+	"github.com/koordinator-sh/koordinator/pkg/koordlet/statesinformer"
+
+	"github.com/koordlet-yarn/koordlet-yarn/framework/features"
+	"github.com/koordlet-yarn/koordlet-yarn/framework/store"
+)
+
+// ReasonBEMemoryEvict is the eviction reason of the memory strategy.
+const ReasonBEMemoryEvict = "BEMemoryEvict"
+
+// releaseBufferPercent is upstream's default gap between the threshold and
+// the level eviction releases down to.
+const releaseBufferPercent = 2
+
+// Deps are what the strategies need besides koordlet's options.
+type Deps struct {
+	Store *store.Store
+	// Killer kills YARN containers; nil until the hierarchy is known.
+	Killer func() *Killer
+	// IsNodeManagerPod tells the NodeManager pod among the node's pods.
+	IsNodeManagerPod func(*corev1.Pod) bool
+	Metrics          *Metrics
+	NodeName         string
+}
+
+// MemoryEvict is the YARN-aware BE memory evict strategy. It takes koordlet's
+// "memoryEvict" slot when YARNBEMemoryEvict is on: above NodeSLO's
+// memoryEvictThresholdPercent it releases node memory down to
+// memoryEvictLowerPercent from one ranked list of BE pods and YARN
+// containers, protecting the NodeManager pod and the ApplicationMasters.
+type MemoryEvict struct {
+	deps      Deps
+	opts      *qmframework.Options
+	interval  time.Duration
+	cooling   time.Duration
+	executor  qmutil.EvictionExecutor
+	lastEvict time.Time
+	warned    bool
+}
+
+// NewMemoryEvictFactory returns the factory for koordlet's "memoryEvict"
+// slot: the YARN-aware strategy when YARNBEMemoryEvict is on (checked when
+// koordlet builds its daemon, after the flags are parsed), upstream's
+// otherwise.
+func NewMemoryEvictFactory(deps Deps) qmframework.QOSStrategyFactory {
+	return func(opts *qmframework.Options) qmframework.QOSStrategy {
+		if !features.Enabled(features.YARNBEMemoryEvict) {
+			return memoryevict.New(opts)
+		}
+		return &MemoryEvict{deps: deps, opts: opts,
+			interval: time.Duration(opts.Config.MemoryEvictIntervalSeconds) * time.Second,
+			cooling:  time.Duration(opts.Config.MemoryEvictCoolTimeSeconds) * time.Second}
+	}
+}
+
+// Enabled needs koordlet's BEMemoryEvict gate too: one knob for operators.
+func (m *MemoryEvict) Enabled() bool {
+	return koordfeatures.DefaultKoordletFeatureGate.Enabled(koordfeatures.BEMemoryEvict) && m.interval > 0
+}
+
+// Setup takes koordlet's pod eviction executor (with our NodeManager guard).
+func (m *MemoryEvict) Setup(ctx *qmframework.Context) {
+	m.executor = qmutil.InitializeEvictionExecutor(ctx.Evictor, ctx.OnlyEvictByAPI)
+}
+
+// Run evicts every interval until stopCh closes.
+func (m *MemoryEvict) Run(stopCh <-chan struct{}) {
+	if (koordfeatures.DefaultKoordletFeatureGate.Enabled(koordfeatures.MemoryEvict) ||
+		koordfeatures.DefaultKoordletFeatureGate.Enabled(koordfeatures.MemoryAllocatableEvict)) && !m.warned {
+		m.warned = true
+		klog.Warningf("yarn: YARNBEMemoryEvict replaces koordlet's memoryEvict strategy; its MemoryEvict and MemoryAllocatableEvict triggers do not run while it is on")
+	}
+	go wait.Until(func() { m.Cycle(time.Now()) }, m.interval, stopCh)
+}
+
+// Cycle runs one evaluation; it returns what it evicted.
+func (m *MemoryEvict) Cycle(now time.Time) []Victim {
+	if now.Before(m.lastEvict.Add(m.cooling)) {
+		return nil
+	}
+	si := m.opts.StatesInformer
+	node, slo := si.GetNode(), si.GetNodeSLO()
+	if node == nil || slo == nil {
+		return nil
+	}
+	if disabled, err := koordfeatures.IsFeatureDisabled(slo, koordfeatures.BEMemoryEvict); err != nil || disabled {
+		return nil
+	}
+	need, err := m.need(slo.Spec.ResourceUsedThresholdWithBE, node)
+	if err != nil {
+		klog.V(4).Infof("yarn: memory evict skipped: %v", err)
+		return nil
+	}
+	if need <= 0 {
+		return nil
+	}
+	victims := m.victims(si.GetAllPods())
+	Rank(victims, MemoryUsage)
+	chosen, covered := Plan(victims, need, MemoryUsage)
+	klog.Infof("yarn: node memory above the BE evict threshold: need to release %dMi; evicting %d of %d candidates covering %dMi",
+		need>>20, len(chosen), len(victims), covered>>20)
+	evicted := m.evict(node, chosen)
+	if len(evicted) > 0 {
+		m.lastEvict = now
+	}
+	return evicted
+}
+
+// need returns the bytes to release to bring node memory down to the lower
+// percent, or 0 below the threshold.
+func (m *MemoryEvict) need(cfg *slov1alpha1.ResourceThresholdStrategy, node *corev1.Node) (int64, error) {
+	if cfg == nil || cfg.MemoryEvictThresholdPercent == nil || *cfg.MemoryEvictThresholdPercent < 0 {
+		return 0, fmt.Errorf("memoryEvictThresholdPercent not set")
+	}
+	threshold := *cfg.MemoryEvictThresholdPercent
+	lower := threshold - releaseBufferPercent
+	if cfg.MemoryEvictLowerPercent != nil {
+		lower = *cfg.MemoryEvictLowerPercent
+	}
+	if lower >= threshold {
+		return 0, fmt.Errorf("memoryEvictLowerPercent %d must be below the threshold %d", lower, threshold)
+	}
+	capacity := node.Status.Capacity.Memory().Value()
+	if capacity <= 0 {
+		return 0, fmt.Errorf("node memory capacity unknown")
+	}
+	meta, err := metriccache.NodeMemoryUsageMetric.BuildQueryMeta(nil)
+	if err != nil {
+		return 0, err
+	}
+	used, err := helpers.CollectorNodeMetricLast(m.opts.MetricCache, meta, m.opts.MetricAdvisorConfig.CollectResUsedInterval)
+	if err != nil {
+		return 0, fmt.Errorf("node memory usage: %w", err)
+	}
+	return NeedToRelease(int64(used), capacity, threshold, lower), nil
+}
+
+// NeedToRelease returns the bytes to release when used (of capacity) is at
+// or above threshold percent, down to lower percent; 0 otherwise.
+func NeedToRelease(used, capacity, threshold, lower int64) int64 {
+	if capacity <= 0 || used*100 < capacity*threshold {
+		return 0
+	}
+	need := used - capacity*lower/100
+	if need < 0 {
+		return 0
+	}
+	return need
+}
+
+// victims lists BE pods (never the NodeManager pod while it has live YARN
+// containers) and YARN containers with their memory usage.
+func (m *MemoryEvict) victims(pods []*statesinformer.PodMeta) []Victim {
+	containers := m.deps.Store.Snapshot()
+	live := false
+	for _, c := range containers {
+		if c.HasCgroup() {
+			live = true
+			break
+		}
+	}
+	interval := m.opts.MetricAdvisorConfig.CollectResUsedInterval
+	podMem := helpers.CollectAllPodMetricsLast(m.opts.StatesInformer, m.opts.MetricCache, metriccache.PodMemUsageMetric, interval)
+	nmPriority := int64(extension.PriorityBatchValueMin)
+	var out []Victim
+	for _, pm := range pods {
+		pod := pm.Pod
+		if m.deps.IsNodeManagerPod(pod) {
+			nmPriority = int64(*extension.GetPodPriorityValueWithDefault(pod))
+			if live {
+				continue
+			}
+		}
+		if extension.GetPodQoSClassRaw(pod) != extension.QoSBE || m.executor.IsPodEvicted(pod) {
+			continue
+		}
+		out = append(out, PodVictim(pod, int64(podMem[string(pod.UID)]), 0))
+	}
+	for _, c := range containers {
+		if !c.HasCgroup() || len(c.Pids) == 0 {
+			continue
+		}
+		meta, err := metriccache.ContainerMemUsageMetric.BuildQueryMeta(metriccache.MetricPropertiesFunc.Container(c.Name))
+		if err != nil {
+			continue
+		}
+		mem, err := helpers.CollectContainerResMetricLast(m.opts.MetricCache, meta, interval)
+		if err != nil {
+			continue // no usage yet: not a candidate
+		}
+		out = append(out, ContainerVictim(c, nmPriority, int64(mem), 0))
+	}
+	return out
+}
+
+// evict carries out the plan.
+func (m *MemoryEvict) evict(node *corev1.Node, chosen []Victim) []Victim {
+	var done []Victim
+	nmPod := m.nmPod()
+	for i := range chosen {
+		v := &chosen[i]
+		if v.Pod != nil {
+			msg := fmt.Sprintf("node memory above the BE evict threshold; pod releases %dMi", v.MemoryUsed>>20)
+			if m.executor.Evict(v.Pod, node, qmutil.EvictReasonPrefix+ReasonBEMemoryEvict, msg) {
+				done = append(done, *v)
+			}
+			continue
+		}
+		k := m.deps.Killer()
+		if k == nil {
+			continue
+		}
+		res, err := k.Kill(v.Container)
+		report(m.opts.EventRecorder, m.deps.Metrics, m.deps.NodeName, nmPod, v, ReasonBEMemoryEvict, res, err)
+		if err == nil {
+			done = append(done, *v)
+		}
+	}
+	return done
+}
+
+func (m *MemoryEvict) nmPod() *corev1.Pod {
+	for _, pm := range m.opts.StatesInformer.GetAllPods() {
+		if m.deps.IsNodeManagerPod(pm.Pod) {
+			return pm.Pod
+		}
+	}
+	return nil
+}

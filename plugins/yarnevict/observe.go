@@ -1,0 +1,75 @@
+package yarnevict
+
+import (
+	"fmt"
+
+	"github.com/prometheus/client_golang/prometheus"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/klog/v2"
+
+	koordmetrics "github.com/koordinator-sh/koordinator/pkg/koordlet/metrics"
+)
+
+// Event reasons on the NodeManager pod.
+const (
+	EventReasonEvicted     = "YARNContainerEvicted"
+	EventReasonEvictFailed = "YARNContainerEvictFailed"
+)
+
+// Metrics are the eviction series.
+type Metrics struct {
+	Evictions *prometheus.CounterVec
+	Released  *prometheus.CounterVec
+}
+
+// NewMetrics registers the eviction series in reg (reusing registered ones).
+func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
+	m := &Metrics{
+		Evictions: prometheus.NewCounterVec(prometheus.CounterOpts{Subsystem: koordmetrics.KoordletSubsystem,
+			Name: "yarn_container_evictions_total", Help: "YARN containers evicted by koordlet, by reason and result."},
+			[]string{"node", "reason", "result"}),
+		Released: prometheus.NewCounterVec(prometheus.CounterOpts{Subsystem: koordmetrics.KoordletSubsystem,
+			Name: "yarn_evicted_resource_total", Help: "Resource usage released by evicting YARN containers (memory in bytes, cpu in milli-cores)."},
+			[]string{"node", "reason", "resource"}),
+	}
+	for _, p := range []**prometheus.CounterVec{&m.Evictions, &m.Released} {
+		if err := reg.Register(*p); err != nil {
+			are, ok := err.(prometheus.AlreadyRegisteredError)
+			if !ok {
+				return nil, err
+			}
+			*p = are.ExistingCollector.(*prometheus.CounterVec)
+		}
+	}
+	return m, nil
+}
+
+// report records one YARN container eviction: klog, a Kubernetes Event on
+// the NodeManager pod, and the counters.
+func report(rec record.EventRecorder, m *Metrics, node string, nmPod *corev1.Pod, v *Victim, reason string, res KillResult, err error) {
+	c := v.Container
+	released := fmt.Sprintf("memory %dMi, cpu %dm", v.MemoryUsed>>20, v.MilliCPUUsed)
+	if err != nil {
+		klog.Errorf("yarn: evict container %s (application %s) for %s failed: %v", c.Name, c.ApplicationID, reason, err)
+		if rec != nil && nmPod != nil {
+			rec.Eventf(nmPod, corev1.EventTypeWarning, EventReasonEvictFailed,
+				"evict YARN container %s (application %s) for %s failed: %v", c.Name, c.ApplicationID, reason, err)
+		}
+		if m != nil {
+			m.Evictions.WithLabelValues(node, reason, "failed").Inc()
+		}
+		return
+	}
+	klog.Infof("yarn: evicted container %s (application %s, AM %v, %s) for %s, released %s, signalled %d processes, frozen %v",
+		c.Name, c.ApplicationID, c.IsAM, c.ExecutionType, reason, released, res.Signalled, res.Frozen)
+	if rec != nil && nmPod != nil {
+		rec.Eventf(nmPod, corev1.EventTypeWarning, EventReasonEvicted,
+			"evicted YARN container %s (application %s, AM %v) for %s, released %s", c.Name, c.ApplicationID, c.IsAM, reason, released)
+	}
+	if m != nil {
+		m.Evictions.WithLabelValues(node, reason, "succeeded").Inc()
+		m.Released.WithLabelValues(node, reason, "memory").Add(float64(v.MemoryUsed))
+		m.Released.WithLabelValues(node, reason, "cpu").Add(float64(v.MilliCPUUsed))
+	}
+}
