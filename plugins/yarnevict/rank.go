@@ -61,8 +61,9 @@ func ContainerVictim(c *store.Container, nmPriority int64, memoryUsed, milliCPUU
 }
 
 // Rank sorts victims in eviction order: ApplicationMasters last; then lower
-// priority first; then newest first; then larger usage (of the resource
-// being released) first; then by name, for a stable order.
+// priority first; then newest first (first-seen time, then the YARN id,
+// which grows with time); then larger usage (of the resource being
+// released) first; then by name, for a stable order.
 func Rank(vs []Victim, usage func(*Victim) int64) {
 	sort.SliceStable(vs, func(i, j int) bool {
 		a, b := &vs[i], &vs[j]
@@ -74,6 +75,14 @@ func Rank(vs []Victim, usage func(*Victim) int64) {
 		}
 		if !a.Started.Equal(b.Started) {
 			return a.Started.After(b.Started)
+		}
+		if (a.Container == nil) != (b.Container == nil) {
+			return a.Container == nil // same instant: pods before containers, so the order stays transitive
+		}
+		if a.Container != nil && a.Container.ID != b.Container.ID {
+			// Seen at the same time (e.g. after a koordlet restart): YARN
+			// ids grow with time, so the larger id is the newer container.
+			return idLess(b.Container.ID, a.Container.ID)
 		}
 		if ua, ub := usage(a), usage(b); ua != ub {
 			return ua > ub
@@ -98,6 +107,15 @@ func Plan(ranked []Victim, need int64, usage func(*Victim) int64) (chosen []Vict
 		covered += u
 	}
 	return chosen, covered
+}
+
+func idLess(a, b yarn.ContainerID) bool {
+	for _, p := range [][2]int64{{a.ClusterTimestamp, b.ClusterTimestamp}, {a.AppID, b.AppID}, {a.AttemptID, b.AttemptID}, {a.Epoch, b.Epoch}, {a.Sequence, b.Sequence}} {
+		if p[0] != p[1] {
+			return p[0] < p[1]
+		}
+	}
+	return false
 }
 
 // MemoryUsage and CPUUsage select the resource a plan releases.

@@ -166,3 +166,19 @@ func SelfCgroup(t testing.TB, controller string) string {
 	t.Fatalf("controller %s not in /proc/self/cgroup", controller)
 	return ""
 }
+
+// StartPlain runs "sh -c script" without moving it anywhere and returns its
+// pid; it is killed when the test ends.
+func StartPlain(t testing.TB, script string) int {
+	t.Helper()
+	cmd := exec.Command("sh", "-c", script)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("start %q: %v", script, err)
+	}
+	t.Cleanup(func() {
+		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		_ = cmd.Wait()
+	})
+	return cmd.Process.Pid
+}
