@@ -1,6 +1,9 @@
 package e2e
 
 import (
+	"os"
+	"strconv"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -14,7 +17,18 @@ import (
 	"github.com/koordlet-yarn/koordlet-yarn/test/nodebox"
 )
 
-func alive(pid int) bool { return pid > 0 && syscall.Kill(pid, 0) == nil }
+// alive reports whether pid runs (a zombie is dead).
+func alive(pid int) bool {
+	if pid <= 0 || syscall.Kill(pid, 0) != nil {
+		return false
+	}
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return false
+	}
+	i := strings.LastIndexByte(string(b), ')')
+	return i < 0 || i+2 >= len(b) || b[i+2] != 'Z'
+}
 
 // TestFaults: the NM slow, sending garbage, failing or down, and koordlet
 // restarted: koordlet stays healthy, keeps what it knew, keeps discovering

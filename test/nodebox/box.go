@@ -23,6 +23,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
 	slov1alpha1 "github.com/koordinator-sh/koordinator/apis/slo/v1alpha1"
@@ -40,7 +41,8 @@ const NodeName = "e2e-node"
 const YARNHierarchy = "kubepods/besteffort/hadoop-yarn"
 
 // NMPodLabels select the NodeManager pod (koordlet's default selector).
-var NMPodLabels = map[string]string{"app.kubernetes.io/component": "node-manager", "app": "hadoop-yarn"}
+var NMPodLabels = map[string]string{"app.kubernetes.io/component": "node-manager", "app": "hadoop-yarn",
+	"koordinator.sh/qosClass": "BE", "koordinator.sh/priority-class": "koord-batch"}
 
 // Options configure a box.
 type Options struct {
@@ -176,7 +178,7 @@ func Start(ctx context.Context, opts Options) (b *Box, err error) {
 	for i, spec := range []PodSpec{
 		{Namespace: "yarn", Name: "nodemanager", Labels: NMPodLabels, HostNetwork: true},
 		{Namespace: "default", Name: "web", Labels: map[string]string{"app": "web"}, CPU: "500m", Memory: "256Mi"},
-		{Namespace: "default", Name: "batch", Labels: map[string]string{"app": "batch"}},
+		{Namespace: "default", Name: "batch", Labels: map[string]string{"app": "batch", "koordinator.sh/qosClass": "BE"}},
 	} {
 		rp, err := createPod(ctx, b.Kube, NodeName, spec, "10.244.0."+strconv.Itoa(10+i))
 		if err != nil {
@@ -230,6 +232,17 @@ func koordinatorCRDDir() (string, error) {
 		return "", fmt.Errorf("locate the koordinator module: %w", err)
 	}
 	return filepath.Join(strings.TrimSpace(string(out)), "config/crd/bases"), nil
+}
+
+// UpdateNodeSLO changes the node's NodeSLO spec.
+func (b *Box) UpdateNodeSLO(ctx context.Context, mutate func(*slov1alpha1.NodeSLOSpec)) error {
+	slo, err := b.Koord.SloV1alpha1().NodeSLOs().Get(ctx, NodeName, metav1.GetOptions{})
+	if err != nil {
+		return err
+	}
+	mutate(&slo.Spec)
+	_, err = b.Koord.SloV1alpha1().NodeSLOs().Update(ctx, slo, metav1.UpdateOptions{})
+	return err
 }
 
 // NMPID returns the pid of the process standing for the NodeManager JVM.

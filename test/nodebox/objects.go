@@ -7,6 +7,9 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -73,9 +76,15 @@ func createNode(ctx context.Context, kube kubernetes.Interface, name string) err
 	if err != nil {
 		return fmt.Errorf("create node: %w", err)
 	}
+	total, _, err := MemInfo()
+	if err != nil {
+		return err
+	}
+	// The node's capacity is this machine's: koordlet's memory thresholds are
+	// percentages of it and its usage comes from /proc/meminfo.
 	capacity := corev1.ResourceList{
-		corev1.ResourceCPU:    resource.MustParse("2"),
-		corev1.ResourceMemory: resource.MustParse("24Gi"),
+		corev1.ResourceCPU:    *resource.NewQuantity(int64(runtime.NumCPU()), resource.DecimalSI),
+		corev1.ResourceMemory: *resource.NewQuantity(total, resource.BinarySI),
 		corev1.ResourcePods:   resource.MustParse("110"),
 	}
 	created.Status = corev1.NodeStatus{
@@ -101,6 +110,33 @@ func createNodeSLO(ctx context.Context, koord koordclient.Interface, name string
 		return fmt.Errorf("create NodeSLO: %w", err)
 	}
 	return nil
+}
+
+// MemInfo returns this machine's MemTotal and used memory (MemTotal -
+// MemAvailable, koordlet's node memory usage), in bytes.
+func MemInfo() (total, used int64, err error) {
+	b, err := os.ReadFile("/proc/meminfo")
+	if err != nil {
+		return 0, 0, err
+	}
+	var avail int64
+	for _, line := range strings.Split(string(b), "\n") {
+		f := strings.Fields(line)
+		if len(f) < 2 {
+			continue
+		}
+		v, _ := strconv.ParseInt(f[1], 10, 64)
+		switch f[0] {
+		case "MemTotal:":
+			total = v << 10
+		case "MemAvailable:":
+			avail = v << 10
+		}
+	}
+	if total == 0 {
+		return 0, 0, fmt.Errorf("no MemTotal in /proc/meminfo")
+	}
+	return total, total - avail, nil
 }
 
 // PodSpec describes one pod of the box.

@@ -1,0 +1,92 @@
+package e2e
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	slov1alpha1 "github.com/koordinator-sh/koordinator/apis/slo/v1alpha1"
+
+	"github.com/koordlet-yarn/koordlet-yarn/test/kerneltest"
+	"github.com/koordlet-yarn/koordlet-yarn/test/nmemu"
+	"github.com/koordlet-yarn/koordlet-yarn/test/nodebox"
+)
+
+// pressureGates turn on koordlet's BE memory evict and its YARN-aware version.
+var pressureGates = "--feature-gates=BEMemoryEvict=true,YARNBEMemoryEvict=true,YARNNodeManagerGuard=true"
+
+// TestPressure: memory pressure from YARN allocators makes koordlet evict the
+// newest non-AM container (its processes gone); the AM, the older executor
+// and the NodeManager survive; an Event is on the NodeManager pod.
+func TestPressure(t *testing.T) {
+	b := startBox(t, nodebox.Options{KoordletArgs: []string{pressureGates}})
+	ctx := context.Background()
+	am, err := b.NM.Launch(nmemu.Spec{AppID: 5, Attempt: 1, Sequence: 1, User: "spark", MemoryMB: 512, VCores: 1,
+		Script: "sleep 3600 & " + kerneltest.HelperScript("alloc=32")})
+	require.NoError(t, err)
+	older, err := b.NM.Launch(nmemu.Spec{AppID: 5, Attempt: 1, Sequence: 2, User: "spark", MemoryMB: 1024, VCores: 1,
+		Script: kerneltest.HelperScript("alloc=200")})
+	require.NoError(t, err)
+	require.Eventually(t, func() bool {
+		v, ok := value(scrape(t, b), "koordlet_yarn_container_memory_usage_bytes", map[string]string{"container_id": older})
+		return ok && v > 190<<20
+	}, 30*time.Second, 500*time.Millisecond)
+
+	// The threshold sits two points above today's usage; the newest executor
+	// then allocates 1 GiB (more than 1% of the node), crossing it, and alone
+	// covers the release down to the lower percent.
+	total, used, err := nodebox.MemInfo()
+	require.NoError(t, err)
+	threshold := used*100/total + 2
+	lower := threshold - 1
+	t.Logf("node memory %d%% used; BE memory evict threshold %d%%, lower %d%%", used*100/total, threshold, lower)
+	require.NoError(t, b.UpdateNodeSLO(ctx, func(s *slov1alpha1.NodeSLOSpec) {
+		s.ResourceUsedThresholdWithBE = &slov1alpha1.ResourceThresholdStrategy{Enable: ptr.To(true),
+			MemoryEvictThresholdPercent: ptr.To(threshold), MemoryEvictLowerPercent: ptr.To(lower)}
+	}))
+	time.Sleep(2 * time.Second) // koordlet sees the NodeSLO
+	newest, err := b.NM.Launch(nmemu.Spec{AppID: 5, Attempt: 1, Sequence: 3, User: "spark", MemoryMB: 2048, VCores: 1,
+		Script: "(" + kerneltest.HelperScript("alloc=16") + ") & " + kerneltest.HelperScript("alloc=1024")})
+	require.NoError(t, err)
+
+	select {
+	case <-b.NM.Exited(newest):
+	case <-time.After(60 * time.Second):
+		t.Fatal("koordlet did not evict the newest executor")
+	}
+	c, _ := b.NM.Get(newest)
+	assert.Equal(t, "EXITED_WITH_FAILURE", c.State, "the NM reports the evicted container as failed")
+	assert.Contains(t, []int{143, 137}, c.ExitCode, "ended by SIGTERM, or SIGKILL after the grace period")
+	for _, id := range []string{am, older} {
+		c, _ := b.NM.Get(id)
+		assert.Equal(t, "RUNNING", c.State, "%s survives", id)
+	}
+	assert.True(t, alive(b.NMPID()), "the NodeManager process survives")
+	ns, name := b.NMPod()
+	pod, err := b.Kube.CoreV1().Pods(ns).Get(ctx, name, metav1.GetOptions{})
+	require.NoError(t, err)
+	assert.Nil(t, pod.DeletionTimestamp, "the NodeManager pod is not evicted")
+
+	require.Eventually(t, func() bool {
+		evs, err := b.Kube.CoreV1().Events(ns).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return false
+		}
+		for _, e := range evs.Items {
+			if e.InvolvedObject.Name == name && e.Reason == "YARNContainerEvicted" && strings.Contains(e.Message, newest) &&
+				strings.Contains(e.Message, "application_1700000000000_0005") {
+				return true
+			}
+		}
+		return false
+	}, 20*time.Second, 500*time.Millisecond, "an Event on the NodeManager pod names the evicted container")
+	n, ok := value(scrape(t, b), "koordlet_yarn_container_evictions_total", map[string]string{"reason": "BEMemoryEvict", "result": "succeeded"})
+	assert.True(t, ok)
+	assert.Equal(t, 1.0, n, "exactly one container evicted")
+}
