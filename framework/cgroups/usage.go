@@ -51,6 +51,14 @@ func NewUsageReader(root string, v2 bool) *UsageReader {
 	return &UsageReader{root: root, v2: v2, buf: make([]byte, 8192), fds: map[fileKey]int{}, maxOpen: maxOpen}
 }
 
+// NoKeep makes the reader open and close files on every read (for
+// occasional readers that cannot tell when a cgroup goes away).
+func (r *UsageReader) NoKeep() *UsageReader {
+	r.Close()
+	r.maxOpen = 0
+	return r
+}
+
 // Forget closes the files kept open for dir.
 func (r *UsageReader) Forget(dir string) {
 	for k, fd := range r.fds {

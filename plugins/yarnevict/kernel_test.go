@@ -41,6 +41,7 @@ import (
 )
 
 func TestMain(m *testing.M) {
+	kerneltest.RunHelperIfRequested()
 	if err := features.Register(); err != nil {
 		panic(err)
 	}
@@ -98,10 +99,12 @@ func newYARNNode(t *testing.T) *yarnNode {
 	}
 	// The AM forks a child and records any SIGTERM.
 	start(n.am, "trap 'echo TERM >> "+n.marks+"/am' TERM; sleep 3600 & wait; sleep 3600 & wait")
-	start(n.old, "trap 'echo TERM >> "+n.marks+"/old' TERM; sleep 3600 & wait; sleep 3600 & wait")
+	start(n.old, "trap 'echo TERM >> "+n.marks+"/old' TERM; ("+kerneltest.HelperScript("alloc=160")+") & wait; sleep 3600 & wait")
 	// The newest executor ignores SIGTERM everywhere and keeps forking, so
 	// only the freeze + SIGKILL path can end it.
-	start(n.newest, "trap '' TERM; (trap '' TERM; while :; do sleep 0.05 & wait; done) & (trap '' TERM; sleep 3600) & while :; do sleep 1; done")
+	// It holds 160 MiB (the helper dies on SIGTERM, its siblings do not).
+	start(n.newest, "trap '' TERM; (trap '' TERM; while :; do sleep 0.05 & wait; done) & (trap '' TERM; sleep 3600) & "+
+		kerneltest.HelperScript("alloc=160"))
 
 	cfg := config.NewDefault()
 	cfg.NMEndpoint = "http://127.0.0.1:1"
@@ -116,6 +119,7 @@ func newYARNNode(t *testing.T) *yarnNode {
 		a, ok2 := n.st.Get(n.am)
 		return ok && ok2 && len(c.Pids) >= 3 && len(a.Pids) >= 2
 	}, 10*time.Second, 50*time.Millisecond)
+	time.Sleep(500 * time.Millisecond) // the allocators touch their pages
 	n.h, _ = inf.Hierarchy()
 	return n
 }
@@ -202,7 +206,7 @@ func TestRealKernelMemoryEvict(t *testing.T) {
 	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n1"},
 		Status: corev1.NodeStatus{Capacity: corev1.ResourceList{corev1.ResourceMemory: *resource.NewQuantity(10*gi, resource.BinarySI)}}}
 	slo := &slov1alpha1.NodeSLO{Spec: slov1alpha1.NodeSLOSpec{ResourceUsedThresholdWithBE: &slov1alpha1.ResourceThresholdStrategy{
-		Enable: ptr.To(true), MemoryEvictThresholdPercent: ptr.To[int64](70), MemoryEvictLowerPercent: ptr.To[int64](60)}}}
+		Enable: ptr.To(true), MemoryEvictThresholdPercent: ptr.To[int64](70), MemoryEvictLowerPercent: ptr.To[int64](69)}}}
 	nmPod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "yarn", Name: "nodemanager", UID: "nm-uid",
 		Labels: map[string]string{"app.kubernetes.io/component": "node-manager", "koordinator.sh/qosClass": "BE"}}}
 	ctrl := gomock.NewController(t)
@@ -211,8 +215,9 @@ func TestRealKernelMemoryEvict(t *testing.T) {
 	si.EXPECT().GetNodeSLO().Return(slo).AnyTimes()
 	si.EXPECT().GetAllPods().Return([]*statesinformer.PodMeta{{Pod: nmPod}}).AnyTimes()
 
-	// Node at 7.5 Gi of 10 Gi: above 70%, release down to 60% → 1.5 Gi.
-	// The newest executor uses 2 Gi, the older 2 Gi, the AM 3 Gi.
+	// Node at 7 Gi of 10 Gi: at the 70% threshold, release down to 69% →
+	// ~102 Mi. The executors hold 160 Mi each (read from their cgroups at
+	// decision time); the metric cache says the AM is the largest.
 	mcCfg := metriccache.NewDefaultConfig()
 	mcCfg.TSDBPath = t.TempDir()
 	mc, err := metriccache.NewMetricCache(mcCfg)
@@ -224,9 +229,7 @@ func TestRealKernelMemoryEvict(t *testing.T) {
 		require.NoError(t, err)
 		samples = append(samples, s)
 	}
-	add(metriccache.NodeMemoryUsageMetric, nil, float64(15*gi/2))
-	add(metriccache.ContainerMemUsageMetric, metriccache.MetricPropertiesFunc.Container(n.newest), float64(2*gi))
-	add(metriccache.ContainerMemUsageMetric, metriccache.MetricPropertiesFunc.Container(n.old), float64(2*gi))
+	add(metriccache.NodeMemoryUsageMetric, nil, float64(7*gi))
 	add(metriccache.ContainerMemUsageMetric, metriccache.MetricPropertiesFunc.Container(n.am), float64(3*gi))
 	app := mc.Appender()
 	require.NoError(t, app.Append(samples))

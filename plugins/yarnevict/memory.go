@@ -17,7 +17,9 @@ import (
 	"github.com/koordinator-sh/koordinator/pkg/koordlet/qosmanager/plugins/memoryevict"
 	qmutil "github.com/koordinator-sh/koordinator/pkg/koordlet/qosmanager/plugins/util"
 	"github.com/koordinator-sh/koordinator/pkg/koordlet/statesinformer"
+	"github.com/koordinator-sh/koordinator/pkg/koordlet/util/system"
 
+	"github.com/koordlet-yarn/koordlet-yarn/framework/cgroups"
 	"github.com/koordlet-yarn/koordlet-yarn/framework/features"
 	"github.com/koordlet-yarn/koordlet-yarn/framework/store"
 )
@@ -51,6 +53,7 @@ type MemoryEvict struct {
 	interval  time.Duration
 	cooling   time.Duration
 	executor  qmutil.EvictionExecutor
+	reader    *cgroups.UsageReader
 	lastEvict time.Time
 	warned    bool
 }
@@ -113,12 +116,15 @@ func (m *MemoryEvict) Cycle(now time.Time) []Victim {
 	}
 	victims := m.victims(si.GetAllPods())
 	Rank(victims, MemoryUsage)
-	chosen, covered := Plan(victims, need, MemoryUsage)
+	chosen, covered := PlanProtectingAMs(victims, need, MemoryUsage)
 	klog.Infof("yarn: node memory above the BE evict threshold: need to release %dMi; evicting %d of %d candidates covering %dMi",
 		need>>20, len(chosen), len(victims), covered>>20)
 	evicted := m.evict(node, chosen)
 	if len(evicted) > 0 {
 		m.lastEvict = now
+		if m.deps.Metrics != nil {
+			m.deps.Metrics.Needed.WithLabelValues(m.deps.NodeName, ReasonBEMemoryEvict, "memory").Add(float64(need))
+		}
 	}
 	return evicted
 }
@@ -197,17 +203,35 @@ func (m *MemoryEvict) victims(pods []*statesinformer.PodMeta) []Victim {
 		if !c.HasCgroup() || len(c.Pids) == 0 {
 			continue
 		}
-		meta, err := metriccache.ContainerMemUsageMetric.BuildQueryMeta(metriccache.MetricPropertiesFunc.Container(c.Name))
-		if err != nil {
-			continue
+		if mem, ok := m.containerMemory(c, interval); ok {
+			out = append(out, ContainerVictim(c, nmPriority, mem, 0))
 		}
-		mem, err := helpers.CollectContainerResMetricLast(m.opts.MetricCache, meta, interval)
-		if err != nil {
-			continue // no usage yet: not a candidate
-		}
-		out = append(out, ContainerVictim(c, nmPriority, int64(mem), 0))
 	}
 	return out
+}
+
+// containerMemory is the container's memory usage now: read from its own
+// memory cgroup at decision time (a container started a moment ago has no
+// sample yet, and it may be the one that caused the pressure), else the
+// collector's last sample.
+func (m *MemoryEvict) containerMemory(c *store.Container, interval time.Duration) (int64, bool) {
+	if ref := c.Cgroups[cgroups.Memory]; ref.Owned {
+		if m.reader == nil {
+			m.reader = cgroups.NewUsageReader(system.Conf.CgroupRootDir, system.GetCurrentCgroupVersion() == system.CgroupVersionV2).NoKeep()
+		}
+		if st, err := m.reader.MemoryStat(ref.Dir); err == nil {
+			return st.Usage(), true
+		}
+	}
+	meta, err := metriccache.ContainerMemUsageMetric.BuildQueryMeta(metriccache.MetricPropertiesFunc.Container(c.Name))
+	if err != nil {
+		return 0, false
+	}
+	mem, err := helpers.CollectContainerResMetricLast(m.opts.MetricCache, meta, interval)
+	if err != nil {
+		return 0, false
+	}
+	return int64(mem), true
 }
 
 // evict carries out the plan.

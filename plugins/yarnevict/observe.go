@@ -21,6 +21,9 @@ const (
 type Metrics struct {
 	Evictions *prometheus.CounterVec
 	Released  *prometheus.CounterVec
+	// Needed sums what the strategies set out to release, so that
+	// released ÷ needed can be followed.
+	Needed *prometheus.CounterVec
 }
 
 // NewMetrics registers the eviction series in reg (reusing registered ones).
@@ -32,8 +35,11 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 		Released: prometheus.NewCounterVec(prometheus.CounterOpts{Subsystem: koordmetrics.KoordletSubsystem,
 			Name: "yarn_evicted_resource_total", Help: "Resource usage released by evicting YARN containers (memory in bytes, cpu in milli-cores)."},
 			[]string{"node", "reason", "resource"}),
+		Needed: prometheus.NewCounterVec(prometheus.CounterOpts{Subsystem: koordmetrics.KoordletSubsystem,
+			Name: "yarn_evict_needed_resource_total", Help: "Resource usage the YARN-aware evict strategies set out to release (memory in bytes, cpu in milli-cores)."},
+			[]string{"node", "reason", "resource"}),
 	}
-	for _, p := range []**prometheus.CounterVec{&m.Evictions, &m.Released} {
+	for _, p := range []**prometheus.CounterVec{&m.Evictions, &m.Released, &m.Needed} {
 		if err := reg.Register(*p); err != nil {
 			are, ok := err.(prometheus.AlreadyRegisteredError)
 			if !ok {

@@ -118,6 +118,24 @@ func idLess(a, b yarn.ContainerID) bool {
 	return false
 }
 
+// PlanProtectingAMs plans like Plan over the ranked victims, but takes
+// ApplicationMasters only when no other victim is left: while any non-AM
+// victim exists, the plan holds non-AM victims only, even if they do not
+// cover the need (the next cycle re-evaluates once they are gone). Killing
+// an AM kills its job attempt, so it is the last resort.
+func PlanProtectingAMs(ranked []Victim, need int64, usage func(*Victim) int64) (chosen []Victim, covered int64) {
+	var others []Victim
+	for _, v := range ranked {
+		if !v.IsAM && usage(&v) > 0 {
+			others = append(others, v)
+		}
+	}
+	if len(others) > 0 {
+		return Plan(others, need, usage)
+	}
+	return Plan(ranked, need, usage)
+}
+
 // MemoryUsage and CPUUsage select the resource a plan releases.
 func MemoryUsage(v *Victim) int64 { return v.MemoryUsed }
 

@@ -100,3 +100,14 @@ func TestNeedToRelease(t *testing.T) {
 	assert.Equal(t, 8*gi-gi*68/10, NeedToRelease(8*gi, 10*gi, 70, 68))
 	assert.Equal(t, int64(0), NeedToRelease(8*gi, 0, 70, 68), "unknown capacity")
 }
+
+func TestPlanProtectingAMs(t *testing.T) {
+	am := ContainerVictim(ctr(1, yarn.ExecutionGuaranteed, t0), 5000, 900, 0)
+	ex := ContainerVictim(ctr(2, yarn.ExecutionGuaranteed, t0), 5000, 100, 0)
+	ranked := []Victim{ex, am}
+	chosen, covered := PlanProtectingAMs(ranked, 500, MemoryUsage)
+	assert.Equal(t, []string{ex.Name()}, names(chosen), "the AM is spared while another victim exists, even short of the need")
+	assert.Equal(t, int64(100), covered)
+	chosen, _ = PlanProtectingAMs([]Victim{am}, 500, MemoryUsage)
+	assert.Equal(t, []string{am.Name()}, names(chosen), "the last resort")
+}

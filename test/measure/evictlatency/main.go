@@ -1,0 +1,188 @@
+// Command evictlatency measures the YARN-aware BE memory eviction of the
+// real koordlet in the node in a box: over repeated runs, YARN allocators
+// push node memory across NodeSLO's memoryEvictThresholdPercent; it samples
+// /proc/meminfo every 10 ms and reports the time from the crossing to the
+// memory being released (usage back below the threshold), released ÷ needed
+// (from koordlet's koordlet_yarn_evicted_resource_total and
+// koordlet_yarn_evict_needed_resource_total), and how many ApplicationMasters
+// were killed. koordlet runs with its default intervals (collect 1 s,
+// memory evict 1 s, cooling 4 s). Needs root and cgroup v1.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+	"k8s.io/utils/ptr"
+
+	slov1alpha1 "github.com/koordinator-sh/koordinator/apis/slo/v1alpha1"
+
+	"github.com/koordlet-yarn/koordlet-yarn/test/kerneltest"
+	"github.com/koordlet-yarn/koordlet-yarn/test/nmemu"
+	"github.com/koordlet-yarn/koordlet-yarn/test/nodebox"
+)
+
+func main() {
+	kerneltest.RunHelperIfRequested()
+	runs := flag.Int("runs", 5, "number of pressure episodes")
+	flag.Parse()
+	if err := run(*runs); err != nil {
+		fmt.Fprintln(os.Stderr, "evictlatency:", err)
+		os.Exit(1)
+	}
+}
+
+func run(runs int) error {
+	if err := nodebox.Prerequisites(); err != nil {
+		return err
+	}
+	out, err := exec.Command("go", "list", "-m", "-f", "{{.Dir}}").Output()
+	if err != nil {
+		return err
+	}
+	top := strings.TrimSpace(string(out))
+	if err := nodebox.EnsureBinaries(top, os.Stderr); err != nil {
+		return err
+	}
+	ctx := context.Background()
+	box, err := nodebox.Start(ctx, nodebox.Options{Top: top,
+		KoordletArgs: []string{"--feature-gates=BEMemoryEvict=true,YARNBEMemoryEvict=true,YARNNodeManagerGuard=true"}})
+	if err != nil {
+		return err
+	}
+	defer box.Stop()
+
+	var latencies []time.Duration
+	var ratios []float64
+	amKills := 0
+	seq := int64(1)
+	for r := 0; r < runs; r++ {
+		app := int64(100 + r)
+		launch := func(mb int, name string) (string, error) {
+			id, err := box.NM.Launch(nmemu.Spec{AppID: app, Attempt: 1, Sequence: seq, User: "bench", MemoryMB: int64(mb), VCores: 1,
+				Script: kerneltest.HelperScript(fmt.Sprintf("alloc=%d", mb))})
+			seq++
+			return id, err
+		}
+		seq = 1
+		am, err := launch(32, "am")
+		if err != nil {
+			return err
+		}
+		if _, err := launch(200, "older"); err != nil {
+			return err
+		}
+		time.Sleep(3 * time.Second) // usage settles and is collected
+
+		total, used, err := nodebox.MemInfo()
+		if err != nil {
+			return err
+		}
+		threshold := used*100/total + 2
+		if err := box.UpdateNodeSLO(ctx, func(s *slov1alpha1.NodeSLOSpec) {
+			s.ResourceUsedThresholdWithBE = &slov1alpha1.ResourceThresholdStrategy{Enable: ptr.To(true),
+				MemoryEvictThresholdPercent: ptr.To(threshold), MemoryEvictLowerPercent: ptr.To(threshold - 1)}
+		}); err != nil {
+			return err
+		}
+		time.Sleep(2 * time.Second)
+		released0, needed0 := counters(box)
+
+		newest, err := launch(1024, "newest")
+		if err != nil {
+			return err
+		}
+		limit := total * threshold / 100
+		var crossed, released time.Time
+		deadline := time.Now().Add(60 * time.Second)
+		for time.Now().Before(deadline) {
+			_, u, err := nodebox.MemInfo()
+			if err != nil {
+				return err
+			}
+			now := time.Now()
+			if crossed.IsZero() && u >= limit {
+				crossed = now
+			}
+			if !crossed.IsZero() && u < limit {
+				released = now
+				break
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+		if crossed.IsZero() || released.IsZero() {
+			return fmt.Errorf("run %d: crossing or release not observed", r+1)
+		}
+		<-box.NM.Exited(newest)
+		time.Sleep(1500 * time.Millisecond) // counters of the cycle are exported
+		released1, needed1 := counters(box)
+		ratio := 0.0
+		if needed1 > needed0 {
+			ratio = (released1 - released0) / (needed1 - needed0)
+		}
+		if c, _ := box.NM.Get(am); c.State != "RUNNING" {
+			amKills++
+		}
+		lat := released.Sub(crossed)
+		latencies = append(latencies, lat)
+		ratios = append(ratios, ratio)
+		fmt.Printf("run %d: threshold %d%%, crossing → released %v, released ÷ needed %.2f\n", r+1, threshold, lat.Round(time.Millisecond), ratio)
+
+		// End the episode: every container exits, the threshold is lifted,
+		// and the cooling time passes.
+		for s := int64(1); s < seq; s++ {
+			box.NM.Exit(nmemu.Spec{AppID: app, Attempt: 1, Sequence: s}.ID(1700000000000))
+		}
+		if err := box.UpdateNodeSLO(ctx, func(s *slov1alpha1.NodeSLOSpec) { s.ResourceUsedThresholdWithBE = nil }); err != nil {
+			return err
+		}
+		time.Sleep(5 * time.Second)
+	}
+	sort.Slice(latencies, func(i, j int) bool { return latencies[i] < latencies[j] })
+	maxRatio := 0.0
+	for _, r := range ratios {
+		if r > maxRatio {
+			maxRatio = r
+		}
+	}
+	fmt.Printf("\n%d runs: crossing → released p50 %v, max %v; released ÷ needed max %.2f; AM kills %d\n",
+		runs, latencies[len(latencies)/2].Round(time.Millisecond), latencies[len(latencies)-1].Round(time.Millisecond), maxRatio, amKills)
+	return nil
+}
+
+// counters returns koordlet's released and needed memory totals for BE memory evict.
+func counters(box *nodebox.Box) (released, needed float64) {
+	text, err := box.Metrics()
+	if err != nil {
+		return 0, 0
+	}
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	fams, err := parser.TextToMetricFamilies(strings.NewReader(text))
+	if err != nil {
+		return 0, 0
+	}
+	sum := func(name string) float64 {
+		f, ok := fams[name]
+		if !ok {
+			return 0
+		}
+		v := 0.0
+		for _, m := range f.Metric {
+			for _, l := range m.Label {
+				if l.GetName() == "resource" && l.GetValue() == "memory" {
+					v += m.GetCounter().GetValue()
+				}
+			}
+		}
+		return v
+	}
+	return sum("koordlet_yarn_evicted_resource_total"), sum("koordlet_yarn_evict_needed_resource_total")
+}
