@@ -6,7 +6,7 @@ BENCH   ?= .
 # Longer runs give steadier figures: make bench BENCHTIME=5s
 BENCHTIME ?= 2s
 
-.PHONY: all deps build test bench lint demo clean
+.PHONY: all deps build test bench lint demo measure-evict clean
 
 all: lint build test
 
@@ -34,6 +34,12 @@ lint: deps
 
 demo: deps
 	$(GO) run ./test/demo
+
+# Crossing → release time and released ÷ needed of the YARN-aware memory
+# eviction, on the node in a box with the real koordlet (root, cgroup v1).
+RUNS ?= 6
+measure-evict: deps
+	$(GO) run ./test/measure/evictlatency -runs $(RUNS)
 
 clean:
 	rm -rf $(BIN)

@@ -29,6 +29,7 @@ import (
 	qmframework "github.com/koordinator-sh/koordinator/pkg/koordlet/qosmanager/framework"
 	qmutil "github.com/koordinator-sh/koordinator/pkg/koordlet/qosmanager/plugins/util"
 	"github.com/koordinator-sh/koordinator/pkg/koordlet/statesinformer"
+	koordletutil "github.com/koordinator-sh/koordinator/pkg/koordlet/util"
 	mockstatesinformer "github.com/koordinator-sh/koordinator/pkg/koordlet/statesinformer/mockstatesinformer"
 	"github.com/koordinator-sh/koordinator/pkg/koordlet/util/system"
 
@@ -202,9 +203,15 @@ func TestRealKernelMemoryEvict(t *testing.T) {
 			string(koordfeatures.BEMemoryEvict): false, string(features.YARNBEMemoryEvict): false})
 	})
 
+	// The node's capacity is set so that today's real usage (read from
+	// /proc/meminfo by the strategy) sits at 72%: above the 70% threshold,
+	// with ~4% of it (tens of MiB) to release down to 69%.
 	const gi = int64(1) << 30
+	mi, err := koordletutil.GetMemInfo()
+	require.NoError(t, err)
+	capacity := int64(mi.MemUsageBytes()) * 100 / 72
 	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n1"},
-		Status: corev1.NodeStatus{Capacity: corev1.ResourceList{corev1.ResourceMemory: *resource.NewQuantity(10*gi, resource.BinarySI)}}}
+		Status: corev1.NodeStatus{Capacity: corev1.ResourceList{corev1.ResourceMemory: *resource.NewQuantity(capacity, resource.BinarySI)}}}
 	slo := &slov1alpha1.NodeSLO{Spec: slov1alpha1.NodeSLOSpec{ResourceUsedThresholdWithBE: &slov1alpha1.ResourceThresholdStrategy{
 		Enable: ptr.To(true), MemoryEvictThresholdPercent: ptr.To[int64](70), MemoryEvictLowerPercent: ptr.To[int64](69)}}}
 	nmPod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "yarn", Name: "nodemanager", UID: "nm-uid",
@@ -215,9 +222,8 @@ func TestRealKernelMemoryEvict(t *testing.T) {
 	si.EXPECT().GetNodeSLO().Return(slo).AnyTimes()
 	si.EXPECT().GetAllPods().Return([]*statesinformer.PodMeta{{Pod: nmPod}}).AnyTimes()
 
-	// Node at 7 Gi of 10 Gi: at the 70% threshold, release down to 69% →
-	// ~102 Mi. The executors hold 160 Mi each (read from their cgroups at
-	// decision time); the metric cache says the AM is the largest.
+	// The executors hold 160 Mi each (read from their cgroups at decision
+	// time); the metric cache says the AM is the largest.
 	mcCfg := metriccache.NewDefaultConfig()
 	mcCfg.TSDBPath = t.TempDir()
 	mc, err := metriccache.NewMetricCache(mcCfg)
@@ -229,7 +235,6 @@ func TestRealKernelMemoryEvict(t *testing.T) {
 		require.NoError(t, err)
 		samples = append(samples, s)
 	}
-	add(metriccache.NodeMemoryUsageMetric, nil, float64(7*gi))
 	add(metriccache.ContainerMemUsageMetric, metriccache.MetricPropertiesFunc.Container(n.am), float64(3*gi))
 	app := mc.Appender()
 	require.NoError(t, app.Append(samples))

@@ -17,6 +17,7 @@ import (
 	"github.com/koordinator-sh/koordinator/pkg/koordlet/qosmanager/plugins/memoryevict"
 	qmutil "github.com/koordinator-sh/koordinator/pkg/koordlet/qosmanager/plugins/util"
 	"github.com/koordinator-sh/koordinator/pkg/koordlet/statesinformer"
+	koordletutil "github.com/koordinator-sh/koordinator/pkg/koordlet/util"
 	"github.com/koordinator-sh/koordinator/pkg/koordlet/util/system"
 
 	"github.com/koordlet-yarn/koordlet-yarn/framework/cgroups"
@@ -47,6 +48,8 @@ type Deps struct {
 // memoryEvictThresholdPercent it releases node memory down to
 // memoryEvictLowerPercent from one ranked list of BE pods and YARN
 // containers, protecting the NodeManager pod and the ApplicationMasters.
+// Unlike upstream it reads node and container memory at decision time, not
+// the collector's last samples (up to one collect interval old).
 type MemoryEvict struct {
 	deps      Deps
 	opts      *qmframework.Options
@@ -147,6 +150,22 @@ func (m *MemoryEvict) need(cfg *slov1alpha1.ResourceThresholdStrategy, node *cor
 	if capacity <= 0 {
 		return 0, fmt.Errorf("node memory capacity unknown")
 	}
+	used, err := m.nodeMemoryUsed()
+	if err != nil {
+		return 0, err
+	}
+	return NeedToRelease(used, capacity, threshold, lower), nil
+}
+
+// nodeMemoryUsed is the node's memory usage with koordlet's definition
+// (MemTotal - MemAvailable), read from /proc/meminfo now, so that the need
+// and the candidates' usage (also read now) describe the same instant and
+// the crossing is seen within one evict interval; the collector's last
+// sample is the fallback.
+func (m *MemoryEvict) nodeMemoryUsed() (int64, error) {
+	if mi, err := koordletutil.GetMemInfo(); err == nil {
+		return int64(mi.MemUsageBytes()), nil
+	}
 	meta, err := metriccache.NodeMemoryUsageMetric.BuildQueryMeta(nil)
 	if err != nil {
 		return 0, err
@@ -155,7 +174,7 @@ func (m *MemoryEvict) need(cfg *slov1alpha1.ResourceThresholdStrategy, node *cor
 	if err != nil {
 		return 0, fmt.Errorf("node memory usage: %w", err)
 	}
-	return NeedToRelease(int64(used), capacity, threshold, lower), nil
+	return int64(used), nil
 }
 
 // NeedToRelease returns the bytes to release when used (of capacity) is at

@@ -13,8 +13,9 @@ const helperEnv = "KOORDLET_YARN_TEST_HELPER"
 
 // RunHelperIfRequested turns this process into a workload when it was
 // started by HelperScript; call it first in TestMain. Modes: "burn" spins on
-// one CPU; "alloc=<MiB>" allocates and touches that much memory; both then
-// run until killed.
+// one CPU; "alloc=<MiB>" allocates and touches that much memory;
+// "grow=<MiB>@<MiB/s>" allocates it gradually, like an executor filling its
+// heap; all then run until killed.
 func RunHelperIfRequested() {
 	mode := os.Getenv(helperEnv)
 	if mode == "" {
@@ -25,6 +26,26 @@ func RunHelperIfRequested() {
 		x := 0
 		for {
 			x++
+		}
+	case strings.HasPrefix(mode, "grow="):
+		var total, rate int
+		if _, err := fmt.Sscanf(strings.TrimPrefix(mode, "grow="), "%d@%d", &total, &rate); err != nil || rate <= 0 {
+			fmt.Fprintln(os.Stderr, "bad grow spec:", mode)
+			os.Exit(2)
+		}
+		var chunks [][]byte
+		step := rate << 20 / 20 // 20 steps a second
+		for grown := 0; grown < total<<20; grown += step {
+			c := make([]byte, step)
+			for i := 0; i < len(c); i += 4096 {
+				c[i] = 1
+			}
+			chunks = append(chunks, c)
+			time.Sleep(50 * time.Millisecond)
+		}
+		for {
+			time.Sleep(time.Hour)
+			chunks[0][0]++
 		}
 	case strings.HasPrefix(mode, "alloc="):
 		mib, err := strconv.Atoi(strings.TrimPrefix(mode, "alloc="))

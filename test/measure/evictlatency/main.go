@@ -1,6 +1,9 @@
 // Command evictlatency measures the YARN-aware BE memory eviction of the
-// real koordlet in the node in a box: over repeated runs, YARN allocators
-// push node memory across NodeSLO's memoryEvictThresholdPercent; it samples
+// real koordlet in the node in a box: over repeated runs, an AM and an
+// executor hold memory, a ballast process outside YARN brings node usage to
+// 32 MiB below a whole percent, which becomes memoryEvictLowerPercent, the
+// threshold is one point above, and a new executor fills its heap (1 GiB at
+// 128 MiB/s), pushing node memory across the threshold; it samples
 // /proc/meminfo every 10 ms and reports the time from the crossing to the
 // memory being released (usage back below the threshold), released ÷ needed
 // (from koordlet's koordlet_yarn_evicted_resource_total and
@@ -66,18 +69,18 @@ func run(runs int) error {
 	seq := int64(1)
 	for r := 0; r < runs; r++ {
 		app := int64(100 + r)
-		launch := func(mb int, name string) (string, error) {
+		launch := func(mb int) (string, error) {
 			id, err := box.NM.Launch(nmemu.Spec{AppID: app, Attempt: 1, Sequence: seq, User: "bench", MemoryMB: int64(mb), VCores: 1,
 				Script: kerneltest.HelperScript(fmt.Sprintf("alloc=%d", mb))})
 			seq++
 			return id, err
 		}
 		seq = 1
-		am, err := launch(32, "am")
+		am, err := launch(32)
 		if err != nil {
 			return err
 		}
-		if _, err := launch(200, "older"); err != nil {
+		if _, err := launch(200); err != nil {
 			return err
 		}
 		time.Sleep(3 * time.Second) // usage settles and is collected
@@ -86,17 +89,29 @@ func run(runs int) error {
 		if err != nil {
 			return err
 		}
-		threshold := used*100/total + 2
+		lower := used*100/total + 1
+		ballastMiB := (lower*total/100 - 32<<20 - used) >> 20
+		ballast := exec.Command(os.Args[0])
+		ballast.Env = append(os.Environ(), fmt.Sprintf("KOORDLET_YARN_TEST_HELPER=alloc=%d", ballastMiB))
+		if err := ballast.Start(); err != nil {
+			return err
+		}
+		stopBallast := func() { _ = ballast.Process.Kill(); _ = ballast.Wait() }
+		time.Sleep(2 * time.Second)
+		threshold := lower + 1
 		if err := box.UpdateNodeSLO(ctx, func(s *slov1alpha1.NodeSLOSpec) {
 			s.ResourceUsedThresholdWithBE = &slov1alpha1.ResourceThresholdStrategy{Enable: ptr.To(true),
-				MemoryEvictThresholdPercent: ptr.To(threshold), MemoryEvictLowerPercent: ptr.To(threshold - 1)}
+				MemoryEvictThresholdPercent: ptr.To(threshold), MemoryEvictLowerPercent: ptr.To(lower)}
 		}); err != nil {
+			stopBallast()
 			return err
 		}
 		time.Sleep(2 * time.Second)
 		released0, needed0 := counters(box)
 
-		newest, err := launch(1024, "newest")
+		newest, err := box.NM.Launch(nmemu.Spec{AppID: app, Attempt: 1, Sequence: seq, User: "bench", MemoryMB: 2048, VCores: 1,
+			Script: kerneltest.HelperScript("grow=1024@128")})
+		seq++
 		if err != nil {
 			return err
 		}
@@ -119,6 +134,7 @@ func run(runs int) error {
 			time.Sleep(10 * time.Millisecond)
 		}
 		if crossed.IsZero() || released.IsZero() {
+			stopBallast()
 			return fmt.Errorf("run %d: crossing or release not observed", r+1)
 		}
 		<-box.NM.Exited(newest)
@@ -134,13 +150,14 @@ func run(runs int) error {
 		lat := released.Sub(crossed)
 		latencies = append(latencies, lat)
 		ratios = append(ratios, ratio)
-		fmt.Printf("run %d: threshold %d%%, crossing → released %v, released ÷ needed %.2f\n", r+1, threshold, lat.Round(time.Millisecond), ratio)
+		fmt.Printf("run %d: threshold %d%% (lower %d%%), crossing → released %v, released ÷ needed %.2f\n", r+1, threshold, lower, lat.Round(time.Millisecond), ratio)
 
 		// End the episode: every container exits, the threshold is lifted,
 		// and the cooling time passes.
 		for s := int64(1); s < seq; s++ {
 			box.NM.Exit(nmemu.Spec{AppID: app, Attempt: 1, Sequence: s}.ID(1700000000000))
 		}
+		stopBallast()
 		if err := box.UpdateNodeSLO(ctx, func(s *slov1alpha1.NodeSLOSpec) { s.ResourceUsedThresholdWithBE = nil }); err != nil {
 			return err
 		}
