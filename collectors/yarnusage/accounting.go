@@ -38,6 +38,12 @@ func CheckAccounting(slo *slov1alpha1.NodeSLO, hierarchy string) Accounting {
 			return Accounting{HostApplication: app.Name, Reason: "host application " + app.Name +
 				" covers the YARN hierarchy but its QoS is " + string(app.QoS) + ", not BE"}
 		}
+		// koordlet counts a host application as BE only when it is based in
+		// the besteffort cgroup (qosmanager helpers.NonBEHostAppFilter).
+		if app.CgroupPath == nil || app.CgroupPath.Base != slov1alpha1.CgroupBaseTypeKubeBesteffort {
+			return Accounting{HostApplication: app.Name, Reason: "host application " + app.Name +
+				" covers the YARN hierarchy but koordlet counts a host application as BE only with cgroupPath.base KubepodsBesteffort"}
+		}
 		return Accounting{AsBE: true, HostApplication: app.Name}
 	}
 	return Accounting{Reason: "no BE host application in the NodeSLO covers the YARN hierarchy " + hierarchy +

@@ -198,6 +198,8 @@ func TestCheckAccounting(t *testing.T) {
 			be("hadoop-yarn", slov1alpha1.CgroupBaseTypeKubeBesteffort, "hadoop-yarn/", extension.QoSBE)}}}, true},
 		{"ancestor", &slov1alpha1.NodeSLO{Spec: slov1alpha1.NodeSLOSpec{HostApplications: []slov1alpha1.HostApplicationSpec{
 			be("all-be", slov1alpha1.CgroupBaseTypeKubeBesteffort, "", extension.QoSBE)}}}, true},
+		{"BE but not besteffort-based", &slov1alpha1.NodeSLO{Spec: slov1alpha1.NodeSLOSpec{HostApplications: []slov1alpha1.HostApplicationSpec{
+			be("hadoop-yarn", slov1alpha1.CgroupBaseTypeRoot, "kubepods/besteffort/hadoop-yarn", extension.QoSBE)}}}, false},
 		{"LS app", &slov1alpha1.NodeSLO{Spec: slov1alpha1.NodeSLOSpec{HostApplications: []slov1alpha1.HostApplicationSpec{
 			be("hadoop-yarn", slov1alpha1.CgroupBaseTypeKubeBesteffort, "hadoop-yarn", extension.QoSLS)}}}, false},
 		{"other dir", &slov1alpha1.NodeSLO{Spec: slov1alpha1.NodeSLOSpec{HostApplications: []slov1alpha1.HostApplicationSpec{

@@ -28,6 +28,13 @@ const (
 	// alpha: v0.1
 	YARNBEMemoryEvict featuregate.Feature = "YARNBEMemoryEvict"
 
+	// YARNBECPUSuppress makes koordlet's BE CPU suppress (gate BECPUSuppress)
+	// count YARN usage as BE, not system, and bind a YARN hierarchy outside
+	// the besteffort cgroup by the BE limit.
+	// owner: koordlet-yarn
+	// alpha: v0.1
+	YARNBECPUSuppress featuregate.Feature = "YARNBECPUSuppress"
+
 	// YARNNodeManagerGuard makes koordlet's pod eviction refuse the
 	// NodeManager pod while it has live YARN containers.
 	// owner: koordlet-yarn
@@ -41,6 +48,7 @@ var Specs = map[featuregate.Feature]featuregate.FeatureSpec{
 	YARNMetricsCollector:  {Default: true, PreRelease: featuregate.Beta},
 	YARNBEMemoryEvict:     {Default: false, PreRelease: featuregate.Alpha},
 	YARNNodeManagerGuard:  {Default: false, PreRelease: featuregate.Alpha},
+	YARNBECPUSuppress:     {Default: false, PreRelease: featuregate.Alpha},
 }
 
 // Register adds the koordlet-yarn gates to koordlet's mutable feature gate.
