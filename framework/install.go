@@ -11,6 +11,7 @@ import (
 	"github.com/koordinator-sh/koordinator/cmd/koordlet/options"
 	koordmetrics "github.com/koordinator-sh/koordinator/pkg/koordlet/metrics"
 	qmplugins "github.com/koordinator-sh/koordinator/pkg/koordlet/qosmanager/plugins"
+	"github.com/koordinator-sh/koordinator/pkg/koordlet/qosmanager/plugins/cpuevict"
 	"github.com/koordinator-sh/koordinator/pkg/koordlet/qosmanager/plugins/cpusuppress"
 	"github.com/koordinator-sh/koordinator/pkg/koordlet/qosmanager/plugins/memoryevict"
 	qmutil "github.com/koordinator-sh/koordinator/pkg/koordlet/qosmanager/plugins/util"
@@ -76,8 +77,10 @@ func Install(fs *flag.FlagSet) (*Framework, error) {
 		IsNodeManagerPod: fw.Informer.IsNodeManagerPod,
 		Metrics:          evictMetrics,
 		NodeName:         os.Getenv("NODE_NAME"),
+		Hierarchy:        fw.Informer.HierarchyDir,
 	}
 	qmplugins.StrategyPlugins[memoryevict.MemoryEvictName] = yarnevict.NewMemoryEvictFactory(evictDeps)
+	qmplugins.StrategyPlugins[cpuevict.CPUEvictName] = yarnevict.NewCPUEvictFactory(evictDeps)
 	qmplugins.StrategyPlugins[cpusuppress.CPUSuppressName] = yarnsuppress.NewFactory(yarnsuppress.Deps{Hierarchy: fw.Informer.HierarchyDir})
 	qmutil.SetCustomEvictionExecutorInitializer(yarnevict.GuardInitializer(evictDeps))
 

@@ -100,3 +100,11 @@ func (h Hierarchy) String() string {
 	}
 	return fmt.Sprintf("%s (cgroup %s under %s)", h.Dir, v, h.CgroupRoot)
 }
+
+// OutsideBestEffort reports whether the YARN hierarchy dir is not below the
+// besteffort QoS cgroup of koordlet's cgroup driver, so that the besteffort
+// cgroup's limits and usage do not cover the YARN containers' own cgroups.
+func OutsideBestEffort(dir string) bool {
+	be := filepath.Clean(koordletutil.GetPodQoSRelativePath(corev1.PodQOSBestEffort))
+	return dir != "" && !strings.HasPrefix(filepath.Clean(dir)+"/", be+"/")
+}

@@ -35,6 +35,13 @@ const (
 	// alpha: v0.1
 	YARNBECPUSuppress featuregate.Feature = "YARNBECPUSuppress"
 
+	// YARNBECPUEvict makes koordlet's satisfaction-based BE CPU evict (gate
+	// BECPUEvict) count YARN containers in BE usage and requests and evict
+	// from one ranked list of BE pods and YARN containers.
+	// owner: koordlet-yarn
+	// alpha: v0.1
+	YARNBECPUEvict featuregate.Feature = "YARNBECPUEvict"
+
 	// YARNNodeManagerGuard makes koordlet's pod eviction refuse the
 	// NodeManager pod while it has live YARN containers.
 	// owner: koordlet-yarn
@@ -49,6 +56,7 @@ var Specs = map[featuregate.Feature]featuregate.FeatureSpec{
 	YARNBEMemoryEvict:     {Default: false, PreRelease: featuregate.Alpha},
 	YARNNodeManagerGuard:  {Default: false, PreRelease: featuregate.Alpha},
 	YARNBECPUSuppress:     {Default: false, PreRelease: featuregate.Alpha},
+	YARNBECPUEvict:        {Default: false, PreRelease: featuregate.Alpha},
 }
 
 // Register adds the koordlet-yarn gates to koordlet's mutable feature gate.

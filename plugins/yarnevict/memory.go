@@ -41,6 +41,8 @@ type Deps struct {
 	IsNodeManagerPod func(*corev1.Pod) bool
 	Metrics          *Metrics
 	NodeName         string
+	// Hierarchy returns the YARN hierarchy dir ("" when unknown).
+	Hierarchy func() string
 }
 
 // MemoryEvict is the YARN-aware BE memory evict strategy. It takes koordlet's

@@ -26,6 +26,9 @@ type Victim struct {
 	// MemoryUsed (bytes) and MilliCPUUsed are its current usage.
 	MemoryUsed   int64
 	MilliCPUUsed int64
+	// MilliCPURequest is its (batch) CPU request: what a CPU eviction by
+	// satisfaction releases.
+	MilliCPURequest int64
 }
 
 // Name identifies the victim in logs: a container id or namespace/name.
@@ -141,3 +144,6 @@ func MemoryUsage(v *Victim) int64 { return v.MemoryUsed }
 
 // CPUUsage returns the victim's CPU usage in milli-cores.
 func CPUUsage(v *Victim) int64 { return v.MilliCPUUsed }
+
+// CPURequest returns the victim's CPU request in milli-cores.
+func CPURequest(v *Victim) int64 { return v.MilliCPURequest }

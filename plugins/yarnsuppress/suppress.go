@@ -12,7 +12,6 @@ package yarnsuppress
 import (
 	"path/filepath"
 	"strconv"
-	"strings"
 	"sync"
 	"time"
 
@@ -30,6 +29,7 @@ import (
 	"github.com/koordinator-sh/koordinator/pkg/koordlet/util/system"
 
 	"github.com/koordlet-yarn/koordlet-yarn/collectors/yarnusage"
+	"github.com/koordlet-yarn/koordlet-yarn/framework/cgroups"
 	"github.com/koordlet-yarn/koordlet-yarn/framework/features"
 )
 
@@ -116,20 +116,13 @@ func (s *Strategy) Run(stopCh <-chan struct{}) {
 	go wait.Until(s.BindYARN, s.interval, stopCh)
 }
 
-// OutsideBestEffort reports whether the YARN hierarchy h is not below the
-// besteffort QoS cgroup (so the BE cgroup's limits do not reach it).
-func OutsideBestEffort(h string) bool {
-	be := koordletutil.GetPodQoSRelativePath(corev1.PodQOSBestEffort)
-	return h != "" && !strings.HasPrefix(filepath.Clean(h)+"/", filepath.Clean(be)+"/")
-}
-
 // BindYARN copies the besteffort cgroup's cfs quota (what upstream's
 // suppress set, or -1) onto the YARN hierarchy root when that root is not
 // below besteffort. It writes only through koordlet's resource executor and
 // only when the value changed.
 func (s *Strategy) BindYARN() {
 	h := s.deps.Hierarchy()
-	if !OutsideBestEffort(h) {
+	if !cgroups.OutsideBestEffort(h) {
 		return
 	}
 	s.once.Do(func() {

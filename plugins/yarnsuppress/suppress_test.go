@@ -26,6 +26,7 @@ import (
 	"github.com/koordinator-sh/koordinator/pkg/koordlet/util/system"
 
 	"github.com/koordlet-yarn/koordlet-yarn/collectors/yarnusage"
+	"github.com/koordlet-yarn/koordlet-yarn/framework/cgroups"
 	"github.com/koordlet-yarn/koordlet-yarn/framework/features"
 )
 
@@ -72,10 +73,10 @@ func TestOutsideBestEffort(t *testing.T) {
 	old := system.CgroupPathFormatter
 	system.SetupCgroupPathFormatter(system.Cgroupfs)
 	t.Cleanup(func() { system.CgroupPathFormatter = old })
-	assert.False(t, OutsideBestEffort("kubepods/besteffort/hadoop-yarn"))
-	assert.True(t, OutsideBestEffort("hadoop-yarn"))
-	assert.True(t, OutsideBestEffort("kubepods/besteffort-x/hadoop-yarn"))
-	assert.False(t, OutsideBestEffort(""))
+	assert.False(t, cgroups.OutsideBestEffort("kubepods/besteffort/hadoop-yarn"))
+	assert.True(t, cgroups.OutsideBestEffort("hadoop-yarn"))
+	assert.True(t, cgroups.OutsideBestEffort("kubepods/besteffort-x/hadoop-yarn"))
+	assert.False(t, cgroups.OutsideBestEffort(""))
 }
 
 // TestSuppressCountsYARNAsBE runs koordlet's own cpuSuppress through the

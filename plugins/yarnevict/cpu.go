@@ -1,0 +1,312 @@
+package yarnevict
+
+import (
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/klog/v2"
+
+	"github.com/koordinator-sh/koordinator/apis/extension"
+	slov1alpha1 "github.com/koordinator-sh/koordinator/apis/slo/v1alpha1"
+	koordfeatures "github.com/koordinator-sh/koordinator/pkg/features"
+	"github.com/koordinator-sh/koordinator/pkg/koordlet/metriccache"
+	qmframework "github.com/koordinator-sh/koordinator/pkg/koordlet/qosmanager/framework"
+	"github.com/koordinator-sh/koordinator/pkg/koordlet/qosmanager/helpers"
+	"github.com/koordinator-sh/koordinator/pkg/koordlet/qosmanager/plugins/cpuevict"
+	qmutil "github.com/koordinator-sh/koordinator/pkg/koordlet/qosmanager/plugins/util"
+	"github.com/koordinator-sh/koordinator/pkg/koordlet/statesinformer"
+	"github.com/koordinator-sh/koordinator/pkg/util"
+
+	"github.com/koordlet-yarn/koordlet-yarn/collectors/yarnusage"
+	"github.com/koordlet-yarn/koordlet-yarn/framework/cgroups"
+	"github.com/koordlet-yarn/koordlet-yarn/framework/features"
+)
+
+// ReasonBECPUEvict is the eviction reason of the CPU strategy.
+const ReasonBECPUEvict = "BECPUEvict"
+
+// Upstream's defaults for the satisfaction-based evict.
+const (
+	beCPUUsageThresholdPercent = 90
+	satisfactionLowerMax       = 60
+	satisfactionUpperMax       = 100
+)
+
+// CPUEvict is the YARN-aware BE CPU evict (satisfaction-based). It takes
+// koordlet's "CPUEvict" slot when YARNBECPUEvict is on. BE request includes
+// the YARN containers' requests (from the NodeManager) and BE usage their
+// usage (koordlet reads it from the besteffort cgroup, which holds a YARN
+// hierarchy below it; the collector's aggregate is added for one
+// elsewhere), so that a node whose BE share is starved by
+// the suppress limit evicts from one ranked list of BE pods and YARN
+// containers until the requests released lift satisfaction (real limit ÷
+// request) back to cpuEvictBESatisfactionUpperPercent.
+type CPUEvict struct {
+	deps      Deps
+	opts      *qmframework.Options
+	interval  time.Duration
+	cooling   time.Duration
+	executor  qmutil.EvictionExecutor
+	lastEvict time.Time
+}
+
+// NewCPUEvictFactory returns the factory for koordlet's "CPUEvict" slot.
+func NewCPUEvictFactory(deps Deps) qmframework.QOSStrategyFactory {
+	return func(opts *qmframework.Options) qmframework.QOSStrategy {
+		if !features.Enabled(features.YARNBECPUEvict) {
+			return cpuevict.New(opts)
+		}
+		return &CPUEvict{deps: deps, opts: opts,
+			interval: time.Duration(opts.Config.CPUEvictIntervalSeconds) * time.Second,
+			cooling:  time.Duration(opts.Config.CPUEvictCoolTimeSeconds) * time.Second}
+	}
+}
+
+// Enabled needs koordlet's BECPUEvict gate too.
+func (c *CPUEvict) Enabled() bool {
+	return koordfeatures.DefaultKoordletFeatureGate.Enabled(koordfeatures.BECPUEvict) && c.interval > 0
+}
+
+// Setup takes koordlet's pod eviction executor (with the NodeManager guard).
+func (c *CPUEvict) Setup(ctx *qmframework.Context) {
+	c.executor = qmutil.InitializeEvictionExecutor(ctx.Evictor, ctx.OnlyEvictByAPI)
+}
+
+// Run evaluates every interval until stopCh closes.
+func (c *CPUEvict) Run(stopCh <-chan struct{}) {
+	if koordfeatures.DefaultKoordletFeatureGate.Enabled(koordfeatures.CPUEvict) ||
+		koordfeatures.DefaultKoordletFeatureGate.Enabled(koordfeatures.CPUAllocatableEvict) {
+		klog.Warningf("yarn: YARNBECPUEvict replaces koordlet's CPUEvict strategy; its CPUEvict and CPUAllocatableEvict triggers do not run while it is on")
+	}
+	go wait.Until(func() { c.Cycle(time.Now()) }, c.interval, stopCh)
+}
+
+// BEState is the node's BE CPU picture, YARN included, in milli-cores.
+type BEState struct {
+	Usage, Request, Limit float64
+}
+
+// Cycle runs one evaluation and returns what it evicted.
+func (c *CPUEvict) Cycle(now time.Time) []Victim {
+	if now.Before(c.lastEvict.Add(c.cooling)) {
+		return nil
+	}
+	si := c.opts.StatesInformer
+	node, slo := si.GetNode(), si.GetNodeSLO()
+	if node == nil || slo == nil {
+		return nil
+	}
+	if disabled, err := koordfeatures.IsFeatureDisabled(slo, koordfeatures.BECPUEvict); err != nil || disabled {
+		return nil
+	}
+	cfg := slo.Spec.ResourceUsedThresholdWithBE
+	if err := satisfactionConfigValid(cfg); err != nil {
+		klog.V(4).Infof("yarn: CPU evict skipped: %v", err)
+		return nil
+	}
+	window := c.opts.MetricAdvisorConfig.CollectResUsedInterval
+	if cfg.CPUEvictTimeWindowSeconds != nil && time.Duration(*cfg.CPUEvictTimeWindowSeconds)*time.Second > window {
+		window = time.Duration(*cfg.CPUEvictTimeWindowSeconds) * time.Second
+	}
+	avg, ok := c.beState(helpers.GenerateQueryParamsAvg(window), node, cfg)
+	if !ok {
+		return nil
+	}
+	cur, ok := c.beState(helpers.GenerateQueryParamsLast(2*c.opts.MetricAdvisorConfig.CollectResUsedInterval), node, cfg)
+	if !ok {
+		return nil
+	}
+	need := MilliCPUToRelease(avg, cfg)
+	if n := MilliCPUToRelease(cur, cfg); n < need {
+		need = n // upstream: min(release by average, release by current)
+	}
+	if need <= 0 {
+		return nil
+	}
+	victims := c.victims(si.GetAllPods())
+	Rank(victims, CPUUsage)
+	chosen, covered := PlanProtectingAMs(victims, need, CPURequest)
+	klog.Infof("yarn: BE CPU satisfaction below its lower bound (BE usage %.0fm, request %.0fm, limit %.0fm): need to release %dm of request; evicting %d of %d candidates covering %dm",
+		cur.Usage, cur.Request, cur.Limit, need, len(chosen), len(victims), covered)
+	evicted := c.evict(node, chosen)
+	if len(evicted) > 0 {
+		c.lastEvict = now
+		if c.deps.Metrics != nil {
+			c.deps.Metrics.Needed.WithLabelValues(c.deps.NodeName, ReasonBECPUEvict, "cpu").Add(float64(need))
+		}
+	}
+	return evicted
+}
+
+// beState reads koordlet's NodeBE CPU metrics over the query and adds the
+// YARN containers: the collector's aggregate usage and the NM's requests.
+func (c *CPUEvict) beState(q *metriccache.QueryParam, node *corev1.Node, cfg *slov1alpha1.ResourceThresholdStrategy) (BEState, bool) {
+	querier, err := c.opts.MetricCache.Querier(*q.Start, *q.End)
+	if err != nil {
+		return BEState{}, false
+	}
+	defer querier.Close()
+	get := func(kind metriccache.MetricResource, props map[metriccache.MetricProperty]string) (float64, bool) {
+		res, err := helpers.Query(querier, kind, props)
+		if err != nil || res.Count() == 0 {
+			return 0, false
+		}
+		v, err := res.Value(q.Aggregate)
+		return v, err == nil
+	}
+	be := func(alloc metriccache.MetricPropertyValue) (float64, bool) {
+		return get(metriccache.NodeBEMetric, metriccache.MetricPropertiesFunc.NodeBE(string(metriccache.BEResourceCPU), string(alloc)))
+	}
+	usage, ok1 := be(metriccache.BEResourceAllocationUsage)
+	request, _ := be(metriccache.BEResourceAllocationRequest)
+	limit, ok3 := be(metriccache.BEResourceAllocationRealLimit)
+	if !ok1 || !ok3 {
+		return BEState{}, false
+	}
+	if cfg.CPUEvictPolicy == slov1alpha1.EvictByAllocatablePolicy {
+		if q, ok := node.Status.Allocatable[extension.BatchCPU]; ok && q.Value() >= 0 {
+			limit = float64(q.Value())
+		}
+	}
+	// koordlet reads BE usage from the besteffort cgroup: YARN containers
+	// below it are in it already; a hierarchy elsewhere is added.
+	if c.deps.Hierarchy != nil && cgroups.OutsideBestEffort(c.deps.Hierarchy()) {
+		if yarnCores, ok := get(metriccache.HostAppCPUUsageMetric, metriccache.MetricPropertiesFunc.HostApplication(yarnusage.AggregateName)); ok {
+			usage += yarnCores * 1000
+		}
+	}
+	for _, ct := range c.deps.Store.Snapshot() {
+		if ct.HasCgroup() {
+			request += float64(ct.RequestMilliCPU)
+		}
+	}
+	return BEState{Usage: usage, Request: request, Limit: limit}, true
+}
+
+// MilliCPUToRelease applies upstream's satisfaction rule to s: when BE
+// usage is at least cpuEvictBEUsageThresholdPercent of the limit and the
+// satisfaction (limit ÷ request) is at or below the lower percent, release
+// request × (upper − satisfaction) of request; else 0.
+func MilliCPUToRelease(s BEState, cfg *slov1alpha1.ResourceThresholdStrategy) int64 {
+	if s.Limit <= 0 || s.Request <= 0 {
+		return 0
+	}
+	threshold := int64(beCPUUsageThresholdPercent)
+	if cfg.CPUEvictBEUsageThresholdPercent != nil {
+		threshold = *cfg.CPUEvictBEUsageThresholdPercent
+	}
+	if s.Limit >= 1000 && s.Usage/s.Limit < float64(threshold)/100 {
+		return 0
+	}
+	satisfaction := s.Limit / s.Request
+	if satisfaction > float64(*cfg.CPUEvictBESatisfactionLowerPercent)/100 {
+		return 0
+	}
+	gap := float64(*cfg.CPUEvictBESatisfactionUpperPercent)/100 - satisfaction
+	if gap <= 0 {
+		return 0
+	}
+	return int64(s.Request * gap)
+}
+
+func satisfactionConfigValid(cfg *slov1alpha1.ResourceThresholdStrategy) error {
+	if cfg == nil || cfg.CPUEvictBESatisfactionLowerPercent == nil || cfg.CPUEvictBESatisfactionUpperPercent == nil {
+		return fmt.Errorf("cpuEvictBESatisfactionLowerPercent/UpperPercent not set")
+	}
+	lo, up := *cfg.CPUEvictBESatisfactionLowerPercent, *cfg.CPUEvictBESatisfactionUpperPercent
+	if lo <= 0 || lo > satisfactionLowerMax || up <= 0 || up >= satisfactionUpperMax || up < lo {
+		return fmt.Errorf("invalid satisfaction bounds lower %d, upper %d", lo, up)
+	}
+	return nil
+}
+
+// victims lists BE pods (never the NodeManager pod while it has live YARN
+// containers) and YARN containers with their CPU usage and request.
+func (c *CPUEvict) victims(pods []*statesinformer.PodMeta) []Victim {
+	containers := c.deps.Store.Snapshot()
+	live := false
+	for _, ct := range containers {
+		if ct.HasCgroup() {
+			live = true
+			break
+		}
+	}
+	interval := c.opts.MetricAdvisorConfig.CollectResUsedInterval
+	nmPriority := int64(extension.PriorityBatchValueMin)
+	var out []Victim
+	for _, pm := range pods {
+		pod := pm.Pod
+		if c.deps.IsNodeManagerPod(pod) {
+			nmPriority = int64(*extension.GetPodPriorityValueWithDefault(pod))
+			if live {
+				continue
+			}
+		}
+		if extension.GetPodQoSClassRaw(pod) != extension.QoSBE || c.executor.IsPodEvicted(pod) {
+			continue
+		}
+		var used int64
+		if meta, err := metriccache.PodCPUUsageMetric.BuildQueryMeta(metriccache.MetricPropertiesFunc.Pod(string(pod.UID))); err == nil {
+			if v, err := helpers.CollectPodMetricLast(c.opts.MetricCache, meta, interval); err == nil {
+				used = int64(v * 1000)
+			}
+		}
+		var req int64
+		for i := range pod.Spec.Containers {
+			if r := util.GetContainerBatchMilliCPURequest(&pod.Spec.Containers[i]); r > 0 {
+				req += r
+			}
+		}
+		v := PodVictim(pod, 0, used)
+		v.MilliCPURequest = req
+		out = append(out, v)
+	}
+	for _, ct := range containers {
+		if !ct.HasCgroup() || len(ct.Pids) == 0 {
+			continue
+		}
+		var used int64
+		if meta, err := metriccache.ContainerCPUUsageMetric.BuildQueryMeta(metriccache.MetricPropertiesFunc.Container(ct.Name)); err == nil {
+			if v, err := helpers.CollectContainerResMetricLast(c.opts.MetricCache, meta, interval); err == nil {
+				used = int64(v * 1000)
+			}
+		}
+		v := ContainerVictim(ct, nmPriority, 0, used)
+		v.MilliCPURequest = ct.RequestMilliCPU
+		out = append(out, v)
+	}
+	return out
+}
+
+// evict carries out the plan.
+func (c *CPUEvict) evict(node *corev1.Node, chosen []Victim) []Victim {
+	var done []Victim
+	var nmPod *corev1.Pod
+	for _, pm := range c.opts.StatesInformer.GetAllPods() {
+		if c.deps.IsNodeManagerPod(pm.Pod) {
+			nmPod = pm.Pod
+		}
+	}
+	for i := range chosen {
+		v := &chosen[i]
+		if v.Pod != nil {
+			msg := fmt.Sprintf("BE CPU satisfaction too low; pod releases %dm of CPU request", v.MilliCPURequest)
+			if c.executor.Evict(v.Pod, node, qmutil.EvictReasonPrefix+ReasonBECPUEvict, msg) {
+				done = append(done, *v)
+			}
+			continue
+		}
+		k := c.deps.Killer()
+		if k == nil {
+			continue
+		}
+		res, err := k.Kill(v.Container)
+		report(c.opts.EventRecorder, c.deps.Metrics, c.deps.NodeName, nmPod, v, ReasonBECPUEvict, res, err)
+		if err == nil {
+			done = append(done, *v)
+		}
+	}
+	return done
+}
