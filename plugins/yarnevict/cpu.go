@@ -2,6 +2,7 @@ package yarnevict
 
 import (
 	"fmt"
+	"math"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -208,7 +209,7 @@ func MilliCPUToRelease(s BEState, cfg *slov1alpha1.ResourceThresholdStrategy) in
 	if gap <= 0 {
 		return 0
 	}
-	return int64(s.Request * gap)
+	return int64(math.Round(s.Request * gap))
 }
 
 func satisfactionConfigValid(cfg *slov1alpha1.ResourceThresholdStrategy) error {

@@ -2,6 +2,8 @@ package yarnevict
 
 import (
 	"context"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -107,9 +109,17 @@ func newYARNNode(t *testing.T) *yarnNode {
 	start(n.newest, "trap '' TERM; (trap '' TERM; while :; do sleep 0.05 & wait; done) & (trap '' TERM; sleep 3600) & "+
 		kerneltest.HelperScript("alloc=160"))
 
+	// A NodeManager REST stand-in gives the containers their requests.
+	nmREST := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		entry := func(id string, vcores int) string {
+			return `{"id":"` + id + `","state":"RUNNING","user":"u","totalMemoryNeededMB":1024,"totalVCoresNeeded":` + strconv.Itoa(vcores) + `}`
+		}
+		_, _ = w.Write([]byte(`{"containers":{"container":[` + entry(n.am, 1) + "," + entry(n.old, 2) + "," + entry(n.newest, 2) + `]}}`))
+	}))
+	t.Cleanup(nmREST.Close)
 	cfg := config.NewDefault()
-	cfg.NMEndpoint = "http://127.0.0.1:1"
-	cfg.NMTimeout = 100 * time.Millisecond
+	cfg.NMEndpoint = nmREST.URL
+	cfg.NMTimeout = time.Second
 	cfg.CgroupHierarchy = hier
 	n.st = store.New()
 	inf := yarninformer.New(cfg, n.st, nil)
@@ -118,7 +128,7 @@ func newYARNNode(t *testing.T) *yarnNode {
 		inf.Resync(context.Background())
 		c, ok := n.st.Get(n.newest)
 		a, ok2 := n.st.Get(n.am)
-		return ok && ok2 && len(c.Pids) >= 3 && len(a.Pids) >= 2
+		return ok && ok2 && len(c.Pids) >= 3 && len(a.Pids) >= 2 && c.RequestMilliCPU == 2000
 	}, 10*time.Second, 50*time.Millisecond)
 	time.Sleep(500 * time.Millisecond) // the allocators touch their pages
 	n.h, _ = inf.Hierarchy()
@@ -285,3 +295,93 @@ func TestRealKernelMemoryEvict(t *testing.T) {
 }
 
 func itoa(i int) string { return strconv.Itoa(i) }
+
+// TestRealKernelCPUEvict: koordlet's CPUEvict slot, YARN-aware: BE real
+// limit 2 cores, BE usage 1.9 cores, BE pods request nothing but the YARN
+// containers request 5 cores → satisfaction 0.4 ≤ lower 0.6; release
+// request × (0.7 − 0.4) = 1.5 cores of request: the newest executor (2 cores)
+// alone covers it; the AM, the older executor and the NodeManager survive.
+func TestRealKernelCPUEvict(t *testing.T) {
+	n := newYARNNode(t)
+	require.NoError(t, koordfeatures.DefaultMutableKoordletFeatureGate.SetFromMap(map[string]bool{
+		string(koordfeatures.BECPUEvict): true, string(features.YARNBECPUEvict): true}))
+	t.Cleanup(func() {
+		_ = koordfeatures.DefaultMutableKoordletFeatureGate.SetFromMap(map[string]bool{
+			string(koordfeatures.BECPUEvict): false, string(features.YARNBECPUEvict): false})
+	})
+	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n1"},
+		Status: corev1.NodeStatus{Capacity: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("4")}}}
+	slo := &slov1alpha1.NodeSLO{Spec: slov1alpha1.NodeSLOSpec{ResourceUsedThresholdWithBE: &slov1alpha1.ResourceThresholdStrategy{
+		Enable: ptr.To(true), CPUEvictBESatisfactionLowerPercent: ptr.To[int64](60), CPUEvictBESatisfactionUpperPercent: ptr.To[int64](70),
+		CPUEvictBEUsageThresholdPercent: ptr.To[int64](90)}}}
+	nmPod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "yarn", Name: "nodemanager", UID: "nm-uid",
+		Labels: map[string]string{"app.kubernetes.io/component": "node-manager", "koordinator.sh/qosClass": "BE"}}}
+	ctrl := gomock.NewController(t)
+	si := mockstatesinformer.NewMockStatesInformer(ctrl)
+	si.EXPECT().GetNode().Return(node).AnyTimes()
+	si.EXPECT().GetNodeSLO().Return(slo).AnyTimes()
+	si.EXPECT().GetAllPods().Return([]*statesinformer.PodMeta{{Pod: nmPod}}).AnyTimes()
+
+	mcCfg := metriccache.NewDefaultConfig()
+	mcCfg.TSDBPath = t.TempDir()
+	mcCfg.TSDBEnablePromMetrics = false
+	mc, err := metriccache.NewMetricCache(mcCfg)
+	require.NoError(t, err)
+	now := time.Now()
+	var samples []metriccache.MetricSample
+	for _, s := range []struct {
+		alloc metriccache.MetricPropertyValue
+		v     float64
+	}{{metriccache.BEResourceAllocationUsage, 1900}, {metriccache.BEResourceAllocationRequest, 0}, {metriccache.BEResourceAllocationRealLimit, 2000}} {
+		sample, err := metriccache.NodeBEMetric.GenerateSample(metriccache.MetricPropertiesFunc.NodeBE(string(metriccache.BEResourceCPU), string(s.alloc)), now, s.v)
+		require.NoError(t, err)
+		samples = append(samples, sample)
+	}
+	app := mc.Appender()
+	require.NoError(t, app.Append(samples))
+	require.NoError(t, app.Commit())
+
+	rec := record.NewFakeRecorder(10)
+	metrics, err := NewMetrics(prometheus.NewRegistry())
+	require.NoError(t, err)
+	deps := Deps{Store: n.st, Killer: func() *Killer { return &Killer{H: n.h, Grace: 100 * time.Millisecond} },
+		IsNodeManagerPod: func(p *corev1.Pod) bool { return p.Labels["app.kubernetes.io/component"] == "node-manager" },
+		Metrics:          metrics, NodeName: "n1", Hierarchy: func() string { return n.h.Dir }}
+	strategy := NewCPUEvictFactory(deps)(&qmframework.Options{Config: qmframework.NewDefaultConfig(), StatesInformer: si, MetricCache: mc,
+		EventRecorder: rec, MetricAdvisorConfig: &ma.Config{CollectResUsedInterval: time.Second}})
+	c, ok := strategy.(*CPUEvict)
+	require.True(t, ok)
+	require.True(t, c.Enabled())
+	c.Setup(&qmframework.Context{Evictor: qmutil.NewEvictor(fakeclientset.NewSimpleClientset(), rec, "v1"), OnlyEvictByAPI: true})
+
+	victim, _ := n.st.Get(n.newest)
+	amPids, oldPids := n.pids(t, n.am), n.pids(t, n.old)
+	evicted := c.Cycle(now)
+	require.Len(t, evicted, 1)
+	assert.Equal(t, n.newest, evicted[0].Name())
+	assert.Equal(t, 0, deps.Killer().WaitGone(victim, 5*time.Second))
+	for _, pid := range append(append(amPids, oldPids...), n.nmPid) {
+		assert.True(t, alive(pid), "pid %d survives", pid)
+	}
+	assert.Equal(t, 1.0, testutil.ToFloat64(metrics.Evictions.WithLabelValues("n1", ReasonBECPUEvict, "succeeded")))
+	assert.Equal(t, 1500.0, testutil.ToFloat64(metrics.Needed.WithLabelValues("n1", ReasonBECPUEvict, "cpu")))
+}
+
+func TestMilliCPUToRelease(t *testing.T) {
+	cfg := &slov1alpha1.ResourceThresholdStrategy{CPUEvictBESatisfactionLowerPercent: ptr.To[int64](60),
+		CPUEvictBESatisfactionUpperPercent: ptr.To[int64](70), CPUEvictBEUsageThresholdPercent: ptr.To[int64](90)}
+	tests := []struct {
+		name string
+		s    BEState
+		want int64
+	}{
+		{"starved and busy", BEState{Usage: 1900, Request: 5000, Limit: 2000}, 1500},
+		{"not busy enough", BEState{Usage: 1000, Request: 5000, Limit: 2000}, 0},
+		{"satisfied", BEState{Usage: 1900, Request: 3000, Limit: 2000}, 0},
+		{"no request", BEState{Usage: 1900, Limit: 2000}, 0},
+		{"tiny limit counts as busy", BEState{Usage: 10, Request: 5000, Limit: 500}, 3000},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) { assert.Equal(t, tt.want, MilliCPUToRelease(tt.s, cfg)) })
+	}
+}
