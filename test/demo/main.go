@@ -17,6 +17,10 @@ import (
 
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	slov1alpha1 "github.com/koordinator-sh/koordinator/apis/slo/v1alpha1"
 
 	"github.com/koordlet-yarn/koordlet-yarn/framework"
 	"github.com/koordlet-yarn/koordlet-yarn/framework/cgroups"
@@ -50,7 +54,8 @@ func run() error {
 
 	step("starting the node in a box: etcd, kube-apiserver, CRDs, node, NodeSLO, kubelet stub, NodeManager emulator, koordlet")
 	start := time.Now()
-	box, err := nodebox.Start(ctx, nodebox.Options{Top: top})
+	box, err := nodebox.Start(ctx, nodebox.Options{Top: top,
+		KoordletArgs: []string{"--feature-gates=BEMemoryEvict=true,YARNBEMemoryEvict=true,YARNNodeManagerGuard=true"}})
 	if err != nil {
 		return err
 	}
@@ -85,6 +90,67 @@ func run() error {
 	<-box.NM.Exited(ex1)
 	if err := wait(ctx, 5*time.Second); err != nil {
 		return err
+	}
+	if err := show(box); err != nil {
+		return err
+	}
+	return pressure(ctx, box)
+}
+
+// pressure sets the BE memory evict threshold just above today's usage and
+// starts an executor that fills 1 GiB: koordlet evicts by its ranking
+// (OPPORTUNISTIC before GUARANTEED, newest first, AMs last) until the need
+// is covered.
+func pressure(ctx context.Context, box *nodebox.Box) error {
+	total, used, err := nodebox.MemInfo()
+	if err != nil {
+		return err
+	}
+	threshold := used*100/total + 2
+	step(fmt.Sprintf("NodeSLO: BE memory evict above %d%% of node memory (now %d%%), release down to %d%%; a new executor fills a 1 GiB heap",
+		threshold, used*100/total, threshold-1))
+	if err := box.UpdateNodeSLO(ctx, func(s *slov1alpha1.NodeSLOSpec) {
+		s.ResourceUsedThresholdWithBE = &slov1alpha1.ResourceThresholdStrategy{Enable: ptr.To(true),
+			MemoryEvictThresholdPercent: ptr.To(threshold), MemoryEvictLowerPercent: ptr.To(threshold - 1)}
+	}); err != nil {
+		return err
+	}
+	if err := wait(ctx, 2*time.Second); err != nil {
+		return err
+	}
+	start := time.Now()
+	hog, err := box.NM.Launch(nmemu.Spec{AppID: 42, Attempt: 1, Sequence: 4, User: "spark", MemoryMB: 4096, VCores: 2,
+		Script: kerneltest.HelperScript("grow=1024@256")})
+	if err != nil {
+		return err
+	}
+	select {
+	case <-box.NM.Exited(hog):
+	case <-time.After(60 * time.Second):
+		fmt.Println("  koordlet did not evict within 60 s")
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	c, _ := box.NM.Get(hog)
+	fmt.Printf("  %s ended %.1fs after it started: NM state %s, exit code %d (the NM reports it failed; its AM would ask for a replacement)\n",
+		hog, time.Since(start).Seconds(), c.State, c.ExitCode)
+	ns, name := box.NMPod()
+	if err := wait(ctx, 2*time.Second); err != nil {
+		return err
+	}
+	evs, err := box.Kube.CoreV1().Events(ns).List(ctx, metav1.ListOptions{})
+	if err == nil {
+		for _, e := range evs.Items {
+			if e.InvolvedObject.Name == name && strings.HasPrefix(e.Reason, "YARNContainer") {
+				fmt.Printf("  Event on pod %s/%s: %s %s: %s\n", ns, name, e.Type, e.Reason, e.Message)
+			}
+		}
+	}
+	fmt.Println("  ranking: lower priority first (OPPORTUNISTIC below GUARANTEED), then newest, then larger usage; ApplicationMasters last")
+	pod, err := box.Kube.CoreV1().Pods(ns).Get(ctx, name, metav1.GetOptions{})
+	if err == nil {
+		fmt.Printf("  the NodeManager pod is still there (deletion requested: %v); the AM and the other executors run on:\n", pod.DeletionTimestamp != nil)
 	}
 	return show(box)
 }
