@@ -22,6 +22,7 @@ import (
 	"github.com/koordlet-yarn/koordlet-yarn/framework/features"
 	"github.com/koordlet-yarn/koordlet-yarn/framework/handles"
 	"github.com/koordlet-yarn/koordlet-yarn/framework/store"
+	"github.com/koordlet-yarn/koordlet-yarn/hooks/yarnqos"
 	"github.com/koordlet-yarn/koordlet-yarn/plugins/yarnevict"
 	"github.com/koordlet-yarn/koordlet-yarn/plugins/yarninformer"
 	"github.com/koordlet-yarn/koordlet-yarn/plugins/yarnsuppress"
@@ -34,6 +35,7 @@ type Framework struct {
 	Handles  *handles.Handles
 	Informer *yarninformer.Plugin
 	Usage    *yarnusage.Collector
+	QoS      *yarnqos.Applier
 
 	loops []Loop
 }
@@ -65,7 +67,8 @@ func Install(fs *flag.FlagSet) (*Framework, error) {
 		Metrics:     usageMetrics,
 		NodeName:    os.Getenv("NODE_NAME"),
 	})
-	fw.loops = append(fw.loops, fw.Usage)
+	fw.QoS = yarnqos.New(yarnqos.Options{Store: fw.Store, StatesInformer: fw.Handles.StatesInformer, Interval: cfg.QoSReconcileInterval})
+	fw.loops = append(fw.loops, fw.Usage, fw.QoS)
 
 	evictMetrics, err := yarnevict.NewMetrics(koordmetrics.ExternalRegistry)
 	if err != nil {

@@ -40,6 +40,8 @@ type Config struct {
 	CgroupHierarchy string
 	// ResyncInterval is the period of the full resync (cgroup scan + NM).
 	ResyncInterval time.Duration
+	// QoSReconcileInterval is the period of the QoS appliers' reconcile.
+	QoSReconcileInterval time.Duration
 	// EvictGracePeriod is how long an evicted container's processes get
 	// between SIGTERM and SIGKILL.
 	EvictGracePeriod time.Duration
@@ -48,12 +50,13 @@ type Config struct {
 // NewDefault returns the default configuration.
 func NewDefault() *Config {
 	return &Config{
-		NMPodSelector:      DefaultNMPodSelector,
-		NMPort:             DefaultNMPort,
-		NMTimeout:          yarn.DefaultNMTimeout,
-		NMMaxResponseBytes: yarn.DefaultNMMaxResponseBytes,
-		ResyncInterval:     DefaultResyncInterval,
-		EvictGracePeriod:   DefaultEvictGracePeriod,
+		NMPodSelector:        DefaultNMPodSelector,
+		NMPort:               DefaultNMPort,
+		NMTimeout:            yarn.DefaultNMTimeout,
+		NMMaxResponseBytes:   yarn.DefaultNMMaxResponseBytes,
+		ResyncInterval:       DefaultResyncInterval,
+		EvictGracePeriod:     DefaultEvictGracePeriod,
+		QoSReconcileInterval: 10 * time.Second,
 	}
 }
 
@@ -73,6 +76,8 @@ func (c *Config) InitFlags(fs *flag.FlagSet) {
 			"Empty: "+cgroups.DefaultYARNDirName+" below the besteffort QoS cgroup (kubepods/besteffort/hadoop-yarn or kubepods.slice/kubepods-besteffort.slice/hadoop-yarn).")
 	fs.DurationVar(&c.ResyncInterval, "yarn-resync-interval", c.ResyncInterval,
 		"Period of the full YARN container resync (cgroup scan and NodeManager list).")
+	fs.DurationVar(&c.QoSReconcileInterval, "yarn-qos-reconcile-interval", c.QoSReconcileInterval,
+		"Period at which the YARN QoS appliers re-apply the BE QoS to every container (they also apply at creation and on NodeSLO changes).")
 	fs.DurationVar(&c.EvictGracePeriod, "yarn-evict-grace-period", c.EvictGracePeriod,
 		"Time an evicted YARN container's processes get between SIGTERM and SIGKILL (YARN's sleep-delay-before-sigkill).")
 }
@@ -100,6 +105,9 @@ func (c *Config) Validate() error {
 		if _, err := cgroups.CleanHierarchyDir(c.CgroupHierarchy); err != nil {
 			return fmt.Errorf("--yarn-cgroup-hierarchy: %w", err)
 		}
+	}
+	if c.QoSReconcileInterval < time.Second {
+		return fmt.Errorf("--yarn-qos-reconcile-interval %v: must be at least 1s", c.QoSReconcileInterval)
 	}
 	if c.EvictGracePeriod < 0 || c.EvictGracePeriod > time.Minute {
 		return fmt.Errorf("--yarn-evict-grace-period %v: must be between 0 and 1m", c.EvictGracePeriod)

@@ -23,7 +23,7 @@ func TestFlagsAndValidate(t *testing.T) {
 	assert.Equal(t, &Config{
 		NMEndpoint: "http://10.0.0.5:8042", NMPodSelector: "app=nm,tier!=x", NMPort: 8044,
 		NMTimeout: 2 * time.Second, NMMaxResponseBytes: 1024, CgroupHierarchy: "/hadoop-yarn",
-		ResyncInterval: 30 * time.Second, EvictGracePeriod: 2 * time.Second,
+		ResyncInterval: 30 * time.Second, EvictGracePeriod: 2 * time.Second, QoSReconcileInterval: 10 * time.Second,
 	}, cfg)
 
 	tests := []struct {

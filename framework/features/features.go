@@ -42,6 +42,23 @@ const (
 	// alpha: v0.1
 	YARNBECPUEvict featuregate.Feature = "YARNBECPUEvict"
 
+	// YARNCPUQoS applies the BE class's CPU QoS (Group Identity bvt or
+	// cgroup sched-idle) to every YARN container.
+	// owner: koordlet-yarn
+	// alpha: v0.1
+	YARNCPUQoS featuregate.Feature = "YARNCPUQoS"
+
+	// YARNMemoryQoS applies the BE class's Memory QoS to every YARN container.
+	// owner: koordlet-yarn
+	// alpha: v0.1
+	YARNMemoryQoS featuregate.Feature = "YARNMemoryQoS"
+
+	// YARNResctrlQoS puts every YARN container's tasks into koordlet's
+	// resctrl BE group (L3 CAT / MBA).
+	// owner: koordlet-yarn
+	// alpha: v0.1
+	YARNResctrlQoS featuregate.Feature = "YARNResctrlQoS"
+
 	// YARNNodeManagerGuard makes koordlet's pod eviction refuse the
 	// NodeManager pod while it has live YARN containers.
 	// owner: koordlet-yarn
@@ -57,6 +74,9 @@ var Specs = map[featuregate.Feature]featuregate.FeatureSpec{
 	YARNNodeManagerGuard:  {Default: false, PreRelease: featuregate.Alpha},
 	YARNBECPUSuppress:     {Default: false, PreRelease: featuregate.Alpha},
 	YARNBECPUEvict:        {Default: false, PreRelease: featuregate.Alpha},
+	YARNCPUQoS:            {Default: false, PreRelease: featuregate.Alpha},
+	YARNMemoryQoS:         {Default: false, PreRelease: featuregate.Alpha},
+	YARNResctrlQoS:        {Default: false, PreRelease: featuregate.Alpha},
 }
 
 // Register adds the koordlet-yarn gates to koordlet's mutable feature gate.

@@ -1,0 +1,294 @@
+package yarnqos
+
+import (
+	"os"
+	"strconv"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/klog/v2"
+
+	slov1alpha1 "github.com/koordinator-sh/koordinator/apis/slo/v1alpha1"
+	"github.com/koordinator-sh/koordinator/pkg/koordlet/resourceexecutor"
+	"github.com/koordinator-sh/koordinator/pkg/koordlet/statesinformer"
+	"github.com/koordinator-sh/koordinator/pkg/koordlet/util/system"
+
+	"github.com/koordlet-yarn/koordlet-yarn/framework/cgroups"
+	"github.com/koordlet-yarn/koordlet-yarn/framework/features"
+	"github.com/koordlet-yarn/koordlet-yarn/framework/store"
+)
+
+// BEResctrlGroup is koordlet's resctrl group of BE work.
+const BEResctrlGroup = "BE"
+
+// Options wire the applier to koordlet.
+type Options struct {
+	Store *store.Store
+	// StatesInformer returns koordlet's states informer (nil before capture).
+	StatesInformer func() statesinformer.StatesInformer
+	// Interval is the periodic reconcile.
+	Interval time.Duration
+	// OnApplied, when set, is called after a container's settings were
+	// written (for measurements).
+	OnApplied func(c *store.Container, at time.Time)
+}
+
+// Applier applies the BE QoS to YARN containers.
+type Applier struct {
+	opts     Options
+	executor resourceexecutor.ResourceUpdateExecutor
+	reader   resourceexecutor.CgroupReader
+
+	mu          sync.Mutex // serialises applies (events, callbacks, reconcile)
+	unsupported map[string]bool
+}
+
+// New returns an applier.
+func New(opts Options) *Applier {
+	return &Applier{opts: opts, executor: resourceexecutor.NewResourceUpdateExecutor(), unsupported: map[string]bool{}}
+}
+
+// Name names the loop.
+func (a *Applier) Name() string { return "YARN QoS applier" }
+
+// Enabled is true when any of the QoS gates is on.
+func (a *Applier) Enabled() bool {
+	return features.Enabled(features.YARNCPUQoS) || features.Enabled(features.YARNMemoryQoS) || features.Enabled(features.YARNResctrlQoS)
+}
+
+// Run applies on every added or updated container, on NodeSLO changes and
+// every interval, until stopCh closes. It returns at once.
+func (a *Applier) Run(stopCh <-chan struct{}) {
+	a.executor.Run(stopCh)
+	unsubscribe := a.opts.Store.Subscribe("yarn-qos", func(ev store.Event) {
+		if ev.Type == store.Added || (ev.Type == store.Updated && !samePids(ev.Previous, ev.Container)) {
+			a.Apply(ev.Container)
+		}
+	})
+	if si := a.opts.StatesInformer(); si != nil {
+		si.RegisterCallbacks(statesinformer.RegisterTypeNodeSLOSpec, "yarn-qos", "apply BE QoS to YARN containers",
+			func(statesinformer.RegisterType, interface{}, *statesinformer.CallbackTarget) { a.ReconcileAll() })
+	}
+	go func() {
+		defer unsubscribe()
+		ticker := time.NewTicker(a.opts.Interval)
+		defer ticker.Stop()
+		for {
+			select {
+			case <-stopCh:
+				return
+			case <-ticker.C:
+				a.ReconcileAll()
+			}
+		}
+	}()
+}
+
+func samePids(a, b *store.Container) bool {
+	if a == nil || b == nil || len(a.Pids) != len(b.Pids) {
+		return false
+	}
+	for i := range a.Pids {
+		if a.Pids[i] != b.Pids[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// ReconcileAll applies to every container; unchanged values are not
+// written again (the executor caches what it wrote).
+func (a *Applier) ReconcileAll() (written int) {
+	for _, c := range a.opts.Store.Snapshot() {
+		written += a.Apply(c)
+	}
+	return written
+}
+
+func (a *Applier) spec() (*slov1alpha1.NodeSLOSpec, *corev1.Node) {
+	si := a.opts.StatesInformer()
+	if si == nil {
+		return nil, nil
+	}
+	slo := si.GetNodeSLO()
+	if slo == nil {
+		return nil, si.GetNode()
+	}
+	return &slo.Spec, si.GetNode()
+}
+
+// Apply writes the container's settings and returns how many files changed.
+// A container that vanishes meanwhile is not an error.
+func (a *Applier) Apply(c *store.Container) int {
+	if c == nil || !c.HasCgroup() {
+		return 0
+	}
+	spec, node := a.spec()
+	if spec == nil {
+		return 0
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	var ups []resourceexecutor.ResourceUpdater
+	if features.Enabled(features.YARNCPUQoS) {
+		ups = append(ups, a.cpuUpdaters(c, CPURuleOf(spec))...)
+	}
+	if features.Enabled(features.YARNMemoryQoS) {
+		ups = append(ups, a.memoryUpdaters(c, spec, node)...)
+	}
+	written := 0
+	for _, u := range ups {
+		updated, err := a.executor.Update(true, u)
+		if err != nil {
+			if !os.IsNotExist(err) && !resourceexecutor.IsCgroupDirErr(err) {
+				klog.V(4).Infof("yarn: apply %s to container %s: %v", u.Name(), c.Name, err)
+			}
+			continue
+		}
+		if updated {
+			written++
+		}
+	}
+	if features.Enabled(features.YARNResctrlQoS) && ResctrlEnabled(spec) {
+		written += a.joinResctrl(c)
+	}
+	if written > 0 && a.opts.OnApplied != nil {
+		a.opts.OnApplied(c, time.Now())
+	}
+	return written
+}
+
+// supported checks a resource once per kind and logs one line when the
+// kernel lacks it.
+func (a *Applier) supported(r system.Resource, dir, what string) bool {
+	key := string(r.ResourceType())
+	if v, ok := a.unsupported[key]; ok {
+		return !v
+	}
+	ok, msg := r.IsSupported(dir)
+	a.unsupported[key] = !ok
+	if !ok {
+		klog.Infof("yarn: %s (%s) is not supported on this node, skipped for YARN containers: %s", what, key, msg)
+	}
+	return ok
+}
+
+func (a *Applier) cpuUpdaters(c *store.Container, rule CPURule) []resourceexecutor.ResourceUpdater {
+	ref := c.Cgroups[cgroups.CPU]
+	if !ref.Owned {
+		return nil
+	}
+	var ups []resourceexecutor.ResourceUpdater
+	if a.supported(system.CPUBVTWarpNs, ref.Dir, "Group Identity") {
+		if u, err := resourceexecutor.NewCommonCgroupUpdater(system.CPUBVTWarpNsName, ref.Dir, strconv.FormatInt(rule.BVT, 10), nil); err == nil {
+			ups = append(ups, u)
+		}
+	}
+	if a.supported(system.CPUIdle, ref.Dir, "cgroup sched-idle") {
+		if u, err := resourceexecutor.NewCommonCgroupUpdater(system.CPUIdleName, ref.Dir, strconv.FormatInt(rule.Idle, 10), nil); err == nil {
+			ups = append(ups, u)
+		}
+	}
+	return ups
+}
+
+func (a *Applier) memoryUpdaters(c *store.Container, spec *slov1alpha1.NodeSLOSpec, node *corev1.Node) []resourceexecutor.ResourceUpdater {
+	ref := c.Cgroups[cgroups.Memory]
+	if !ref.Owned {
+		return nil
+	}
+	if a.reader == nil {
+		a.reader = resourceexecutor.NewCgroupReader()
+	}
+	limit, err := a.reader.ReadMemoryLimit(ref.Dir)
+	if err != nil || limit <= 0 || limit >= 1<<62 {
+		limit = -1
+	}
+	var allocatable int64
+	if node != nil {
+		allocatable = node.Status.Allocatable.Memory().Value()
+	}
+	v, ok := MemoryValuesOf(spec, c.RequestMemoryBytes, limit, allocatable)
+	if !ok {
+		return nil
+	}
+	var ups []resourceexecutor.ResourceUpdater
+	for _, f := range []struct {
+		res       system.Resource
+		value     *int64
+		mergeable bool
+	}{
+		{system.MemoryMin, v.Min, true}, {system.MemoryLow, v.Low, true}, {system.MemoryHigh, v.High, true},
+		{system.MemoryWmarkRatio, v.WmarkRatio, false}, {system.MemoryWmarkScaleFactor, v.WmarkScaleFactor, false},
+		{system.MemoryWmarkMinAdj, v.WmarkMinAdj, false}, {system.MemoryPriority, v.Priority, false},
+		{system.MemoryUsePriorityOom, v.UsePriorityOom, false}, {system.MemoryOomGroup, v.OomGroup, false},
+	} {
+		if f.value == nil || !a.supported(f.res, ref.Dir, "Memory QoS") {
+			continue
+		}
+		name := f.res.ResourceType()
+		value := strconv.FormatInt(*f.value, 10)
+		var u resourceexecutor.ResourceUpdater
+		if f.mergeable {
+			u, err = resourceexecutor.NewMergeableCgroupUpdaterIfValueLarger(name, ref.Dir, value, nil)
+		} else {
+			u, err = resourceexecutor.NewCommonCgroupUpdater(name, ref.Dir, value, nil)
+		}
+		if err == nil {
+			ups = append(ups, u)
+		}
+	}
+	return ups
+}
+
+// joinResctrl moves the container's tasks not yet in koordlet's BE resctrl
+// group into it, and returns how many it moved.
+func (a *Applier) joinResctrl(c *store.Container) int {
+	if v, ok := a.unsupported["resctrl"]; ok && v {
+		return 0
+	}
+	groupDir := system.GetResctrlGroupRootDirPath(BEResctrlGroup)
+	if _, err := os.Stat(groupDir); err != nil {
+		if _, seen := a.unsupported["resctrl"]; !seen {
+			a.unsupported["resctrl"] = true
+			klog.Infof("yarn: L3 CAT / MBA skipped for YARN containers: no resctrl %s group at %s (resctrl unsupported, or koordlet's resctrl QoS is off)", BEResctrlGroup, groupDir)
+		}
+		return 0
+	}
+	a.unsupported["resctrl"] = false
+	ref := c.Cgroups[cgroups.CPU]
+	if !ref.Owned {
+		return 0
+	}
+	if a.reader == nil {
+		a.reader = resourceexecutor.NewCgroupReader()
+	}
+	tasks, err := a.reader.ReadCPUTasks(ref.Dir)
+	if err != nil {
+		return 0
+	}
+	current, err := system.ReadResctrlTasksMap(BEResctrlGroup)
+	if err != nil {
+		klog.V(4).Infof("yarn: read resctrl %s tasks: %v", BEResctrlGroup, err)
+		return 0
+	}
+	var fresh []int32
+	for _, id := range tasks {
+		if _, ok := current[id]; !ok {
+			fresh = append(fresh, id)
+		}
+	}
+	if len(fresh) == 0 {
+		return 0
+	}
+	u, err := resourceexecutor.CalculateResctrlL3TasksResource(BEResctrlGroup, fresh)
+	if err != nil {
+		return 0
+	}
+	if _, err := a.executor.Update(false, u); err != nil {
+		klog.V(4).Infof("yarn: move %d tasks of %s to resctrl %s: %v", len(fresh), c.Name, BEResctrlGroup, err)
+		return 0
+	}
+	return len(fresh)
+}
