@@ -85,19 +85,19 @@ func MemoryValuesOf(spec *slov1alpha1.NodeSLOSpec, request, limit, nodeAllocatab
 		request = 0
 	}
 	if q.MinLimitPercent != nil {
-		v.Min = ptr(request * *q.MinLimitPercent / 100)
+		v.Min = i64(request * *q.MinLimitPercent / 100)
 	}
 	if q.LowLimitPercent != nil {
-		v.Low = ptr(request * *q.LowLimitPercent / 100)
+		v.Low = i64(request * *q.LowLimitPercent / 100)
 	}
 	if q.ThrottlingPercent != nil {
 		switch {
 		case *q.ThrottlingPercent == 0:
-			v.High = ptr(int64(math.MaxInt64))
+			v.High = i64(int64(math.MaxInt64))
 		case limit > 0:
-			v.High = ptr((request + (limit-request)**q.ThrottlingPercent/100) / system.PageSize * system.PageSize)
+			v.High = i64((request + (limit-request)**q.ThrottlingPercent/100) / system.PageSize * system.PageSize)
 		default:
-			v.High = ptr((request + (nodeAllocatable-request)**q.ThrottlingPercent/100) / system.PageSize * system.PageSize)
+			v.High = i64((request + (nodeAllocatable-request)**q.ThrottlingPercent/100) / system.PageSize * system.PageSize)
 		}
 	}
 	if v.Min != nil && v.Low != nil && *v.Low > 0 && *v.Low < *v.Min {
@@ -118,4 +118,4 @@ func ResctrlEnabled(spec *slov1alpha1.NodeSLOSpec) bool {
 	return r != nil && r.Enable != nil && *r.Enable
 }
 
-func ptr(v int64) *int64 { return &v }
+func i64(v int64) *int64 { return &v }

@@ -1,0 +1,206 @@
+package yarnqos
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.uber.org/mock/gomock"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/utils/ptr"
+
+	slov1alpha1 "github.com/koordinator-sh/koordinator/apis/slo/v1alpha1"
+	koordfeatures "github.com/koordinator-sh/koordinator/pkg/features"
+	"github.com/koordinator-sh/koordinator/pkg/koordlet/statesinformer"
+	mockstatesinformer "github.com/koordinator-sh/koordinator/pkg/koordlet/statesinformer/mockstatesinformer"
+	"github.com/koordinator-sh/koordinator/pkg/koordlet/util/system"
+
+	"github.com/koordlet-yarn/koordlet-yarn/framework/cgroups"
+	"github.com/koordlet-yarn/koordlet-yarn/framework/features"
+	"github.com/koordlet-yarn/koordlet-yarn/framework/store"
+	"github.com/koordlet-yarn/koordlet-yarn/framework/yarn"
+)
+
+func TestMain(m *testing.M) {
+	if err := features.Register(); err != nil {
+		panic(err)
+	}
+	os.Exit(m.Run())
+}
+
+func gates(t *testing.T, on ...string) {
+	m := map[string]bool{string(features.YARNCPUQoS): false, string(features.YARNMemoryQoS): false, string(features.YARNResctrlQoS): false}
+	for _, g := range on {
+		m[g] = true
+	}
+	require.NoError(t, koordfeatures.DefaultMutableKoordletFeatureGate.SetFromMap(m))
+	t.Cleanup(func() {
+		_ = koordfeatures.DefaultMutableKoordletFeatureGate.SetFromMap(map[string]bool{
+			string(features.YARNCPUQoS): false, string(features.YARNMemoryQoS): false, string(features.YARNResctrlQoS): false})
+	})
+}
+
+// beSpec is a NodeSLO spec whose BE class turns CPU, memory and resctrl QoS on.
+func beSpec(policy slov1alpha1.CPUQOSPolicy) *slov1alpha1.NodeSLOSpec {
+	return &slov1alpha1.NodeSLOSpec{ResourceQOSStrategy: &slov1alpha1.ResourceQOSStrategy{
+		Policies: &slov1alpha1.ResourceQOSPolicies{CPUPolicy: &policy},
+		BEClass: &slov1alpha1.ResourceQOS{
+			CPUQOS: &slov1alpha1.CPUQOSCfg{Enable: ptr.To(true), CPUQOS: slov1alpha1.CPUQOS{GroupIdentity: ptr.To[int64](-1), SchedIdle: ptr.To[int64](1)}},
+			MemoryQOS: &slov1alpha1.MemoryQOSCfg{Enable: ptr.To(true), MemoryQOS: slov1alpha1.MemoryQOS{
+				MinLimitPercent: ptr.To[int64](0), LowLimitPercent: ptr.To[int64](0), ThrottlingPercent: ptr.To[int64](80),
+				WmarkRatio: ptr.To[int64](95), WmarkScalePermill: ptr.To[int64](20), WmarkMinAdj: ptr.To[int64](50),
+				PriorityEnable: ptr.To[int64](0), Priority: ptr.To[int64](0), OomKillGroup: ptr.To[int64](0)}},
+			ResctrlQOS: &slov1alpha1.ResctrlQOSCfg{Enable: ptr.To(true)},
+		}}}
+}
+
+func TestCPURuleOf(t *testing.T) {
+	assert.Equal(t, CPURule{BVT: -1}, CPURuleOf(beSpec(slov1alpha1.CPUQOSPolicyGroupIdentity)))
+	assert.Equal(t, CPURule{Idle: 1}, CPURuleOf(beSpec(slov1alpha1.CPUQOSPolicyCoreSched)))
+	off := beSpec(slov1alpha1.CPUQOSPolicyCoreSched)
+	off.ResourceQOSStrategy.BEClass.CPUQOS.Enable = ptr.To(false)
+	assert.Equal(t, CPURule{}, CPURuleOf(off), "disabled: reset to none")
+	assert.Equal(t, CPURule{}, CPURuleOf(nil))
+}
+
+func TestMemoryValuesOf(t *testing.T) {
+	spec := beSpec(slov1alpha1.CPUQOSPolicyGroupIdentity)
+	mq := &spec.ResourceQOSStrategy.BEClass.MemoryQOS.MemoryQOS
+	mq.MinLimitPercent, mq.LowLimitPercent = ptr.To[int64](10), ptr.To[int64](20)
+	const gi = int64(1) << 30
+	v, ok := MemoryValuesOf(spec, 2*gi, 4*gi, 16*gi)
+	require.True(t, ok)
+	assert.Equal(t, 2*gi/10, *v.Min)
+	assert.Equal(t, 2*gi/5, *v.Low)
+	assert.Equal(t, (2*gi+2*gi*80/100)/system.PageSize*system.PageSize, *v.High, "request + (limit − request) × 80%")
+	assert.Equal(t, int64(95), *v.WmarkRatio)
+
+	v, _ = MemoryValuesOf(spec, 2*gi, -1, 16*gi)
+	assert.Equal(t, (2*gi+14*gi*80/100)/system.PageSize*system.PageSize, *v.High, "no limit: node allocatable")
+	mq.ThrottlingPercent = ptr.To[int64](0)
+	v, _ = MemoryValuesOf(spec, 2*gi, 4*gi, 16*gi)
+	assert.Equal(t, int64(1<<63-1), *v.High, "0: max")
+
+	spec.ResourceQOSStrategy.BEClass.MemoryQOS.Enable = ptr.To(false)
+	_, ok = MemoryValuesOf(spec, 2*gi, 4*gi, 16*gi)
+	assert.False(t, ok)
+}
+
+// fakeNode sets up a fake root with one YARN container and a mock states
+// informer returning spec.
+func fakeNode(t *testing.T, v2 bool, spec *slov1alpha1.NodeSLOSpec) (*system.FileTestUtil, *store.Store, *Applier, *store.Container) {
+	helper := system.NewFileTestUtil(t)
+	t.Cleanup(helper.Cleanup)
+	helper.SetCgroupsV2(v2)
+	old := system.CgroupPathFormatter
+	system.SetupCgroupPathFormatter(system.Cgroupfs)
+	t.Cleanup(func() { system.CgroupPathFormatter = old })
+	name := "container_e17_1700000000000_0042_01_000002"
+	dir := "kubepods/besteffort/hadoop-yarn/" + name
+	id, _ := yarn.ParseContainerID(name)
+	own := cgroups.Ref{Dir: dir, Owned: true}
+	st := store.New()
+	st.Resync(store.Observation{ScanOK: true, Scan: []cgroups.Container{{Name: name, ID: id, Pids: []int{11, 12},
+		Cgroups: cgroups.Cgroups{own, own, {Dir: "kubepods/besteffort/podnm/nm"}, own, {Dir: "kubepods/besteffort/podnm/nm"}}}},
+		NMOK: true, NM: []yarn.NMContainer{{ID: id, State: "RUNNING", TotalMemoryNeededMB: 2048, TotalVCoresNeeded: 1}}}, time.Now())
+	c, _ := st.Get(name)
+
+	ctrl := gomock.NewController(t)
+	si := mockstatesinformer.NewMockStatesInformer(ctrl)
+	si.EXPECT().GetNodeSLO().Return(&slov1alpha1.NodeSLO{Spec: *spec}).AnyTimes()
+	si.EXPECT().GetNode().Return(&corev1.Node{Status: corev1.NodeStatus{Allocatable: corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("16Gi")}}}).AnyTimes()
+	a := New(Options{Store: st, StatesInformer: func() statesinformer.StatesInformer { return si }, Interval: time.Hour})
+	stop := make(chan struct{})
+	t.Cleanup(func() { close(stop) })
+	a.executor.Run(stop)
+	return helper, st, a, c
+}
+
+func TestApplyBVTOnFakeRoot(t *testing.T) {
+	gates(t, string(features.YARNCPUQoS))
+	helper, _, a, c := fakeNode(t, false, beSpec(slov1alpha1.CPUQOSPolicyGroupIdentity))
+	helper.WriteCgroupFileContents(c.Cgroups[cgroups.CPU].Dir, system.CPUBVTWarpNs, "0")
+	helper.WriteCgroupFileContents("kubepods", system.CPUIdle, "0")
+	helper.WriteCgroupFileContents(c.Cgroups[cgroups.CPU].Dir, system.CPUIdle, "0")
+	helper.SetResourcesSupported(true, system.CPUBVTWarpNs, system.CPUIdle)
+	assert.Equal(t, 2, a.Apply(c), "the first apply writes both files")
+	assert.Equal(t, "-1", helper.ReadCgroupFileContents(c.Cgroups[cgroups.CPU].Dir, system.CPUBVTWarpNs))
+	assert.Equal(t, "0", helper.ReadCgroupFileContents(c.Cgroups[cgroups.CPU].Dir, system.CPUIdle), "groupIdentity policy: no sched-idle")
+	assert.Equal(t, 0, a.ReconcileAll(), "nothing changed: nothing written")
+}
+
+func TestApplyMemoryQoSOnFakeRoots(t *testing.T) {
+	for _, v2 := range []bool{false, true} {
+		t.Run(fmt.Sprintf("v2=%v", v2), func(t *testing.T) {
+			gates(t, string(features.YARNMemoryQoS))
+			helper, _, a, c := fakeNode(t, v2, beSpec(slov1alpha1.CPUQOSPolicyGroupIdentity))
+			dir := c.Cgroups[cgroups.Memory].Dir
+			files := []system.Resource{system.MemoryMin, system.MemoryLow, system.MemoryHigh}
+			if v2 {
+				files = []system.Resource{system.MemoryMinV2, system.MemoryLowV2, system.MemoryHighV2}
+				helper.WriteCgroupFileContents(dir, system.MemoryLimitV2, "max")
+			} else {
+				// Anolis cgroup v1 files, present in kubepods and the container.
+				files = append(files, system.MemoryWmarkRatio, system.MemoryWmarkScaleFactor, system.MemoryWmarkMinAdj,
+					system.MemoryPriority, system.MemoryUsePriorityOom, system.MemoryOomGroup)
+				helper.WriteCgroupFileContents(dir, system.MemoryLimit, "4294967296")
+			}
+			for _, f := range files {
+				initial := "0"
+				if f == system.MemoryWmarkScaleFactor {
+					initial = "50" // valid range [1, 1000]
+				}
+				helper.WriteCgroupFileContents("kubepods", f, initial)
+				helper.WriteCgroupFileContents(dir, f, initial)
+			}
+			helper.SetResourcesSupported(true, files...)
+			written := a.Apply(c)
+			assert.Greater(t, written, 0)
+			high := helper.ReadCgroupFileContents(dir, files[2])
+			if v2 {
+				// No limit on v2 here: request + (allocatable − request) × 80%.
+				assert.Equal(t, fmt.Sprint((int64(2<<30)+(int64(16<<30)-int64(2<<30))*80/100)/system.PageSize*system.PageSize), high)
+			} else {
+				assert.Equal(t, fmt.Sprint((int64(2<<30)+int64(2<<30)*80/100)/system.PageSize*system.PageSize), high)
+				assert.Equal(t, "95", helper.ReadCgroupFileContents(dir, system.MemoryWmarkRatio))
+				assert.Equal(t, "50", helper.ReadCgroupFileContents(dir, system.MemoryWmarkMinAdj))
+			}
+			assert.Equal(t, 0, a.ReconcileAll(), "nothing changed: nothing written")
+		})
+	}
+}
+
+func TestMemoryQoSUnsupportedSkipped(t *testing.T) {
+	gates(t, string(features.YARNMemoryQoS))
+	helper, _, a, c := fakeNode(t, false, beSpec(slov1alpha1.CPUQOSPolicyGroupIdentity))
+	// A kernel without the memory QoS files (this one): nothing written, no error.
+	helper.SetResourcesSupported(false, system.MemoryMin, system.MemoryLow, system.MemoryHigh, system.MemoryWmarkRatio,
+		system.MemoryWmarkScaleFactor, system.MemoryWmarkMinAdj, system.MemoryPriority, system.MemoryUsePriorityOom, system.MemoryOomGroup)
+	assert.Equal(t, 0, a.Apply(c))
+	assert.True(t, a.unsupported[string(system.MemoryMin.ResourceType())])
+}
+
+func TestApplyResctrlOnFakeRoot(t *testing.T) {
+	gates(t, string(features.YARNResctrlQoS))
+	helper, _, a, c := fakeNode(t, false, beSpec(slov1alpha1.CPUQOSPolicyGroupIdentity))
+	tasks := filepath.Join(helper.TempDir, "fs", "resctrl", "BE", "tasks")
+	// No BE group yet: skipped with one log line.
+	assert.Equal(t, 0, a.Apply(c))
+	require.NoError(t, os.MkdirAll(filepath.Dir(tasks), 0o755))
+	require.NoError(t, os.WriteFile(tasks, []byte("11\n"), 0o644))
+	delete(a.unsupported, "resctrl")
+	helper.WriteCgroupFileContents(c.Cgroups[cgroups.CPU].Dir, system.CPUTasks, "11\n12\n13\n")
+	assert.Equal(t, 2, a.Apply(c), "the tasks not yet in the BE group join it")
+	b, err := os.ReadFile(tasks)
+	require.NoError(t, err)
+	// (a regular file stands for the resctrl tasks file: each id is one write)
+	assert.True(t, strings.Contains(string(b), "12") && strings.Contains(string(b), "13"), string(b))
+	require.NoError(t, os.WriteFile(tasks, []byte("11\n12\n13\n"), 0o644)) // as the kernel lists them
+	assert.Equal(t, 0, a.Apply(c), "tasks already in the group are not written again")
+}
