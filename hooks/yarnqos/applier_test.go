@@ -25,9 +25,11 @@ import (
 	"github.com/koordlet-yarn/koordlet-yarn/framework/features"
 	"github.com/koordlet-yarn/koordlet-yarn/framework/store"
 	"github.com/koordlet-yarn/koordlet-yarn/framework/yarn"
+	"github.com/koordlet-yarn/koordlet-yarn/test/kerneltest"
 )
 
 func TestMain(m *testing.M) {
+	kerneltest.RunHelperIfRequested()
 	if err := features.Register(); err != nil {
 		panic(err)
 	}

@@ -27,6 +27,23 @@ func RunHelperIfRequested() {
 		for {
 			x++
 		}
+	case strings.HasPrefix(mode, "spin="):
+		// A CPU-bound latency-sensitive stand-in: count loop iterations for
+		// the duration and print the count.
+		d, err := time.ParseDuration(strings.TrimPrefix(mode, "spin="))
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "bad spin duration:", err)
+			os.Exit(2)
+		}
+		deadline := time.Now().Add(d)
+		n := uint64(0)
+		for time.Now().Before(deadline) {
+			for i := 0; i < 1000; i++ {
+				n++
+			}
+		}
+		fmt.Println(n)
+		os.Exit(0)
 	case strings.HasPrefix(mode, "grow="):
 		var total, rate int
 		if _, err := fmt.Sscanf(strings.TrimPrefix(mode, "grow="), "%d@%d", &total, &rate); err != nil || rate <= 0 {
