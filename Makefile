@@ -6,7 +6,7 @@ BENCH   ?= .
 # Longer runs give steadier figures: make bench BENCHTIME=5s
 BENCHTIME ?= 2s
 
-.PHONY: all deps build test bench lint demo measure-evict clean
+.PHONY: all deps build test bench lint demo measure-evict measure-isolation clean
 
 all: lint build test
 
@@ -40,6 +40,11 @@ demo: deps
 RUNS ?= 6
 measure-evict: deps
 	$(GO) run ./test/measure/evictlatency -runs $(RUNS)
+
+# LS throughput beside YARN CPU hogs with the CPU QoS applier off and on, and
+# the applier's latency over 200 containers (root, cgroup v1, cpu.idle).
+measure-isolation: deps
+	$(GO) run ./test/measure/isolation
 
 clean:
 	rm -rf $(BIN)

@@ -67,7 +67,8 @@ func Install(fs *flag.FlagSet) (*Framework, error) {
 		Metrics:     usageMetrics,
 		NodeName:    os.Getenv("NODE_NAME"),
 	})
-	fw.QoS = yarnqos.New(yarnqos.Options{Store: fw.Store, StatesInformer: fw.Handles.StatesInformer, Interval: cfg.QoSReconcileInterval})
+	fw.QoS = yarnqos.New(yarnqos.Options{Store: fw.Store, StatesInformer: fw.Handles.StatesInformer,
+		Hierarchy: fw.Informer.HierarchyDir, Interval: cfg.QoSReconcileInterval})
 	fw.loops = append(fw.loops, fw.Usage, fw.QoS)
 
 	evictMetrics, err := yarnevict.NewMetrics(koordmetrics.ExternalRegistry)

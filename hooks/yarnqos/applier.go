@@ -27,6 +27,10 @@ type Options struct {
 	Store *store.Store
 	// StatesInformer returns koordlet's states informer (nil before capture).
 	StatesInformer func() statesinformer.StatesInformer
+	// Hierarchy returns the YARN hierarchy dir ("" when unknown). Its root
+	// gets the CPU QoS too: sched-idle and Group Identity act between
+	// siblings, so the YARN root must be BE towards its own siblings.
+	Hierarchy func() string
 	// Interval is the periodic reconcile.
 	Interval time.Duration
 	// OnApplied, when set, is called after a container's settings were
@@ -61,6 +65,7 @@ func (a *Applier) Enabled() bool {
 // every interval, until stopCh closes. It returns at once.
 func (a *Applier) Run(stopCh <-chan struct{}) {
 	a.executor.Run(stopCh)
+	a.ApplyRoot()
 	unsubscribe := a.opts.Store.Subscribe("yarn-qos", func(ev store.Event) {
 		if ev.Type == store.Added || (ev.Type == store.Updated && !samePids(ev.Previous, ev.Container)) {
 			a.Apply(ev.Container)
@@ -100,8 +105,35 @@ func samePids(a, b *store.Container) bool {
 // ReconcileAll applies to every container; unchanged values are not
 // written again (the executor caches what it wrote).
 func (a *Applier) ReconcileAll() (written int) {
+	written += a.ApplyRoot()
 	for _, c := range a.opts.Store.Snapshot() {
 		written += a.Apply(c)
+	}
+	return written
+}
+
+// ApplyRoot writes the CPU QoS to the YARN hierarchy root (all of it is BE
+// work), and returns how many files changed.
+func (a *Applier) ApplyRoot() int {
+	if a.opts.Hierarchy == nil || !features.Enabled(features.YARNCPUQoS) {
+		return 0
+	}
+	dir := a.opts.Hierarchy()
+	spec, _ := a.spec()
+	if dir == "" || spec == nil {
+		return 0
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	root := &store.Container{Name: dir, Source: store.SourceCgroup}
+	root.Cgroups[cgroups.CPU] = cgroups.Ref{Dir: dir, Owned: true}
+	written := 0
+	for _, u := range a.cpuUpdaters(root, CPURuleOf(spec)) {
+		if updated, err := a.executor.Update(true, u); err == nil && updated {
+			written++
+		} else if err != nil {
+			klog.V(4).Infof("yarn: apply %s to the YARN hierarchy %s: %v", u.Name(), dir, err)
+		}
 	}
 	return written
 }

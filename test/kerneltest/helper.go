@@ -3,6 +3,7 @@ package kerneltest
 import (
 	"fmt"
 	"os"
+	"runtime"
 	"strconv"
 	"strings"
 	"time"
@@ -28,21 +29,31 @@ func RunHelperIfRequested() {
 			x++
 		}
 	case strings.HasPrefix(mode, "spin="):
-		// A CPU-bound latency-sensitive stand-in: count loop iterations for
-		// the duration and print the count.
+		// A CPU-bound latency-sensitive stand-in: one worker per CPU counts
+		// loop iterations for the duration; the total is printed.
 		d, err := time.ParseDuration(strings.TrimPrefix(mode, "spin="))
 		if err != nil {
 			fmt.Fprintln(os.Stderr, "bad spin duration:", err)
 			os.Exit(2)
 		}
 		deadline := time.Now().Add(d)
-		n := uint64(0)
-		for time.Now().Before(deadline) {
-			for i := 0; i < 1000; i++ {
-				n++
-			}
+		counts := make(chan uint64)
+		for w := 0; w < runtime.NumCPU(); w++ {
+			go func() {
+				n := uint64(0)
+				for time.Now().Before(deadline) {
+					for i := 0; i < 1000; i++ {
+						n++
+					}
+				}
+				counts <- n
+			}()
 		}
-		fmt.Println(n)
+		total := uint64(0)
+		for w := 0; w < runtime.NumCPU(); w++ {
+			total += <-counts
+		}
+		fmt.Println(total)
 		os.Exit(0)
 	case strings.HasPrefix(mode, "grow="):
 		var total, rate int

@@ -1,0 +1,217 @@
+// Command isolation measures the YARN CPU QoS applier on this kernel
+// (cgroup v1, cpu.idle): (1) the effect: a CPU-bound latency-sensitive
+// process (one worker per CPU, in a cgroup beside the YARN hierarchy with
+// the same cpu.shares) — its throughput alone, next to YARN CPU hogs without
+// the applier, and next to them with the applier (the BE class asks for
+// sched-idle);
+// (2) the applier's latency from a container reaching the store to its
+// settings being written, over many containers. Needs root and cgroup v1.
+package main
+
+import (
+	"bytes"
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/utils/ptr"
+
+	slov1alpha1 "github.com/koordinator-sh/koordinator/apis/slo/v1alpha1"
+	koordfeatures "github.com/koordinator-sh/koordinator/pkg/features"
+	"github.com/koordinator-sh/koordinator/pkg/koordlet/statesinformer"
+	"github.com/koordinator-sh/koordinator/pkg/koordlet/util/system"
+
+	"github.com/koordlet-yarn/koordlet-yarn/framework/cgroups"
+	"github.com/koordlet-yarn/koordlet-yarn/framework/features"
+	"github.com/koordlet-yarn/koordlet-yarn/framework/store"
+	"github.com/koordlet-yarn/koordlet-yarn/framework/yarn"
+	"github.com/koordlet-yarn/koordlet-yarn/hooks/yarnqos"
+	"github.com/koordlet-yarn/koordlet-yarn/test/kerneltest"
+)
+
+const root = "/sys/fs/cgroup/cpu"
+
+func main() {
+	kerneltest.RunHelperIfRequested()
+	hogs := flag.Int("hogs", 4, "YARN CPU hogs")
+	window := flag.Duration("window", 3*time.Second, "throughput window")
+	containers := flag.Int("containers", 200, "containers for the latency measurement")
+	flag.Parse()
+	if err := run(*hogs, *window, *containers); err != nil {
+		fmt.Fprintln(os.Stderr, "isolation:", err)
+		os.Exit(1)
+	}
+}
+
+// fakeInformer serves the NodeSLO the applier reads.
+type fakeInformer struct {
+	statesinformer.StatesInformer
+	spec *slov1alpha1.NodeSLOSpec
+}
+
+func (f *fakeInformer) GetNodeSLO() *slov1alpha1.NodeSLO { return &slov1alpha1.NodeSLO{Spec: *f.spec} }
+func (f *fakeInformer) GetNode() *corev1.Node            { return &corev1.Node{} }
+func (f *fakeInformer) RegisterCallbacks(statesinformer.RegisterType, string, string, statesinformer.UpdateCbFn) {
+}
+
+func run(hogs int, window time.Duration, containers int) error {
+	if os.Geteuid() != 0 {
+		return fmt.Errorf("needs root")
+	}
+	top := fmt.Sprintf("koordlet-yarn-isolation-%d", os.Getpid())
+	defer cleanup(top)
+	if err := os.MkdirAll(filepath.Join(root, top, "ls"), 0o755); err != nil {
+		return err
+	}
+	if _, err := os.Stat(filepath.Join(root, top, "ls", "cpu.idle")); err != nil {
+		return fmt.Errorf("this kernel has no cpu.idle")
+	}
+	if err := koordfeatures.DefaultMutableKoordletFeatureGate.Add(features.Specs); err != nil {
+		return err
+	}
+	if err := koordfeatures.DefaultMutableKoordletFeatureGate.SetFromMap(map[string]bool{string(features.YARNCPUQoS): true}); err != nil {
+		return err
+	}
+	system.Conf.CgroupRootDir = "/sys/fs/cgroup/"
+	f := system.CgroupPathFormatter
+	f.ParentDir = top // koordlet's support check looks here instead of the host's kubepods
+	system.CgroupPathFormatter = f
+
+	policy := slov1alpha1.CPUQOSPolicyCoreSched
+	spec := &slov1alpha1.NodeSLOSpec{ResourceQOSStrategy: &slov1alpha1.ResourceQOSStrategy{
+		Policies: &slov1alpha1.ResourceQOSPolicies{CPUPolicy: &policy},
+		BEClass: &slov1alpha1.ResourceQOS{CPUQOS: &slov1alpha1.CPUQOSCfg{Enable: ptr.To(true),
+			CPUQOS: slov1alpha1.CPUQOS{SchedIdle: ptr.To[int64](1)}}}}}
+	st := store.New()
+	applied := make(chan string, 1024)
+	if err := os.MkdirAll(filepath.Join(root, top, "hadoop-yarn"), 0o755); err != nil {
+		return err
+	}
+	a := yarnqos.New(yarnqos.Options{Store: st, Interval: time.Hour, Hierarchy: func() string { return top + "/hadoop-yarn" },
+		StatesInformer: func() statesinformer.StatesInformer { return &fakeInformer{spec: spec} },
+		OnApplied:      func(c *store.Container, _ time.Time) { applied <- c.Name }})
+	stop := make(chan struct{})
+	defer close(stop)
+
+	// (1) effect: the applier is started only once the hogs run without it.
+	alone, err := spin(top, window)
+	if err != nil {
+		return err
+	}
+	var scan []cgroups.Container
+	var pids []int
+	for i := 0; i < hogs; i++ {
+		id := yarn.ContainerID{Epoch: 17, ClusterTimestamp: 1700000000000, AppID: 1, AttemptID: 1, Sequence: int64(2 + i)}
+		rel := top + "/hadoop-yarn/" + id.String()
+		if err := os.MkdirAll(filepath.Join(root, rel), 0o755); err != nil {
+			return err
+		}
+		cmd := exec.Command(os.Args[0])
+		cmd.Env = append(os.Environ(), "KOORDLET_YARN_TEST_HELPER=burn")
+		if err := cmd.Start(); err != nil {
+			return err
+		}
+		pids = append(pids, cmd.Process.Pid)
+		if err := os.WriteFile(filepath.Join(root, rel, "cgroup.procs"), []byte(strconv.Itoa(cmd.Process.Pid)), 0o644); err != nil {
+			return err
+		}
+		own := cgroups.Ref{Dir: rel, Owned: true}
+		scan = append(scan, cgroups.Container{Name: id.String(), ID: id, Pids: []int{cmd.Process.Pid}, Cgroups: cgroups.Cgroups{cgroups.CPU: own}})
+	}
+	defer func() {
+		for _, p := range pids {
+			_ = syscall.Kill(p, syscall.SIGKILL)
+		}
+	}()
+	time.Sleep(500 * time.Millisecond)
+	without, err := spin(top, window)
+	if err != nil {
+		return err
+	}
+	a.Run(stop) // applies to the YARN root at once
+	st.Resync(store.Observation{ScanOK: true, Scan: scan}, time.Now())
+	for range scan {
+		<-applied
+	}
+	with, err := spin(top, window)
+	if err != nil {
+		return err
+	}
+	fmt.Printf("LS throughput (loop iterations in %v): alone %d; with %d YARN hogs, applier off %d (%.0f%%); applier on (cpu.idle=1) %d (%.0f%%)\n",
+		window, alone, hogs, without, 100*float64(without)/float64(alone), with, 100*float64(with)/float64(alone))
+
+	// (2) latency: a container reaches the store → its settings are written.
+	var lat []time.Duration
+	for i := 0; i < containers; i++ {
+		id := yarn.ContainerID{Epoch: 17, ClusterTimestamp: 1700000000000, AppID: 2, AttemptID: 1, Sequence: int64(2 + i)}
+		rel := top + "/hadoop-yarn/" + id.String()
+		if err := os.MkdirAll(filepath.Join(root, rel), 0o755); err != nil {
+			return err
+		}
+		own := cgroups.Ref{Dir: rel, Owned: true}
+		scan = append(scan, cgroups.Container{Name: id.String(), ID: id, Cgroups: cgroups.Cgroups{cgroups.CPU: own}})
+		t0 := time.Now()
+		st.Resync(store.Observation{ScanOK: true, Scan: scan}, t0)
+		for name := range applied {
+			if name == id.String() {
+				break
+			}
+		}
+		lat = append(lat, time.Since(t0))
+	}
+	sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })
+	fmt.Printf("store added → cpu.idle written, %d containers: p50 %v, p99 %v, max %v\n", len(lat),
+		lat[len(lat)/2].Round(time.Microsecond), lat[len(lat)*99/100].Round(time.Microsecond), lat[len(lat)-1].Round(time.Microsecond))
+	return nil
+}
+
+// spin runs the LS stand-in in <top>/ls for window and returns its count.
+func spin(top string, window time.Duration) (uint64, error) {
+	cmd := exec.Command(os.Args[0])
+	cmd.Env = append(os.Environ(), "KOORDLET_YARN_TEST_HELPER=spin="+window.String())
+	var out bytes.Buffer
+	cmd.Stdout = &out
+	if err := cmd.Start(); err != nil {
+		return 0, err
+	}
+	if err := os.WriteFile(filepath.Join(root, top, "ls", "cgroup.procs"), []byte(strconv.Itoa(cmd.Process.Pid)), 0o644); err != nil {
+		return 0, err
+	}
+	if err := cmd.Wait(); err != nil {
+		return 0, err
+	}
+	return strconv.ParseUint(strings.TrimSpace(out.String()), 10, 64)
+}
+
+func cleanup(top string) {
+	var dirs []string
+	_ = filepath.WalkDir(filepath.Join(root, top), func(p string, d os.DirEntry, err error) error {
+		if err == nil && d.IsDir() {
+			dirs = append(dirs, p)
+		}
+		return nil
+	})
+	for i := len(dirs) - 1; i >= 0; i-- {
+		for attempt := 0; attempt < 100; attempt++ {
+			if b, err := os.ReadFile(filepath.Join(dirs[i], "cgroup.procs")); err == nil {
+				for _, f := range strings.Fields(string(b)) {
+					if pid, err := strconv.Atoi(f); err == nil {
+						_ = syscall.Kill(pid, syscall.SIGKILL)
+					}
+				}
+			}
+			if err := os.Remove(dirs[i]); err == nil || os.IsNotExist(err) {
+				break
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+}
