@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"text/tabwriter"
@@ -55,7 +56,8 @@ func run() error {
 	step("starting the node in a box: etcd, kube-apiserver, CRDs, node, NodeSLO, kubelet stub, NodeManager emulator, koordlet")
 	start := time.Now()
 	box, err := nodebox.Start(ctx, nodebox.Options{Top: top,
-		KoordletArgs: []string{"--feature-gates=BEMemoryEvict=true,YARNBEMemoryEvict=true,YARNNodeManagerGuard=true"}})
+		KoordletArgs: []string{"--feature-gates=BEMemoryEvict=true,YARNBEMemoryEvict=true,YARNNodeManagerGuard=true,YARNCPUQoS=true",
+			"--yarn-qos-reconcile-interval=2s"}})
 	if err != nil {
 		return err
 	}
@@ -65,6 +67,15 @@ func run() error {
 		fmt.Println("  every process, cgroup and file of the box is gone")
 	}()
 	fmt.Printf("  up in %.1fs; koordlet log: %s\n", time.Since(start).Seconds(), box.KoordletLog())
+
+	step("NodeSLO: the BE class asks for sched-idle (cpuPolicy coreSched, beClass.cpuQOS.schedIdle=1)")
+	if err := box.UpdateNodeSLO(ctx, func(s *slov1alpha1.NodeSLOSpec) {
+		policy := slov1alpha1.CPUQOSPolicyCoreSched
+		s.ResourceQOSStrategy = &slov1alpha1.ResourceQOSStrategy{Policies: &slov1alpha1.ResourceQOSPolicies{CPUPolicy: &policy},
+			BEClass: &slov1alpha1.ResourceQOS{CPUQOS: &slov1alpha1.CPUQOSCfg{Enable: ptr.To(true), CPUQOS: slov1alpha1.CPUQOS{SchedIdle: ptr.To[int64](1)}}}}
+	}); err != nil {
+		return err
+	}
 
 	step("a Spark job: the ApplicationMaster (it forks a child), an executor burning a CPU, an executor holding 256 MiB; a second job is still localizing")
 	launch := func(s nmemu.Spec) string {
@@ -175,7 +186,7 @@ func show(box *nodebox.Box) error {
 	fmt.Printf("  koordlet GET %s: %d containers; NM %s (pod %s)\n", framework.ContainersPath, len(resp.Containers), resp.Informer.NMEndpoint, resp.Informer.NMPod)
 	tw := tabwriter.NewWriter(os.Stdout, 2, 4, 2, ' ', 0)
 	usage := scrapeUsage(box)
-	fmt.Fprintln(tw, "  CONTAINER\tAM\tUSER\tSTATE\tEXEC\tSEEN IN\tREQ CPU\tREQ MEM\tUSED CPU\tUSED MEM\tPIDS\tOWN CGROUPS")
+	fmt.Fprintln(tw, "  CONTAINER\tAM\tUSER\tSTATE\tEXEC\tSEEN IN\tREQ CPU\tREQ MEM\tUSED CPU\tUSED MEM\tPIDS\tOWN CGROUPS\tCPU.IDLE")
 	for _, c := range resp.Containers {
 		var owned []string
 		for i, r := range c.Cgroups {
@@ -184,8 +195,14 @@ func show(box *nodebox.Box) error {
 			}
 		}
 		u := usage[c.Name]
-		fmt.Fprintf(tw, "  %s\t%v\t%s\t%s\t%s\t%s\t%dm\t%dMi\t%s\t%s\t%v\t%s\n", c.Name, c.IsAM, c.User, c.State, c.ExecutionType,
-			c.Source, c.RequestMilliCPU, c.RequestMemoryBytes>>20, u.cpu, u.mem, c.Pids, strings.Join(owned, ","))
+		idle := "-"
+		if ref := c.Cgroups[cgroups.CPU]; ref.Owned {
+			if b, err := os.ReadFile(filepath.Join(nodebox.CgroupRoot, "cpu", ref.Dir, "cpu.idle")); err == nil {
+				idle = strings.TrimSpace(string(b))
+			}
+		}
+		fmt.Fprintf(tw, "  %s\t%v\t%s\t%s\t%s\t%s\t%dm\t%dMi\t%s\t%s\t%v\t%s\t%s\n", c.Name, c.IsAM, c.User, c.State, c.ExecutionType,
+			c.Source, c.RequestMilliCPU, c.RequestMemoryBytes>>20, u.cpu, u.mem, c.Pids, strings.Join(owned, ","), idle)
 	}
 	if err := tw.Flush(); err != nil {
 		return err
