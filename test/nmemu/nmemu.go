@@ -50,6 +50,10 @@ type Config struct {
 	// manage they stay in the NM pod's cgroup, as with the real NM.
 	PodCgroup      string
 	PodControllers []string
+	// FakeFiles, for a fake cgroup root, are the files (controller → name →
+	// initial value) the kernel would create in each container cgroup; the
+	// emulator then also lists the pid in "tasks".
+	FakeFiles map[string]map[string]string
 	// ClusterTimestamp of the emulated ResourceManager.
 	ClusterTimestamp int64
 	// NodeID is the NM's node id (host:port).
@@ -153,8 +157,19 @@ func (nm *NM) Close() {
 	}
 	nm.wg.Wait()
 	for _, ctrl := range nm.cfg.Controllers {
-		removeTree(filepath.Join(nm.cfg.CgroupRoot, ctrl, nm.cfg.Hierarchy))
+		nm.removeTree(filepath.Join(nm.cfg.CgroupRoot, ctrl, nm.cfg.Hierarchy))
 	}
+}
+
+// removeTree removes a container cgroup as the NM does; on a fake root the
+// directories hold regular files and are removed with them.
+func (nm *NM) removeTree(dir string) {
+	if nm.cfg.FakeFiles != nil {
+		killAll(dir)
+		_ = os.RemoveAll(dir)
+		return
+	}
+	removeTree(dir)
 }
 
 // Launch starts a container: NEW, then LOCALIZING for spec.Localize, then
@@ -195,6 +210,11 @@ func (nm *NM) start(c *Container, script string) error {
 		if err := os.MkdirAll(dir, 0o755); err != nil {
 			return fmt.Errorf("create cgroup %s: %w", dir, err)
 		}
+		for name, v := range nm.cfg.FakeFiles[ctrl] {
+			if err := os.WriteFile(filepath.Join(dir, name), []byte(v), 0o644); err != nil {
+				return err
+			}
+		}
 		dirs = append(dirs, dir)
 	}
 	// The shell waits at a gate until it is inside the cgroups, so every
@@ -216,6 +236,9 @@ func (nm *NM) start(c *Container, script string) error {
 	}
 	targets = append(targets, dirs...)
 	for _, dir := range targets {
+		if nm.cfg.FakeFiles != nil {
+			_ = os.WriteFile(filepath.Join(dir, "tasks"), []byte(strconv.Itoa(cmd.Process.Pid)+"\n"), 0o644)
+		}
 		if err := os.WriteFile(filepath.Join(dir, "cgroup.procs"), []byte(strconv.Itoa(cmd.Process.Pid)), 0o644); err != nil {
 			_ = cmd.Process.Kill()
 			_ = cmd.Wait()
@@ -251,7 +274,7 @@ func (nm *NM) reap(c *Container, dirs []string) {
 		}
 	}
 	for _, dir := range dirs {
-		removeTree(dir)
+		nm.removeTree(dir)
 	}
 	nm.finish(c, state, code, diag)
 }

@@ -52,6 +52,11 @@ type Options struct {
 	NodeSLO slov1alpha1.NodeSLOSpec
 	// KoordletArgs are extra koordlet flags (e.g. --feature-gates=...).
 	KoordletArgs []string
+	// FakeRoot points koordlet at a fake cgroup root (and sys fs root) that
+	// has the files of the kernel features this machine lacks (Group
+	// Identity, Anolis Memory QoS, a resctrl BE group). Processes still run
+	// for real; their cgroup membership is only written to the fake files.
+	FakeRoot bool
 }
 
 // Box is a running node in a box.
@@ -72,6 +77,9 @@ type Box struct {
 	koordlet     *proc
 	koordletPort int
 	koordletRuns int
+	// cgroupRoot is the root koordlet and the emulator use; sysFSRoot is
+	// koordlet's --sys-fs-root-dir.
+	cgroupRoot, sysFSRoot string
 }
 
 // Prerequisites says why the box cannot run here, or nil.
@@ -135,7 +143,7 @@ func Start(ctx context.Context, opts Options) (b *Box, err error) {
 	// lock held nothing else of ours uses it. A kubepods hierarchy we did
 	// not make (a real kubelet) makes us refuse.
 	marker := lockPath + ".kubepods"
-	if _, statErr := os.Stat(filepath.Join(CgroupRoot, "cpu", "kubepods")); statErr == nil {
+	if _, statErr := os.Stat(filepath.Join(CgroupRoot, "cpu", "kubepods")); statErr == nil && !opts.FakeRoot {
 		if _, ownErr := os.Stat(marker); ownErr != nil {
 			return b, errors.New("this host already has a kubepods cgroup hierarchy that the box did not create; refusing to touch it")
 		}
@@ -147,9 +155,23 @@ func Start(ctx context.Context, opts Options) (b *Box, err error) {
 	if b.dir, err = os.MkdirTemp("", "nodebox-"); err != nil {
 		return b, err
 	}
-	for _, rel := range []string{"kubepods/besteffort", "kubepods/burstable"} {
-		if err = makeCgroup(rel); err != nil {
+	b.cgroupRoot, b.sysFSRoot = CgroupRoot, "/sys/fs"
+	if opts.FakeRoot {
+		b.cgroupRoot, b.sysFSRoot = filepath.Join(b.dir, "cgroupfs"), filepath.Join(b.dir, "sysfs")
+		if err = makeFakeRoot(b.cgroupRoot); err != nil {
 			return b, err
+		}
+		if err = os.MkdirAll(filepath.Join(b.sysFSRoot, "resctrl", "BE"), 0o755); err != nil {
+			return b, err
+		}
+		if err = os.WriteFile(filepath.Join(b.sysFSRoot, "resctrl", "BE", "tasks"), nil, 0o644); err != nil {
+			return b, err
+		}
+	} else {
+		for _, rel := range []string{"kubepods/besteffort", "kubepods/burstable"} {
+			if err = makeCgroup(CgroupRoot, rel); err != nil {
+				return b, err
+			}
 		}
 	}
 	if b.cp, err = startControlPlane(b.dir, filepath.Join(opts.Top, "build/bin")); err != nil {
@@ -184,7 +206,7 @@ func Start(ctx context.Context, opts Options) (b *Box, err error) {
 		if err != nil {
 			return b, err
 		}
-		if err = makeCgroup(rp.containerCgroup); err != nil {
+		if err = makeCgroup(b.cgroupRoot, rp.containerCgroup); err != nil {
 			return b, err
 		}
 		cmd := exec.Command("sleep", "86400")
@@ -193,7 +215,7 @@ func Start(ctx context.Context, opts Options) (b *Box, err error) {
 			return b, err
 		}
 		b.podProcs[spec.Name] = cmd
-		if err = movePid(cmd.Process.Pid, rp.containerCgroup); err != nil {
+		if err = movePid(b.cgroupRoot, cmd.Process.Pid, rp.containerCgroup); err != nil {
 			return b, err
 		}
 		b.pods[spec.Name] = rp
@@ -207,11 +229,15 @@ func Start(ctx context.Context, opts Options) (b *Box, err error) {
 	}
 	b.kubelet.setPods(pods)
 
-	b.NM = nmemu.New(nmemu.Config{
-		CgroupRoot: CgroupRoot, Hierarchy: YARNHierarchy, Controllers: []string{"cpu", "cpuacct", "memory"},
+	nmCfg := nmemu.Config{
+		CgroupRoot: b.cgroupRoot, Hierarchy: YARNHierarchy, Controllers: []string{"cpu", "cpuacct", "memory"},
 		PodCgroup: b.pods["nodemanager"].containerCgroup, PodControllers: controllers,
 		NodeID: "127.0.0.1:8041",
-	})
+	}
+	if opts.FakeRoot {
+		nmCfg.FakeFiles = fakeKernelFiles
+	}
+	b.NM = nmemu.New(nmCfg)
 	if b.NMAddr, err = b.NM.Listen("127.0.0.1:0"); err != nil {
 		return b, err
 	}
@@ -251,6 +277,12 @@ func (b *Box) NMPID() int { return b.podProcs["nodemanager"].Process.Pid }
 // NMPod returns the NodeManager pod's namespace and name.
 func (b *Box) NMPod() (string, string) { return "yarn", "nodemanager" }
 
+// CgroupRoot returns the cgroup root koordlet uses (the fake one with FakeRoot).
+func (b *Box) CgroupRoot() string { return b.cgroupRoot }
+
+// SysFSRoot returns koordlet's sys fs root (a fake one with FakeRoot).
+func (b *Box) SysFSRoot() string { return b.sysFSRoot }
+
 // KoordletLog is the path of koordlet's log.
 func (b *Box) KoordletLog() string { return b.koordlet.log }
 
@@ -265,11 +297,11 @@ func (b *Box) StartKoordlet() error {
 	args := []string{
 		"--addr=127.0.0.1:" + strconv.Itoa(b.koordletPort),
 		"--kubeconfig=" + b.cp.kubeconfig,
-		"--cgroup-root-dir=" + CgroupRoot + "/",
+		"--cgroup-root-dir=" + b.cgroupRoot + "/",
 		// koordlet's defaults are a DaemonSet's host mounts (/host-sys...);
 		// the box runs on the host itself.
 		"--sys-root-dir=/sys/",
-		"--sys-fs-root-dir=/sys/fs/",
+		"--sys-fs-root-dir=" + b.sysFSRoot + "/",
 		"--proc-root-dir=/proc/",
 		"--var-run-root-dir=" + filepath.Join(work, "var-run") + "/",
 		"--tsdb-path=" + filepath.Join(work, "tsdb"),
@@ -385,7 +417,9 @@ func (b *Box) Stop() {
 	b.kubelet.stop()
 	b.cp.stop()
 	if b.lock != nil {
-		removeCgroupTree("kubepods")
+		if !b.opts.FakeRoot {
+			removeCgroupTree("kubepods")
+		}
 		_ = os.Remove(lockPath + ".kubepods")
 		_ = syscall.Flock(int(b.lock.Fd()), syscall.LOCK_UN)
 		b.lock.Close()

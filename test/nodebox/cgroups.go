@@ -17,11 +17,11 @@ const CgroupRoot = "/sys/fs/cgroup"
 // hierarchy in.
 var controllers = []string{"cpu", "cpuacct", "cpuset", "memory", "blkio"}
 
-// makeCgroup creates rel in every controller; in cpuset each new level
-// inherits its parent's cpus and mems so that tasks can join it.
-func makeCgroup(rel string) error {
+// makeCgroup creates rel in every controller under root; in cpuset each
+// new level inherits its parent's cpus and mems so that tasks can join it.
+func makeCgroup(root, rel string) error {
 	for _, ctrl := range controllers {
-		base := filepath.Join(CgroupRoot, ctrl)
+		base := filepath.Join(root, ctrl)
 		cur := base
 		for _, part := range strings.Split(rel, "/") {
 			parent := cur
@@ -48,10 +48,10 @@ func makeCgroup(rel string) error {
 	return nil
 }
 
-// movePid moves pid into rel in every controller.
-func movePid(pid int, rel string) error {
+// movePid moves pid into rel in every controller under root.
+func movePid(root string, pid int, rel string) error {
 	for _, ctrl := range controllers {
-		p := filepath.Join(CgroupRoot, ctrl, rel, "cgroup.procs")
+		p := filepath.Join(root, ctrl, rel, "cgroup.procs")
 		if err := os.WriteFile(p, []byte(strconv.Itoa(pid)), 0o644); err != nil {
 			return fmt.Errorf("move pid %d to %s: %w", pid, p, err)
 		}
@@ -59,8 +59,8 @@ func movePid(pid int, rel string) error {
 	return nil
 }
 
-// removeCgroupTree removes rel and its children in every controller, killing
-// processes still inside.
+// removeCgroupTree removes rel and its children in every controller of the
+// host's cgroup root, killing processes still inside.
 func removeCgroupTree(rel string) {
 	for _, ctrl := range controllers {
 		root := filepath.Join(CgroupRoot, ctrl, rel)
@@ -87,4 +87,50 @@ func removeCgroupTree(rel string) {
 			}
 		}
 	}
+}
+
+// fakeKernelFiles are the cgroup files of the kernel features this machine
+// lacks (Group Identity, Anolis memory QoS), with their initial values: the
+// fake root has them in kubepods (where koordlet checks support) and the NM
+// emulator creates them in every container cgroup.
+var fakeKernelFiles = map[string]map[string]string{
+	"cpu": {"cpu.bvt_warp_ns": "0", "cpu.idle": "0", "cpu.shares": "1024", "cpu.cfs_quota_us": "-1", "cpu.cfs_period_us": "100000",
+		"cpu.stat": "nr_periods 0\nnr_throttled 0\nthrottled_time 0\n"},
+	"cpuacct": {"cpuacct.usage": "0"},
+	"memory": {"memory.min": "0", "memory.low": "0", "memory.high": "9223372036854771712", "memory.wmark_ratio": "0",
+		"memory.wmark_scale_factor": "50", "memory.wmark_min_adj": "0", "memory.priority": "0", "memory.use_priority_oom": "0",
+		"memory.oom.group": "0", "memory.limit_in_bytes": "9223372036854771712",
+		"memory.stat": "total_cache 0\ntotal_rss 0\ntotal_inactive_file 0\ntotal_active_file 0\ntotal_inactive_anon 0\ntotal_active_anon 0\ntotal_unevictable 0\n"},
+}
+
+// makeFakeRoot builds a fake cgroup v1 root at dir with kubepods and the
+// files of the kernel features this machine lacks.
+func makeFakeRoot(dir string) error {
+	for _, ctrl := range controllers {
+		if err := os.MkdirAll(filepath.Join(dir, ctrl), 0o755); err != nil {
+			return err
+		}
+	}
+	for _, f := range []string{"cpuset.cpus", "cpuset.mems"} {
+		b, err := os.ReadFile(filepath.Join(CgroupRoot, "cpuset", f))
+		if err != nil {
+			return err
+		}
+		if err := os.WriteFile(filepath.Join(dir, "cpuset", f), b, 0o644); err != nil {
+			return err
+		}
+	}
+	for _, rel := range []string{"kubepods", "kubepods/besteffort", "kubepods/burstable"} {
+		if err := makeCgroup(dir, rel); err != nil {
+			return err
+		}
+		for ctrl, files := range fakeKernelFiles {
+			for name, v := range files {
+				if err := os.WriteFile(filepath.Join(dir, ctrl, rel, name), []byte(v), 0o644); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	return nil
 }
