@@ -1,0 +1,116 @@
+// SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
+// cgroupwatch reports, through a ring buffer, the creation and removal of
+// cgroups directly below the watched parents (the YARN hierarchy roots, one
+// per cgroup v1 controller or the unified one) and the processes attached to
+// them. Everything else is filtered in the kernel: unrelated cgroups (pods)
+// never wake user space.
+//
+// The few kernel types are declared here with CO-RE relocations instead of a
+// generated vmlinux.h; kernfs_node's parent field was renamed to __parent in
+// Linux 6.15, and both names are handled.
+
+#include <linux/types.h>
+#include <linux/bpf.h>
+typedef _Bool bool;
+
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_core_read.h>
+#include <bpf/bpf_tracing.h>
+
+struct kernfs_node {
+	const char *name;
+	__u64 id;
+} __attribute__((preserve_access_index));
+
+struct kernfs_node___new {
+	struct kernfs_node *__parent;
+} __attribute__((preserve_access_index));
+
+struct kernfs_node___old {
+	struct kernfs_node *parent;
+} __attribute__((preserve_access_index));
+
+struct cgroup {
+	struct kernfs_node *kn;
+} __attribute__((preserve_access_index));
+
+struct task_struct {
+	int tgid;
+} __attribute__((preserve_access_index));
+
+enum event_type {
+	EVENT_MKDIR = 1,
+	EVENT_ATTACH = 2,
+	EVENT_RMDIR = 3,
+};
+
+struct event {
+	__u32 type;
+	__u32 pid;
+	__u64 cgroup_id;
+	__u64 parent_id;
+	char name[64];
+};
+
+// Keeps struct event in the BTF for the generated Go type.
+const struct event *unused_event __attribute__((unused));
+
+// parents holds the kernfs ids (inode numbers) of the watched parents.
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 64);
+	__type(key, __u64);
+	__type(value, __u8);
+} parents SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, 1 << 20);
+} events SEC(".maps");
+
+static __always_inline struct kernfs_node *kn_parent(struct kernfs_node *kn)
+{
+	if (bpf_core_field_exists(((struct kernfs_node___new *)0)->__parent))
+		return BPF_CORE_READ((struct kernfs_node___new *)kn, __parent);
+	return BPF_CORE_READ((struct kernfs_node___old *)kn, parent);
+}
+
+static __always_inline int emit(__u32 type, struct cgroup *cgrp, __u32 pid)
+{
+	struct kernfs_node *kn = BPF_CORE_READ(cgrp, kn);
+	struct kernfs_node *parent = kn_parent(kn);
+	__u64 parent_id = BPF_CORE_READ(parent, id);
+
+	if (!bpf_map_lookup_elem(&parents, &parent_id))
+		return 0;
+	struct event *e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
+	if (!e)
+		return 0;
+	e->type = type;
+	e->pid = pid;
+	e->cgroup_id = BPF_CORE_READ(kn, id);
+	e->parent_id = parent_id;
+	bpf_probe_read_kernel_str(e->name, sizeof(e->name), BPF_CORE_READ(kn, name));
+	bpf_ringbuf_submit(e, 0);
+	return 0;
+}
+
+SEC("tp_btf/cgroup_mkdir")
+int BPF_PROG(on_mkdir, struct cgroup *cgrp, const char *path)
+{
+	return emit(EVENT_MKDIR, cgrp, 0);
+}
+
+SEC("tp_btf/cgroup_rmdir")
+int BPF_PROG(on_rmdir, struct cgroup *cgrp, const char *path)
+{
+	return emit(EVENT_RMDIR, cgrp, 0);
+}
+
+SEC("tp_btf/cgroup_attach_task")
+int BPF_PROG(on_attach, struct cgroup *dst, const char *path, struct task_struct *task, bool threadgroup)
+{
+	return emit(EVENT_ATTACH, dst, BPF_CORE_READ(task, tgid));
+}
+
+char LICENSE[] SEC("license") = "Dual BSD/GPL";
