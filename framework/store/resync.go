@@ -1,6 +1,7 @@
 package store
 
 import (
+	"slices"
 	"time"
 
 	"github.com/koordlet-yarn/koordlet-yarn/framework/cgroups"
@@ -18,6 +19,9 @@ type Observation struct {
 	// the store keeps what it knew from the NM.
 	NM   []yarn.NMContainer
 	NMOK bool
+	// Started is when the observation began (before the scan); events
+	// observed after it win over it. Zero means the resync's own time.
+	Started time.Time
 }
 
 // Stats counts the changes of one resync.
@@ -40,10 +44,27 @@ func (s *Store) Resync(obs Observation, now time.Time) Stats {
 	cands := s.cands[:0]
 	idx := s.candIdx
 	clear(idx)
+	started := obs.Started
+	if started.IsZero() {
+		started = now
+	}
+	for id, at := range s.tombstones {
+		if now.Sub(at) > tombstoneTTL {
+			delete(s.tombstones, id)
+		}
+	}
+	// fresh reports whether an event source changed id after the scan began.
+	fresh := func(id yarn.ContainerID) bool {
+		e, ok := s.items[id]
+		return ok && e.touched.After(started)
+	}
 
 	if obs.ScanOK {
 		for i := range obs.Scan {
 			sc := &obs.Scan[i]
+			if at, ok := s.tombstones[sc.ID]; ok && at.After(started) {
+				continue // removed by an event after this scan began
+			}
 			var c Container
 			if e, ok := s.items[sc.ID]; ok {
 				c = *e.c
@@ -56,8 +77,20 @@ func (s *Store) Resync(obs Observation, now time.Time) Stats {
 				c = newContainer(sc.Name, sc.ID, now)
 				c.Source = SourceCgroup
 			}
-			c.Cgroups = sc.Cgroups
-			c.Pids = sc.Pids
+			if fresh(sc.ID) {
+				// Events after the scan began: keep what they added.
+				e := s.items[sc.ID]
+				for ctrl, r := range e.c.Cgroups {
+					if r.Owned && !sc.Cgroups[ctrl].Owned {
+						sc.Cgroups[ctrl] = r
+					}
+				}
+				c.Cgroups = sc.Cgroups
+				c.Pids = unionPids(sc.Pids, e.c.Pids)
+			} else {
+				c.Cgroups = sc.Cgroups
+				c.Pids = sc.Pids
+			}
 			idx[sc.ID] = len(cands)
 			cands = append(cands, c)
 		}
@@ -133,6 +166,10 @@ func (s *Store) Resync(obs Observation, now time.Time) Stats {
 		}
 	}
 	for id, e := range s.items {
+		if e.gen != s.gen && e.touched.After(started) {
+			e.gen = s.gen // added by an event after the scan began: the next resync decides
+			continue
+		}
 		if e.gen != s.gen {
 			delete(s.items, id)
 			s.publish(Event{Type: Removed, Container: e.c})
@@ -143,4 +180,14 @@ func (s *Store) Resync(obs Observation, now time.Time) Stats {
 	clear(cands)
 	s.cands = cands[:0]
 	return st
+}
+
+// unionPids merges two pid lists, sorted, without duplicates.
+func unionPids(a, b []int) []int {
+	if len(b) == 0 {
+		return a
+	}
+	out := append(append(make([]int, 0, len(a)+len(b)), a...), b...)
+	slices.Sort(out)
+	return slices.Compact(out)
 }

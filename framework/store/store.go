@@ -3,6 +3,7 @@ package store
 import (
 	"sort"
 	"sync"
+	"time"
 
 	"github.com/koordlet-yarn/koordlet-yarn/framework/yarn"
 )
@@ -41,6 +42,8 @@ type Event struct {
 type entry struct {
 	c   *Container
 	gen uint64
+	// touched is when an event source last changed the entry.
+	touched time.Time
 }
 
 // Store is the thread-safe set of the node's YARN containers.
@@ -54,11 +57,13 @@ type Store struct {
 	// resync scratch, guarded by mu
 	cands   []Container
 	candIdx map[yarn.ContainerID]int
+	// tombstones remember removals seen by event sources.
+	tombstones map[yarn.ContainerID]time.Time
 }
 
 // New returns an empty store.
 func New() *Store {
-	return &Store{items: map[yarn.ContainerID]*entry{}, candIdx: map[yarn.ContainerID]int{}}
+	return &Store{items: map[yarn.ContainerID]*entry{}, candIdx: map[yarn.ContainerID]int{}, tombstones: map[yarn.ContainerID]time.Time{}}
 }
 
 // Len returns the number of containers.

@@ -201,11 +201,13 @@ func (p *Plugin) Resync(ctx context.Context) (st store.Stats) {
 	}()
 	start := time.Now()
 	nmList, target, nmErr := p.listNM(ctx)
+	scanStart := time.Now()
 	scan, scanErr := p.scanner.Scan()
 
 	obs := store.Observation{
 		Scan: scan.Containers, ScanOK: scanErr == nil,
 		NM: nmList, NMOK: nmErr == nil,
+		Started: scanStart,
 	}
 	st = p.store.Resync(obs, time.Now())
 	p.logTransitions(scan, scanErr, nmErr, target.Endpoint)
