@@ -18,6 +18,8 @@ const ContainersPath = "/yarn/containers"
 // ContainersResponse is the body of GET /yarn/containers.
 type ContainersResponse struct {
 	Informer yarninformer.Status `json:"informer"`
+	// Discovery is the event source in use: ebpf, inotify or polling.
+	Discovery string `json:"discovery,omitempty"`
 	// Accounting says whether koordlet counts YARN usage as BE (see the README).
 	Accounting *yarnusage.Accounting `json:"accounting,omitempty"`
 	Containers []*store.Container    `json:"containers"`
@@ -31,6 +33,7 @@ func (fw *Framework) containersHandler() http.HandlerFunc {
 			return
 		}
 		resp := ContainersResponse{Informer: fw.Informer.Status(), Containers: fw.Store.Snapshot()}
+		resp.Discovery = string(fw.Watch.Active())
 		if acc, ok := fw.Usage.LastAccounting(); ok {
 			resp.Accounting = &acc
 		}

@@ -17,6 +17,7 @@ import (
 	qmutil "github.com/koordinator-sh/koordinator/pkg/koordlet/qosmanager/plugins/util"
 	"github.com/koordinator-sh/koordinator/pkg/koordlet/statesinformer/impl"
 
+	"github.com/koordlet-yarn/koordlet-yarn/collectors/cgroupwatch"
 	"github.com/koordlet-yarn/koordlet-yarn/collectors/yarnusage"
 	"github.com/koordlet-yarn/koordlet-yarn/framework/config"
 	"github.com/koordlet-yarn/koordlet-yarn/framework/features"
@@ -36,6 +37,7 @@ type Framework struct {
 	Informer *yarninformer.Plugin
 	Usage    *yarnusage.Collector
 	QoS      *yarnqos.Applier
+	Watch    *cgroupwatch.Watcher
 
 	loops []Loop
 }
@@ -69,7 +71,8 @@ func Install(fs *flag.FlagSet) (*Framework, error) {
 	})
 	fw.QoS = yarnqos.New(yarnqos.Options{Store: fw.Store, StatesInformer: fw.Handles.StatesInformer,
 		Hierarchy: fw.Informer.HierarchyDir, Interval: cfg.QoSReconcileInterval})
-	fw.loops = append(fw.loops, fw.Usage, fw.QoS)
+	fw.Watch = cgroupwatch.New(cgroupwatch.Options{Store: fw.Store, Hierarchy: fw.Informer.Hierarchy, ResyncInterval: cfg.ResyncInterval})
+	fw.loops = append(fw.loops, fw.Watch, fw.Usage, fw.QoS)
 
 	evictMetrics, err := yarnevict.NewMetrics(koordmetrics.ExternalRegistry)
 	if err != nil {

@@ -21,6 +21,12 @@ const (
 	// beta: v0.1
 	YARNMetricsCollector featuregate.Feature = "YARNMetricsCollector"
 
+	// YARNEBPFDiscovery learns of YARN container cgroups from eBPF programs
+	// on the kernel's cgroup tracepoints (inotify, then polling, otherwise).
+	// owner: koordlet-yarn
+	// beta: v0.1
+	YARNEBPFDiscovery featuregate.Feature = "YARNEBPFDiscovery"
+
 	// YARNBEMemoryEvict makes koordlet's BE memory evict (gate BEMemoryEvict)
 	// rank BE pods and YARN containers together and evict YARN containers
 	// one at a time, protecting the NodeManager pod and ApplicationMasters.
@@ -70,6 +76,7 @@ const (
 var Specs = map[featuregate.Feature]featuregate.FeatureSpec{
 	YARNContainerInformer: {Default: true, PreRelease: featuregate.Beta},
 	YARNMetricsCollector:  {Default: true, PreRelease: featuregate.Beta},
+	YARNEBPFDiscovery:     {Default: true, PreRelease: featuregate.Beta},
 	YARNBEMemoryEvict:     {Default: false, PreRelease: featuregate.Alpha},
 	YARNNodeManagerGuard:  {Default: false, PreRelease: featuregate.Alpha},
 	YARNBECPUSuppress:     {Default: false, PreRelease: featuregate.Alpha},

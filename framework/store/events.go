@@ -31,6 +31,10 @@ type CgroupEvent struct {
 	Pid int
 }
 
+// AllControllers in a CgroupEvent means every controller (cgroup v2: one
+// unified directory serves them all).
+const AllControllers cgroups.Controller = -1
+
 // tombstoneTTL is how long a removal seen by an event source keeps a scan
 // that started before it from bringing the container back.
 const tombstoneTTL = time.Minute
@@ -52,7 +56,7 @@ func (s *Store) Observe(ev CgroupEvent, now time.Time) {
 		} else {
 			c = newContainer(ev.Name, ev.ID, now)
 		}
-		c.Cgroups[ev.Controller] = cgroups.Ref{Dir: ev.Dir, Owned: true}
+		setRef(&c.Cgroups, ev.Controller, cgroups.Ref{Dir: ev.Dir, Owned: true})
 		c.Source |= SourceCgroup
 		if ev.Type == CgroupAttached && ev.Pid > 0 && !slices.Contains(c.Pids, ev.Pid) {
 			c.Pids = append(slices.Clone(c.Pids), ev.Pid)
@@ -78,7 +82,7 @@ func (s *Store) Observe(ev CgroupEvent, now time.Time) {
 			return
 		}
 		c := *e.c
-		c.Cgroups[ev.Controller] = cgroups.Ref{}
+		setRef(&c.Cgroups, ev.Controller, cgroups.Ref{})
 		owned := false
 		for _, r := range c.Cgroups {
 			owned = owned || r.Owned
@@ -95,4 +99,14 @@ func (s *Store) Observe(ev CgroupEvent, now time.Time) {
 		s.tombstones[ev.ID] = now
 		s.publish(Event{Type: Removed, Container: e.c})
 	}
+}
+
+func setRef(cg *cgroups.Cgroups, ctrl cgroups.Controller, r cgroups.Ref) {
+	if ctrl == AllControllers {
+		for i := range cg {
+			cg[i] = r
+		}
+		return
+	}
+	cg[ctrl] = r
 }
