@@ -6,7 +6,7 @@ BENCH   ?= .
 # Longer runs give steadier figures: make bench BENCHTIME=5s
 BENCHTIME ?= 2s
 
-.PHONY: all deps build test bench lint demo measure-evict measure-isolation clean
+.PHONY: all deps build test bench lint demo measure-evict measure-isolation measure-discovery clean
 
 all: lint build test
 
@@ -45,6 +45,11 @@ measure-evict: deps
 # the applier's latency over 200 containers (root, cgroup v1, cpu.idle).
 measure-isolation: deps
 	$(GO) run ./test/measure/isolation
+
+# Creation → store latency for eBPF, inotify and polling discovery, and the
+# user-space wake-ups of 1,000 unrelated cgroup creations (root, cgroup v1).
+measure-discovery: deps
+	$(GO) run ./test/measure/discovery
 
 clean:
 	rm -rf $(BIN)

@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 	"unsafe"
@@ -55,7 +56,12 @@ type Watcher struct {
 	ebpf    *EBPF
 	inotify int      // fd, -1 when unused
 	inoFile *os.File // the fd in Go's poller, so that Close ends a blocked Read
+	// wakeups counts the events user space received.
+	wakeups atomic.Int64
 }
+
+// Wakeups returns how many events user space has received.
+func (w *Watcher) Wakeups() int64 { return w.wakeups.Load() }
 
 // New returns a watcher.
 func New(opts Options) *Watcher {
@@ -227,6 +233,7 @@ func (w *Watcher) readEBPF() {
 		if err != nil {
 			return // closed
 		}
+		w.wakeups.Add(1)
 		switch ev.Type {
 		case Mkdir:
 			w.observe(store.CgroupCreated, ev.ParentID, ev.Name, 0)
@@ -245,6 +252,7 @@ func (w *Watcher) readInotify(stopCh <-chan struct{}) {
 		if err != nil {
 			return // closed
 		}
+		w.wakeups.Add(1)
 		for off := 0; off+unix.SizeofInotifyEvent <= n; {
 			raw := (*unix.InotifyEvent)(unsafe.Pointer(&buf[off]))
 			nameBytes := buf[off+unix.SizeofInotifyEvent : off+unix.SizeofInotifyEvent+int(raw.Len)]

@@ -4,8 +4,9 @@
 // the same cpu.shares) — its throughput alone, next to YARN CPU hogs without
 // the applier, and next to them with the applier (the BE class asks for
 // sched-idle);
-// (2) the applier's latency from a container reaching the store to its
-// settings being written, over many containers. Needs root and cgroup v1.
+// (2) the latency from a container cgroup's creation to its settings being
+// written, with the node's best discovery source (eBPF here), over many
+// containers. Needs root and cgroup v1.
 package main
 
 import (
@@ -29,6 +30,7 @@ import (
 	"github.com/koordinator-sh/koordinator/pkg/koordlet/statesinformer"
 	"github.com/koordinator-sh/koordinator/pkg/koordlet/util/system"
 
+	"github.com/koordlet-yarn/koordlet-yarn/collectors/cgroupwatch"
 	"github.com/koordlet-yarn/koordlet-yarn/framework/cgroups"
 	"github.com/koordlet-yarn/koordlet-yarn/framework/features"
 	"github.com/koordlet-yarn/koordlet-yarn/framework/store"
@@ -77,7 +79,7 @@ func run(hogs int, window time.Duration, containers int) error {
 	if err := koordfeatures.DefaultMutableKoordletFeatureGate.Add(features.Specs); err != nil {
 		return err
 	}
-	if err := koordfeatures.DefaultMutableKoordletFeatureGate.SetFromMap(map[string]bool{string(features.YARNCPUQoS): true}); err != nil {
+	if err := koordfeatures.DefaultMutableKoordletFeatureGate.SetFromMap(map[string]bool{string(features.YARNCPUQoS): true, string(features.YARNEBPFDiscovery): true}); err != nil {
 		return err
 	}
 	system.Conf.CgroupRootDir = "/sys/fs/cgroup/"
@@ -148,27 +150,38 @@ func run(hogs int, window time.Duration, containers int) error {
 	fmt.Printf("LS throughput (loop iterations in %v): alone %d; with %d YARN hogs, applier off %d (%.0f%%); applier on (cpu.idle=1) %d (%.0f%%)\n",
 		window, alone, hogs, without, 100*float64(without)/float64(alone), with, 100*float64(with)/float64(alone))
 
-	// (2) latency: a container reaches the store → its settings are written.
+	// (2) latency: creation (mkdir) → cpu.idle written, with the best
+	// discovery source of this node feeding the store.
+	h := cgroups.Hierarchy{CgroupRoot: "/sys/fs/cgroup", ProcRoot: "/proc", Dir: top + "/hadoop-yarn"}
+	w := cgroupwatch.New(cgroupwatch.Options{Store: st, ResyncInterval: time.Hour, Hierarchy: func() (cgroups.Hierarchy, bool) { return h, true }})
+	w.Run(stop)
+	for w.Active() == "" {
+		time.Sleep(5 * time.Millisecond)
+	}
 	var lat []time.Duration
 	for i := 0; i < containers; i++ {
 		id := yarn.ContainerID{Epoch: 17, ClusterTimestamp: 1700000000000, AppID: 2, AttemptID: 1, Sequence: int64(2 + i)}
 		rel := top + "/hadoop-yarn/" + id.String()
+		t0 := time.Now()
 		if err := os.MkdirAll(filepath.Join(root, rel), 0o755); err != nil {
 			return err
 		}
-		own := cgroups.Ref{Dir: rel, Owned: true}
-		scan = append(scan, cgroups.Container{Name: id.String(), ID: id, Cgroups: cgroups.Cgroups{cgroups.CPU: own}})
-		t0 := time.Now()
-		st.Resync(store.Observation{ScanOK: true, Scan: scan}, t0)
-		for name := range applied {
-			if name == id.String() {
-				break
+		timeout := time.After(5 * time.Second)
+	wait:
+		for {
+			select {
+			case name := <-applied:
+				if name == id.String() {
+					break wait
+				}
+			case <-timeout:
+				return fmt.Errorf("container %s not applied within 5s", id)
 			}
 		}
 		lat = append(lat, time.Since(t0))
 	}
 	sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })
-	fmt.Printf("store added → cpu.idle written, %d containers: p50 %v, p99 %v, max %v\n", len(lat),
+	fmt.Printf("creation (mkdir) → cpu.idle written, discovery by %s, %d containers: p50 %v, p99 %v, max %v\n", w.Active(), len(lat),
 		lat[len(lat)/2].Round(time.Microsecond), lat[len(lat)*99/100].Round(time.Microsecond), lat[len(lat)-1].Round(time.Microsecond))
 	return nil
 }
