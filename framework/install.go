@@ -72,7 +72,8 @@ func Install(fs *flag.FlagSet) (*Framework, error) {
 	fw.QoS = yarnqos.New(yarnqos.Options{Store: fw.Store, StatesInformer: fw.Handles.StatesInformer,
 		Hierarchy: fw.Informer.HierarchyDir, Interval: cfg.QoSReconcileInterval})
 	fw.Watch = cgroupwatch.New(cgroupwatch.Options{Store: fw.Store, Hierarchy: fw.Informer.Hierarchy, ResyncInterval: cfg.ResyncInterval})
-	fw.loops = append(fw.loops, fw.Watch, fw.Usage, fw.QoS)
+	fw.Informer.AfterFirstSync = fw.Watch.Run
+	fw.loops = append(fw.loops, fw.Usage, fw.QoS)
 
 	evictMetrics, err := yarnevict.NewMetrics(koordmetrics.ExternalRegistry)
 	if err != nil {

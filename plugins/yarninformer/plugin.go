@@ -60,6 +60,11 @@ type Plugin struct {
 	// nm is the client of the current NM endpoint (resync goroutine only).
 	nm *yarn.NMClient
 
+	// AfterFirstSync, when set, is started after the first resync (the
+	// framework starts its event-driven discovery there, as early as koordlet
+	// lets plugins run).
+	AfterFirstSync func(stopCh <-chan struct{})
+
 	// resync-loop state (one goroutine)
 	nmFailing   bool
 	rootMissing bool
@@ -135,6 +140,9 @@ func (p *Plugin) Start(stopCh <-chan struct{}) {
 	st := p.Resync(ctx)
 	p.synced.Store(true)
 	klog.Infof("yarn: container informer synced: %d containers (%d added)", p.store.Len(), st.Added)
+	if p.AfterFirstSync != nil {
+		p.AfterFirstSync(stopCh)
+	}
 	ticker := time.NewTicker(p.cfg.ResyncInterval)
 	defer ticker.Stop()
 	for {

@@ -63,6 +63,10 @@ func TestDiscovery(t *testing.T) {
 	assert.Equal(t, "OPPORTUNISTIC", e.ExecutionType)
 	assert.Equal(t, int64(2000), e.RequestMilliCPU)
 	assert.Equal(t, "yarn/nodemanager", resp.Informer.NMPod)
+	require.Eventually(t, func() bool {
+		r, err := b.Containers()
+		return err == nil && r.Discovery == "ebpf"
+	}, 20*time.Second, 200*time.Millisecond, "this machine kind has BTF and CAP_BPF: koordlet discovers by eBPF")
 
 	// The executor exits: it disappears; the AM stays.
 	b.NM.Exit(exec1)
