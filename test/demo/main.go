@@ -117,12 +117,13 @@ func pressure(ctx context.Context, box *nodebox.Box) error {
 	if err != nil {
 		return err
 	}
-	threshold := used*100/total + 2
+	lower := used*100/total + 1
+	threshold := lower + 1
 	step(fmt.Sprintf("NodeSLO: BE memory evict above %d%% of node memory (now %d%%), release down to %d%%; a new executor fills a 1 GiB heap",
-		threshold, used*100/total, threshold-1))
+		threshold, used*100/total, lower))
 	if err := box.UpdateNodeSLO(ctx, func(s *slov1alpha1.NodeSLOSpec) {
 		s.ResourceUsedThresholdWithBE = &slov1alpha1.ResourceThresholdStrategy{Enable: ptr.To(true),
-			MemoryEvictThresholdPercent: ptr.To(threshold), MemoryEvictLowerPercent: ptr.To(threshold - 1)}
+			MemoryEvictThresholdPercent: ptr.To(threshold), MemoryEvictLowerPercent: ptr.To(lower)}
 	}); err != nil {
 		return err
 	}

@@ -38,13 +38,15 @@ func TestPressure(t *testing.T) {
 		return ok && v > 190<<20
 	}, 30*time.Second, 500*time.Millisecond)
 
-	// The threshold sits two points above today's usage; the newest executor
-	// then allocates 1 GiB (more than 1% of the node), crossing it, and alone
-	// covers the release down to the lower percent.
+	// The lower percent is the next whole percent above today's usage and
+	// the threshold one more: the newest executor allocating 1 GiB (over 2%
+	// of this node) crosses it, and whatever it holds when koordlet decides
+	// covers the release down to the lower percent, which lies above the
+	// memory everything else holds: it alone is evicted.
 	total, used, err := nodebox.MemInfo()
 	require.NoError(t, err)
-	threshold := used*100/total + 2
-	lower := threshold - 1
+	lower := used*100/total + 1
+	threshold := lower + 1
 	t.Logf("node memory %d%% used; BE memory evict threshold %d%%, lower %d%%", used*100/total, threshold, lower)
 	require.NoError(t, b.UpdateNodeSLO(ctx, func(s *slov1alpha1.NodeSLOSpec) {
 		s.ResourceUsedThresholdWithBE = &slov1alpha1.ResourceThresholdStrategy{Enable: ptr.To(true),
