@@ -23,6 +23,7 @@ import (
 	"github.com/koordlet-yarn/koordlet-yarn/collectors/yarnusage"
 	"github.com/koordlet-yarn/koordlet-yarn/framework/cgroups"
 	"github.com/koordlet-yarn/koordlet-yarn/framework/features"
+	"github.com/koordlet-yarn/koordlet-yarn/framework/store"
 )
 
 // ReasonBECPUEvict is the eviction reason of the CPU strategy.
@@ -223,91 +224,44 @@ func satisfactionConfigValid(cfg *slov1alpha1.ResourceThresholdStrategy) error {
 	return nil
 }
 
-// victims lists BE pods (never the NodeManager pod while it has live YARN
-// containers) and YARN containers with their CPU usage and request.
+// victims lists the candidates with their CPU usage and request.
 func (c *CPUEvict) victims(pods []*statesinformer.PodMeta) []Victim {
-	containers := c.deps.Store.Snapshot()
-	live := false
-	for _, ct := range containers {
-		if ct.HasCgroup() {
-			live = true
-			break
-		}
-	}
 	interval := c.opts.MetricAdvisorConfig.CollectResUsedInterval
-	nmPriority := int64(extension.PriorityBatchValueMin)
-	var out []Victim
-	for _, pm := range pods {
-		pod := pm.Pod
-		if c.deps.IsNodeManagerPod(pod) {
-			nmPriority = int64(*extension.GetPodPriorityValueWithDefault(pod))
-			if live {
-				continue
+	return candidates(c.deps, c.executor, pods,
+		func(pod *corev1.Pod) Victim {
+			var used int64
+			if meta, err := metriccache.PodCPUUsageMetric.BuildQueryMeta(metriccache.MetricPropertiesFunc.Pod(string(pod.UID))); err == nil {
+				if v, err := helpers.CollectPodMetricLast(c.opts.MetricCache, meta, interval); err == nil {
+					used = int64(v * 1000)
+				}
 			}
-		}
-		if extension.GetPodQoSClassRaw(pod) != extension.QoSBE || c.executor.IsPodEvicted(pod) {
-			continue
-		}
-		var used int64
-		if meta, err := metriccache.PodCPUUsageMetric.BuildQueryMeta(metriccache.MetricPropertiesFunc.Pod(string(pod.UID))); err == nil {
-			if v, err := helpers.CollectPodMetricLast(c.opts.MetricCache, meta, interval); err == nil {
-				used = int64(v * 1000)
+			var req int64
+			for i := range pod.Spec.Containers {
+				if r := util.GetContainerBatchMilliCPURequest(&pod.Spec.Containers[i]); r > 0 {
+					req += r
+				}
 			}
-		}
-		var req int64
-		for i := range pod.Spec.Containers {
-			if r := util.GetContainerBatchMilliCPURequest(&pod.Spec.Containers[i]); r > 0 {
-				req += r
+			v := PodVictim(pod, 0, used)
+			v.MilliCPURequest = req
+			return v
+		},
+		func(ct *store.Container, nmPriority int64) (Victim, bool) {
+			var used int64
+			if meta, err := metriccache.ContainerCPUUsageMetric.BuildQueryMeta(metriccache.MetricPropertiesFunc.Container(ct.Name)); err == nil {
+				if v, err := helpers.CollectContainerResMetricLast(c.opts.MetricCache, meta, interval); err == nil {
+					used = int64(v * 1000)
+				}
 			}
-		}
-		v := PodVictim(pod, 0, used)
-		v.MilliCPURequest = req
-		out = append(out, v)
-	}
-	for _, ct := range containers {
-		if !ct.HasCgroup() || len(ct.Pids) == 0 {
-			continue
-		}
-		var used int64
-		if meta, err := metriccache.ContainerCPUUsageMetric.BuildQueryMeta(metriccache.MetricPropertiesFunc.Container(ct.Name)); err == nil {
-			if v, err := helpers.CollectContainerResMetricLast(c.opts.MetricCache, meta, interval); err == nil {
-				used = int64(v * 1000)
-			}
-		}
-		v := ContainerVictim(ct, nmPriority, 0, used)
-		v.MilliCPURequest = ct.RequestMilliCPU
-		out = append(out, v)
-	}
-	return out
+			v := ContainerVictim(ct, nmPriority, 0, used)
+			v.MilliCPURequest = ct.RequestMilliCPU
+			return v, true
+		})
 }
 
 // evict carries out the plan.
 func (c *CPUEvict) evict(node *corev1.Node, chosen []Victim) []Victim {
-	var done []Victim
-	var nmPod *corev1.Pod
-	for _, pm := range c.opts.StatesInformer.GetAllPods() {
-		if c.deps.IsNodeManagerPod(pm.Pod) {
-			nmPod = pm.Pod
-		}
-	}
-	for i := range chosen {
-		v := &chosen[i]
-		if v.Pod != nil {
-			msg := fmt.Sprintf("BE CPU satisfaction too low; pod releases %dm of CPU request", v.MilliCPURequest)
-			if c.executor.Evict(v.Pod, node, qmutil.EvictReasonPrefix+ReasonBECPUEvict, msg) {
-				done = append(done, *v)
-			}
-			continue
-		}
-		k := c.deps.Killer()
-		if k == nil {
-			continue
-		}
-		res, err := k.Kill(v.Container)
-		report(c.opts.EventRecorder, c.deps.Metrics, c.deps.NodeName, nmPod, v, ReasonBECPUEvict, res, err)
-		if err == nil {
-			done = append(done, *v)
-		}
-	}
-	return done
+	return carryOut(c.deps, c.executor, c.opts.EventRecorder, c.opts.StatesInformer.GetAllPods(), node, chosen, ReasonBECPUEvict,
+		func(v *Victim) string {
+			return fmt.Sprintf("BE CPU satisfaction too low; pod releases %dm of CPU request", v.MilliCPURequest)
+		})
 }

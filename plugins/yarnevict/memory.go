@@ -8,7 +8,6 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/klog/v2"
 
-	"github.com/koordinator-sh/koordinator/apis/extension"
 	slov1alpha1 "github.com/koordinator-sh/koordinator/apis/slo/v1alpha1"
 	koordfeatures "github.com/koordinator-sh/koordinator/pkg/features"
 	"github.com/koordinator-sh/koordinator/pkg/koordlet/metriccache"
@@ -192,43 +191,16 @@ func NeedToRelease(used, capacity, threshold, lower int64) int64 {
 	return need
 }
 
-// victims lists BE pods (never the NodeManager pod while it has live YARN
-// containers) and YARN containers with their memory usage.
+// victims lists the candidates with their memory usage.
 func (m *MemoryEvict) victims(pods []*statesinformer.PodMeta) []Victim {
-	containers := m.deps.Store.Snapshot()
-	live := false
-	for _, c := range containers {
-		if c.HasCgroup() {
-			live = true
-			break
-		}
-	}
 	interval := m.opts.MetricAdvisorConfig.CollectResUsedInterval
 	podMem := helpers.CollectAllPodMetricsLast(m.opts.StatesInformer, m.opts.MetricCache, metriccache.PodMemUsageMetric, interval)
-	nmPriority := int64(extension.PriorityBatchValueMin)
-	var out []Victim
-	for _, pm := range pods {
-		pod := pm.Pod
-		if m.deps.IsNodeManagerPod(pod) {
-			nmPriority = int64(*extension.GetPodPriorityValueWithDefault(pod))
-			if live {
-				continue
-			}
-		}
-		if extension.GetPodQoSClassRaw(pod) != extension.QoSBE || m.executor.IsPodEvicted(pod) {
-			continue
-		}
-		out = append(out, PodVictim(pod, int64(podMem[string(pod.UID)]), 0))
-	}
-	for _, c := range containers {
-		if !c.HasCgroup() || len(c.Pids) == 0 {
-			continue
-		}
-		if mem, ok := m.containerMemory(c, interval); ok {
-			out = append(out, ContainerVictim(c, nmPriority, mem, 0))
-		}
-	}
-	return out
+	return candidates(m.deps, m.executor, pods,
+		func(pod *corev1.Pod) Victim { return PodVictim(pod, int64(podMem[string(pod.UID)]), 0) },
+		func(c *store.Container, nmPriority int64) (Victim, bool) {
+			mem, ok := m.containerMemory(c, interval)
+			return ContainerVictim(c, nmPriority, mem, 0), ok
+		})
 }
 
 // containerMemory is the container's memory usage now: read from its own
@@ -257,35 +229,8 @@ func (m *MemoryEvict) containerMemory(c *store.Container, interval time.Duration
 
 // evict carries out the plan.
 func (m *MemoryEvict) evict(node *corev1.Node, chosen []Victim) []Victim {
-	var done []Victim
-	nmPod := m.nmPod()
-	for i := range chosen {
-		v := &chosen[i]
-		if v.Pod != nil {
-			msg := fmt.Sprintf("node memory above the BE evict threshold; pod releases %dMi", v.MemoryUsed>>20)
-			if m.executor.Evict(v.Pod, node, qmutil.EvictReasonPrefix+ReasonBEMemoryEvict, msg) {
-				done = append(done, *v)
-			}
-			continue
-		}
-		k := m.deps.Killer()
-		if k == nil {
-			continue
-		}
-		res, err := k.Kill(v.Container)
-		report(m.opts.EventRecorder, m.deps.Metrics, m.deps.NodeName, nmPod, v, ReasonBEMemoryEvict, res, err)
-		if err == nil {
-			done = append(done, *v)
-		}
-	}
-	return done
-}
-
-func (m *MemoryEvict) nmPod() *corev1.Pod {
-	for _, pm := range m.opts.StatesInformer.GetAllPods() {
-		if m.deps.IsNodeManagerPod(pm.Pod) {
-			return pm.Pod
-		}
-	}
-	return nil
+	return carryOut(m.deps, m.executor, m.opts.EventRecorder, m.opts.StatesInformer.GetAllPods(), node, chosen, ReasonBEMemoryEvict,
+		func(v *Victim) string {
+			return fmt.Sprintf("node memory above the BE evict threshold; pod releases %dMi", v.MemoryUsed>>20)
+		})
 }
