@@ -6,7 +6,7 @@ BENCH   ?= .
 # Longer runs give steadier figures: make bench BENCHTIME=5s
 BENCHTIME ?= 2s
 
-.PHONY: all deps build test bench lint demo measure-evict measure-isolation measure-discovery clean
+.PHONY: all deps build test e2e-tools bench lint demo measure-evict measure-isolation measure-discovery clean
 
 all: lint build test
 
@@ -21,9 +21,15 @@ deps:
 build: deps
 	$(GO) build -o $(BIN)/koordlet ./cmd/koordlet
 
-# Real-kernel tests run as root on cgroup v1 hosts and skip elsewhere.
-test: deps lint
-	$(GO) test -count=1 $(PKGS)
+# kube-apiserver and etcd for the node-level e2e tests, built once and cached
+# in build/bin (a cold build takes minutes; doing it here keeps it out of the
+# test binary's time budget).
+e2e-tools:
+	test/e2e/tools/build.sh
+
+# Real-kernel and e2e tests run as root on cgroup v1 hosts and skip elsewhere.
+test: deps lint e2e-tools
+	$(GO) test -count=1 -timeout 30m $(PKGS)
 
 bench: deps
 	$(GO) test -run '^$$' -bench '$(BENCH)' -benchmem -benchtime $(BENCHTIME) $(PKGS)
