@@ -12,7 +12,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/koordinator-sh/koordinator/pkg/koordlet/resourceexecutor"
-	"github.com/koordinator-sh/koordinator/pkg/koordlet/util/system"
 
 	"github.com/koordlet-yarn/koordlet-yarn/framework/config"
 	"github.com/koordlet-yarn/koordlet-yarn/framework/features"
@@ -35,10 +34,7 @@ func TestMain(m *testing.M) {
 // figures add up to the YARN parent cgroup's own figures within 5%.
 func TestRealKernelUsageAddsUp(t *testing.T) {
 	kerneltest.RequireCgroupV1(t, "cpu", "cpuacct", "memory")
-	oldConf := *system.Conf
-	t.Cleanup(func() { *system.Conf = oldConf })
-	system.Conf.CgroupRootDir = kerneltest.CgroupRoot + "/"
-	system.Conf.ProcRootDir = "/proc/"
+	kerneltest.UseHostRoots(t)
 
 	root := kerneltest.UniqueRoot(t) + "/hadoop-yarn"
 	work := []struct {

@@ -33,7 +33,6 @@ import (
 	"github.com/koordinator-sh/koordinator/pkg/koordlet/statesinformer"
 	mockstatesinformer "github.com/koordinator-sh/koordinator/pkg/koordlet/statesinformer/mockstatesinformer"
 	koordletutil "github.com/koordinator-sh/koordinator/pkg/koordlet/util"
-	"github.com/koordinator-sh/koordinator/pkg/koordlet/util/system"
 
 	"github.com/koordlet-yarn/koordlet-yarn/framework/cgroups"
 	"github.com/koordlet-yarn/koordlet-yarn/framework/config"
@@ -76,10 +75,7 @@ type yarnNode struct {
 
 func newYARNNode(t *testing.T) *yarnNode {
 	kerneltest.RequireCgroupV1(t, "cpu", "memory", "freezer")
-	oldConf := *system.Conf
-	t.Cleanup(func() { *system.Conf = oldConf })
-	system.Conf.CgroupRootDir = kerneltest.CgroupRoot + "/"
-	system.Conf.ProcRootDir = "/proc/"
+	kerneltest.UseHostRoots(t)
 
 	n := &yarnNode{marks: t.TempDir(),
 		am:     "container_e17_1700000000000_0042_01_000001",

@@ -8,8 +8,6 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/koordinator-sh/koordinator/pkg/koordlet/util/system"
-
 	"github.com/koordlet-yarn/koordlet-yarn/framework/cgroups"
 	"github.com/koordlet-yarn/koordlet-yarn/framework/store"
 	"github.com/koordlet-yarn/koordlet-yarn/test/kerneltest"
@@ -21,10 +19,7 @@ import (
 // manage from /proc, and removes it when it exits.
 func TestRealKernelDiscovery(t *testing.T) {
 	kerneltest.RequireCgroupV1(t, "cpu")
-	oldConf := *system.Conf
-	t.Cleanup(func() { *system.Conf = oldConf })
-	system.Conf.CgroupRootDir = kerneltest.CgroupRoot + "/"
-	system.Conf.ProcRootDir = "/proc/"
+	kerneltest.UseHostRoots(t)
 
 	hierarchy := kerneltest.UniqueRoot(t) + "/hadoop-yarn"
 	name := "container_e17_1700000000000_0042_01_000002"

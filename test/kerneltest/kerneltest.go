@@ -15,6 +15,10 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/koordinator-sh/koordinator/pkg/koordlet/util/system"
+
+	"github.com/koordlet-yarn/koordlet-yarn/test/cgtree"
 )
 
 // CgroupRoot is the host cgroup mount root.
@@ -40,6 +44,27 @@ func RequireCgroupV1(t testing.TB, controllers ...string) {
 	}
 }
 
+// RemoveCgroupTree removes a cgroup directory and its descendants, killing
+// processes still inside; failures are test errors.
+func RemoveCgroupTree(t testing.TB, dir string) {
+	if err := cgtree.Remove(dir); err != nil {
+		t.Errorf("%v", err)
+	}
+}
+
+// Pids lists the processes in the cgroup directory dir.
+func Pids(dir string) []int { return cgtree.Pids(dir) }
+
+// UseHostRoots points koordlet's system configuration at the host's cgroup
+// and proc roots for the test, and restores it afterwards (koordinator's
+// fake-root helper leaves it pointing at a removed temp dir).
+func UseHostRoots(t testing.TB) {
+	old := *system.Conf
+	t.Cleanup(func() { *system.Conf = old })
+	system.Conf.CgroupRootDir = CgroupRoot + "/"
+	system.Conf.ProcRootDir = "/proc/"
+}
+
 // UniqueRoot returns a fresh relative cgroup name for one test.
 func UniqueRoot(t testing.TB) string {
 	return fmt.Sprintf("koordlet-yarn-test-%d-%d", os.Getpid(), time.Now().UnixNano())
@@ -57,47 +82,6 @@ func MakeCgroup(t testing.TB, controller, rel string) string {
 	top := filepath.Join(CgroupRoot, controller, strings.Split(rel, "/")[0])
 	t.Cleanup(func() { RemoveCgroupTree(t, top) })
 	return dir
-}
-
-// RemoveCgroupTree removes a cgroup directory and its descendants, deepest
-// first, killing processes still inside.
-func RemoveCgroupTree(t testing.TB, dir string) {
-	var dirs []string
-	_ = filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
-		if err == nil && d.IsDir() {
-			dirs = append(dirs, p)
-		}
-		return nil
-	})
-	for i := len(dirs) - 1; i >= 0; i-- {
-		for attempt := 0; attempt < 50; attempt++ {
-			for _, pid := range Pids(dirs[i]) {
-				_ = syscall.Kill(pid, syscall.SIGKILL)
-			}
-			if err := os.Remove(dirs[i]); err == nil || os.IsNotExist(err) {
-				break
-			}
-			time.Sleep(20 * time.Millisecond)
-		}
-		if _, err := os.Stat(dirs[i]); err == nil {
-			t.Errorf("could not remove cgroup %s", dirs[i])
-		}
-	}
-}
-
-// Pids lists the processes in the cgroup directory dir.
-func Pids(dir string) []int {
-	b, err := os.ReadFile(filepath.Join(dir, "cgroup.procs"))
-	if err != nil {
-		return nil
-	}
-	var pids []int
-	for _, f := range strings.Fields(string(b)) {
-		if p, err := strconv.Atoi(f); err == nil {
-			pids = append(pids, p)
-		}
-	}
-	return pids
 }
 
 // Process is a real process started by Start.

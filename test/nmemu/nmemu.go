@@ -22,6 +22,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/koordlet-yarn/koordlet-yarn/test/cgtree"
 )
 
 // Mode is how the emulator answers REST requests, for fault tests.
@@ -165,11 +167,11 @@ func (nm *NM) Close() {
 // directories hold regular files and are removed with them.
 func (nm *NM) removeTree(dir string) {
 	if nm.cfg.FakeFiles != nil {
-		killAll(dir)
+		cgtree.Kill(dir)
 		_ = os.RemoveAll(dir)
 		return
 	}
-	removeTree(dir)
+	_ = cgtree.Remove(dir)
 }
 
 // Launch starts a container: NEW, then LOCALIZING for spec.Localize, then
@@ -349,7 +351,7 @@ func (nm *NM) kill(c *Container) {
 	if cmd != nil && cmd.Process != nil {
 		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
 		for _, ctrl := range nm.cfg.Controllers {
-			killAll(filepath.Join(nm.cfg.CgroupRoot, ctrl, nm.cfg.Hierarchy, c.ID))
+			cgtree.Kill(filepath.Join(nm.cfg.CgroupRoot, ctrl, nm.cfg.Hierarchy, c.ID))
 		}
 	}
 }
@@ -419,37 +421,4 @@ func (nm *NM) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 func writeJSON(w http.ResponseWriter, v any) {
 	w.Header().Set("Content-Type", "application/json")
 	_ = json.NewEncoder(w).Encode(v)
-}
-
-func killAll(dir string) {
-	b, err := os.ReadFile(filepath.Join(dir, "cgroup.procs"))
-	if err != nil {
-		return
-	}
-	for _, f := range strings.Fields(string(b)) {
-		if pid, err := strconv.Atoi(f); err == nil {
-			_ = syscall.Kill(pid, syscall.SIGKILL)
-		}
-	}
-}
-
-// removeTree removes a cgroup directory and its children, killing
-// processes still inside.
-func removeTree(dir string) {
-	var dirs []string
-	_ = filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
-		if err == nil && d.IsDir() {
-			dirs = append(dirs, p)
-		}
-		return nil
-	})
-	for i := len(dirs) - 1; i >= 0; i-- {
-		for attempt := 0; attempt < 100; attempt++ {
-			killAll(dirs[i])
-			if err := os.Remove(dirs[i]); err == nil || os.IsNotExist(err) {
-				break
-			}
-			time.Sleep(10 * time.Millisecond)
-		}
-	}
 }

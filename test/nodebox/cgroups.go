@@ -6,8 +6,8 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
-	"time"
+
+	"github.com/koordlet-yarn/koordlet-yarn/test/cgtree"
 )
 
 // CgroupRoot is the host cgroup v1 mount root the box uses.
@@ -63,29 +63,7 @@ func movePid(root string, pid int, rel string) error {
 // host's cgroup root, killing processes still inside.
 func removeCgroupTree(rel string) {
 	for _, ctrl := range controllers {
-		root := filepath.Join(CgroupRoot, ctrl, rel)
-		var dirs []string
-		_ = filepath.WalkDir(root, func(p string, d os.DirEntry, err error) error {
-			if err == nil && d.IsDir() {
-				dirs = append(dirs, p)
-			}
-			return nil
-		})
-		for i := len(dirs) - 1; i >= 0; i-- {
-			for attempt := 0; attempt < 100; attempt++ {
-				if b, err := os.ReadFile(filepath.Join(dirs[i], "cgroup.procs")); err == nil {
-					for _, f := range strings.Fields(string(b)) {
-						if pid, err := strconv.Atoi(f); err == nil {
-							_ = syscall.Kill(pid, syscall.SIGKILL)
-						}
-					}
-				}
-				if err := os.Remove(dirs[i]); err == nil || os.IsNotExist(err) {
-					break
-				}
-				time.Sleep(10 * time.Millisecond)
-			}
-		}
+		_ = cgtree.Remove(filepath.Join(CgroupRoot, ctrl, rel))
 	}
 }
 

@@ -16,6 +16,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/koordlet-yarn/koordlet-yarn/test/cgtree"
+
 	koordfeatures "github.com/koordinator-sh/koordinator/pkg/features"
 	"github.com/koordinator-sh/koordinator/pkg/koordlet/util/system"
 
@@ -151,17 +153,4 @@ func measure(src cgroupwatch.Source, n, pods int, resync time.Duration) ([]time.
 	return lat, w.Wakeups() - before, w.Active(), nil
 }
 
-func cleanup(top string) {
-	var dirs []string
-	_ = filepath.WalkDir(filepath.Join(cpuRoot, top), func(p string, d os.DirEntry, err error) error {
-		if err == nil && d.IsDir() {
-			dirs = append(dirs, p)
-		}
-		return nil
-	})
-	for i := len(dirs) - 1; i >= 0; i-- {
-		for attempt := 0; attempt < 50 && os.Remove(dirs[i]) != nil; attempt++ {
-			time.Sleep(10 * time.Millisecond)
-		}
-	}
-}
+func cleanup(top string) { _ = cgtree.Remove(filepath.Join(cpuRoot, top)) }

@@ -22,6 +22,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/koordlet-yarn/koordlet-yarn/test/cgtree"
+
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/utils/ptr"
 
@@ -204,27 +206,4 @@ func spin(top string, window time.Duration) (uint64, error) {
 	return strconv.ParseUint(strings.TrimSpace(out.String()), 10, 64)
 }
 
-func cleanup(top string) {
-	var dirs []string
-	_ = filepath.WalkDir(filepath.Join(root, top), func(p string, d os.DirEntry, err error) error {
-		if err == nil && d.IsDir() {
-			dirs = append(dirs, p)
-		}
-		return nil
-	})
-	for i := len(dirs) - 1; i >= 0; i-- {
-		for attempt := 0; attempt < 100; attempt++ {
-			if b, err := os.ReadFile(filepath.Join(dirs[i], "cgroup.procs")); err == nil {
-				for _, f := range strings.Fields(string(b)) {
-					if pid, err := strconv.Atoi(f); err == nil {
-						_ = syscall.Kill(pid, syscall.SIGKILL)
-					}
-				}
-			}
-			if err := os.Remove(dirs[i]); err == nil || os.IsNotExist(err) {
-				break
-			}
-			time.Sleep(10 * time.Millisecond)
-		}
-	}
-}
+func cleanup(top string) { _ = cgtree.Remove(filepath.Join(root, top)) }
