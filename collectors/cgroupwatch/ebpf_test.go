@@ -29,7 +29,7 @@ func TestRealKernelEBPF(t *testing.T) {
 	pods := kerneltest.MakeCgroup(t, "cpu", top+"/pods")
 	w, err := OpenEBPF(inode(t, yarnRoot))
 	if err != nil {
-		t.Skipf("real-kernel test: cannot load the BPF programs here: %v", err)
+		kerneltest.Skipf(t, "real-kernel test: cannot load the BPF programs here: %v", err)
 	}
 	defer w.Close()
 	events := make(chan Event, 64)

@@ -52,7 +52,7 @@ func TestRealKernelWatcher(t *testing.T) {
 			w.Run(stop)
 			require.Eventually(t, func() bool { return w.Active() != "" }, 5*time.Second, 10*time.Millisecond)
 			if w.Active() != src {
-				t.Skipf("real-kernel test: %s is not available here (active: %s)", src, w.Active())
+				kerneltest.Skipf(t, "real-kernel test: %s is not available here (active: %s)", src, w.Active())
 			}
 
 			name := "container_e17_1700000000000_0042_01_000002"

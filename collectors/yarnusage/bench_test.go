@@ -24,6 +24,7 @@ import (
 	"github.com/koordinator-sh/koordinator/pkg/koordlet/util/system"
 
 	"github.com/koordlet-yarn/koordlet-yarn/framework/yarn"
+	"github.com/koordlet-yarn/koordlet-yarn/test/kerneltest"
 )
 
 // cost measures process CPU time and allocations around fn, which runs n
@@ -69,7 +70,7 @@ func fakeRoot(b *testing.B, fsys string) func() {
 	}
 	dir, err := os.MkdirTemp("/dev/shm", "yarnusage-bench-")
 	if err != nil {
-		b.Skipf("no tmpfs at /dev/shm: %v", err)
+		kerneltest.Skipf(b, "no tmpfs at /dev/shm: %v", err)
 	}
 	old := system.Conf.CgroupRootDir
 	system.Conf.CgroupRootDir = dir

@@ -42,7 +42,7 @@ func TestRealKernelCPUIdle(t *testing.T) {
 	rel := top + "/hadoop-yarn/" + name
 	dir := kerneltest.MakeCgroup(t, "cpu", rel)
 	if _, err := os.Stat(filepath.Join(dir, "cpu.idle")); err != nil {
-		t.Skip("real-kernel test: this kernel has no cpu.idle (needs Linux ≥ 5.15)")
+		kerneltest.Skip(t, "real-kernel test: this kernel has no cpu.idle (needs Linux ≥ 5.15)")
 	}
 	p := kerneltest.Start(t, "exec sleep 3600", dir)
 	require.NoError(t, p.Release())

@@ -13,6 +13,7 @@ import (
 
 	slov1alpha1 "github.com/koordinator-sh/koordinator/apis/slo/v1alpha1"
 
+	"github.com/koordlet-yarn/koordlet-yarn/test/kerneltest"
 	"github.com/koordlet-yarn/koordlet-yarn/test/nmemu"
 	"github.com/koordlet-yarn/koordlet-yarn/test/nodebox"
 )
@@ -25,7 +26,7 @@ import (
 func TestIsolation(t *testing.T) {
 	b := startBox(t, nodebox.Options{KoordletArgs: []string{"--feature-gates=YARNCPUQoS=true", "--yarn-qos-reconcile-interval=1s"}})
 	if _, err := os.Stat(filepath.Join(nodebox.CgroupRoot, "cpu", "kubepods", "cpu.idle")); err != nil {
-		t.Skip("node-level e2e: this kernel has no cpu.idle")
+		kerneltest.Skip(t, "node-level e2e: this kernel has no cpu.idle")
 	}
 	ctx := context.Background()
 	setIdle := func(on bool) {

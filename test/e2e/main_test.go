@@ -49,7 +49,7 @@ func repoTop() string {
 func startBox(t *testing.T, opts nodebox.Options) *nodebox.Box {
 	t.Helper()
 	if skipReason != "" {
-		t.Skip("node-level e2e: " + skipReason)
+		kerneltest.Skip(t, "node-level e2e: "+skipReason)
 	}
 	opts.Top = repoTop()
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)

@@ -29,16 +29,16 @@ const CgroupRoot = "/sys/fs/cgroup"
 func RequireCgroupV1(t testing.TB, controllers ...string) {
 	t.Helper()
 	if os.Geteuid() != 0 {
-		t.Skip("real-kernel test: needs root to create cgroups")
+		Skip(t, "real-kernel test: needs root to create cgroups")
 	}
 	if _, err := os.Stat(filepath.Join(CgroupRoot, "cgroup.controllers")); err == nil {
-		t.Skip("real-kernel test: needs cgroup v1, this host mounts cgroup v2 at " + CgroupRoot)
+		Skip(t, "real-kernel test: needs cgroup v1, this host mounts cgroup v2 at "+CgroupRoot)
 	}
 	for _, c := range controllers {
 		dir := filepath.Join(CgroupRoot, c)
 		probe := filepath.Join(dir, fmt.Sprintf("koordlet-yarn-probe-%d", os.Getpid()))
 		if err := os.Mkdir(probe, 0o755); err != nil {
-			t.Skipf("real-kernel test: cgroup v1 controller %s is not writable: %v", c, err)
+			Skipf(t, "real-kernel test: cgroup v1 controller %s is not writable: %v", c, err)
 		}
 		_ = os.Remove(probe)
 	}
