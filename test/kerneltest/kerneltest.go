@@ -70,17 +70,23 @@ func UniqueRoot(t testing.TB) string {
 	return fmt.Sprintf("koordlet-yarn-test-%d-%d", os.Getpid(), time.Now().UnixNano())
 }
 
-// MakeCgroup creates <CgroupRoot>/<controller>/<rel> (and its parents) and
-// registers its removal, children first, when the test ends. It returns the
-// absolute path.
+// MakeCgroup creates <CgroupRoot>/<controller>/<rel> (and its missing
+// parents) and registers the removal of the levels it created, children
+// first, when the test ends; levels that existed before are never removed.
+// It returns the absolute path.
 func MakeCgroup(t testing.TB, controller, rel string) string {
 	t.Helper()
 	dir := filepath.Join(CgroupRoot, controller, rel)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	var created cgtree.Tracker
+	err := created.MkdirAll(dir)
+	t.Cleanup(func() {
+		if err := created.RemoveAll(); err != nil {
+			t.Errorf("%v", err)
+		}
+	})
+	if err != nil {
 		t.Fatalf("create cgroup %s: %v", dir, err)
 	}
-	top := filepath.Join(CgroupRoot, controller, strings.Split(rel, "/")[0])
-	t.Cleanup(func() { RemoveCgroupTree(t, top) })
 	return dir
 }
 

@@ -106,6 +106,9 @@ type NM struct {
 	server   *http.Server
 	listener net.Listener
 	wg       sync.WaitGroup
+	// created records the hierarchy levels the emulator made: Close
+	// removes those, never a hierarchy that existed before it.
+	created cgtree.Tracker
 }
 
 // New returns an emulator; call Listen to serve and Close to stop.
@@ -158,9 +161,13 @@ func (nm *NM) Close() {
 		nm.kill(c)
 	}
 	nm.wg.Wait()
-	for _, ctrl := range nm.cfg.Controllers {
-		nm.removeTree(filepath.Join(nm.cfg.CgroupRoot, ctrl, nm.cfg.Hierarchy))
+	if nm.cfg.FakeFiles != nil {
+		for _, dir := range nm.created.Created() {
+			_ = os.RemoveAll(dir)
+		}
+		return
 	}
+	_ = nm.created.RemoveAll()
 }
 
 // removeTree removes a container cgroup as the NM does; on a fake root the
@@ -209,7 +216,12 @@ func (nm *NM) start(c *Container, script string) error {
 	var dirs []string
 	for _, ctrl := range nm.cfg.Controllers {
 		dir := filepath.Join(nm.cfg.CgroupRoot, ctrl, nm.cfg.Hierarchy, c.ID)
-		if err := os.MkdirAll(dir, 0o755); err != nil {
+		if err := nm.created.MkdirAll(filepath.Dir(dir)); err != nil {
+			return err
+		}
+		// The container's own cgroup must be new: one that exists is
+		// not ours to fill or remove.
+		if err := os.Mkdir(dir, 0o755); err != nil {
 			return fmt.Errorf("create cgroup %s: %w", dir, err)
 		}
 		for name, v := range nm.cfg.FakeFiles[ctrl] {

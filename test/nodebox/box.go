@@ -30,6 +30,7 @@ import (
 	koordclient "github.com/koordinator-sh/koordinator/pkg/client/clientset/versioned"
 
 	"github.com/koordlet-yarn/koordlet-yarn/framework"
+	"github.com/koordlet-yarn/koordlet-yarn/test/cgtree"
 	"github.com/koordlet-yarn/koordlet-yarn/test/nmemu"
 )
 
@@ -52,6 +53,9 @@ type Options struct {
 	NodeSLO slov1alpha1.NodeSLOSpec
 	// KoordletArgs are extra koordlet flags (e.g. --feature-gates=...).
 	KoordletArgs []string
+	// LockWait is how long Start waits for another box on this machine to
+	// finish (0: fail at once, naming the lock).
+	LockWait time.Duration
 	// FakeRoot points koordlet at a fake cgroup root (and sys fs root) that
 	// has the files of the kernel features this machine lacks (Group
 	// Identity, Anolis Memory QoS, a resctrl BE group). Processes still run
@@ -61,9 +65,15 @@ type Options struct {
 
 // Box is a running node in a box.
 type Box struct {
-	opts     Options
-	dir      string
-	lock     *os.File
+	opts Options
+	dir  string
+	lock *os.File
+	// token identifies this run; it is the marker on the kubepods
+	// directories the run created.
+	token string
+	// created records the host cgroup directories this run created: Stop
+	// removes those and nothing else.
+	created  cgtree.Tracker
 	cp       *controlPlane
 	Kube     kubernetes.Interface
 	Koord    koordclient.Interface
@@ -98,7 +108,7 @@ func Prerequisites() error {
 	if _, err := exec.LookPath("openssl"); err != nil {
 		return errors.New("the node in a box needs openssl")
 	}
-	return nil
+	return checkNotKubernetesNode(CgroupRoot, "/proc", kubeletPodsDir)
 }
 
 // EnsureBinaries builds bin/koordlet and the cached kube-apiserver and etcd.
@@ -131,26 +141,22 @@ func Start(ctx context.Context, opts Options) (b *Box, err error) {
 			b = nil
 		}
 	}()
-	if b.lock, err = os.OpenFile(lockPath, os.O_CREATE|os.O_RDWR, 0o644); err != nil {
+	if err = b.takeLock(opts.LockWait); err != nil {
 		return b, err
 	}
-	if err = syscall.Flock(int(b.lock.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
-		b.lock.Close()
-		b.lock = nil
-		return b, fmt.Errorf("another node in a box runs on this machine (%s is locked)", lockPath)
+	// Under the lock no other box runs: check again, then clear what a
+	// crashed box left (every kubepods tree here carries a box marker, or
+	// the check refused), and only that.
+	if err = checkNotKubernetesNode(CgroupRoot, "/proc", kubeletPodsDir); err != nil {
+		return b, err
 	}
-	// A box that crashed may have left its kubepods hierarchy; with the
-	// lock held nothing else of ours uses it. A kubepods hierarchy we did
-	// not make (a real kubelet) makes us refuse.
-	marker := lockPath + ".kubepods"
-	if _, statErr := os.Stat(filepath.Join(CgroupRoot, "cpu", "kubepods")); statErr == nil && !opts.FakeRoot {
-		if _, ownErr := os.Stat(marker); ownErr != nil {
-			return b, errors.New("this host already has a kubepods cgroup hierarchy that the box did not create; refusing to touch it")
+	if !opts.FakeRoot {
+		for _, dir := range leftoverTrees(CgroupRoot) {
+			fmt.Fprintf(os.Stderr, "nodebox: removing %s, left by an earlier box run (marker %q)\n", dir, marker(dir))
+			if err = cgtree.Remove(dir); err != nil {
+				return b, fmt.Errorf("remove a crashed box's cgroups: %w", err)
+			}
 		}
-		removeCgroupTree("kubepods")
-	}
-	if err = os.WriteFile(marker, []byte(strconv.Itoa(os.Getpid())), 0o644); err != nil {
-		return b, err
 	}
 	if b.dir, err = os.MkdirTemp("", "nodebox-"); err != nil {
 		return b, err
@@ -169,7 +175,12 @@ func Start(ctx context.Context, opts Options) (b *Box, err error) {
 		}
 	} else {
 		for _, rel := range []string{"kubepods/besteffort", "kubepods/burstable"} {
-			if err = makeCgroup(CgroupRoot, rel); err != nil {
+			if err = makeCgroup(&b.created, CgroupRoot, rel); err != nil {
+				return b, err
+			}
+		}
+		for _, ctrl := range controllers {
+			if err = setMarker(filepath.Join(CgroupRoot, ctrl, "kubepods"), b.token); err != nil {
 				return b, err
 			}
 		}
@@ -206,7 +217,7 @@ func Start(ctx context.Context, opts Options) (b *Box, err error) {
 		if err != nil {
 			return b, err
 		}
-		if err = makeCgroup(b.cgroupRoot, rp.containerCgroup); err != nil {
+		if err = makeCgroup(b.tracker(), b.cgroupRoot, rp.containerCgroup); err != nil {
 			return b, err
 		}
 		cmd := exec.Command("sleep", "86400")
@@ -250,6 +261,54 @@ func Start(ctx context.Context, opts Options) (b *Box, err error) {
 		return b, err
 	}
 	return b, nil
+}
+
+// HoldLock takes the machine-wide box lock, waiting up to wait for a box
+// that runs, so that a test can prepare the host while no box runs; call
+// release before starting a box.
+func HoldLock(wait time.Duration) (release func(), err error) {
+	var b Box
+	if err := b.takeLock(wait); err != nil {
+		return nil, err
+	}
+	return func() {
+		_ = syscall.Flock(int(b.lock.Fd()), syscall.LOCK_UN)
+		b.lock.Close()
+	}, nil
+}
+
+// takeLock takes the machine-wide box lock, waiting up to wait for a box
+// that runs, and records this run's token in it.
+func (b *Box) takeLock(wait time.Duration) error {
+	f, err := os.OpenFile(lockPath, os.O_CREATE|os.O_RDWR, 0o644)
+	if err != nil {
+		return err
+	}
+	deadline := time.Now().Add(wait)
+	for {
+		if err = syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			f.Close()
+			return fmt.Errorf("another node in a box runs on this machine (%s is locked)", lockPath)
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+	b.lock = f
+	b.token = fmt.Sprintf("pid=%d start=%d", os.Getpid(), time.Now().UnixNano())
+	_ = f.Truncate(0)
+	_, _ = f.WriteAt([]byte(b.token+"\n"), 0)
+	return nil
+}
+
+// tracker returns the record of created cgroups for the host root, nil for
+// a fake root (removed with the box's directory).
+func (b *Box) tracker() *cgtree.Tracker {
+	if b.opts.FakeRoot {
+		return nil
+	}
+	return &b.created
 }
 
 func koordinatorCRDDir() (string, error) {
@@ -416,11 +475,11 @@ func (b *Box) Stop() {
 	}
 	b.kubelet.stop()
 	b.cp.stop()
+	// Only what this run created; nothing at all when Start refused.
+	if err := b.created.RemoveAll(); err != nil {
+		fmt.Fprintf(os.Stderr, "nodebox: %v\n", err)
+	}
 	if b.lock != nil {
-		if !b.opts.FakeRoot {
-			removeCgroupTree("kubepods")
-		}
-		_ = os.Remove(lockPath + ".kubepods")
 		_ = syscall.Flock(int(b.lock.Fd()), syscall.LOCK_UN)
 		b.lock.Close()
 	}

@@ -17,17 +17,25 @@ const CgroupRoot = "/sys/fs/cgroup"
 // hierarchy in.
 var controllers = []string{"cpu", "cpuacct", "cpuset", "memory", "blkio"}
 
-// makeCgroup creates rel in every controller under root; in cpuset each
-// new level inherits its parent's cpus and mems so that tasks can join it.
-func makeCgroup(root, rel string) error {
+// makeCgroup creates rel in every controller under root, recording each
+// level it creates in created (nil: a fake root, not recorded); in cpuset
+// each new level inherits its parent's cpus and mems so that tasks can join
+// it.
+func makeCgroup(created *cgtree.Tracker, root, rel string) error {
 	for _, ctrl := range controllers {
 		base := filepath.Join(root, ctrl)
 		cur := base
 		for _, part := range strings.Split(rel, "/") {
 			parent := cur
 			cur = filepath.Join(cur, part)
-			if err := os.Mkdir(cur, 0o755); err != nil && !os.IsExist(err) {
-				return fmt.Errorf("create cgroup %s: %w", cur, err)
+			if _, err := os.Stat(cur); err != nil {
+				mkdir := func(d string) error { return os.Mkdir(d, 0o755) }
+				if created != nil {
+					mkdir = created.Mkdir
+				}
+				if err := mkdir(cur); err != nil {
+					return fmt.Errorf("create cgroup %s: %w", cur, err)
+				}
 			}
 			if ctrl == "cpuset" {
 				for _, f := range []string{"cpuset.cpus", "cpuset.mems"} {
@@ -57,14 +65,6 @@ func movePid(root string, pid int, rel string) error {
 		}
 	}
 	return nil
-}
-
-// removeCgroupTree removes rel and its children in every controller of the
-// host's cgroup root, killing processes still inside.
-func removeCgroupTree(rel string) {
-	for _, ctrl := range controllers {
-		_ = cgtree.Remove(filepath.Join(CgroupRoot, ctrl, rel))
-	}
 }
 
 // fakeKernelFiles are the cgroup files of the kernel features this machine
@@ -99,7 +99,7 @@ func makeFakeRoot(dir string) error {
 		}
 	}
 	for _, rel := range []string{"kubepods", "kubepods/besteffort", "kubepods/burstable"} {
-		if err := makeCgroup(dir, rel); err != nil {
+		if err := makeCgroup(nil, dir, rel); err != nil {
 			return err
 		}
 		for ctrl, files := range fakeKernelFiles {

@@ -70,7 +70,13 @@ func run(n, pods int, resync time.Duration) error {
 
 func measure(src cgroupwatch.Source, n, pods int, resync time.Duration) ([]time.Duration, int64, cgroupwatch.Source, error) {
 	top := fmt.Sprintf("koordlet-yarn-discovery-%d-%s", os.Getpid(), src)
-	defer cleanup(top)
+	// The run's own top cgroup: one that exists is not ours, and only what
+	// this run created is removed.
+	var mine cgtree.Tracker
+	if err := mine.Mkdir(filepath.Join(cpuRoot, top)); err != nil {
+		return nil, 0, "", err
+	}
+	defer func() { _ = mine.RemoveAll() }()
 	root := top + "/hadoop-yarn"
 	if err := os.MkdirAll(filepath.Join(cpuRoot, root), 0o755); err != nil {
 		return nil, 0, "", err
@@ -152,5 +158,3 @@ func measure(src cgroupwatch.Source, n, pods int, resync time.Duration) ([]time.
 	time.Sleep(200 * time.Millisecond)
 	return lat, w.Wakeups() - before, w.Active(), nil
 }
-
-func cleanup(top string) { _ = cgtree.Remove(filepath.Join(cpuRoot, top)) }

@@ -71,7 +71,13 @@ func run(hogs int, window time.Duration, containers int) error {
 		return fmt.Errorf("needs root")
 	}
 	top := fmt.Sprintf("koordlet-yarn-isolation-%d", os.Getpid())
-	defer cleanup(top)
+	// The run's own top cgroup: one that exists is not ours, and only what
+	// this run created is removed.
+	var mine cgtree.Tracker
+	if err := mine.Mkdir(filepath.Join(root, top)); err != nil {
+		return err
+	}
+	defer func() { _ = mine.RemoveAll() }()
 	if err := os.MkdirAll(filepath.Join(root, top, "ls"), 0o755); err != nil {
 		return err
 	}
@@ -205,5 +211,3 @@ func spin(top string, window time.Duration) (uint64, error) {
 	}
 	return strconv.ParseUint(strings.TrimSpace(out.String()), 10, 64)
 }
-
-func cleanup(top string) { _ = cgtree.Remove(filepath.Join(root, top)) }
