@@ -32,8 +32,30 @@ func IsTerminalState(state string) bool {
 	return false
 }
 
+// Ranges of the NM's request fields. A value outside them is not a
+// request any node can hold, and decoding treats it as unknown (0).
+//
+//   - MaxVCores (2^20) is far above any node's vcores, also with
+//     yarn.nodemanager.resource.pcores-vcores-multiplier; in milli-CPU it is
+//     about 10^9, and over MaxNMContainers containers about 7*10^13.
+//   - MaxMemoryMB (2^26 MiB = 64 TiB) is above the memory of the largest
+//     single machines (48 TB); in bytes it is 2^46, so one container's
+//     bytes (MB<<20) and the sum over MaxNMContainers containers (2^62) fit
+//     in an int64.
+const (
+	MaxVCores   = 1 << 20
+	MaxMemoryMB = 1 << 26
+)
+
+// ExitCodeInvalid is YARN's ContainerExitStatus.INVALID: no exit code (the
+// NM's value for a container that has not exited). Decoding also uses it
+// for an exit code that is not an int32.
+const ExitCodeInvalid = -1000
+
 // NMContainer is one container as reported by the NodeManager's
-// GET /ws/v1/node/containers.
+// GET /ws/v1/node/containers. Containers from DecodeContainers always have
+// a valid ID and requests in [0, MaxVCores] and [0, MaxMemoryMB]; 0 means
+// not reported (or reported invalid).
 type NMContainer struct {
 	ID                  ContainerID
 	State               string
