@@ -7,6 +7,9 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"time"
+
+	"k8s.io/klog/v2"
 
 	"github.com/koordinator-sh/koordinator/cmd/koordlet/options"
 	koordmetrics "github.com/koordinator-sh/koordinator/pkg/koordlet/metrics"
@@ -39,6 +42,12 @@ type Framework struct {
 	QoS      *yarnqos.Applier
 	Watch    *cgroupwatch.Watcher
 
+	// kills coordinates kills across the evict strategies and koordlet's
+	// shutdown; journal records kills in progress on the containers'
+	// cgroups so that a restarted koordlet finishes them.
+	kills   *yarnevict.Flights
+	journal *yarnevict.Journal
+
 	loops []Loop
 }
 
@@ -52,7 +61,8 @@ func Install(fs *flag.FlagSet) (*Framework, error) {
 	cfg := config.NewDefault()
 	cfg.InitFlags(fs)
 
-	fw := &Framework{Config: cfg, Store: store.New(), Handles: &handles.Handles{}}
+	fw := &Framework{Config: cfg, Store: store.New(), Handles: &handles.Handles{},
+		kills: yarnevict.NewFlights(evictedKeep), journal: yarnevict.NewJournal()}
 	fw.Informer = yarninformer.New(cfg, fw.Store, fw.Handles.Pods)
 
 	usageMetrics, err := yarnusage.NewMetrics(koordmetrics.ExternalRegistry)
@@ -72,7 +82,10 @@ func Install(fs *flag.FlagSet) (*Framework, error) {
 	fw.QoS = yarnqos.New(yarnqos.Options{Store: fw.Store, StatesInformer: fw.Handles.StatesInformer,
 		Hierarchy: fw.Informer.HierarchyDir, Interval: cfg.QoSReconcileInterval})
 	fw.Watch = cgroupwatch.New(cgroupwatch.Options{Store: fw.Store, Hierarchy: fw.Informer.Hierarchy, ResyncInterval: cfg.ResyncInterval})
-	fw.Informer.AfterFirstSync = fw.Watch.Run
+	fw.Informer.AfterFirstSync = func(stopCh <-chan struct{}) {
+		fw.recoverKills()
+		fw.Watch.Run(stopCh)
+	}
 	fw.loops = append(fw.loops, fw.Usage, fw.QoS)
 
 	evictMetrics, err := yarnevict.NewMetrics(koordmetrics.ExternalRegistry)
@@ -105,7 +118,33 @@ func (fw *Framework) killer() *yarnevict.Killer {
 	if !ok {
 		return nil
 	}
-	return &yarnevict.Killer{H: h, Grace: fw.Config.EvictGracePeriod}
+	return &yarnevict.Killer{H: h, Grace: fw.Config.EvictGracePeriod, Flights: fw.kills, Journal: fw.journal}
+}
+
+// evictedKeep is how long an evicted container is kept out of the victim
+// lists (the store drops it at the next resync once the NM removes it).
+const evictedKeep = 2 * time.Minute
+
+// recoverKills finishes the kills a koordlet that died mid-kill left (and
+// thaws the freezer cgroups of earlier versions), once the store is filled.
+func (fw *Framework) recoverKills() {
+	if k := fw.killer(); k != nil {
+		k.Recover(fw.Store.Snapshot())
+	}
+}
+
+// Shutdown waits, up to timeout, for the kills in flight to end, so that
+// koordlet's exit does not cut one short. main calls it after koordlet's
+// daemon has returned.
+func (fw *Framework) Shutdown(timeout time.Duration) {
+	if !fw.kills.Wait(timeout) {
+		klog.Warningf("yarn: koordlet exits with a kill in flight; the next koordlet finishes it")
+	}
+}
+
+// ShutdownTimeout bounds Shutdown: one kill's grace period and its exit wait.
+func (fw *Framework) ShutdownTimeout() time.Duration {
+	return fw.Config.EvictGracePeriod + 6*time.Second
 }
 
 // Validate checks the parsed flags.

@@ -78,6 +78,9 @@ func main() {
 
 	klog.Info("Starting the koordlet daemon with the YARN plugin set")
 	daemon.Run(stopCtx.Done())
+	// koordlet's daemon returns on SIGTERM without waiting for its
+	// strategies: let a YARN container kill in flight end first.
+	yarn.Shutdown(yarn.ShutdownTimeout())
 }
 
 // serveHTTP serves koordlet's metrics and the extended handlers (among them

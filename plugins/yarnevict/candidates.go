@@ -1,8 +1,11 @@
 package yarnevict
 
 import (
+	"errors"
+
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/tools/record"
+	"k8s.io/klog/v2"
 
 	"github.com/koordinator-sh/koordinator/apis/extension"
 	qmutil "github.com/koordinator-sh/koordinator/pkg/koordlet/qosmanager/plugins/util"
@@ -41,8 +44,12 @@ func candidates(deps Deps, executor qmutil.EvictionExecutor, pods []*statesinfor
 		}
 		out = append(out, podVictim(pod))
 	}
+	var flights *Flights
+	if k := deps.Killer(); k != nil {
+		flights = k.Flights
+	}
 	for _, c := range containers {
-		if !c.HasCgroup() || len(c.Pids) == 0 {
+		if !c.HasCgroup() || len(c.Pids) == 0 || flights.Busy(c.Name) {
 			continue
 		}
 		if v, ok := containerVictim(c, nmPriority); ok {
@@ -52,35 +59,71 @@ func candidates(deps Deps, executor qmutil.EvictionExecutor, pods []*statesinfor
 	return out
 }
 
-// carryOut evicts the chosen victims: pods through koordlet's executor,
-// YARN containers with the killer (each reported on the NodeManager pod).
-// It returns the victims evicted.
-func carryOut(deps Deps, executor qmutil.EvictionExecutor, rec record.EventRecorder, pods []*statesinformer.PodMeta,
-	node *corev1.Node, chosen []Victim, reason string, podMessage func(*Victim) string) []Victim {
+// execute evicts from the ranked victims until what they release (by
+// measure) covers need: it plans with PlanProtectingAMs, carries the plan
+// out — pods through koordlet's executor, YARN containers with the killer,
+// each reported on the NodeManager pod — and, when an eviction fails,
+// plans again over the victims not yet tried, never turning to an
+// ApplicationMaster because another victim failed. A container another
+// strategy is killing (or has just evicted) is skipped without a report.
+// It returns the victims evicted, what they released, and whether any
+// eviction was attempted.
+func execute(deps Deps, executor qmutil.EvictionExecutor, rec record.EventRecorder, pods []*statesinformer.PodMeta,
+	node *corev1.Node, ranked []Victim, need int64, measure func(*Victim) int64, reason string,
+	podMessage func(*Victim) string) (done []Victim, released int64, attempted bool) {
 	var nmPod *corev1.Pod
 	for _, pm := range pods {
 		if deps.IsNodeManagerPod(pm.Pod) {
 			nmPod = pm.Pod
 		}
 	}
-	var done []Victim
-	for i := range chosen {
-		v := &chosen[i]
-		if v.Pod != nil {
-			if executor.Evict(v.Pod, node, qmutil.EvictReasonPrefix+reason, podMessage(v)) {
-				done = append(done, *v)
+	tried := map[string]bool{}
+	failed := false
+	for released < need {
+		var left []Victim
+		for _, v := range ranked {
+			if !tried[v.Name()] && !(failed && v.IsAM) {
+				left = append(left, v)
 			}
-			continue
 		}
-		k := deps.Killer()
-		if k == nil {
-			continue
+		chosen, _ := PlanProtectingAMs(left, need-released, measure)
+		if len(chosen) == 0 {
+			break
 		}
-		res, err := k.Kill(v.Container)
-		report(rec, deps.Metrics, deps.NodeName, nmPod, v, reason, res, err)
-		if err == nil {
-			done = append(done, *v)
+		for i := range chosen {
+			v := &chosen[i]
+			tried[v.Name()] = true
+			ok, skipped := evictOne(deps, executor, rec, nmPod, node, v, reason, podMessage)
+			attempted = attempted || !skipped
+			switch {
+			case ok:
+				done = append(done, *v)
+				released += measure(v)
+			case !skipped:
+				failed = true
+			}
 		}
 	}
-	return done
+	return done, released, attempted
+}
+
+// evictOne evicts one victim; skipped is true when nothing was attempted
+// (no killer yet, or another strategy has the container).
+func evictOne(deps Deps, executor qmutil.EvictionExecutor, rec record.EventRecorder, nmPod *corev1.Pod, node *corev1.Node,
+	v *Victim, reason string, podMessage func(*Victim) string) (ok, skipped bool) {
+	if v.Pod != nil {
+		return executor.Evict(v.Pod, node, qmutil.EvictReasonPrefix+reason, podMessage(v)), false
+	}
+	k := deps.Killer()
+	if k == nil {
+		return false, true
+	}
+	k.Reason = reason
+	res, err := k.Kill(v.Container)
+	if errors.Is(err, ErrInFlight) || errors.Is(err, ErrAlreadyEvicted) {
+		klog.V(3).Infof("yarn: %s skips container %s: %v", reason, v.Container.Name, err)
+		return false, true
+	}
+	report(rec, deps.Metrics, deps.NodeName, nmPod, v, reason, res, err)
+	return err == nil, false
 }

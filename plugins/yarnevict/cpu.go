@@ -24,6 +24,7 @@ import (
 	"github.com/koordlet-yarn/koordlet-yarn/framework/cgroups"
 	"github.com/koordlet-yarn/koordlet-yarn/framework/features"
 	"github.com/koordlet-yarn/koordlet-yarn/framework/store"
+	"github.com/koordlet-yarn/koordlet-yarn/framework/yarn"
 )
 
 // ReasonBECPUEvict is the eviction reason of the CPU strategy.
@@ -129,15 +130,18 @@ func (c *CPUEvict) Cycle(now time.Time) []Victim {
 	}
 	victims := c.victims(si.GetAllPods())
 	Rank(victims, CPUUsage)
-	chosen, covered := PlanProtectingAMs(victims, need, CPURequest)
-	klog.Infof("yarn: BE CPU satisfaction below its lower bound (BE usage %.0fm, request %.0fm, limit %.0fm): need to release %dm of request; evicting %d of %d candidates covering %dm",
-		cur.Usage, cur.Request, cur.Limit, need, len(chosen), len(victims), covered)
-	evicted := c.evict(node, chosen)
+	_, covered := PlanProtectingAMs(victims, need, CPURequest)
+	klog.Infof("yarn: BE CPU satisfaction below its lower bound (BE usage %.0fm, request %.0fm, limit %.0fm): need to release %dm of request; %d candidates, the plan covers %dm",
+		cur.Usage, cur.Request, cur.Limit, need, len(victims), covered)
+	evicted, released, attempted := c.evict(node, victims, need)
+	if attempted && c.deps.Metrics != nil {
+		c.deps.Metrics.Needed.WithLabelValues(c.deps.NodeName, ReasonBECPUEvict, "cpu").Add(float64(need))
+	}
 	if len(evicted) > 0 {
 		c.lastEvict = now
-		if c.deps.Metrics != nil {
-			c.deps.Metrics.Needed.WithLabelValues(c.deps.NodeName, ReasonBECPUEvict, "cpu").Add(float64(need))
-		}
+	}
+	if attempted && released < need {
+		klog.Warningf("yarn: CPU evict released %dm of the %dm of request needed", released, need)
 	}
 	return evicted
 }
@@ -179,12 +183,22 @@ func (c *CPUEvict) beState(q *metriccache.QueryParam, node *corev1.Node, cfg *sl
 			usage += yarnCores * 1000
 		}
 	}
-	for _, ct := range c.deps.Store.Snapshot() {
-		if ct.HasCgroup() {
-			request += float64(ct.RequestMilliCPU)
+	request += yarnBERequest(c.deps.Store.Snapshot())
+	return BEState{Usage: usage, Request: request, Limit: limit}, true
+}
+
+// yarnBERequest sums the CPU requests of the YARN containers that hold
+// CPU now: processes in their cgroup and an NM state that is not terminal
+// (or not reported yet). An empty cgroup YARN failed to remove, or a
+// container the NM reports finished, requests nothing.
+func yarnBERequest(cs []*store.Container) float64 {
+	var sum float64
+	for _, ct := range cs {
+		if ct.HasCgroup() && len(ct.Pids) > 0 && !yarn.IsTerminalState(ct.State) {
+			sum += float64(ct.RequestMilliCPU)
 		}
 	}
-	return BEState{Usage: usage, Request: request, Limit: limit}, true
+	return sum
 }
 
 // MilliCPUToRelease applies upstream's satisfaction rule to s: when BE
@@ -258,10 +272,10 @@ func (c *CPUEvict) victims(pods []*statesinformer.PodMeta) []Victim {
 		})
 }
 
-// evict carries out the plan.
-func (c *CPUEvict) evict(node *corev1.Node, chosen []Victim) []Victim {
-	return carryOut(c.deps, c.executor, c.opts.EventRecorder, c.opts.StatesInformer.GetAllPods(), node, chosen, ReasonBECPUEvict,
-		func(v *Victim) string {
+// evict evicts from the ranked victims until need (of request) is released.
+func (c *CPUEvict) evict(node *corev1.Node, ranked []Victim, need int64) ([]Victim, int64, bool) {
+	return execute(c.deps, c.executor, c.opts.EventRecorder, c.opts.StatesInformer.GetAllPods(), node, ranked, need, CPURequest,
+		ReasonBECPUEvict, func(v *Victim) string {
 			return fmt.Sprintf("BE CPU satisfaction too low; pod releases %dm of CPU request", v.MilliCPURequest)
 		})
 }

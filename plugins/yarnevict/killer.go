@@ -5,7 +5,6 @@
 package yarnevict
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"os"
@@ -21,28 +20,79 @@ import (
 	"github.com/koordlet-yarn/koordlet-yarn/framework/store"
 )
 
-// Killer ends a YARN container's processes without telling YARN: SIGTERM,
-// a grace period, then SIGKILL of everything left, with the container frozen
-// (cgroup v1 freezer) or killed atomically (cgroup v2 cgroup.kill) so that
-// no child escapes by forking. It signals only processes proven, through a
-// pidfd, to be in the container's own cgroup under the YARN hierarchy.
+// Killer ends a YARN container's processes without telling YARN: SIGTERM, a
+// grace period, then SIGKILL of everything left.
+//
+// It never leaves a state that outlives koordlet harmfully. There is no
+// freezer and no SIGSTOP: forks are caught by repeating SIGKILL passes over
+// the container's cgroup until it is empty (a process with SIGKILL pending
+// cannot fork, so each pass can only find children born before it), and on
+// cgroup v2 by the kernel's atomic cgroup.kill. If koordlet dies at any
+// instant, every process of the container is running (SIGTERM is the JVM's
+// normal shutdown request) or dying; the journal on the container's cgroup
+// lets the next koordlet finish a kill that had begun (see Recover).
+//
+// It signals only processes proven, through a pidfd held across the check,
+// to be in the container's own cgroup under the YARN hierarchy, and reports
+// success only when those processes are gone or exiting.
 type Killer struct {
 	H     cgroups.Hierarchy
 	Grace time.Duration
+	// ExitTimeout bounds the wait for SIGKILLed processes to exit (default
+	// 5s); processes neither gone nor exiting by then fail the kill.
+	ExitTimeout time.Duration
 	// Sleep is time.Sleep; tests may shorten waits.
 	Sleep func(time.Duration)
+	// Flights coordinates kills across the strategies (nil: none).
+	Flights *Flights
+	// Journal records kills in progress on the container's cgroup (nil:
+	// none kept).
+	Journal *Journal
+	// Hook, when set, is called after each step of a kill; tests stop the
+	// killing process there.
+	Hook func(Step)
+	// Reason is recorded in the journal.
+	Reason string
 }
+
+// Step is a point in a kill.
+type Step string
+
+// Steps of a kill, in order.
+const (
+	StepJournaled Step = "journaled" // intent recorded, nothing sent yet
+	StepTermSent  Step = "term-sent" // SIGTERM sent to every process
+	StepKillSent  Step = "kill-sent" // the first SIGKILL pass (or cgroup.kill) done
+)
 
 // KillResult reports what a kill did.
 type KillResult struct {
-	Signalled int  // processes that got a signal
-	Frozen    bool // the container was frozen before SIGKILL
-	Remaining int  // processes still in the cgroup afterwards
+	Signalled int  // distinct processes that got a signal
+	Atomic    bool // cgroup v2 cgroup.kill ended what was left
+	Passes    int  // SIGKILL passes over the cgroup
+	Remaining int  // processes neither gone nor exiting at the end
 }
 
-// ErrNotYARN is returned when a container's cgroup is not proven to be its
-// own cgroup under the YARN hierarchy.
-var ErrNotYARN = errors.New("not a YARN container cgroup under the configured hierarchy")
+// Errors of a kill.
+var (
+	// ErrNotYARN: the container's cgroup is not proven to be its own
+	// cgroup under the YARN hierarchy.
+	ErrNotYARN = errors.New("not a YARN container cgroup under the configured hierarchy")
+	// ErrNothingKilled: no process of the container could be signalled
+	// (none left, or none verified to be in its cgroup): nothing released.
+	ErrNothingKilled = errors.New("no process of the container was signalled")
+	// ErrSurvived: processes are still in the container's cgroup, neither
+	// gone nor exiting, after the kill.
+	ErrSurvived = errors.New("processes survived the kill")
+	// ErrInFlight: another strategy is killing the container now.
+	ErrInFlight = errors.New("a kill of this container is in flight")
+	// ErrAlreadyEvicted: the container was evicted a moment ago.
+	ErrAlreadyEvicted = errors.New("the container was evicted already")
+)
+
+// defaultExitTimeout is how long SIGKILLed processes get to exit (a JVM
+// with a large heap takes a moment to unmap it).
+const defaultExitTimeout = 5 * time.Second
 
 // ownDir returns the container's own cgroup dir (relative), checked.
 func (k *Killer) ownDir(c *store.Container) (cgroups.Controller, string, error) {
@@ -56,56 +106,107 @@ func (k *Killer) ownDir(c *store.Container) (cgroups.Controller, string, error) 
 	return 0, "", fmt.Errorf("container %s: %w", c.Name, ErrNotYARN)
 }
 
-// Kill ends every process of container c.
+// Kill ends every process of container c. It succeeds only when the
+// processes it found are gone or exiting.
 func (k *Killer) Kill(c *store.Container) (KillResult, error) {
 	var res KillResult
 	ctrl, dir, err := k.ownDir(c)
 	if err != nil {
 		return res, err
 	}
-	procsPath := filepath.Join(k.H.AbsDir(ctrl, dir), "cgroup.procs")
-	sleep := k.Sleep
-	if sleep == nil {
-		sleep = time.Sleep
-	}
-
-	// 1. SIGTERM: let the JVM run its shutdown hooks.
-	n, err := k.signalAll(procsPath, ctrl, dir, unix.SIGTERM)
-	if err != nil {
+	if err := k.Flights.begin(c.Name); err != nil {
 		return res, err
 	}
-	res.Signalled = n
-	if n > 0 && k.Grace > 0 {
+	ok := false
+	defer func() { k.Flights.end(c.Name, ok) }()
+
+	abs := k.H.AbsDir(ctrl, dir)
+	procsPath := filepath.Join(abs, "cgroup.procs")
+	pids, err := readPids(procsPath)
+	if err != nil {
+		if os.IsNotExist(err) {
+			return res, fmt.Errorf("container %s: cgroup gone: %w", c.Name, ErrNothingKilled)
+		}
+		return res, fmt.Errorf("list processes of %s: %w", procsPath, err)
+	}
+	if len(pids) == 0 {
+		return res, fmt.Errorf("container %s has no process: %w", c.Name, ErrNothingKilled)
+	}
+	signalled := map[int]bool{}
+
+	k.Journal.record(abs, StepJournaled, k.Reason)
+	k.hook(StepJournaled)
+
+	// 1. SIGTERM: let the JVM run its shutdown hooks.
+	k.signalAll(procsPath, ctrl, dir, unix.SIGTERM, signalled)
+	if len(signalled) > 0 {
+		k.Journal.record(abs, StepTermSent, k.Reason)
+	}
+	k.hook(StepTermSent)
+	if len(signalled) > 0 && k.Grace > 0 {
 		deadline := time.Now().Add(k.Grace)
 		for time.Now().Before(deadline) {
-			if pids, _ := readPids(procsPath); len(pids) == 0 {
-				return res, nil
+			if left, _ := readPids(procsPath); len(left) == 0 {
+				break
 			}
-			sleep(20 * time.Millisecond)
+			k.sleep(20 * time.Millisecond)
 		}
 	}
 
-	// 2. Everything left dies at once.
+	// 2. Everything left dies: cgroup.kill on v2, SIGKILL passes until the
+	// cgroup is empty otherwise (and after cgroup.kill, harmlessly).
+	k.Journal.record(abs, StepKillSent, k.Reason)
 	if k.H.V2 {
-		killFile := filepath.Join(k.H.AbsDir(ctrl, dir), "cgroup.kill")
-		if err := os.WriteFile(killFile, []byte("1"), 0o644); err == nil {
-			res.Frozen = true // cgroup.kill is atomic against forks
+		if err := os.WriteFile(filepath.Join(abs, "cgroup.kill"), []byte("1"), 0o644); err == nil {
+			res.Atomic = true
 		} else if !os.IsNotExist(err) {
 			klog.V(4).Infof("yarn: cgroup.kill of %s: %v; signalling each process", c.Name, err)
 		}
-	} else {
-		thaw, frozen := k.freeze(c.Name, procsPath, ctrl, dir)
-		res.Frozen = frozen
-		defer thaw()
 	}
-	n, err = k.signalAll(procsPath, ctrl, dir, unix.SIGKILL)
-	if err != nil {
-		return res, err
+	res.Passes, res.Remaining = k.killPasses(procsPath, ctrl, dir, signalled, true)
+	res.Signalled = len(signalled)
+	switch {
+	case res.Signalled == 0 && !res.Atomic:
+		return res, fmt.Errorf("container %s: %d processes listed, none verified in its cgroup %s (is koordlet in a private cgroup namespace?): %w",
+			c.Name, len(pids), dir, ErrNothingKilled)
+	case res.Remaining > 0:
+		return res, fmt.Errorf("container %s: %d processes still running after %v: %w", c.Name, res.Remaining, k.exitTimeout(), ErrSurvived)
 	}
-	if n > res.Signalled {
-		res.Signalled = n
-	}
+	k.Journal.clear(abs)
+	ok = true
 	return res, nil
+}
+
+// killPasses SIGKILLs every verified process in the cgroup, pass after
+// pass, until the cgroup holds no process that is not exiting, or the exit
+// timeout. It returns the passes made and the processes left that are
+// neither gone nor exiting. hookFirst calls the hook after the first pass.
+func (k *Killer) killPasses(procsPath string, ctrl cgroups.Controller, dir string, signalled map[int]bool, hookFirst bool) (passes, remaining int) {
+	deadline := time.Now().Add(k.exitTimeout())
+	for {
+		pids, err := readPids(procsPath)
+		if err != nil || len(pids) == 0 {
+			return passes, 0
+		}
+		if passes > 0 && time.Now().After(deadline) {
+			for _, pid := range pids {
+				if !exiting(k.H.ProcRoot, pid) {
+					remaining++
+				}
+			}
+			return passes, remaining
+		}
+		for _, pid := range pids {
+			if k.signal(pid, ctrl, dir, unix.SIGKILL) {
+				signalled[pid] = true
+			}
+		}
+		passes++
+		if passes == 1 && hookFirst {
+			k.hook(StepKillSent)
+		}
+		k.sleep(10 * time.Millisecond)
+	}
 }
 
 // WaitGone waits up to timeout for the container's cgroup to hold no process.
@@ -128,28 +229,42 @@ func (k *Killer) WaitGone(c *store.Container, timeout time.Duration) int {
 	}
 }
 
-// signalAll sends sig to every process listed in procsPath that a pidfd
-// proves to be in the container's cgroup.
-func (k *Killer) signalAll(procsPath string, ctrl cgroups.Controller, dir string, sig unix.Signal) (int, error) {
-	pids, err := readPids(procsPath)
-	if err != nil {
-		if os.IsNotExist(err) {
-			return 0, nil // the container is gone already
-		}
-		return 0, fmt.Errorf("list processes of %s: %w", procsPath, err)
+func (k *Killer) hook(s Step) {
+	if k.Hook != nil {
+		k.Hook(s)
 	}
-	sent := 0
+}
+
+func (k *Killer) sleep(d time.Duration) {
+	if k.Sleep != nil {
+		k.Sleep(d)
+		return
+	}
+	time.Sleep(d)
+}
+
+func (k *Killer) exitTimeout() time.Duration {
+	if k.ExitTimeout > 0 {
+		return k.ExitTimeout
+	}
+	return defaultExitTimeout
+}
+
+// signalAll sends sig to every process listed in procsPath that a pidfd
+// proves to be in the container's cgroup, recording them in signalled.
+func (k *Killer) signalAll(procsPath string, ctrl cgroups.Controller, dir string, sig unix.Signal, signalled map[int]bool) {
+	pids, _ := readPids(procsPath)
 	for _, pid := range pids {
 		if k.signal(pid, ctrl, dir, sig) {
-			sent++
+			signalled[pid] = true
 		}
 	}
-	return sent, nil
 }
 
 // signal sends sig to pid through a pidfd after checking, with the pidfd
-// held, that the process is in dir: a pid reused by another process after
-// the listing is never signalled.
+// held, that the process is in dir: the signal goes to the process the
+// pidfd names, which fails if that process is gone, so a pid reused by
+// another process after the listing is never signalled.
 func (k *Killer) signal(pid int, ctrl cgroups.Controller, dir string, sig unix.Signal) bool {
 	if pid <= 1 {
 		return false
@@ -162,10 +277,7 @@ func (k *Killer) signal(pid int, ctrl cgroups.Controller, dir string, sig unix.S
 	if !inCgroup(filepath.Join(k.H.ProcRoot, strconv.Itoa(pid), "cgroup"), ctrl, dir, k.H.V2) {
 		return false
 	}
-	if err := unix.PidfdSendSignal(fd, sig, nil, 0); err != nil {
-		return false
-	}
-	return true
+	return unix.PidfdSendSignal(fd, sig, nil, 0) == nil
 }
 
 // inCgroup reports whether /proc/<pid>/cgroup puts the process in dir for ctrl.
@@ -174,8 +286,8 @@ func inCgroup(procCgroup string, ctrl cgroups.Controller, dir string, v2 bool) b
 	if err != nil {
 		return false
 	}
-	for _, line := range bytes.Split(b, []byte("\n")) {
-		parts := strings.SplitN(string(line), ":", 3)
+	for _, line := range strings.Split(string(b), "\n") {
+		parts := strings.SplitN(line, ":", 3)
 		if len(parts) != 3 {
 			continue
 		}
@@ -195,54 +307,28 @@ func inCgroup(procCgroup string, ctrl cgroups.Controller, dir string, v2 bool) b
 	return false
 }
 
-// freeze moves the container's processes into a freezer cgroup of its own
-// (YARN does not manage the freezer controller) and freezes it. It returns a
-// function that thaws and removes that cgroup once empty.
-func (k *Killer) freeze(name, procsPath string, ctrl cgroups.Controller, dir string) (thaw func(), frozen bool) {
-	freezerDir := filepath.Join(k.H.CgroupRoot, "freezer", k.H.Dir, name)
-	if err := os.MkdirAll(freezerDir, 0o755); err != nil {
-		klog.V(4).Infof("yarn: no freezer for %s (%v); killing without freezing", name, err)
-		return func() {}, false
+// pfExiting is the kernel's PF_EXITING task flag (/proc/<pid>/stat field 9).
+const pfExiting = 0x4
+
+// exiting reports whether pid is gone, a zombie, or already in exit.
+func exiting(procRoot string, pid int) bool {
+	b, err := os.ReadFile(filepath.Join(procRoot, strconv.Itoa(pid), "stat"))
+	if err != nil {
+		return true // gone
 	}
-	thaw = func() {
-		_ = os.WriteFile(filepath.Join(freezerDir, "freezer.state"), []byte("THAWED"), 0o644)
-		for i := 0; i < 100; i++ {
-			if err := os.Remove(freezerDir); err == nil || os.IsNotExist(err) {
-				return
-			}
-			time.Sleep(10 * time.Millisecond)
-		}
-		klog.Warningf("yarn: could not remove freezer cgroup %s", freezerDir)
+	i := strings.LastIndexByte(string(b), ')')
+	if i < 0 {
+		return false
 	}
-	// Move the processes (repeat: a fork may race the first pass).
-	for pass := 0; pass < 3; pass++ {
-		pids, _ := readPids(procsPath)
-		moved := 0
-		for _, pid := range pids {
-			fd, err := unix.PidfdOpen(pid, 0)
-			if err != nil {
-				continue
-			}
-			if inCgroup(filepath.Join(k.H.ProcRoot, strconv.Itoa(pid), "cgroup"), ctrl, dir, false) &&
-				os.WriteFile(filepath.Join(freezerDir, "cgroup.procs"), []byte(strconv.Itoa(pid)), 0o644) == nil {
-				moved++
-			}
-			unix.Close(fd)
-		}
-		if moved == 0 {
-			break
-		}
+	f := strings.Fields(string(b[i+1:]))
+	if len(f) < 7 {
+		return false
 	}
-	if err := os.WriteFile(filepath.Join(freezerDir, "freezer.state"), []byte("FROZEN"), 0o644); err != nil {
-		return thaw, false
+	if f[0] == "Z" || f[0] == "X" || f[0] == "x" {
+		return true
 	}
-	for i := 0; i < 100; i++ {
-		if b, err := os.ReadFile(filepath.Join(freezerDir, "freezer.state")); err == nil && strings.TrimSpace(string(b)) == "FROZEN" {
-			return thaw, true
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-	return thaw, false
+	flags, err := strconv.ParseUint(f[6], 10, 64)
+	return err == nil && flags&pfExiting != 0
 }
 
 func readPids(path string) ([]int, error) {

@@ -12,9 +12,9 @@ import (
 	"github.com/koordlet-yarn/koordlet-yarn/framework/store"
 )
 
-// TestKillV2UsesCgroupKill: on cgroup v2 the killer ends what is left with
-// the container's cgroup.kill (atomic against forks).
-func TestKillV2UsesCgroupKill(t *testing.T) {
+// TestKillEmptyCgroupIsAFailure: a container whose cgroup holds no process
+// releases nothing; the kill says so and writes nothing.
+func TestKillEmptyCgroupIsAFailure(t *testing.T) {
 	root := t.TempDir()
 	h := cgroups.Hierarchy{CgroupRoot: root, ProcRoot: "/proc", V2: true, Dir: "kubepods.slice/kubepods-besteffort.slice/hadoop-yarn"}
 	name := "container_e17_1700000000000_0042_01_000002"
@@ -24,10 +24,9 @@ func TestKillV2UsesCgroupKill(t *testing.T) {
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "cgroup.kill"), nil, 0o644))
 	own := cgroups.Ref{Dir: h.ContainerRelDir(name), Owned: true}
 	c := &store.Container{Name: name, Cgroups: cgroups.Cgroups{own, own, own, own, own}}
-	res, err := (&Killer{H: h}).Kill(c)
-	require.NoError(t, err)
-	assert.True(t, res.Frozen)
+	_, err := (&Killer{H: h}).Kill(c)
+	require.ErrorIs(t, err, ErrNothingKilled)
 	b, err := os.ReadFile(filepath.Join(dir, "cgroup.kill"))
 	require.NoError(t, err)
-	assert.Equal(t, "1", string(b))
+	assert.Empty(t, string(b))
 }

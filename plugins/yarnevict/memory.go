@@ -120,15 +120,18 @@ func (m *MemoryEvict) Cycle(now time.Time) []Victim {
 	}
 	victims := m.victims(si.GetAllPods())
 	Rank(victims, MemoryUsage)
-	chosen, covered := PlanProtectingAMs(victims, need, MemoryUsage)
-	klog.Infof("yarn: node memory above the BE evict threshold: need to release %dMi; evicting %d of %d candidates covering %dMi",
-		need>>20, len(chosen), len(victims), covered>>20)
-	evicted := m.evict(node, chosen)
+	_, covered := PlanProtectingAMs(victims, need, MemoryUsage)
+	klog.Infof("yarn: node memory above the BE evict threshold: need to release %dMi; %d candidates, the plan covers %dMi",
+		need>>20, len(victims), covered>>20)
+	evicted, released, attempted := m.evict(node, victims, need)
+	if attempted && m.deps.Metrics != nil {
+		m.deps.Metrics.Needed.WithLabelValues(m.deps.NodeName, ReasonBEMemoryEvict, "memory").Add(float64(need))
+	}
 	if len(evicted) > 0 {
 		m.lastEvict = now
-		if m.deps.Metrics != nil {
-			m.deps.Metrics.Needed.WithLabelValues(m.deps.NodeName, ReasonBEMemoryEvict, "memory").Add(float64(need))
-		}
+	}
+	if attempted && released < need {
+		klog.Warningf("yarn: memory evict released %dMi of the %dMi needed", released>>20, need>>20)
 	}
 	return evicted
 }
@@ -227,10 +230,10 @@ func (m *MemoryEvict) containerMemory(c *store.Container, interval time.Duration
 	return int64(mem), true
 }
 
-// evict carries out the plan.
-func (m *MemoryEvict) evict(node *corev1.Node, chosen []Victim) []Victim {
-	return carryOut(m.deps, m.executor, m.opts.EventRecorder, m.opts.StatesInformer.GetAllPods(), node, chosen, ReasonBEMemoryEvict,
-		func(v *Victim) string {
+// evict evicts from the ranked victims until need is released.
+func (m *MemoryEvict) evict(node *corev1.Node, ranked []Victim, need int64) ([]Victim, int64, bool) {
+	return execute(m.deps, m.executor, m.opts.EventRecorder, m.opts.StatesInformer.GetAllPods(), node, ranked, need, MemoryUsage,
+		ReasonBEMemoryEvict, func(v *Victim) string {
 			return fmt.Sprintf("node memory above the BE evict threshold; pod releases %dMi", v.MemoryUsed>>20)
 		})
 }

@@ -33,10 +33,10 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 			Name: "yarn_container_evictions_total", Help: "YARN containers evicted by koordlet, by reason and result."},
 			[]string{"node", "reason", "result"}),
 		Released: prometheus.NewCounterVec(prometheus.CounterOpts{Subsystem: koordmetrics.KoordletSubsystem,
-			Name: "yarn_evicted_resource_total", Help: "Resource usage released by evicting YARN containers (memory in bytes, cpu in milli-cores)."},
+			Name: "yarn_evicted_resource_total", Help: "Resource released by evicting YARN containers, in the unit of the reason's need: BEMemoryEvict memory usage in bytes, BECPUEvict CPU request in milli-cores."},
 			[]string{"node", "reason", "resource"}),
 		Needed: prometheus.NewCounterVec(prometheus.CounterOpts{Subsystem: koordmetrics.KoordletSubsystem,
-			Name: "yarn_evict_needed_resource_total", Help: "Resource usage the YARN-aware evict strategies set out to release (memory in bytes, cpu in milli-cores)."},
+			Name: "yarn_evict_needed_resource_total", Help: "Resource the YARN-aware evict strategies set out to release when they evicted: BEMemoryEvict memory usage in bytes, BECPUEvict CPU request in milli-cores."},
 			[]string{"node", "reason", "resource"}),
 	}
 	for _, p := range []**prometheus.CounterVec{&m.Evictions, &m.Released, &m.Needed} {
@@ -51,11 +51,24 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 	return m, nil
 }
 
+// releaseOf is what evicting v releases for reason, in the unit of the
+// strategy's need (memory bytes of usage; milli-cores of CPU request, which
+// is what the satisfaction rule releases), so that
+// koordlet_yarn_evicted_resource_total and
+// koordlet_yarn_evict_needed_resource_total compare per reason.
+func releaseOf(reason string, v *Victim) (resource string, amount int64, text string) {
+	if reason == ReasonBECPUEvict {
+		return "cpu", v.MilliCPURequest, fmt.Sprintf("cpu request %dm", v.MilliCPURequest)
+	}
+	return "memory", v.MemoryUsed, fmt.Sprintf("memory %dMi", v.MemoryUsed>>20)
+}
+
 // report records one YARN container eviction: klog, a Kubernetes Event on
-// the NodeManager pod, and the counters.
+// the NodeManager pod, and the counters. A failed kill gives a warning
+// Event and result=failed, never a "released" Event or count.
 func report(rec record.EventRecorder, m *Metrics, node string, nmPod *corev1.Pod, v *Victim, reason string, res KillResult, err error) {
 	c := v.Container
-	released := fmt.Sprintf("memory %dMi, cpu %dm", v.MemoryUsed>>20, v.MilliCPUUsed)
+	resource, amount, released := releaseOf(reason, v)
 	if err != nil {
 		klog.Errorf("yarn: evict container %s (application %s) for %s failed: %v", c.Name, c.ApplicationID, reason, err)
 		if rec != nil && nmPod != nil {
@@ -67,15 +80,14 @@ func report(rec record.EventRecorder, m *Metrics, node string, nmPod *corev1.Pod
 		}
 		return
 	}
-	klog.Infof("yarn: evicted container %s (application %s, AM %v, %s) for %s, released %s, signalled %d processes, frozen %v",
-		c.Name, c.ApplicationID, c.IsAM, c.ExecutionType, reason, released, res.Signalled, res.Frozen)
+	klog.Infof("yarn: evicted container %s (application %s, AM %v, %s) for %s, released %s, signalled %d processes in %d passes (cgroup.kill %v)",
+		c.Name, c.ApplicationID, c.IsAM, c.ExecutionType, reason, released, res.Signalled, res.Passes, res.Atomic)
 	if rec != nil && nmPod != nil {
 		rec.Eventf(nmPod, corev1.EventTypeWarning, EventReasonEvicted,
 			"evicted YARN container %s (application %s, AM %v) for %s, released %s", c.Name, c.ApplicationID, c.IsAM, reason, released)
 	}
 	if m != nil {
 		m.Evictions.WithLabelValues(node, reason, "succeeded").Inc()
-		m.Released.WithLabelValues(node, reason, "memory").Add(float64(v.MemoryUsed))
-		m.Released.WithLabelValues(node, reason, "cpu").Add(float64(v.MilliCPUUsed))
+		m.Released.WithLabelValues(node, reason, resource).Add(float64(amount))
 	}
 }

@@ -1,0 +1,180 @@
+package yarnevict
+
+import (
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"golang.org/x/sys/unix"
+	"k8s.io/klog/v2"
+
+	"github.com/koordlet-yarn/koordlet-yarn/framework/cgroups"
+	"github.com/koordlet-yarn/koordlet-yarn/framework/store"
+	"github.com/koordlet-yarn/koordlet-yarn/framework/yarn"
+)
+
+// journalXattr is the extended attribute that records a kill in progress on
+// the container's own cgroup directory. The record lives exactly as long as
+// the thing it is about: it survives koordlet's restart or replacement (no
+// host mount needed) and disappears with the cgroup when the NodeManager
+// removes it.
+const journalXattr = "trusted.koordlet-yarn.evict"
+
+// journalEntry is the recorded state of a kill.
+type journalEntry struct {
+	Step   Step      `json:"step"`
+	Reason string    `json:"reason,omitempty"`
+	At     time.Time `json:"at"`
+}
+
+// Journal records the steps of kills on the containers' cgroups, so that a
+// koordlet that died mid-kill finishes it when it starts again (Recover). A
+// kernel or filesystem without trusted extended attributes on cgroups turns
+// it off with one log line: kills then still leave nothing harmful behind
+// (see Killer), only an interrupted kill is not finished. A nil *Journal
+// records nothing.
+type Journal struct {
+	mu       sync.Mutex
+	disabled bool
+	now      func() time.Time
+}
+
+// NewJournal returns a journal.
+func NewJournal() *Journal { return &Journal{now: time.Now} }
+
+func (j *Journal) record(dir string, step Step, reason string) {
+	if j == nil {
+		return
+	}
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	if j.disabled {
+		return
+	}
+	b, _ := json.Marshal(journalEntry{Step: step, Reason: reason, At: j.now()})
+	if err := unix.Setxattr(dir, journalXattr, b, 0); err != nil {
+		if errors.Is(err, unix.ENOENT) {
+			return // the cgroup is gone: nothing to record
+		}
+		j.disabled = true
+		klog.Warningf("yarn: cannot record kills on cgroup %s (%v): a kill interrupted by a koordlet restart will not be finished by the next koordlet", dir, err)
+	}
+}
+
+func (j *Journal) clear(dir string) {
+	if j == nil {
+		return
+	}
+	_ = unix.Removexattr(dir, journalXattr)
+}
+
+// read returns the recorded kill on dir.
+func (j *Journal) read(dir string) (journalEntry, bool) {
+	var e journalEntry
+	if j == nil {
+		return e, false
+	}
+	buf := make([]byte, 512)
+	n, err := unix.Getxattr(dir, journalXattr, buf)
+	if err != nil || n <= 0 || json.Unmarshal(buf[:n], &e) != nil {
+		return e, false
+	}
+	return e, true
+}
+
+// Recovered is a kill found in the journal at start-up.
+type Recovered struct {
+	Container string
+	Entry     journalEntry
+	// Finished is true when the kill had begun and was finished now;
+	// false when nothing had been sent and the container was left alone.
+	Finished  bool
+	Signalled int
+	Remaining int
+}
+
+// Recover finishes the kills the journal records on the containers' own
+// cgroups, left by a koordlet that died mid-kill: a kill that had sent a
+// signal is finished (SIGKILL passes until the cgroup is empty), one that
+// had sent nothing is dropped and the container left running. It then
+// thaws and removes the freezer cgroups an earlier version of this killer
+// made. Call it once, after the store has been filled.
+func (k *Killer) Recover(containers []*store.Container) []Recovered {
+	var out []Recovered
+	if k.Journal != nil {
+		for _, c := range containers {
+			ctrl, dir, err := k.ownDir(c)
+			if err != nil {
+				continue
+			}
+			abs := k.H.AbsDir(ctrl, dir)
+			e, ok := k.Journal.read(abs)
+			if !ok {
+				continue
+			}
+			r := Recovered{Container: c.Name, Entry: e}
+			if e.Step != StepJournaled {
+				signalled := map[int]bool{}
+				_, r.Remaining = k.killPasses(filepath.Join(abs, "cgroup.procs"), ctrl, dir, signalled, false)
+				r.Signalled, r.Finished = len(signalled), true
+				klog.Infof("yarn: finished the kill of container %s (%s, interrupted at %s on %s): signalled %d processes, %d left",
+					c.Name, e.Reason, e.Step, e.At.Format(time.RFC3339), r.Signalled, r.Remaining)
+			} else {
+				klog.Infof("yarn: the kill of container %s (%s) was interrupted before any signal; the container is left running", c.Name, e.Reason)
+			}
+			k.Journal.clear(abs)
+			out = append(out, r)
+		}
+	}
+	if n := sweepFreezer(k.H); n > 0 {
+		klog.Infof("yarn: thawed %d freezer cgroups left by an earlier koordlet", n)
+	}
+	return out
+}
+
+// sweepFreezer thaws and removes the per-container freezer cgroups
+// (freezer/<hierarchy>/container_*) an earlier version of the killer made,
+// which a koordlet that died mid-kill left frozen. It touches only
+// directories named as YARN containers under the configured hierarchy, on
+// a real cgroup filesystem. It returns how many it thawed.
+func sweepFreezer(h cgroups.Hierarchy) int {
+	if h.V2 {
+		return 0
+	}
+	mount := filepath.Join(h.CgroupRoot, "freezer")
+	var st unix.Statfs_t
+	if err := unix.Statfs(mount, &st); err != nil || st.Type != unix.CGROUP_SUPER_MAGIC {
+		return 0
+	}
+	parent := filepath.Join(mount, h.Dir)
+	entries, err := os.ReadDir(parent)
+	if err != nil {
+		return 0
+	}
+	thawed := 0
+	for _, e := range entries {
+		if !e.IsDir() || !strings.HasPrefix(e.Name(), "container_") {
+			continue
+		}
+		if _, err := yarn.ParseContainerID(e.Name()); err != nil {
+			continue
+		}
+		dir := filepath.Join(parent, e.Name())
+		if err := os.WriteFile(filepath.Join(dir, "freezer.state"), []byte("THAWED"), 0o644); err != nil {
+			klog.Warningf("yarn: thaw leftover freezer cgroup %s: %v", dir, err)
+			continue
+		}
+		thawed++
+		for i := 0; i < 100; i++ {
+			if err := os.Remove(dir); err == nil || os.IsNotExist(err) {
+				break
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+	return thawed
+}
