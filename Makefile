@@ -62,5 +62,16 @@ measure-isolation: deps
 measure-discovery: deps
 	$(GO) run ./test/measure/discovery
 
+# Churn soak on the node in a box with every YARN gate on: 5,000 YARN
+# containers with real processes over 5 minutes, at most 100 alive;
+# koordlet's fds, goroutines and heap must stay flat and its store equal
+# cgroupfs (root, cgroup v1). TestSoak in make test is a 40-second version.
+SOAK_CONTAINERS ?= 5000
+SOAK_DURATION ?= 5m
+SOAK_CONCURRENCY ?= 100
+.PHONY: soak
+soak: deps
+	$(GO) run ./test/measure/soak -containers $(SOAK_CONTAINERS) -duration $(SOAK_DURATION) -concurrency $(SOAK_CONCURRENCY)
+
 clean:
 	rm -rf $(BIN)
