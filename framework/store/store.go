@@ -16,9 +16,15 @@ const (
 	Added EventType = iota
 	Updated
 	Removed
+	// ResyncNeeded replaces the events a subscriber fell too far behind to
+	// receive (more than SubscriberQueueCap queued). It carries no
+	// container: the handler must re-read Store.Snapshot() and take it as
+	// the whole truth (a container it knew that is not in the snapshot was
+	// removed; any in it may have been added or updated).
+	ResyncNeeded
 )
 
-// String returns "added", "updated" or "removed".
+// String returns "added", "updated", "removed" or "resync-needed".
 func (t EventType) String() string {
 	switch t {
 	case Added:
@@ -27,12 +33,15 @@ func (t EventType) String() string {
 		return "updated"
 	case Removed:
 		return "removed"
+	case ResyncNeeded:
+		return "resync-needed"
 	}
 	return "unknown"
 }
 
 // Event is a change of one container. Container is the new value (the last
-// value for Removed); Previous is the old value for Updated.
+// value for Removed); Previous is the old value for Updated. Both are nil
+// for ResyncNeeded.
 type Event struct {
 	Type      EventType
 	Container *Container
@@ -109,8 +118,16 @@ func (s *Store) Snapshot() []*Container {
 // Subscribe registers handler for every later change and first replays the
 // current containers to it as Added events, so a subscriber never misses a
 // container. Events reach each handler in order, on a goroutine of its own,
-// and a slow handler never blocks the store or other subscribers. The
-// returned function unsubscribes; events still queued are dropped.
+// and a slow handler never blocks the store or other subscribers.
+//
+// A subscriber's queue is bounded: when more than SubscriberQueueCap events
+// would be waiting, they are dropped and the handler gets one ResyncNeeded
+// event instead (also for a replay larger than the cap), after which events
+// flow again; one line is logged per such episode. Every handler must handle
+// ResyncNeeded by re-reading Snapshot().
+//
+// The returned function unsubscribes; events still queued are dropped.
+// Calling it more than once is harmless.
 func (s *Store) Subscribe(name string, handler func(Event)) (unsubscribe func()) {
 	sub := newSubscriber(name, handler)
 	s.mu.Lock()

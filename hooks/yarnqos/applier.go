@@ -67,7 +67,10 @@ func (a *Applier) Run(stopCh <-chan struct{}) {
 	a.executor.Run(stopCh)
 	a.ApplyRoot()
 	unsubscribe := a.opts.Store.Subscribe("yarn-qos", func(ev store.Event) {
-		if ev.Type == store.Added || (ev.Type == store.Updated && !samePids(ev.Previous, ev.Container)) {
+		switch {
+		case ev.Type == store.ResyncNeeded:
+			a.ReconcileAll() // events were dropped: apply to every container
+		case ev.Type == store.Added || (ev.Type == store.Updated && !samePids(ev.Previous, ev.Container)):
 			a.Apply(ev.Container)
 		}
 	})

@@ -88,9 +88,19 @@ func measure(src cgroupwatch.Source, n, pods int, resync time.Duration) ([]time.
 	var mu sync.Mutex
 	seen := map[string]time.Time{}
 	st.Subscribe("measure", func(ev store.Event) {
-		if ev.Type == store.Added {
+		switch ev.Type {
+		case store.Added:
 			mu.Lock()
 			seen[ev.Container.Name] = time.Now()
+			mu.Unlock()
+		case store.ResyncNeeded: // events were dropped: what the store holds now was seen by now
+			now := time.Now()
+			mu.Lock()
+			for _, c := range st.Snapshot() {
+				if _, ok := seen[c.Name]; !ok {
+					seen[c.Name] = now
+				}
+			}
 			mu.Unlock()
 		}
 	})
