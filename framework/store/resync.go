@@ -36,6 +36,9 @@ type Stats struct {
 //   - the NM enriches present containers with user, state, execution type
 //     and requests; a container the NM lists in a non-terminal state whose
 //     cgroup does not exist yet is kept with its state (Source "nm");
+//   - what an event (Observe) changed after the scan began wins over the
+//     scan, in every branch: its cgroups and pids are kept, and a removal
+//     it saw is not undone by the scan;
 //   - a failed source changes nothing it alone knew about.
 func (s *Store) Resync(obs Observation, now time.Time) Stats {
 	s.mu.Lock()
@@ -125,10 +128,16 @@ func (s *Store) Resync(obs Observation, now time.Time) Stats {
 			} else {
 				c = newContainer(nm.ID.String(), nm.ID, now)
 			}
-			c.Cgroups = cgroups.Cgroups{}
-			c.Pids = nil
 			c.enrich(nm)
-			c.Source = SourceNM
+			if fresh(nm.ID) {
+				// An event after the scan began saw its cgroup (or
+				// processes): the scan could not, and the event wins.
+				c.Source = SourceNM | (c.Source & SourceCgroup)
+			} else {
+				c.Cgroups = cgroups.Cgroups{}
+				c.Pids = nil
+				c.Source = SourceNM
+			}
 			idx[nm.ID] = len(cands)
 			cands = append(cands, c)
 		}

@@ -1,0 +1,67 @@
+package store
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/koordlet-yarn/koordlet-yarn/framework/cgroups"
+	"github.com/koordlet-yarn/koordlet-yarn/framework/yarn"
+)
+
+// TestResyncNMOnlyKeepsWhatALaterEventAdded: a scan that began before an
+// event saw a container's cgroup does not see it; when the NM lists the
+// container, the resync keeps the event's cgroups, pids and source instead
+// of turning it into an NM-only container without cgroups.
+func TestResyncNMOnlyKeepsWhatALaterEventAdded(t *testing.T) {
+	id := cid(5)
+	dir := "kubepods/besteffort/hadoop-yarn/" + id.String()
+	for _, knownFromNM := range []bool{true, false} {
+		name := "first seen by the event"
+		if knownFromNM {
+			name = "known from the NM before"
+		}
+		t.Run(name, func(t *testing.T) {
+			s := New()
+			if knownFromNM {
+				s.Resync(Observation{ScanOK: true, NMOK: true, NM: []yarn.NMContainer{nm(5, yarn.StateLocalizing)}}, t0)
+				c, ok := s.GetByID(id)
+				require.True(t, ok)
+				require.Equal(t, SourceNM, c.Source)
+			}
+			scanStart := t0.Add(time.Second)
+			s.Observe(CgroupEvent{Type: CgroupCreated, Name: id.String(), ID: id, Controller: cgroups.CPU, Dir: dir}, scanStart.Add(time.Millisecond))
+			s.Observe(CgroupEvent{Type: CgroupAttached, Name: id.String(), ID: id, Controller: cgroups.CPU, Dir: dir, Pid: 55}, scanStart.Add(2*time.Millisecond))
+
+			// The scan began before the events and did not see the cgroup.
+			s.Resync(Observation{ScanOK: true, NMOK: true, NM: []yarn.NMContainer{nm(5, yarn.StateRunning)}, Started: scanStart}, scanStart.Add(3*time.Millisecond))
+			c, ok := s.GetByID(id)
+			require.True(t, ok)
+			assert.Equal(t, cgroups.Ref{Dir: dir, Owned: true}, c.Cgroups[cgroups.CPU], "the event's cgroup stays")
+			assert.Equal(t, []int{55}, c.Pids, "the event's pid stays")
+			assert.Equal(t, SourceBoth, c.Source)
+			assert.True(t, c.HasCgroup())
+			assert.Equal(t, yarn.StateRunning, c.State, "the NM still enriches it")
+			assert.Equal(t, int64(2000), c.RequestMilliCPU)
+
+			// A scan that began after the events and sees the cgroup agrees.
+			later := scanStart.Add(10 * time.Millisecond)
+			s.Resync(Observation{ScanOK: true, Scan: []cgroups.Container{scanned(5, 55)}, NMOK: true, NM: []yarn.NMContainer{nm(5, yarn.StateRunning)}, Started: later}, later.Add(time.Millisecond))
+			c, _ = s.GetByID(id)
+			assert.Equal(t, SourceBoth, c.Source)
+			assert.Equal(t, []int{55}, c.Pids)
+
+			// A scan that began after the last event and does not see the
+			// cgroup is the truth: NM-only again.
+			latest := later.Add(10 * time.Millisecond)
+			s.Resync(Observation{ScanOK: true, NMOK: true, NM: []yarn.NMContainer{nm(5, yarn.StateRunning)}, Started: latest}, latest.Add(time.Millisecond))
+			c, _ = s.GetByID(id)
+			assert.Equal(t, SourceNM, c.Source)
+			assert.False(t, c.HasCgroup())
+			assert.Empty(t, c.Pids)
+			assert.Equal(t, cgroups.Cgroups{}, c.Cgroups)
+		})
+	}
+}
