@@ -20,6 +20,7 @@ import (
 func TestSoak(t *testing.T) {
 	port, err := soak.FreePort()
 	require.NoError(t, err)
+	t.Setenv("GODEBUG", soak.Godebug())
 	b := startBox(t, nodebox.Options{KoordletArgs: soak.KoordletArgs(port), NodeSLO: soak.NodeSLO()})
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()

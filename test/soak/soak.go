@@ -16,6 +16,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"math"
 	"math/rand"
 	"net"
 	"net/http"
@@ -99,6 +100,22 @@ func NodeSLO() slov1alpha1.NodeSLOSpec {
 	}
 }
 
+// ProfileRate is koordlet's heap profile sampling rate in a soak, finer
+// than Go's default 512 KiB so that the TSDB's share of the heap is
+// estimated within a few hundred KiB.
+const ProfileRate = 64 << 10
+
+// Godebug returns the GODEBUG value that sets ProfileRate
+// (memprofilerate), to be set in this process's environment before the box
+// starts: the box passes it on to koordlet.
+func Godebug() string {
+	v := "memprofilerate=" + strconv.Itoa(ProfileRate)
+	if cur := os.Getenv("GODEBUG"); cur != "" {
+		v = cur + "," + v
+	}
+	return v
+}
+
 // FreePort returns a free loopback TCP port.
 func FreePort() (int, error) {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
@@ -137,20 +154,27 @@ type Config struct {
 // Sample is koordlet's footprint at one point.
 type Sample struct {
 	At         time.Time
-	Alive      int    // YARN containers alive (launched, not exited), residents included
-	FDs        int    // entries in /proc/<koordlet>/fd
-	Goroutines int    // go_goroutines
-	HeapInuse  uint64 // HeapInuse after a forced GC
+	Alive      int // YARN containers alive (launched, not exited), residents included
+	FDs        int // entries in /proc/<koordlet>/fd
+	Goroutines int // go_goroutines
+	// Heap after a forced GC: live bytes (HeapAlloc), the part of them
+	// allocated by the metric cache's TSDB (estimated from the heap
+	// profile), the rest, and the spans in use (HeapInuse).
+	HeapLive, HeapTSDB, HeapOther, HeapInuse uint64
+	// HeadSeries is the metric cache's TSDB head series count.
+	HeadSeries int
 	RSS        uint64 // process_resident_memory_bytes
 	CPUSeconds float64
 }
 
 func (s Sample) String() string {
-	return fmt.Sprintf("fds %d, goroutines %d, heap in use %.1f MiB, RSS %.1f MiB (%d containers alive)",
-		s.FDs, s.Goroutines, mib(s.HeapInuse), mib(s.RSS), s.Alive)
+	return fmt.Sprintf("fds %d, goroutines %d, live heap %.1f MiB = %.1f outside the metric cache's TSDB + ~%.1f TSDB (%d head series), heap in use %.1f MiB, RSS %.1f MiB (%d containers alive)",
+		s.FDs, s.Goroutines, mib(s.HeapLive), mib(s.HeapOther), mib(s.HeapTSDB), s.HeadSeries, mib(s.HeapInuse), mib(s.RSS), s.Alive)
 }
 
 func mib(b uint64) float64 { return float64(b) / (1 << 20) }
+
+func mibDelta(from, to uint64) float64 { return mib(to) - mib(from) }
 
 // Check is one flatness or consistency check.
 type Check struct {
@@ -196,6 +220,10 @@ func (r Report) Print(w io.Writer) {
 	fmt.Fprintf(w, "start (after the warm-up, drained): %s\n", r.Start)
 	fmt.Fprintf(w, "peak  (churn running)             : %s\n", r.Peak)
 	fmt.Fprintf(w, "end   (churn over, drained)       : %s\n", r.End)
+	fmt.Fprintf(w, "live heap %+.1f MiB from start to end: %+.1f MiB outside the metric cache's TSDB, ~%+.1f MiB in it (head series %d → %d;"+
+		" koordlet's metric cache keeps a dead container's series until head compaction, 1.5 × --tsdb-min-block-duration after its data, 15 min by default)\n",
+		mibDelta(r.Start.HeapLive, r.End.HeapLive), mibDelta(r.Start.HeapOther, r.End.HeapOther), mibDelta(r.Start.HeapTSDB, r.End.HeapTSDB),
+		r.Start.HeadSeries, r.End.HeadSeries)
 	fmt.Fprintf(w, "store %d containers, cgroupfs %d container dirs\n", len(r.Store), len(r.Cgroupfs))
 	for _, c := range r.Checks {
 		mark := "ok  "
@@ -241,9 +269,11 @@ func Run(ctx context.Context, box *nodebox.Box, cfg Config) (Report, error) {
 		return rep, err
 	}
 	k := &koordlet{box: box, pid: pid, pprof: "http://127.0.0.1:" + strconv.Itoa(cfg.PprofPort)}
-	if _, err := k.heapInuse(""); err != nil {
+	h, err := k.heap("")
+	if err != nil {
 		return rep, fmt.Errorf("soak: koordlet's pprof endpoint (--enable-pprof): %w", err)
 	}
+	logf("koordlet's heap profile samples every %.0f bytes (see Godebug)", h.rate)
 
 	interval := cfg.Duration / time.Duration(cfg.Containers)
 	meanLife := time.Duration(0.8 * float64(cfg.Concurrency) * float64(interval))
@@ -357,7 +387,7 @@ func Run(ctx context.Context, box *nodebox.Box, cfg Config) (Report, error) {
 		Check{Name: "launches", OK: rep.LaunchErrors == 0, Note: fmt.Sprintf("%d launched, %d errors", rep.Launched, rep.LaunchErrors)},
 		growth("open fds flat", uint64(rep.Start.FDs), uint64(rep.End.FDs), uint64(Slack.FDs), ""),
 		growth("goroutines flat", uint64(rep.Start.Goroutines), uint64(rep.End.Goroutines), uint64(Slack.Goroutines), ""),
-		growth("heap flat", rep.Start.HeapInuse>>10, rep.End.HeapInuse>>10, Slack.Heap>>10, " KiB"),
+		growth("heap outside the metric cache's TSDB flat", rep.Start.HeapOther>>10, rep.End.HeapOther>>10, Slack.Heap>>10, " KiB"),
 		Check{Name: "koordlet alive", OK: box.KoordletAlive(), Note: fmt.Sprintf("pid %d", pid)},
 		sameSet("store = cgroupfs (ids)", storeIDs, fsIDs),
 		sameSet("store = cgroupfs (owned cgroup dirs)", storeDirs, fsDirs),
@@ -595,9 +625,12 @@ func (k *koordlet) sample(alive int, dir, name string) (Sample, error) {
 		if i == 2 && dir != "" && name != "" {
 			profile = filepath.Join(dir, name)
 		}
-		if s.HeapInuse, err = k.heapInuse(profile); err != nil {
+		h, err := k.heap(profile)
+		if err != nil {
 			return s, err
 		}
+		s.HeapLive, s.HeapTSDB, s.HeapInuse = h.live, h.tsdb, h.inuse
+		s.HeapOther = h.live - min(h.tsdb, h.live)
 		text, err := k.box.Metrics()
 		if err != nil {
 			return s, fmt.Errorf("soak: koordlet's /metrics: %w", err)
@@ -630,6 +663,9 @@ func (k *koordlet) sample(alive int, dir, name string) (Sample, error) {
 			return s, err
 		}
 		s.RSS = uint64(rss)
+		if series, err := gauge("prometheus_tsdb_head_series"); err == nil {
+			s.HeadSeries = int(series)
+		}
 		if s.CPUSeconds, err = gauge("process_cpu_seconds_total"); err != nil {
 			return s, err
 		}
@@ -638,7 +674,11 @@ func (k *koordlet) sample(alive int, dir, name string) (Sample, error) {
 	med := ss[1]
 	med.FDs = medianInt(ss, func(s Sample) int { return s.FDs })
 	med.Goroutines = medianInt(ss, func(s Sample) int { return s.Goroutines })
+	med.HeapLive = uint64(medianInt(ss, func(s Sample) int { return int(s.HeapLive) }))
+	med.HeapTSDB = uint64(medianInt(ss, func(s Sample) int { return int(s.HeapTSDB) }))
+	med.HeapOther = uint64(medianInt(ss, func(s Sample) int { return int(s.HeapOther) }))
 	med.HeapInuse = uint64(medianInt(ss, func(s Sample) int { return int(s.HeapInuse) }))
+	med.HeadSeries = medianInt(ss, func(s Sample) int { return s.HeadSeries })
 	med.RSS = uint64(medianInt(ss, func(s Sample) int { return int(s.RSS) }))
 	return med, nil
 }
@@ -652,34 +692,97 @@ func medianInt(ss []Sample, f func(Sample) int) int {
 	return v[len(v)/2]
 }
 
-// heapInuse forces a GC in koordlet and returns its HeapInuse (the
-// runtime.MemStats that the debug=1 heap profile ends with); with path
-// set it also saves the (binary) heap profile there.
-func (k *koordlet) heapInuse(path string) (uint64, error) {
+// heapFigures are koordlet's heap figures after a forced GC.
+type heapFigures struct {
+	live, tsdb, inuse uint64
+	// rate is the profile's sampling rate (runtime.MemProfileRate).
+	rate float64
+}
+
+// tsdbPackage marks the stacks of the metric cache's storage.
+const tsdbPackage = "github.com/prometheus/prometheus/tsdb"
+
+// heap forces a GC in koordlet and reads its heap profile in the text
+// format (debug=1): HeapAlloc and HeapInuse from the runtime.MemStats it
+// ends with, and the in-use bytes of the sampled stacks through the
+// Prometheus TSDB (koordlet's metric cache), scaled for the sampling as
+// pprof does; with path set it also saves the binary profile there.
+func (k *koordlet) heap(path string) (heapFigures, error) {
+	var h heapFigures
 	resp, err := httpGet(k.pprof + "/debug/pprof/heap?gc=1&debug=1")
 	if err != nil {
-		return 0, err
+		return h, err
 	}
 	defer resp.Body.Close()
-	sc := bufio.NewScanner(resp.Body)
-	sc.Buffer(make([]byte, 1<<20), 1<<20)
-	var inuse uint64
-	found := false
-	for sc.Scan() {
-		if v, ok := strings.CutPrefix(sc.Text(), "# HeapInuse = "); ok {
-			inuse, err = strconv.ParseUint(strings.TrimSpace(v), 10, 64)
-			found = err == nil
-		}
-	}
-	if !found {
-		return 0, fmt.Errorf("soak: no HeapInuse in koordlet's heap profile")
+	h, err = parseHeap(resp.Body)
+	if err != nil {
+		return h, err
 	}
 	if path != "" {
 		if err := k.save("/debug/pprof/heap", path); err != nil {
-			return 0, err
+			return h, err
 		}
 	}
-	return inuse, nil
+	return h, nil
+}
+
+// parseHeap reads a Go heap profile in the text format.
+func parseHeap(r io.Reader) (heapFigures, error) {
+	var h heapFigures
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	rate := 0.0
+	var objects, bytes float64
+	tsdb := false
+	flush := func() {
+		if tsdb && objects > 0 && bytes > 0 {
+			scale := 1.0
+			if rate > 1 {
+				scale = 1 / (1 - math.Exp(-bytes/objects/rate))
+			}
+			h.tsdb += uint64(bytes * scale)
+		}
+		objects, bytes, tsdb = 0, 0, false
+	}
+	var haveLive, haveInuse bool
+	for sc.Scan() {
+		line := sc.Text()
+		switch {
+		case strings.HasPrefix(line, "heap profile:"):
+			// heap profile: N: B [N: B] @ heap/<2*MemProfileRate>
+			if i := strings.LastIndex(line, "heap/"); i >= 0 {
+				if v, err := strconv.ParseFloat(line[i+len("heap/"):], 64); err == nil {
+					rate = v / 2
+				}
+			}
+		case strings.HasPrefix(line, "# HeapAlloc = "):
+			v, err := strconv.ParseUint(strings.TrimPrefix(line, "# HeapAlloc = "), 10, 64)
+			h.live, haveLive = v, err == nil
+		case strings.HasPrefix(line, "# HeapInuse = "):
+			v, err := strconv.ParseUint(strings.TrimPrefix(line, "# HeapInuse = "), 10, 64)
+			h.inuse, haveInuse = v, err == nil
+		case strings.HasPrefix(line, "#"):
+			if strings.Contains(line, tsdbPackage) {
+				tsdb = true
+			}
+		case strings.Contains(line, "] @"):
+			// <inuse objects>: <inuse bytes> [<alloc objects>: <alloc bytes>] @ <pcs>
+			flush()
+			var o, b, ao, ab float64
+			if _, err := fmt.Sscanf(line, "%g: %g [%g: %g]", &o, &b, &ao, &ab); err == nil {
+				objects, bytes = o, b
+			}
+		}
+	}
+	flush()
+	h.rate = rate
+	if err := sc.Err(); err != nil {
+		return h, err
+	}
+	if !haveLive || !haveInuse {
+		return h, fmt.Errorf("soak: no HeapAlloc/HeapInuse in koordlet's heap profile")
+	}
+	return h, nil
 }
 
 // save writes a pprof endpoint's body to path.

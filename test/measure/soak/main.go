@@ -64,6 +64,9 @@ func run(containers int, duration time.Duration, concurrency int, profiles strin
 	if err != nil {
 		return false, err
 	}
+	if err := os.Setenv("GODEBUG", soak.Godebug()); err != nil {
+		return false, err
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), duration+15*time.Minute)
 	defer cancel()
 	box, err := nodebox.Start(ctx, nodebox.Options{Top: top, KoordletArgs: soak.KoordletArgs(port), NodeSLO: soak.NodeSLO()})
