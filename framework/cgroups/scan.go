@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"k8s.io/klog/v2"
 
@@ -21,6 +22,10 @@ type Container struct {
 	ID      yarn.ContainerID
 	Pids    []int
 	Cgroups Cgroups
+	// Started is the start time of the container's oldest process seen (zero
+	// when none could be read): unlike the time the store first saw the
+	// container, it survives a koordlet restart.
+	Started time.Time
 }
 
 // ScanResult is the outcome of one scan.
@@ -36,6 +41,10 @@ type ScanResult struct {
 // the controllers YARN does not manage.
 const maxPidsTried = 3
 
+// maxStartPids bounds how many of a container's pids are read for its start
+// time (the oldest process is normally the launcher, among the first few).
+const maxStartPids = 64
+
 // Scanner scans the YARN hierarchy. It reuses buffers between scans and is
 // not safe for concurrent use.
 type Scanner struct {
@@ -47,6 +56,10 @@ type Scanner struct {
 	// the container's own cgroup it is the same live process (a pid is not
 	// reused while its process lives), so /proc is not read again.
 	procCache map[string]procResolution
+	// started remembers each container's start time: it is a fact of the
+	// container's past, read once.
+	started map[string]time.Time
+	boot    time.Time
 }
 
 type procResolution struct {
@@ -56,7 +69,7 @@ type procResolution struct {
 
 // NewScanner returns a scanner of h.
 func NewScanner(h Hierarchy) *Scanner {
-	return &Scanner{h: h, buf: make([]byte, 4096), index: map[string]int{}, procCache: map[string]procResolution{}}
+	return &Scanner{h: h, buf: make([]byte, 4096), index: map[string]int{}, procCache: map[string]procResolution{}, started: map[string]time.Time{}}
 }
 
 // Hierarchy returns the scanned hierarchy.
@@ -125,6 +138,11 @@ func (s *Scanner) Scan() (ScanResult, error) {
 			delete(s.procCache, name)
 		}
 	}
+	for name := range s.started {
+		if _, ok := s.index[name]; !ok {
+			delete(s.started, name)
+		}
+	}
 	return res, nil
 }
 
@@ -156,6 +174,7 @@ func (s *Scanner) fill(c *Container) {
 		c.Pids = parsePids(s.buf)
 		break
 	}
+	s.fillStarted(c)
 	if s.h.V2 || len(c.Pids) == 0 {
 		return
 	}
@@ -184,6 +203,42 @@ func (s *Scanner) fill(c *Container) {
 		if s.resolveFromProc(c, pid) {
 			return
 		}
+	}
+}
+
+// fillStarted sets c.Started to the start time of its oldest process, read
+// once per container from /proc/<pid>/stat.
+func (s *Scanner) fillStarted(c *Container) {
+	if t, ok := s.started[c.Name]; ok {
+		c.Started = t
+		return
+	}
+	if len(c.Pids) == 0 {
+		return
+	}
+	if s.boot.IsZero() {
+		boot, err := BootTime(s.h.ProcRoot)
+		if err != nil {
+			klog.V(4).Infof("yarn: container start times unknown: %v", err)
+			return
+		}
+		s.boot = boot
+	}
+	for i, pid := range c.Pids {
+		if i == maxStartPids {
+			break
+		}
+		var err error
+		s.buf, err = readInto(filepath.Join(s.h.ProcRoot, strconv.Itoa(pid), "stat"), s.buf)
+		if err != nil {
+			continue // exited meanwhile
+		}
+		if t, ok := startTimeOf(s.buf, s.boot); ok && (c.Started.IsZero() || t.Before(c.Started)) {
+			c.Started = t
+		}
+	}
+	if !c.Started.IsZero() {
+		s.started[c.Name] = c.Started
 	}
 }
 

@@ -74,6 +74,10 @@ type Container struct {
 	Pids    []int           `json:"pids"`
 	// FirstSeen is when the store first learned of the container.
 	FirstSeen time.Time `json:"firstSeen"`
+	// Started is when the container started: the start time of its oldest
+	// process seen by a cgroup scan (zero until one was read). Unlike
+	// FirstSeen it does not move when koordlet restarts.
+	Started time.Time `json:"started,omitzero"`
 	// Source is where the container was seen at the latest observation of
 	// each source.
 	Source Source `json:"source"`
@@ -90,7 +94,24 @@ func (c *Container) equal(o *Container) bool {
 	return c.Name == o.Name && c.User == o.User && c.State == o.State &&
 		c.ExecutionType == o.ExecutionType && c.RequestMilliCPU == o.RequestMilliCPU &&
 		c.RequestMemoryBytes == o.RequestMemoryBytes && c.Cgroups == o.Cgroups &&
-		c.Source == o.Source && slices.Equal(c.Pids, o.Pids)
+		c.Source == o.Source && slices.Equal(c.Pids, o.Pids) && c.Started.Equal(o.Started)
+}
+
+// StartedOrFirstSeen returns Started, or FirstSeen when no process start
+// time was read.
+func (c *Container) StartedOrFirstSeen() time.Time {
+	if c.Started.IsZero() {
+		return c.FirstSeen
+	}
+	return c.Started
+}
+
+// noteStarted records a scanned start time: the earliest known wins (the
+// oldest process may have exited since it was first read).
+func (c *Container) noteStarted(t time.Time) {
+	if !t.IsZero() && (c.Started.IsZero() || t.Before(c.Started)) {
+		c.Started = t
+	}
 }
 
 // newContainer returns a container for id first seen at now.

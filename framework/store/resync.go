@@ -94,6 +94,7 @@ func (s *Store) Resync(obs Observation, now time.Time) Stats {
 				c.Cgroups = sc.Cgroups
 				c.Pids = sc.Pids
 			}
+			c.noteStarted(sc.Started)
 			idx[sc.ID] = len(cands)
 			cands = append(cands, c)
 		}

@@ -54,18 +54,22 @@ func PodVictim(pod *corev1.Pod, memoryUsed, milliCPUUsed int64) Victim {
 
 // ContainerVictim describes a YARN container. YARN containers take the
 // NodeManager pod's priority; OPPORTUNISTIC containers rank just below it.
+// A container started when its oldest process started (first seen by the
+// store when no process start time could be read): first-seen times all
+// move to the restart after a koordlet restart, which would make every
+// YARN container look newer than every BE pod.
 func ContainerVictim(c *store.Container, nmPriority int64, memoryUsed, milliCPUUsed int64) Victim {
 	prio := nmPriority
 	if c.ExecutionType == yarn.ExecutionOpportunistic {
 		prio--
 	}
-	return Victim{Container: c, IsAM: c.IsAM, Priority: prio, Started: c.FirstSeen,
+	return Victim{Container: c, IsAM: c.IsAM, Priority: prio, Started: c.StartedOrFirstSeen(),
 		MemoryUsed: memoryUsed, MilliCPUUsed: milliCPUUsed}
 }
 
 // Rank sorts victims in eviction order: ApplicationMasters last; then lower
-// priority first; then newest first (first-seen time, then the YARN id,
-// which grows with time); then larger usage (of the resource being
+// priority first; then newest first (start time, then the YARN id, which
+// grows with time); then larger usage (of the resource being
 // released) first; then by name, for a stable order.
 func Rank(vs []Victim, usage func(*Victim) int64) {
 	sort.SliceStable(vs, func(i, j int) bool {
@@ -83,8 +87,9 @@ func Rank(vs []Victim, usage func(*Victim) int64) {
 			return a.Container == nil // same instant: pods before containers, so the order stays transitive
 		}
 		if a.Container != nil && a.Container.ID != b.Container.ID {
-			// Seen at the same time (e.g. after a koordlet restart): YARN
-			// ids grow with time, so the larger id is the newer container.
+			// Started at the same instant (or first seen together, their
+			// start times unknown): YARN ids grow with time, so the larger
+			// id is the newer container.
 			return idLess(b.Container.ID, a.Container.ID)
 		}
 		if ua, ub := usage(a), usage(b); ua != ub {

@@ -111,3 +111,38 @@ func TestPlanProtectingAMs(t *testing.T) {
 	chosen, _ = PlanProtectingAMs([]Victim{am}, 500, MemoryUsage)
 	assert.Equal(t, []string{am.Name()}, names(chosen), "the last resort")
 }
+
+// TestRankUsesProcessStartTime: after a koordlet restart every container's
+// first-seen time is the restart; a container whose oldest process started
+// before a BE pod of the same priority is older than that pod and goes after
+// it. Without a readable start time, first seen still decides.
+func TestRankUsesProcessStartTime(t *testing.T) {
+	nmPrio := int64(extension.PriorityBatchValueMin)
+	restart := t0.Add(time.Hour)
+	pod := PodVictim(bePod("pod", extension.PriorityBatchValueMin, t0.Add(10*time.Minute)), 1<<20, 0)
+	tests := []struct {
+		name    string
+		started time.Time
+		want    []string
+	}{
+		{"started before the pod", t0, []string{"default/pod", "container"}},
+		{"started after the pod", t0.Add(20 * time.Minute), []string{"container", "default/pod"}},
+		{"start time unknown: first seen", time.Time{}, []string{"container", "default/pod"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := ctr(2, yarn.ExecutionGuaranteed, restart)
+			c.Started = tt.started
+			ct := ContainerVictim(c, nmPrio, 900<<20, 0)
+			vs := []Victim{ct, pod}
+			Rank(vs, MemoryUsage)
+			got := names(vs)
+			for i := range got {
+				if got[i] == c.Name {
+					got[i] = "container"
+				}
+			}
+			assert.Equal(t, tt.want, got)
+		})
+	}
+}
