@@ -44,6 +44,7 @@ import (
 
 func TestMain(m *testing.M) {
 	kerneltest.RunHelperIfRequested()
+	runCrashingKillerIfRequested()
 	if err := features.Register(); err != nil {
 		panic(err)
 	}

@@ -1,0 +1,198 @@
+package yarnevict
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"golang.org/x/sys/unix"
+
+	"github.com/koordlet-yarn/koordlet-yarn/framework/cgroups"
+	"github.com/koordlet-yarn/koordlet-yarn/framework/store"
+	"github.com/koordlet-yarn/koordlet-yarn/test/kerneltest"
+)
+
+// crashEnv makes a re-executed test binary a killer that SIGKILLs itself
+// at one step of a kill: "<step>|<cgroup root>|<hierarchy dir>|<container>".
+const crashEnv = "KOORDLET_YARN_TEST_KILL_CRASH"
+
+// runCrashingKillerIfRequested is the re-executed killer; call it first in
+// TestMain.
+func runCrashingKillerIfRequested() {
+	spec := os.Getenv(crashEnv)
+	if spec == "" {
+		return
+	}
+	f := strings.Split(spec, "|")
+	if len(f) != 4 {
+		fmt.Fprintln(os.Stderr, "bad", crashEnv, spec)
+		os.Exit(2)
+	}
+	step, h, name := Step(f[0]), cgroups.Hierarchy{CgroupRoot: f[1], ProcRoot: "/proc", Dir: f[2]}, f[3]
+	k := &Killer{H: h, Grace: 300 * time.Millisecond, Journal: NewJournal(), Reason: "crash-test",
+		Hook: func(s Step) {
+			if s == step {
+				_ = syscall.Kill(os.Getpid(), syscall.SIGKILL)
+				time.Sleep(time.Hour)
+			}
+		}}
+	own := cgroups.Ref{Dir: h.ContainerRelDir(name), Owned: true}
+	_, err := k.Kill(&store.Container{Name: name, Cgroups: cgroups.Cgroups{cgroups.CPU: own, cgroups.Memory: own}})
+	fmt.Fprintln(os.Stderr, "the kill ended without reaching step", step, err)
+	os.Exit(3)
+}
+
+// procState returns the state letter of pid ("" when gone).
+func procState(pid int) string {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return ""
+	}
+	f := strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+1:]))
+	return f[0]
+}
+
+// TestRealKernelKillerDiesAtEachStep kills the killing process at each step
+// of a kill (intent recorded, SIGTERM sent, first SIGKILL pass made). Right
+// after, the container's processes are all running normally or all gone —
+// none stopped, frozen or stuck, and nothing made in the freezer hierarchy;
+// after a restart (Recover with the journal on the cgroup) a kill that had
+// sent a signal is finished and one that had not leaves the container
+// running.
+func TestRealKernelKillerDiesAtEachStep(t *testing.T) {
+	kerneltest.RequireCgroupV1(t, "cpu", "memory")
+	kerneltest.UseHostRoots(t)
+	for _, tc := range []struct {
+		step Step
+		// runningAfterCrash: every process still runs normally right after
+		// the crash (else all are gone within a moment).
+		runningAfterCrash, finishedOnRestart bool
+	}{
+		{StepJournaled, true, false},
+		{StepTermSent, true, true},
+		{StepKillSent, false, true},
+	} {
+		t.Run(string(tc.step), func(t *testing.T) {
+			hier := kerneltest.UniqueRoot(t) + "/hadoop-yarn"
+			name := "container_e17_1700000000000_0042_01_000003"
+			dirs := []string{kerneltest.MakeCgroup(t, "cpu", hier+"/"+name), kerneltest.MakeCgroup(t, "memory", hier+"/"+name)}
+			// An executor that ignores SIGTERM (so that a crash after it
+			// leaves everything running) and keeps forking.
+			p := kerneltest.Start(t, "trap '' TERM; (trap '' TERM; while :; do sleep 0.05 & wait; done) & (trap '' TERM; sleep 3600) & wait", dirs...)
+			require.NoError(t, p.Release())
+			require.Eventually(t, func() bool { return len(kerneltest.Pids(dirs[0])) >= 3 }, 5*time.Second, 10*time.Millisecond)
+			// The long-lived processes (the loop's short sleeps come and go).
+			var before []int
+			for _, pid := range kerneltest.Pids(dirs[0]) {
+				if b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/cmdline"); err == nil && string(b) != "sleep\x000.05\x00" {
+					before = append(before, pid)
+				}
+			}
+			require.GreaterOrEqual(t, len(before), 3)
+
+			self, err := os.Executable()
+			require.NoError(t, err)
+			cmd := exec.Command(self, "-test.run=^$")
+			cmd.Env = append(os.Environ(), crashEnv+"="+strings.Join([]string{string(tc.step), kerneltest.CgroupRoot, hier, name}, "|"))
+			out, err := cmd.CombinedOutput()
+			var ee *exec.ExitError
+			require.ErrorAs(t, err, &ee, "the killer must die at %s: %s", tc.step, out)
+			ws := ee.Sys().(syscall.WaitStatus)
+			require.True(t, ws.Signaled() && ws.Signal() == syscall.SIGKILL, "the killer died by SIGKILL at %s: %s", tc.step, out)
+
+			// Afterwards: never stopped, frozen or stuck.
+			assertNoneStopped := func() {
+				for _, pid := range kerneltest.Pids(dirs[0]) {
+					st := procState(pid)
+					assert.NotContains(t, []string{"T", "t", "D"}, st, "pid %d is %s after the killer died", pid, st)
+				}
+			}
+			assertNoneStopped()
+			_, err = os.Stat(filepath.Join(kerneltest.CgroupRoot, "freezer", hier))
+			assert.True(t, os.IsNotExist(err), "nothing made in the freezer hierarchy")
+			if tc.runningAfterCrash {
+				time.Sleep(200 * time.Millisecond)
+				for _, pid := range before {
+					assert.Contains(t, []string{"S", "R"}, procState(pid), "pid %d runs normally", pid)
+				}
+			} else {
+				require.Eventually(t, func() bool { return len(kerneltest.Pids(dirs[0])) == 0 }, 5*time.Second, 20*time.Millisecond,
+					"after the first SIGKILL pass every process dies without the killer: %v", kerneltest.Pids(dirs[0]))
+			}
+			buf := make([]byte, 256)
+			_, xerr := unix.Getxattr(dirs[0], journalXattr, buf)
+			assert.NoError(t, xerr, "the journal on the container's cgroup records the kill in progress")
+
+			// A restarted koordlet.
+			k := &Killer{H: cgroups.Hierarchy{CgroupRoot: kerneltest.CgroupRoot, ProcRoot: "/proc", Dir: hier}, Journal: NewJournal(), ExitTimeout: 5 * time.Second}
+			own := cgroups.Ref{Dir: hier + "/" + name, Owned: true}
+			rec := k.Recover([]*store.Container{{Name: name, Cgroups: cgroups.Cgroups{cgroups.CPU: own, cgroups.Memory: own}}})
+			require.Len(t, rec, 1)
+			assert.Equal(t, tc.finishedOnRestart, rec[0].Finished)
+			assert.Zero(t, rec[0].Remaining)
+			if tc.finishedOnRestart {
+				assert.Empty(t, kerneltest.Pids(dirs[0]), "the interrupted kill is finished")
+			} else {
+				for _, pid := range before {
+					assert.Contains(t, []string{"S", "R"}, procState(pid), "pid %d still runs normally", pid)
+				}
+			}
+			assertNoneStopped()
+			_, xerr = unix.Getxattr(dirs[0], journalXattr, buf)
+			assert.ErrorIs(t, xerr, unix.ENODATA, "the journal entry is cleared")
+			assert.Empty(t, k.Recover([]*store.Container{{Name: name, Cgroups: cgroups.Cgroups{cgroups.CPU: own}}}), "recovered once")
+		})
+	}
+}
+
+// TestRealKernelRecoverThawsOldFreezerLeftovers: a container an earlier
+// version of the killer froze and SIGKILLed, then died, is thawed (its
+// processes die) and its freezer cgroup removed at start-up; a freezer
+// cgroup that is not named as a YARN container is left alone.
+func TestRealKernelRecoverThawsOldFreezerLeftovers(t *testing.T) {
+	kerneltest.RequireCgroupV1(t, "cpu", "freezer")
+	kerneltest.UseHostRoots(t)
+	hier := kerneltest.UniqueRoot(t) + "/hadoop-yarn"
+	name := "container_e17_1700000000000_0042_01_000004"
+	frz := kerneltest.MakeCgroup(t, "freezer", hier+"/"+name)
+	other := kerneltest.MakeCgroup(t, "freezer", hier+"/not-a-container")
+	p := kerneltest.Start(t, "sleep 3600", frz)
+	require.NoError(t, p.Release())
+	// Whatever happens, nothing stays frozen after the test (cleanups run
+	// last-in first-out: this one before the process is reaped).
+	t.Cleanup(func() {
+		for _, d := range []string{frz, other} {
+			_ = os.WriteFile(filepath.Join(d, "freezer.state"), []byte("THAWED"), 0o644)
+		}
+	})
+	require.NoError(t, os.WriteFile(filepath.Join(frz, "freezer.state"), []byte("FROZEN"), 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(other, "freezer.state"), []byte("FROZEN"), 0o644))
+	require.Eventually(t, func() bool {
+		b, _ := os.ReadFile(filepath.Join(frz, "freezer.state"))
+		return strings.TrimSpace(string(b)) == "FROZEN"
+	}, 2*time.Second, 10*time.Millisecond)
+	pids := kerneltest.Pids(frz)
+	for _, pid := range pids {
+		require.NoError(t, syscall.Kill(pid, syscall.SIGKILL)) // pending while frozen, as the old killer left them
+	}
+
+	k := &Killer{H: cgroups.Hierarchy{CgroupRoot: kerneltest.CgroupRoot, ProcRoot: "/proc", Dir: hier}, Journal: NewJournal()}
+	k.Recover(nil)
+	for _, pid := range pids {
+		require.Eventually(t, func() bool { return procState(pid) == "" || procState(pid) == "Z" }, 2*time.Second, 10*time.Millisecond,
+			"the thawed process %d dies of its pending SIGKILL", pid)
+	}
+	assert.NoDirExists(t, frz, "the leftover freezer cgroup is removed")
+	b, err := os.ReadFile(filepath.Join(other, "freezer.state"))
+	require.NoError(t, err)
+	assert.Equal(t, "FROZEN", strings.TrimSpace(string(b)), "not ours: untouched")
+	require.NoError(t, os.WriteFile(filepath.Join(other, "freezer.state"), []byte("THAWED"), 0o644))
+}
