@@ -52,6 +52,9 @@ func startBox(t *testing.T, opts nodebox.Options) *nodebox.Box {
 		kerneltest.Skip(t, "node-level e2e: "+skipReason)
 	}
 	opts.Top = repoTop()
+	if opts.LockWait == 0 {
+		opts.LockWait = 20 * time.Minute // another box (a soak, a demo) may be running
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	b, err := nodebox.Start(ctx, opts)
