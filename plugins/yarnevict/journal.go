@@ -107,12 +107,7 @@ func (k *Killer) Recover(containers []*store.Container) []Recovered {
 	var out []Recovered
 	if k.Journal != nil {
 		for _, c := range containers {
-			ctrl, dir, err := k.ownDir(c)
-			if err != nil {
-				continue
-			}
-			abs := k.H.AbsDir(ctrl, dir)
-			e, ok := k.Journal.read(abs)
+			ctrl, dir, abs, e, ok := k.journaled(c)
 			if !ok {
 				continue
 			}
@@ -134,6 +129,22 @@ func (k *Killer) Recover(containers []*store.Container) []Recovered {
 		klog.Infof("yarn: thawed %d freezer cgroups left by an earlier koordlet", n)
 	}
 	return out
+}
+
+// journaled finds the journal entry on any of the container's own cgroups.
+func (k *Killer) journaled(c *store.Container) (cgroups.Controller, string, string, journalEntry, bool) {
+	want := k.H.ContainerRelDir(c.Name)
+	for _, ctrl := range []cgroups.Controller{cgroups.CPU, cgroups.Memory, cgroups.CPUAcct} {
+		ref := c.Cgroups[ctrl]
+		if !ref.Owned || ref.Dir != want {
+			continue
+		}
+		abs := k.H.AbsDir(ctrl, ref.Dir)
+		if e, ok := k.Journal.read(abs); ok {
+			return ctrl, ref.Dir, abs, e, true
+		}
+	}
+	return 0, "", "", journalEntry{}, false
 }
 
 // sweepFreezer thaws and removes the per-container freezer cgroups

@@ -167,6 +167,9 @@ func (k *Killer) Kill(c *store.Container) (KillResult, error) {
 	res.Signalled = len(signalled)
 	switch {
 	case res.Signalled == 0 && !res.Atomic:
+		if left, _ := readPids(procsPath); len(left) == 0 {
+			return res, fmt.Errorf("container %s: its processes exited before any signal: %w", c.Name, ErrNothingKilled)
+		}
 		return res, fmt.Errorf("container %s: %d processes listed, none verified in its cgroup %s (is koordlet in a private cgroup namespace?): %w",
 			c.Name, len(pids), dir, ErrNothingKilled)
 	case res.Remaining > 0:
