@@ -70,7 +70,7 @@ func (a *Applier) Run(stopCh <-chan struct{}) {
 		switch {
 		case ev.Type == store.ResyncNeeded:
 			a.ReconcileAll() // events were dropped: apply to every container
-		case ev.Type == store.Added || (ev.Type == store.Updated && !samePids(ev.Previous, ev.Container)):
+		case ev.Type == store.Added || (ev.Type == store.Updated && inputsChanged(ev.Previous, ev.Container)):
 			a.Apply(ev.Container)
 		}
 	})
@@ -91,6 +91,14 @@ func (a *Applier) Run(stopCh <-chan struct{}) {
 			}
 		}
 	}()
+}
+
+// inputsChanged reports whether an update changed what the applied values
+// depend on: the processes (resctrl tasks, a cgroup that now has them), the
+// cgroups, or the memory request (Memory QoS; the NM reports it after the
+// cgroup scan or an event has added the container).
+func inputsChanged(prev, cur *store.Container) bool {
+	return prev == nil || !samePids(prev, cur) || prev.Cgroups != cur.Cgroups || prev.RequestMemoryBytes != cur.RequestMemoryBytes
 }
 
 func samePids(a, b *store.Container) bool {
@@ -247,6 +255,13 @@ func (a *Applier) memoryUpdaters(c *store.Container, spec *slov1alpha1.NodeSLOSp
 	v, ok := MemoryValuesOf(spec, c.RequestMemoryBytes, limit, allocatable)
 	if !ok {
 		return nil
+	}
+	if c.RequestMemoryBytes <= 0 {
+		// The NM has not reported the request yet (or reported none):
+		// min, low and high derive from it, so they wait for it rather
+		// than being written from zero; the update that brings the
+		// request applies them.
+		v.Min, v.Low, v.High = nil, nil, nil
 	}
 	var ups []resourceexecutor.ResourceUpdater
 	for _, f := range []struct {

@@ -153,6 +153,7 @@ func TestApplyMemoryQoSOnFakeRoots(t *testing.T) {
 					system.MemoryPriority, system.MemoryUsePriorityOom, system.MemoryOomGroup)
 				helper.WriteCgroupFileContents(dir, system.MemoryLimit, "4294967296")
 			}
+			helper.SetResourcesSupported(true, files...) // before writing: an earlier test (or -count) may have marked them unsupported
 			for _, f := range files {
 				initial := "0"
 				if f == system.MemoryWmarkScaleFactor {
@@ -161,7 +162,6 @@ func TestApplyMemoryQoSOnFakeRoots(t *testing.T) {
 				helper.WriteCgroupFileContents("kubepods", f, initial)
 				helper.WriteCgroupFileContents(dir, f, initial)
 			}
-			helper.SetResourcesSupported(true, files...)
 			written := a.Apply(c)
 			assert.Greater(t, written, 0)
 			high := helper.ReadCgroupFileContents(dir, files[2])
@@ -205,4 +205,86 @@ func TestApplyResctrlOnFakeRoot(t *testing.T) {
 	assert.True(t, strings.Contains(string(b), "12") && strings.Contains(string(b), "13"), string(b))
 	require.NoError(t, os.WriteFile(tasks, []byte("11\n12\n13\n"), 0o644)) // as the kernel lists them
 	assert.Equal(t, 0, a.Apply(c), "tasks already in the group are not written again")
+}
+
+// TestMemoryQoSWaitsForRequest: a container reaches the store from the cgroup
+// scan before the NM reports its request. Memory QoS must not write
+// memory.min/low/high from a zero request; the NM update that brings the
+// request (same processes) applies them, and a changed request re-applies.
+func TestMemoryQoSWaitsForRequest(t *testing.T) {
+	gates(t, string(features.YARNMemoryQoS))
+	helper := system.NewFileTestUtil(t)
+	t.Cleanup(helper.Cleanup)
+	old := system.CgroupPathFormatter
+	system.SetupCgroupPathFormatter(system.Cgroupfs)
+	t.Cleanup(func() { system.CgroupPathFormatter = old })
+
+	name := "container_e17_1700000000000_0042_01_000002"
+	dir := "kubepods/besteffort/hadoop-yarn/" + name
+	id, _ := yarn.ParseContainerID(name)
+	const gi = int64(1) << 30
+	helper.WriteCgroupFileContents(dir, system.MemoryLimit, fmt.Sprint(4*gi))
+	files := []system.Resource{system.MemoryMin, system.MemoryLow, system.MemoryHigh, system.MemoryWmarkRatio}
+	helper.SetResourcesSupported(true, files...) // before writing: an earlier test may have marked them unsupported
+	for _, f := range files {
+		helper.WriteCgroupFileContents("kubepods", f, "0")
+		helper.WriteCgroupFileContents(dir, f, "0")
+	}
+	spec := beSpec(slov1alpha1.CPUQOSPolicyGroupIdentity)
+	mq := &spec.ResourceQOSStrategy.BEClass.MemoryQOS.MemoryQOS
+	mq.MinLimitPercent, mq.LowLimitPercent = ptr.To[int64](10), ptr.To[int64](20)
+
+	ctrl := gomock.NewController(t)
+	si := mockstatesinformer.NewMockStatesInformer(ctrl)
+	si.EXPECT().GetNodeSLO().Return(&slov1alpha1.NodeSLO{Spec: *spec}).AnyTimes()
+	si.EXPECT().GetNode().Return(&corev1.Node{Status: corev1.NodeStatus{Allocatable: corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("16Gi")}}}).AnyTimes()
+	si.EXPECT().RegisterCallbacks(gomock.Any(), gomock.Any(), gomock.Any(), gomock.Any()).AnyTimes()
+	st := store.New()
+	applied := make(chan struct{}, 8)
+	a := New(Options{Store: st, StatesInformer: func() statesinformer.StatesInformer { return si }, Interval: time.Hour,
+		OnApplied: func(*store.Container, time.Time) { applied <- struct{}{} }})
+	stop := make(chan struct{})
+	t.Cleanup(func() { close(stop) })
+	a.Run(stop)
+	// waitApplied waits for the apply that the latest store change caused
+	// to finish (OnApplied runs after its last write).
+	waitApplied := func(what string) {
+		t.Helper()
+		select {
+		case <-applied:
+		case <-time.After(5 * time.Second):
+			require.FailNow(t, "not applied: "+what)
+		}
+	}
+
+	own := cgroups.Ref{Dir: dir, Owned: true}
+	scan := []cgroups.Container{{Name: name, ID: id, Pids: []int{11, 12}, Cgroups: cgroups.Cgroups{own, own, own, own, own}}}
+	read := func(f system.Resource) string { return helper.ReadCgroupFileContents(dir, f) }
+	high := func(request int64) string {
+		return fmt.Sprint((request + (4*gi-request)*80/100) / system.PageSize * system.PageSize)
+	}
+
+	// Cgroup scan only: the request is not known.
+	st.Resync(store.Observation{ScanOK: true, Scan: scan}, time.Now())
+	waitApplied("arrival")
+	assert.Equal(t, "95", read(system.MemoryWmarkRatio), "the request-independent files are applied on arrival")
+	assert.Equal(t, "0", read(system.MemoryHigh), "memory.high is not computed from a zero request")
+	assert.Equal(t, "0", read(system.MemoryMin))
+	assert.Equal(t, "0", read(system.MemoryLow))
+
+	// The NM reports the request; the processes are the same.
+	nm := func(mb int64) []yarn.NMContainer {
+		return []yarn.NMContainer{{ID: id, State: "RUNNING", TotalMemoryNeededMB: mb, TotalVCoresNeeded: 1}}
+	}
+	st.Resync(store.Observation{ScanOK: true, Scan: scan, NMOK: true, NM: nm(2048)}, time.Now())
+	waitApplied("the NM update with the request")
+	assert.Equal(t, high(2*gi), read(system.MemoryHigh), "from the 2Gi request")
+	assert.Equal(t, fmt.Sprint(2*gi*10/100), read(system.MemoryMin))
+	assert.Equal(t, fmt.Sprint(2*gi*20/100), read(system.MemoryLow))
+
+	// The request changes (a container resize): re-applied.
+	st.Resync(store.Observation{ScanOK: true, Scan: scan, NMOK: true, NM: nm(3072)}, time.Now())
+	waitApplied("the NM update with the changed request")
+	assert.Equal(t, high(3*gi), read(system.MemoryHigh), "from the 3Gi request")
+	assert.Equal(t, fmt.Sprint(3*gi*10/100), read(system.MemoryMin))
 }

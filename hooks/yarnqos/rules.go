@@ -3,8 +3,10 @@
 // and the Anolis watermark, priority and oom-group files) and L3 CAT / MBA
 // (the container's tasks join koordlet's resctrl BE group). Values come from
 // the NodeSLO's BE class with the semantics koordlet uses for BE pods; they
-// are applied when a container appears, when the NodeSLO changes and on a
-// periodic reconcile, all through koordlet's resource executor.
+// are applied when a container appears, when its processes, cgroups or
+// memory request change, when the NodeSLO changes and on a periodic
+// reconcile, all through koordlet's resource executor. memory.min/low/high
+// derive from the request and wait until the NodeManager has reported it.
 package yarnqos
 
 import (
