@@ -27,13 +27,22 @@ build: deps
 e2e-tools:
 	test/e2e/tools/build.sh
 
+# Each fuzz target mutates its seed corpus (testdata/fuzz/<FuzzName>, which
+# plain go test also runs) for a short while; a failing input is written
+# next to the seeds. One go test -fuzz per target (Go fuzzes one at a time).
+FUZZTIME ?= 20s
+.PHONY: fuzz
+fuzz: deps
+	$(GO) test -run '^$$' -fuzz '^FuzzNMResponse$$' -fuzztime $(FUZZTIME) ./framework/store
+	$(GO) test -run '^$$' -fuzz '^FuzzParseContainerID$$' -fuzztime 10s ./framework/yarn
+
 # Real-kernel and e2e tests run as root on cgroup v1 hosts and skip elsewhere
 # (with KOORDLET_YARN_NO_SKIP=1, as in CI, such a skip fails). gotestsum runs
 # go test, names every test and ends with the counts of tests run, passed,
 # failed and skipped.
 GOTESTSUM ?= $(GO) run gotest.tools/gotestsum@v1.13.0
 TEST_COUNTS = sh -c 'echo tests: \$$TESTS_TOTAL ran, \$$((\$$TESTS_TOTAL-\$$TESTS_FAILED-\$$TESTS_SKIPPED)) passed, \$$TESTS_FAILED failed, \$$TESTS_SKIPPED skipped'
-test: deps lint e2e-tools
+test: deps lint e2e-tools fuzz
 	$(GOTESTSUM) --format testname --post-run-command "$(TEST_COUNTS)" -- -count=1 -timeout 30m $(PKGS)
 
 bench: deps

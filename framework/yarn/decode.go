@@ -103,6 +103,10 @@ func (d *decoder) flushLogs() {
 // convert validates one raw entry (entry i of its list); ok is false when
 // the entry is dropped.
 func (d *decoder) convert(i int, rc *rawContainer) (NMContainer, bool) {
+	if rc.ID == "" {
+		d.logf("yarn: dropping NM container entry %d: no id", i)
+		return NMContainer{}, false
+	}
 	id, err := ParseContainerID(rc.ID)
 	if err != nil {
 		d.logf("yarn: dropping NM container entry %d: %v", i, err)
@@ -211,8 +215,10 @@ func (c *containerList) UnmarshalJSON(b []byte) error {
 		i := 0
 		return forEachElement(b, func(elem []byte) error {
 			rc = rawContainer{}
-			if err := json.Unmarshal(elem, &rc); err != nil {
-				return err
+			if string(elem) != "null" { // null: an entry without id
+				if err := json.Unmarshal(elem, &rc); err != nil {
+					return err
+				}
 			}
 			if nc, ok := c.d.convert(i, &rc); ok {
 				c.list = append(c.list, nc)
