@@ -332,13 +332,30 @@ func (a *Applier) joinResctrl(c *store.Container) int {
 	if len(fresh) == 0 {
 		return 0
 	}
-	u, err := resourceexecutor.CalculateResctrlL3TasksResource(BEResctrlGroup, fresh)
+	// The resctrl tasks file takes numbers: pin each task (pidfd, start
+	// time) and check it is the container's before the write, and that
+	// each number still named it after.
+	v2 := system.GetCurrentCgroupVersion() == system.CgroupVersionV2
+	pinned := pinTasks(system.Conf.ProcRootDir, fresh, cgroups.CPU, ref.Dir, v2)
+	if len(pinned) == 0 {
+		return 0
+	}
+	u, err := resourceexecutor.CalculateResctrlL3TasksResource(BEResctrlGroup, ids(pinned))
 	if err != nil {
+		misplaced(system.Conf.ProcRootDir, pinned, cgroups.CPU, ref.Dir, v2)
 		return 0
 	}
-	if _, err := a.executor.Update(false, u); err != nil {
-		klog.V(4).Infof("yarn: move %d tasks of %s to resctrl %s: %v", len(fresh), c.Name, BEResctrlGroup, err)
+	_, err = a.executor.Update(false, u)
+	if wrong := misplaced(system.Conf.ProcRootDir, pinned, cgroups.CPU, ref.Dir, v2); len(wrong) > 0 {
+		back, berr := resourceexecutor.CalculateResctrlL3TasksResource("", wrong)
+		if berr == nil {
+			_, berr = a.executor.Update(false, back)
+		}
+		logMisplaced(c.Name, wrong, berr)
+	}
+	if err != nil {
+		klog.V(4).Infof("yarn: move %d tasks of %s to resctrl %s: %v", len(pinned), c.Name, BEResctrlGroup, err)
 		return 0
 	}
-	return len(fresh)
+	return len(pinned)
 }

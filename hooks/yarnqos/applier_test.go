@@ -3,7 +3,9 @@ package yarnqos
 import (
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -188,6 +190,47 @@ func TestMemoryQoSUnsupportedSkipped(t *testing.T) {
 	assert.True(t, a.unsupported[string(system.MemoryMin.ResourceType())])
 }
 
+// livePid starts a process that lives until the test ends.
+func livePid(t *testing.T) int {
+	cmd := exec.Command("sleep", "3600")
+	require.NoError(t, cmd.Start())
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	return cmd.Process.Pid
+}
+
+// fakeTask writes procRoot/<id>/stat and cgroup for a task in dir (cpu).
+func fakeTask(t *testing.T, id int, startTicks int64, dir string) {
+	p := filepath.Join(system.Conf.ProcRootDir, strconv.Itoa(id))
+	require.NoError(t, os.MkdirAll(p, 0o755))
+	stat := fmt.Sprintf("%d (java) S%s %d 0 0\n", id, strings.Repeat(" 0", 18), startTicks)
+	require.NoError(t, os.WriteFile(filepath.Join(p, "stat"), []byte(stat), 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(p, "cgroup"), []byte("4:cpu:/"+dir+"\n3:memory:/"+dir+"\n"), 0o644))
+}
+
+// TestMisplacedAfterReuse: a number whose task changed (another start time)
+// between the check and the write, now outside the container, is reported
+// for moving back; the same task, or one gone, is not.
+func TestMisplacedAfterReuse(t *testing.T) {
+	helper := system.NewFileTestUtil(t)
+	t.Cleanup(helper.Cleanup)
+	dir := "kubepods/besteffort/hadoop-yarn/container_e17_1700000000000_0042_01_000002"
+	same, reused, gone := livePid(t), livePid(t), livePid(t)
+	for _, id := range []int{same, reused, gone} {
+		fakeTask(t, id, 500, dir)
+	}
+	pinned := pinTasks(system.Conf.ProcRootDir, []int32{int32(same), int32(reused), int32(gone)}, cgroups.CPU, dir, false)
+	require.Len(t, pinned, 3)
+	// reused's task exits and its number is taken by a task elsewhere;
+	// gone's task exits; same's task lives on.
+	for _, p := range pinned[1:] {
+		closeFd(p.fd)
+	}
+	pinned[1].fd, pinned[2].fd = -1, -1
+	fakeTask(t, reused, 900, "kubepods/pod-ls/c1")
+	require.NoError(t, os.RemoveAll(filepath.Join(system.Conf.ProcRootDir, strconv.Itoa(gone))))
+	assert.Equal(t, []int32{int32(reused)}, misplaced(system.Conf.ProcRootDir, pinned, cgroups.CPU, dir, false))
+}
+
 func TestApplyResctrlOnFakeRoot(t *testing.T) {
 	gates(t, string(features.YARNResctrlQoS))
 	helper, _, a, c := fakeNode(t, false, beSpec(slov1alpha1.CPUQOSPolicyGroupIdentity))
@@ -197,13 +240,21 @@ func TestApplyResctrlOnFakeRoot(t *testing.T) {
 	require.NoError(t, os.MkdirAll(filepath.Dir(tasks), 0o755))
 	require.NoError(t, os.WriteFile(tasks, []byte("11\n"), 0o644))
 	delete(a.unsupported, "resctrl")
-	helper.WriteCgroupFileContents(c.Cgroups[cgroups.CPU].Dir, system.CPUTasks, "11\n12\n13\n")
+	// Real live tasks (the pidfd pins them) whose fake /proc says: a and b
+	// are the container's; the number of r, listed a moment ago, now names
+	// a task of another cgroup (reused): never moved.
+	a1, b1, r := livePid(t), livePid(t), livePid(t)
+	for id, dir := range map[int]string{a1: c.Cgroups[cgroups.CPU].Dir, b1: c.Cgroups[cgroups.CPU].Dir, r: "kubepods/pod-ls/c1"} {
+		fakeTask(t, id, 1000+int64(id), dir)
+	}
+	helper.WriteCgroupFileContents(c.Cgroups[cgroups.CPU].Dir, system.CPUTasks, fmt.Sprintf("11\n%d\n%d\n%d\n", a1, b1, r))
 	assert.Equal(t, 2, a.Apply(c), "the tasks not yet in the BE group join it")
 	b, err := os.ReadFile(tasks)
 	require.NoError(t, err)
 	// (a regular file stands for the resctrl tasks file: each id is one write)
-	assert.True(t, strings.Contains(string(b), "12") && strings.Contains(string(b), "13"), string(b))
-	require.NoError(t, os.WriteFile(tasks, []byte("11\n12\n13\n"), 0o644)) // as the kernel lists them
+	assert.True(t, strings.Contains(string(b), strconv.Itoa(a1)) && strings.Contains(string(b), strconv.Itoa(b1)), string(b))
+	assert.NotContains(t, string(b), strconv.Itoa(r), "a number that names another cgroup's task is never written")
+	require.NoError(t, os.WriteFile(tasks, []byte(fmt.Sprintf("11\n%d\n%d\n", a1, b1)), 0o644)) // as the kernel lists them
 	assert.Equal(t, 0, a.Apply(c), "tasks already in the group are not written again")
 }
 

@@ -164,8 +164,12 @@ func TestRealKernelRecoverThawsOldFreezerLeftovers(t *testing.T) {
 	name := "container_e17_1700000000000_0042_01_000004"
 	frz := kerneltest.MakeCgroup(t, "freezer", hier+"/"+name)
 	other := kerneltest.MakeCgroup(t, "freezer", hier+"/not-a-container")
-	p := kerneltest.Start(t, "sleep 3600", frz)
+	p := kerneltest.Start(t, "exec sleep 3600", frz)
 	require.NoError(t, p.Release())
+	require.Eventually(t, func() bool {
+		b, _ := os.ReadFile("/proc/" + strconv.Itoa(p.Pid()) + "/cmdline")
+		return strings.HasPrefix(string(b), "sleep")
+	}, 2*time.Second, 5*time.Millisecond, "the workload runs before it is frozen")
 	// Whatever happens, nothing stays frozen after the test (cleanups run
 	// last-in first-out: this one before the process is reaped).
 	t.Cleanup(func() {
@@ -176,9 +180,10 @@ func TestRealKernelRecoverThawsOldFreezerLeftovers(t *testing.T) {
 	require.NoError(t, os.WriteFile(filepath.Join(frz, "freezer.state"), []byte("FROZEN"), 0o644))
 	require.NoError(t, os.WriteFile(filepath.Join(other, "freezer.state"), []byte("FROZEN"), 0o644))
 	require.Eventually(t, func() bool {
+		_ = os.WriteFile(filepath.Join(frz, "freezer.state"), []byte("FROZEN"), 0o644) // FREEZING retries
 		b, _ := os.ReadFile(filepath.Join(frz, "freezer.state"))
 		return strings.TrimSpace(string(b)) == "FROZEN"
-	}, 2*time.Second, 10*time.Millisecond)
+	}, 5*time.Second, 10*time.Millisecond)
 	pids := kerneltest.Pids(frz)
 	for _, pid := range pids {
 		require.NoError(t, syscall.Kill(pid, syscall.SIGKILL)) // pending while frozen, as the old killer left them

@@ -277,37 +277,10 @@ func (k *Killer) signal(pid int, ctrl cgroups.Controller, dir string, sig unix.S
 		return false // exited
 	}
 	defer unix.Close(fd)
-	if !inCgroup(filepath.Join(k.H.ProcRoot, strconv.Itoa(pid), "cgroup"), ctrl, dir, k.H.V2) {
+	if !cgroups.InCgroup(k.H.ProcRoot, pid, ctrl, dir, k.H.V2) {
 		return false
 	}
 	return unix.PidfdSendSignal(fd, sig, nil, 0) == nil
-}
-
-// inCgroup reports whether /proc/<pid>/cgroup puts the process in dir for ctrl.
-func inCgroup(procCgroup string, ctrl cgroups.Controller, dir string, v2 bool) bool {
-	b, err := os.ReadFile(procCgroup)
-	if err != nil {
-		return false
-	}
-	for _, line := range strings.Split(string(b), "\n") {
-		parts := strings.SplitN(line, ":", 3)
-		if len(parts) != 3 {
-			continue
-		}
-		path := strings.TrimPrefix(parts[2], "/")
-		if v2 {
-			if parts[0] == "0" && parts[1] == "" {
-				return path == dir
-			}
-			continue
-		}
-		for _, name := range strings.Split(parts[1], ",") {
-			if name == ctrl.String() {
-				return path == dir
-			}
-		}
-	}
-	return false
 }
 
 // pfExiting is the kernel's PF_EXITING task flag (/proc/<pid>/stat field 9).

@@ -1,0 +1,54 @@
+package cgroups
+
+import (
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+)
+
+// InCgroup reports whether /proc/<id>/cgroup (id a pid or a tid) puts the
+// task in dir (relative to the mount root) for controller ctrl (v1), or on
+// the unified hierarchy (v2). A task that is gone is in no cgroup.
+func InCgroup(procRoot string, id int, ctrl Controller, dir string, v2 bool) bool {
+	b, err := os.ReadFile(filepath.Join(procRoot, strconv.Itoa(id), "cgroup"))
+	if err != nil {
+		return false
+	}
+	return cgroupFileHas(string(b), ctrl, dir, v2)
+}
+
+// cgroupFileHas reports whether the content of a /proc/<id>/cgroup file
+// puts the task in dir for ctrl (v1) or on the unified hierarchy (v2).
+func cgroupFileHas(content string, ctrl Controller, dir string, v2 bool) bool {
+	for _, line := range strings.Split(content, "\n") {
+		parts := strings.SplitN(line, ":", 3)
+		if len(parts) != 3 {
+			continue
+		}
+		path := strings.TrimPrefix(parts[2], "/")
+		if v2 {
+			if parts[0] == "0" && parts[1] == "" {
+				return path == dir
+			}
+			continue
+		}
+		for _, name := range strings.Split(parts[1], ",") {
+			if name == ctrl.String() {
+				return path == dir
+			}
+		}
+	}
+	return false
+}
+
+// TaskStartTicks returns the start time of task id (a pid or a tid) in
+// clock ticks since boot, from procRoot/<id>/stat: with the id, it names
+// one task for as long as the machine runs.
+func TaskStartTicks(procRoot string, id int) (int64, bool) {
+	b, err := os.ReadFile(filepath.Join(procRoot, strconv.Itoa(id), "stat"))
+	if err != nil {
+		return 0, false
+	}
+	return parseStartTicks(b)
+}

@@ -1,0 +1,99 @@
+package yarnqos
+
+import (
+	"errors"
+
+	"golang.org/x/sys/unix"
+	"k8s.io/klog/v2"
+
+	"github.com/koordlet-yarn/koordlet-yarn/framework/cgroups"
+)
+
+// pidfdThread is the kernel's PIDFD_THREAD flag (Linux 6.9): a pidfd for a
+// thread rather than a thread-group leader.
+const pidfdThread = unix.O_EXCL
+
+// pinnedTask is a task of a container held across a move that writes its
+// id by number: the pidfd tells afterwards whether the task that was
+// checked still lives, hence still owns the number.
+type pinnedTask struct {
+	id int32
+	fd int // -1: the kernel cannot pin this thread; start time only
+	// start is the task's start time in clock ticks since boot.
+	start int64
+}
+
+// pinTasks keeps the tasks that are, with a pidfd held where the kernel
+// allows one, in the container's cgroup dir (ctrl), with their start time.
+func pinTasks(procRoot string, ids []int32, ctrl cgroups.Controller, dir string, v2 bool) []pinnedTask {
+	var out []pinnedTask
+	for _, id := range ids {
+		fd, err := unix.PidfdOpen(int(id), pidfdThread)
+		if errors.Is(err, unix.EINVAL) {
+			fd, err = unix.PidfdOpen(int(id), 0) // older kernel: leaders only
+		}
+		if err != nil {
+			fd = -1
+			if errors.Is(err, unix.ESRCH) {
+				continue // gone
+			}
+		}
+		start, ok := cgroups.TaskStartTicks(procRoot, int(id))
+		if !ok || !cgroups.InCgroup(procRoot, int(id), ctrl, dir, v2) {
+			closeFd(fd)
+			continue
+		}
+		out = append(out, pinnedTask{id: id, fd: fd, start: start})
+	}
+	return out
+}
+
+// misplaced checks, after the ids of pinned were written, that each number
+// still named the task that was checked, and returns the ids that named
+// another task (a number reused between the check and the write): those
+// tasks were moved by mistake. A task whose pidfd shows it alive owned its
+// number all along. Without a live pidfd, a number now held by a task with
+// another start time outside the container is reported: a thread that took
+// the number after the write inherited its creator's group, so moving it
+// back to the default group errs on the side of never leaving a foreign
+// task in the BE class. It closes the pidfds.
+func misplaced(procRoot string, pinned []pinnedTask, ctrl cgroups.Controller, dir string, v2 bool) []int32 {
+	var wrong []int32
+	for _, p := range pinned {
+		alive := p.fd >= 0 && unix.PidfdSendSignal(p.fd, 0, nil, 0) == nil
+		closeFd(p.fd)
+		if alive {
+			continue
+		}
+		start, ok := cgroups.TaskStartTicks(procRoot, int(p.id))
+		if !ok || start == p.start {
+			continue // gone, or the same task
+		}
+		if !cgroups.InCgroup(procRoot, int(p.id), ctrl, dir, v2) {
+			wrong = append(wrong, p.id)
+		}
+	}
+	return wrong
+}
+
+func closeFd(fd int) {
+	if fd >= 0 {
+		_ = unix.Close(fd)
+	}
+}
+
+func ids(pinned []pinnedTask) []int32 {
+	out := make([]int32, len(pinned))
+	for i, p := range pinned {
+		out[i] = p.id
+	}
+	return out
+}
+
+func logMisplaced(container string, wrong []int32, err error) {
+	if err != nil {
+		klog.Errorf("yarn: tasks %v were moved to resctrl %s by a reused number while joining %s, and moving them back failed: %v", wrong, BEResctrlGroup, container, err)
+		return
+	}
+	klog.Warningf("yarn: tasks %v were moved to resctrl %s by a reused number while joining %s; moved back to the default group", wrong, BEResctrlGroup, container)
+}
