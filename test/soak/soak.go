@@ -37,6 +37,7 @@ import (
 
 	"github.com/koordlet-yarn/koordlet-yarn/framework/cgroups"
 	"github.com/koordlet-yarn/koordlet-yarn/framework/features"
+	"github.com/koordlet-yarn/koordlet-yarn/test/cgtree"
 	"github.com/koordlet-yarn/koordlet-yarn/test/nmemu"
 	"github.com/koordlet-yarn/koordlet-yarn/test/nodebox"
 )
@@ -147,6 +148,11 @@ type Config struct {
 	// and end samples (heap-start.pb.gz, heap-end.pb.gz) and a CPU profile
 	// of 20 s of churn (cpu.pb.gz).
 	ProfileDir string
+	// Linger, when set, takes one more sample that long after the end
+	// sample, past koordlet's bounded retentions (the resource executor's
+	// 2-minute write cache, the store's 1-minute tombstones); the heap
+	// check then uses it.
+	Linger time.Duration
 	// Log receives progress lines (nil: none).
 	Log io.Writer
 }
@@ -158,7 +164,7 @@ type Sample struct {
 	FDs        int // entries in /proc/<koordlet>/fd
 	Goroutines int // go_goroutines
 	// Heap after a forced GC: live bytes (HeapAlloc), the part of them
-	// allocated by the metric cache's TSDB (estimated from the heap
+	// allocated by the metric cache (estimated from the heap
 	// profile), the rest, and the spans in use (HeapInuse).
 	HeapLive, HeapTSDB, HeapOther, HeapInuse uint64
 	// HeadSeries is the metric cache's TSDB head series count.
@@ -168,7 +174,7 @@ type Sample struct {
 }
 
 func (s Sample) String() string {
-	return fmt.Sprintf("fds %d, goroutines %d, live heap %.1f MiB = %.1f outside the metric cache's TSDB + ~%.1f TSDB (%d head series), heap in use %.1f MiB, RSS %.1f MiB (%d containers alive)",
+	return fmt.Sprintf("fds %d, goroutines %d, live heap %.1f MiB = %.1f outside koordlet's metric cache + ~%.1f in it (TSDB head: %d series), heap in use %.1f MiB, RSS %.1f MiB (%d containers alive)",
 		s.FDs, s.Goroutines, mib(s.HeapLive), mib(s.HeapOther), mib(s.HeapTSDB), s.HeadSeries, mib(s.HeapInuse), mib(s.RSS), s.Alive)
 }
 
@@ -190,8 +196,10 @@ type Report struct {
 	Churn    time.Duration
 	MaxAlive int
 	// Start (after the warm-up) and End are taken with the churn drained,
-	// the residents alive; Peak near the end of the churn.
+	// the residents alive; Peak near the end of the churn; Later, with
+	// Config.Linger, that long after End.
 	Start, End, Peak Sample
+	Later            *Sample
 	// KoordletCPU is koordlet's CPU time from the start to the end
 	// sample, in cores.
 	KoordletCPU float64
@@ -199,7 +207,10 @@ type Report struct {
 	// under the hierarchy at the end.
 	Store, Cgroupfs []string
 	Evictions       float64
-	Checks          []Check
+	// Leftovers describe container cgroups of exited churn containers
+	// still present after a drain (the NM removes them on exit).
+	Leftovers []string
+	Checks    []Check
 }
 
 // OK reports whether every check passed.
@@ -220,11 +231,21 @@ func (r Report) Print(w io.Writer) {
 	fmt.Fprintf(w, "start (after the warm-up, drained): %s\n", r.Start)
 	fmt.Fprintf(w, "peak  (churn running)             : %s\n", r.Peak)
 	fmt.Fprintf(w, "end   (churn over, drained)       : %s\n", r.End)
-	fmt.Fprintf(w, "live heap %+.1f MiB from start to end: %+.1f MiB outside the metric cache's TSDB, ~%+.1f MiB in it (head series %d → %d;"+
-		" koordlet's metric cache keeps a dead container's series until head compaction, 1.5 × --tsdb-min-block-duration after its data, 15 min by default)\n",
+	if r.Later != nil {
+		fmt.Fprintf(w, "later (end + %v)               : %s\n", r.Later.At.Sub(r.End.At).Round(time.Second), *r.Later)
+	}
+	fmt.Fprintf(w, "live heap %+.1f MiB from start to end: %+.1f MiB outside koordlet's metric cache, ~%+.1f MiB in it (TSDB head series %d → %d;"+
+		" the metric cache keeps a dead container's series until head compaction, 1.5 × --tsdb-min-block-duration after its data, 15 min by default)\n",
 		mibDelta(r.Start.HeapLive, r.End.HeapLive), mibDelta(r.Start.HeapOther, r.End.HeapOther), mibDelta(r.Start.HeapTSDB, r.End.HeapTSDB),
 		r.Start.HeadSeries, r.End.HeadSeries)
 	fmt.Fprintf(w, "store %d containers, cgroupfs %d container dirs\n", len(r.Store), len(r.Cgroupfs))
+	for i, l := range r.Leftovers {
+		if i == 30 {
+			fmt.Fprintf(w, "  ... %d more\n", len(r.Leftovers)-i)
+			break
+		}
+		fmt.Fprintf(w, "  left: %s\n", l)
+	}
 	for _, c := range r.Checks {
 		mark := "ok  "
 		if !c.OK {
@@ -288,7 +309,7 @@ func Run(ctx context.Context, box *nodebox.Box, cfg Config) (Report, error) {
 	// samples see the same live set, and the store has something to
 	// equal at the end.
 	for s := int64(1); s <= residents; s++ {
-		if _, err := box.NM.Launch(nmemu.Spec{AppID: 9999, Attempt: 1, Sequence: s, User: "soak", MemoryMB: 512, VCores: 1,
+		if _, err := box.NM.Launch(nmemu.Spec{AppID: residentApp, Attempt: 1, Sequence: s, User: "soak", MemoryMB: 512, VCores: 1,
 			Script: "exec sleep 3600"}); err != nil {
 			return rep, err
 		}
@@ -308,6 +329,7 @@ func Run(ctx context.Context, box *nodebox.Box, cfg Config) (Report, error) {
 	if err := c.drain(2*meanLife + time.Minute); err != nil {
 		return rep, err
 	}
+	rep.Leftovers = append(rep.Leftovers, leftovers(box, "after the warm-up's last exit")...)
 	settle()
 	if rep.Start, err = k.sample(residents, cfg.ProfileDir, "heap-start.pb.gz"); err != nil {
 		return rep, err
@@ -351,6 +373,7 @@ func Run(ctx context.Context, box *nodebox.Box, cfg Config) (Report, error) {
 	if err := c.drain(2*meanLife + time.Minute); err != nil {
 		return rep, err
 	}
+	rep.Leftovers = append(rep.Leftovers, leftovers(box, "after the last exit")...)
 	c.mu.Lock()
 	rep.Launched, rep.LaunchErrors, rep.Killed, rep.MaxAlive = c.launched, c.launchErrors, c.killed, c.maxAlive
 	rep.Churn = c.lastExit.Sub(first)
@@ -362,6 +385,7 @@ func Run(ctx context.Context, box *nodebox.Box, cfg Config) (Report, error) {
 		return rep, err
 	}
 	logf("end, churn drained: %s", rep.End)
+	rep.Leftovers = append(rep.Leftovers, leftovers(box, "at the end")...)
 	rep.KoordletCPU = (rep.End.CPUSeconds - rep.Start.CPUSeconds) / rep.End.At.Sub(rep.Start.At).Seconds()
 	storeIDs, storeDirs, err := k.store()
 	if err != nil {
@@ -373,6 +397,17 @@ func Run(ctx context.Context, box *nodebox.Box, cfg Config) (Report, error) {
 	}
 	rep.Store, rep.Cgroupfs = storeIDs, fsIDs
 	rep.Evictions = k.evictions()
+	heapEnd := rep.End
+	if cfg.Linger > 0 {
+		logf("lingering %v", cfg.Linger)
+		time.Sleep(cfg.Linger)
+		later, err := k.sample(residents, "", "")
+		if err != nil {
+			return rep, err
+		}
+		rep.Later, heapEnd = &later, later
+		logf("later: %s", later)
+	}
 
 	growth := func(name string, start, end, slack uint64, unit string) Check {
 		limit := start + uint64(float64(start)*cfg.Tolerance)
@@ -387,8 +422,10 @@ func Run(ctx context.Context, box *nodebox.Box, cfg Config) (Report, error) {
 		Check{Name: "launches", OK: rep.LaunchErrors == 0, Note: fmt.Sprintf("%d launched, %d errors", rep.Launched, rep.LaunchErrors)},
 		growth("open fds flat", uint64(rep.Start.FDs), uint64(rep.End.FDs), uint64(Slack.FDs), ""),
 		growth("goroutines flat", uint64(rep.Start.Goroutines), uint64(rep.End.Goroutines), uint64(Slack.Goroutines), ""),
-		growth("heap outside the metric cache's TSDB flat", rep.Start.HeapOther>>10, rep.End.HeapOther>>10, Slack.Heap>>10, " KiB"),
+		growth("live heap outside koordlet's metric cache flat", rep.Start.HeapOther>>10, heapEnd.HeapOther>>10, Slack.Heap>>10, " KiB"),
 		Check{Name: "koordlet alive", OK: box.KoordletAlive(), Note: fmt.Sprintf("pid %d", pid)},
+		Check{Name: "exited containers' cgroups removed", OK: len(rep.Leftovers) == 0,
+			Note: fmt.Sprintf("%d left: %s", len(rep.Leftovers), strings.Join(head(rep.Leftovers), "; "))},
 		sameSet("store = cgroupfs (ids)", storeIDs, fsIDs),
 		sameSet("store = cgroupfs (owned cgroup dirs)", storeDirs, fsDirs),
 	)
@@ -397,6 +434,40 @@ func Run(ctx context.Context, box *nodebox.Box, cfg Config) (Report, error) {
 
 // residents are the containers that live through the whole soak.
 const residents = 5
+
+// residentApp is the residents' application id.
+const residentApp = 9999
+
+// leftovers describes the container cgroups under the hierarchy that do not
+// belong to residents: controller, id, the NM's view of the container, the
+// processes inside and when the directory last changed.
+func leftovers(box *nodebox.Box, when string) []string {
+	var out []string
+	for _, ctrl := range Controllers {
+		dir := filepath.Join(box.CgroupRoot(), ctrl, nodebox.YARNHierarchy)
+		entries, err := os.ReadDir(dir)
+		if err != nil {
+			continue
+		}
+		for _, e := range entries {
+			id := e.Name()
+			if !e.IsDir() || !strings.HasPrefix(id, "container_") || strings.Contains(id, fmt.Sprintf("_%04d_", residentApp)) {
+				continue
+			}
+			state := "unknown to the NM"
+			if c, ok := box.NM.Get(id); ok {
+				state = fmt.Sprintf("NM %s exit %d", c.State, c.ExitCode)
+			}
+			changed := ""
+			if fi, err := os.Stat(filepath.Join(dir, id)); err == nil {
+				changed = fi.ModTime().Format("15:04:05.000")
+			}
+			out = append(out, fmt.Sprintf("%s %s/%s (%s, pids %v, changed %s)", when, ctrl, id, state,
+				cgtree.Pids(filepath.Join(dir, id)), changed))
+		}
+	}
+	return out
+}
 
 // churn launches containers through the NM emulator and follows their exits.
 type churn struct {
@@ -699,14 +770,16 @@ type heapFigures struct {
 	rate float64
 }
 
-// tsdbPackage marks the stacks of the metric cache's storage.
-const tsdbPackage = "github.com/prometheus/prometheus/tsdb"
+// metricCacheFrames mark the stacks of allocations kept by koordlet's
+// metric cache: its Prometheus TSDB, and the label sets koordlet's
+// appender builds for it.
+var metricCacheFrames = []string{"github.com/prometheus/prometheus/tsdb", "github.com/koordinator-sh/koordinator/pkg/koordlet/metriccache."}
 
 // heap forces a GC in koordlet and reads its heap profile in the text
 // format (debug=1): HeapAlloc and HeapInuse from the runtime.MemStats it
-// ends with, and the in-use bytes of the sampled stacks through the
-// Prometheus TSDB (koordlet's metric cache), scaled for the sampling as
-// pprof does; with path set it also saves the binary profile there.
+// ends with, and the in-use bytes of the sampled stacks through koordlet's
+// metric cache (metricCacheFrames), scaled for the sampling as pprof does;
+// with path set it also saves the binary profile there.
 func (k *koordlet) heap(path string) (heapFigures, error) {
 	var h heapFigures
 	resp, err := httpGet(k.pprof + "/debug/pprof/heap?gc=1&debug=1")
@@ -762,8 +835,10 @@ func parseHeap(r io.Reader) (heapFigures, error) {
 			v, err := strconv.ParseUint(strings.TrimPrefix(line, "# HeapInuse = "), 10, 64)
 			h.inuse, haveInuse = v, err == nil
 		case strings.HasPrefix(line, "#"):
-			if strings.Contains(line, tsdbPackage) {
-				tsdb = true
+			for _, f := range metricCacheFrames {
+				if strings.Contains(line, f) {
+					tsdb = true
+				}
 			}
 		case strings.Contains(line, "] @"):
 			// <inuse objects>: <inuse bytes> [<alloc objects>: <alloc bytes>] @ <pcs>

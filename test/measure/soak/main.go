@@ -27,9 +27,10 @@ func main() {
 	containers := flag.Int("containers", 5000, "YARN containers to create and remove")
 	duration := flag.Duration("duration", 5*time.Minute, "time over which they are launched")
 	concurrency := flag.Int("concurrency", 100, "most containers alive at once")
+	linger := flag.Duration("linger", 3*time.Minute, "wait after the end sample for one more (past koordlet's bounded retentions); 0: none")
 	profiles := flag.String("profiles", "", "directory for koordlet's heap and CPU profiles (default: a new temporary directory, kept)")
 	flag.Parse()
-	ok, err := run(*containers, *duration, *concurrency, *profiles)
+	ok, err := run(*containers, *duration, *concurrency, *linger, *profiles)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "soak:", err)
 		os.Exit(1)
@@ -41,7 +42,7 @@ func main() {
 	fmt.Println("soak: ok")
 }
 
-func run(containers int, duration time.Duration, concurrency int, profiles string) (bool, error) {
+func run(containers int, duration time.Duration, concurrency int, linger time.Duration, profiles string) (bool, error) {
 	if err := nodebox.Prerequisites(); err != nil {
 		return false, err
 	}
@@ -67,7 +68,7 @@ func run(containers int, duration time.Duration, concurrency int, profiles strin
 	if err := os.Setenv("GODEBUG", soak.Godebug()); err != nil {
 		return false, err
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), duration+15*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), duration+linger+15*time.Minute)
 	defer cancel()
 	box, err := nodebox.Start(ctx, nodebox.Options{Top: top, KoordletArgs: soak.KoordletArgs(port), NodeSLO: soak.NodeSLO()})
 	if err != nil {
@@ -76,7 +77,7 @@ func run(containers int, duration time.Duration, concurrency int, profiles strin
 	defer box.Stop()
 	fmt.Printf("koordlet %s\n", soak.FeatureGates())
 	rep, err := soak.Run(ctx, box, soak.Config{Containers: containers, Duration: duration, Concurrency: concurrency,
-		PprofPort: port, ProfileDir: profiles, Log: os.Stdout})
+		PprofPort: port, ProfileDir: profiles, Linger: linger, Log: os.Stdout})
 	if err != nil {
 		return false, err
 	}
@@ -92,6 +93,9 @@ func run(containers int, duration time.Duration, concurrency int, profiles strin
 		fmt.Printf("\n%s\n%s", title, out)
 	}
 	pprof("heap in use, end − start (top 15):", "-sample_index=inuse_space",
+		"-diff_base="+filepath.Join(profiles, "heap-start.pb.gz"), filepath.Join(profiles, "heap-end.pb.gz"))
+	pprof("heap in use outside koordlet's metric cache, end − start (top 15, cumulative):", "-sample_index=inuse_space", "-cum",
+		"-ignore=prometheus/prometheus/tsdb|koordlet/metriccache",
 		"-diff_base="+filepath.Join(profiles, "heap-start.pb.gz"), filepath.Join(profiles, "heap-end.pb.gz"))
 	pprof("heap in use at the end (top 15):", "-sample_index=inuse_space", filepath.Join(profiles, "heap-end.pb.gz"))
 	pprof("CPU, 20 s of churn (top 15):", filepath.Join(profiles, "cpu.pb.gz"))
