@@ -13,10 +13,12 @@ import (
 
 	"github.com/koordinator-sh/koordinator/apis/extension"
 	slov1alpha1 "github.com/koordinator-sh/koordinator/apis/slo/v1alpha1"
+	koordfeatures "github.com/koordinator-sh/koordinator/pkg/features"
 	"github.com/koordinator-sh/koordinator/pkg/koordlet/metriccache"
 	"github.com/koordinator-sh/koordinator/pkg/koordlet/util/system"
 
 	"github.com/koordlet-yarn/koordlet-yarn/framework/cgroups"
+	"github.com/koordlet-yarn/koordlet-yarn/framework/features"
 	"github.com/koordlet-yarn/koordlet-yarn/framework/store"
 	"github.com/koordlet-yarn/koordlet-yarn/framework/yarn"
 )
@@ -187,30 +189,39 @@ func TestCheckAccounting(t *testing.T) {
 	be := func(name string, base slov1alpha1.CgroupBaseType, rel string, qos extension.QoSClass) slov1alpha1.HostApplicationSpec {
 		return slov1alpha1.HostApplicationSpec{Name: name, QoS: qos, CgroupPath: &slov1alpha1.CgroupPath{Base: base, RelativePath: rel}}
 	}
+	slo := func(apps ...slov1alpha1.HostApplicationSpec) *slov1alpha1.NodeSLO {
+		return &slov1alpha1.NodeSLO{Spec: slov1alpha1.NodeSLOSpec{HostApplications: apps}}
+	}
 	tests := []struct {
-		name string
-		slo  *slov1alpha1.NodeSLO
-		want bool
+		name       string
+		slo        *slov1alpha1.NodeSLO
+		yarnAware  bool // YARNBECPUSuppress
+		covered    bool
+		want       bool
+		hostAppWas string
 	}{
-		{"no NodeSLO", nil, false},
-		{"no host apps", &slov1alpha1.NodeSLO{}, false},
-		{"exact", &slov1alpha1.NodeSLO{Spec: slov1alpha1.NodeSLOSpec{HostApplications: []slov1alpha1.HostApplicationSpec{
-			be("hadoop-yarn", slov1alpha1.CgroupBaseTypeKubeBesteffort, "hadoop-yarn/", extension.QoSBE)}}}, true},
-		{"ancestor", &slov1alpha1.NodeSLO{Spec: slov1alpha1.NodeSLOSpec{HostApplications: []slov1alpha1.HostApplicationSpec{
-			be("all-be", slov1alpha1.CgroupBaseTypeKubeBesteffort, "", extension.QoSBE)}}}, true},
-		{"BE but not besteffort-based", &slov1alpha1.NodeSLO{Spec: slov1alpha1.NodeSLOSpec{HostApplications: []slov1alpha1.HostApplicationSpec{
-			be("hadoop-yarn", slov1alpha1.CgroupBaseTypeRoot, "kubepods/besteffort/hadoop-yarn", extension.QoSBE)}}}, false},
-		{"LS app", &slov1alpha1.NodeSLO{Spec: slov1alpha1.NodeSLOSpec{HostApplications: []slov1alpha1.HostApplicationSpec{
-			be("hadoop-yarn", slov1alpha1.CgroupBaseTypeKubeBesteffort, "hadoop-yarn", extension.QoSLS)}}}, false},
-		{"other dir", &slov1alpha1.NodeSLO{Spec: slov1alpha1.NodeSLOSpec{HostApplications: []slov1alpha1.HostApplicationSpec{
-			be("hadoop-yarn2", slov1alpha1.CgroupBaseTypeKubeBesteffort, "hadoop-yarn2", extension.QoSBE)}}}, false},
-		{"prefix is not an ancestor", &slov1alpha1.NodeSLO{Spec: slov1alpha1.NodeSLOSpec{HostApplications: []slov1alpha1.HostApplicationSpec{
-			be("hadoop", slov1alpha1.CgroupBaseTypeKubeBesteffort, "hadoop", extension.QoSBE)}}}, false},
+		{"no NodeSLO", nil, false, false, false, ""},
+		{"no host apps", slo(), false, false, false, ""},
+		{"exact", slo(be("hadoop-yarn", slov1alpha1.CgroupBaseTypeKubeBesteffort, "hadoop-yarn/", extension.QoSBE)), false, true, true, "hadoop-yarn"},
+		{"ancestor", slo(be("all-be", slov1alpha1.CgroupBaseTypeKubeBesteffort, "", extension.QoSBE)), false, true, true, "all-be"},
+		{"BE but not besteffort-based, upstream suppress",
+			slo(be("hadoop-yarn", slov1alpha1.CgroupBaseTypeRoot, "kubepods/besteffort/hadoop-yarn", extension.QoSBE)), false, true, false, "hadoop-yarn"},
+		{"BE but not besteffort-based, YARN-aware suppress",
+			slo(be("hadoop-yarn", slov1alpha1.CgroupBaseTypeRoot, "kubepods/besteffort/hadoop-yarn", extension.QoSBE)), true, true, true, "hadoop-yarn"},
+		{"LS app", slo(be("hadoop-yarn", slov1alpha1.CgroupBaseTypeKubeBesteffort, "hadoop-yarn", extension.QoSLS)), true, true, false, "hadoop-yarn"},
+		{"other dir", slo(be("hadoop-yarn2", slov1alpha1.CgroupBaseTypeKubeBesteffort, "hadoop-yarn2", extension.QoSBE)), true, false, false, ""},
+		{"prefix is not an ancestor", slo(be("hadoop", slov1alpha1.CgroupBaseTypeKubeBesteffort, "hadoop", extension.QoSBE)), true, false, false, ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
+			require.NoError(t, koordfeatures.DefaultMutableKoordletFeatureGate.SetFromMap(map[string]bool{string(features.YARNBECPUSuppress): tt.yarnAware}))
+			t.Cleanup(func() {
+				_ = koordfeatures.DefaultMutableKoordletFeatureGate.SetFromMap(map[string]bool{string(features.YARNBECPUSuppress): false})
+			})
 			acc := CheckAccounting(tt.slo, hierarchy)
+			assert.Equal(t, tt.covered, acc.Covered, acc.Reason)
 			assert.Equal(t, tt.want, acc.AsBE, acc.Reason)
+			assert.Equal(t, tt.hostAppWas, acc.HostApplication)
 			if !tt.want {
 				assert.NotEmpty(t, acc.Reason)
 			}
