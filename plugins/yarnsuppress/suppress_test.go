@@ -2,6 +2,7 @@ package yarnsuppress
 
 import (
 	"os"
+	"strconv"
 	"testing"
 	"time"
 
@@ -19,6 +20,7 @@ import (
 	"github.com/koordinator-sh/koordinator/pkg/koordlet/metriccache"
 	ma "github.com/koordinator-sh/koordinator/pkg/koordlet/metricsadvisor/framework"
 	qmframework "github.com/koordinator-sh/koordinator/pkg/koordlet/qosmanager/framework"
+	"github.com/koordinator-sh/koordinator/pkg/koordlet/qosmanager/helpers"
 	"github.com/koordinator-sh/koordinator/pkg/koordlet/resourceexecutor"
 	"github.com/koordinator-sh/koordinator/pkg/koordlet/statesinformer"
 	mockstatesinformer "github.com/koordinator-sh/koordinator/pkg/koordlet/statesinformer/mockstatesinformer"
@@ -159,4 +161,118 @@ func TestSuppressCountsYARNAsBE(t *testing.T) {
 	}
 	require.NoError(t, koordfeatures.DefaultMutableKoordletFeatureGate.SetFromMap(map[string]bool{
 		string(koordfeatures.BECPUSuppress): false, string(features.YARNBECPUSuppress): false}))
+}
+
+// TestViewCoveringHostApplication: any host application covering the YARN
+// hierarchy, whatever its QoS or base, covers it: yarn-containers is not
+// injected (YARN would be subtracted twice). A covering BE host application
+// is presented as besteffort-based so that upstream counts it as BE; an LS
+// one is left as declared.
+func TestViewCoveringHostApplication(t *testing.T) {
+	old := system.CgroupPathFormatter
+	system.SetupCgroupPathFormatter(system.Cgroupfs)
+	t.Cleanup(func() { system.CgroupPathFormatter = old })
+	yarnGate(t)
+	app := func(name string, base slov1alpha1.CgroupBaseType, rel string, qos extension.QoSClass) slov1alpha1.HostApplicationSpec {
+		return slov1alpha1.HostApplicationSpec{Name: name, QoS: qos, CgroupPath: &slov1alpha1.CgroupPath{Base: base, RelativePath: rel}}
+	}
+	tests := []struct {
+		name      string
+		hierarchy string
+		apps      []slov1alpha1.HostApplicationSpec
+		wantNames []string
+		wantBE    map[string]bool // per host application: counted as BE by upstream's filter
+	}{
+		{"none: injected", outside, nil, []string{yarnusage.AggregateName}, map[string]bool{yarnusage.AggregateName: true}},
+		{"CgroupRoot BE covering (the README's advice)", outside,
+			[]slov1alpha1.HostApplicationSpec{app("hadoop-yarn", slov1alpha1.CgroupBaseTypeRoot, "hadoop-yarn", extension.QoSBE)},
+			[]string{"hadoop-yarn"}, map[string]bool{"hadoop-yarn": true}},
+		{"CgroupRoot BE ancestor", "hadoop/yarn",
+			[]slov1alpha1.HostApplicationSpec{app("hadoop", slov1alpha1.CgroupBaseTypeRoot, "hadoop", extension.QoSBE)},
+			[]string{"hadoop"}, map[string]bool{"hadoop": true}},
+		{"besteffort-based BE covering", hierarchy,
+			[]slov1alpha1.HostApplicationSpec{app("hadoop-yarn", slov1alpha1.CgroupBaseTypeKubeBesteffort, "hadoop-yarn", extension.QoSBE)},
+			[]string{"hadoop-yarn"}, map[string]bool{"hadoop-yarn": true}},
+		{"LS covering: as declared", outside,
+			[]slov1alpha1.HostApplicationSpec{app("hadoop-yarn", slov1alpha1.CgroupBaseTypeRoot, "hadoop-yarn", extension.QoSLS)},
+			[]string{"hadoop-yarn"}, map[string]bool{"hadoop-yarn": false}},
+		{"another app elsewhere: injected", outside,
+			[]slov1alpha1.HostApplicationSpec{app("sshd", slov1alpha1.CgroupBaseTypeRoot, "system.slice/sshd", extension.QoSLS)},
+			[]string{"sshd", yarnusage.AggregateName}, map[string]bool{"sshd": false, yarnusage.AggregateName: true}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ctrl := gomock.NewController(t)
+			si := mockstatesinformer.NewMockStatesInformer(ctrl)
+			slo := &slov1alpha1.NodeSLO{Spec: slov1alpha1.NodeSLOSpec{HostApplications: tt.apps}}
+			orig := slo.DeepCopy()
+			si.EXPECT().GetNodeSLO().Return(slo).AnyTimes()
+			v := &View{StatesInformer: si, Hierarchy: func() string { return tt.hierarchy }}
+			got := v.GetNodeSLO()
+			var names []string
+			for i := range got.Spec.HostApplications {
+				a := &got.Spec.HostApplications[i]
+				names = append(names, a.Name)
+				assert.Equal(t, tt.wantBE[a.Name], !helpers.NonBEHostAppFilter(a), "%s counted as BE", a.Name)
+			}
+			assert.Equal(t, tt.wantNames, names)
+			assert.Equal(t, orig, slo, "koordlet's own NodeSLO is not modified")
+		})
+	}
+}
+
+// TestSuppressOutsideBestEffortWithCoveringHostApp runs koordlet's own
+// cpuSuppress through the factory on the README's setup for a hierarchy
+// outside besteffort: a "CgroupRoot" BE host application covering it. 4
+// cores, 65%: node usage 3 = LS pod 0.5 + YARN 2 + system 0.5, BE pods
+// idle. The budget is 4×0.65 − 0.5 − 0.5 = 1.6 cores (160000); YARN is
+// counted once and as BE, and the besteffort cgroup and the YARN root
+// together get the budget, and keep it while upstream runs (upstream sees
+// the budget, not the BE pods' part of it). The old code gave each 10000:
+// YARN subtracted as a non-BE host app and again through yarn-containers.
+func TestSuppressOutsideBestEffortWithCoveringHostApp(t *testing.T) {
+	n := newBindNode(t, bindCase{budget: -1, beRequest: 1000, yarnVCores: 3, beUsage: 0, yarnUsage: 2})
+	ls := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "ls", UID: "ls-uid", Labels: map[string]string{extension.LabelPodQoS: "LS"}},
+		Status: corev1.PodStatus{Phase: corev1.PodRunning, QOSClass: corev1.PodQOSBurstable}}
+	be := bePodMeta("be", 1000)
+	slo := &slov1alpha1.NodeSLO{Spec: slov1alpha1.NodeSLOSpec{
+		ResourceUsedThresholdWithBE: &slov1alpha1.ResourceThresholdStrategy{
+			Enable: ptr.To(true), CPUSuppressThresholdPercent: ptr.To[int64](65), CPUSuppressPolicy: slov1alpha1.CPUCfsQuotaPolicy},
+		HostApplications: []slov1alpha1.HostApplicationSpec{{Name: "hadoop-yarn", Priority: extension.PriorityBatch, QoS: extension.QoSBE,
+			CgroupPath: &slov1alpha1.CgroupPath{Base: slov1alpha1.CgroupBaseTypeRoot, RelativePath: outside}}}}}
+	ctrl := gomock.NewController(t)
+	si := mockstatesinformer.NewMockStatesInformer(ctrl)
+	si.EXPECT().GetNode().Return(fourCoreNode()).AnyTimes()
+	si.EXPECT().GetNodeSLO().Return(slo).AnyTimes()
+	si.EXPECT().GetAllPods().Return([]*statesinformer.PodMeta{{Pod: ls, CgroupDir: "kubepods/burstable/podls-uid"}, be}).AnyTimes()
+	si.EXPECT().GetNodeTopo().Return(nil).AnyTimes()
+	mc := newMetricCache(t)
+	mc.Set(metriccache.NodeCPUInfoKey, &metriccache.NodeCPUInfo{ProcessorInfos: []koordletutil.ProcessorInfo{
+		{CPUID: 0, CoreID: 0}, {CPUID: 1, CoreID: 1}, {CPUID: 2, CoreID: 2}, {CPUID: 3, CoreID: 3}}})
+	appendSamples(t, mc, time.Now(), map[metriccache.MetricResource]map[string]float64{
+		metriccache.NodeCPUUsageMetric:    {"": 3},
+		metriccache.PodCPUUsageMetric:     {"ls-uid": 0.5, string(be.Pod.UID): 0},
+		metriccache.HostAppCPUUsageMetric: {"hadoop-yarn": 2, yarnusage.AggregateName: 2},
+	})
+	strategy := NewFactory(Deps{Hierarchy: func() string { return outside }, Store: yarnStore(3)})(&qmframework.Options{
+		Config: qmframework.NewDefaultConfig(), StatesInformer: si, MetricCache: mc, CgroupReader: resourceexecutor.NewCgroupReader(),
+		MetricAdvisorConfig: &ma.Config{CollectResUsedInterval: time.Minute}}) // samples stay recent for the whole test
+	require.True(t, strategy.Enabled())
+	stop := make(chan struct{})
+	defer close(stop)
+	strategy.Run(stop)
+
+	require.Eventually(t, func() bool {
+		// (a fake cgroup file read while it is rewritten may be empty)
+		b, err1 := strconv.ParseInt(n.helper.ReadCgroupFileContents(n.beDir, system.CPUCFSQuota), 10, 64)
+		y, err2 := strconv.ParseInt(n.helper.ReadCgroupFileContents(outside, system.CPUCFSQuota), 10, 64)
+		return err1 == nil && err2 == nil && b+y == 160000
+	}, 5*time.Second, 50*time.Millisecond, "besteffort + YARN root: want the budget 160000")
+	bePart, _ := n.quotas(t)
+	assert.Less(t, bePart, int64(160000), "divided: the idle BE pods do not hold the whole budget")
+	// Three more rounds of upstream's loop and ours: unchanged.
+	time.Sleep(3 * time.Second)
+	b, y := n.quotas(t)
+	assert.Equal(t, int64(160000), b+y, "besteffort %d + YARN root %d", b, y)
+	assert.Equal(t, bePart, b)
 }
