@@ -182,9 +182,31 @@ func (c *CPUEvict) beState(q *metriccache.QueryParam, node *corev1.Node, cfg *sl
 		if yarnCores, ok := get(metriccache.HostAppCPUUsageMetric, metriccache.MetricPropertiesFunc.HostApplication(yarnusage.AggregateName)); ok {
 			usage += yarnCores * 1000
 		}
+		// The suppress budget is divided between the besteffort cgroup
+		// (koordlet's real limit) and the YARN root: the limit is both.
+		if cfg.CPUEvictPolicy != slov1alpha1.EvictByAllocatablePolicy {
+			limit += c.yarnRootMilliLimit(c.deps.Hierarchy())
+		}
 	}
 	request += yarnBERequest(c.deps.Store.Snapshot())
 	return BEState{Usage: usage, Request: request, Limit: limit}, true
+}
+
+// yarnRootMilliLimit is the YARN hierarchy root's cfs quota in milli-cores
+// (0 when it has none, or it cannot be read).
+func (c *CPUEvict) yarnRootMilliLimit(dir string) float64 {
+	if dir == "" || c.opts.CgroupReader == nil {
+		return 0
+	}
+	quota, err := c.opts.CgroupReader.ReadCPUQuota(dir)
+	if err != nil || quota <= 0 {
+		return 0
+	}
+	period, err := c.opts.CgroupReader.ReadCPUPeriod(dir)
+	if err != nil || period <= 0 {
+		return 0
+	}
+	return float64(quota) * 1000 / float64(period)
 }
 
 // yarnBERequest sums the CPU requests of the YARN containers that hold

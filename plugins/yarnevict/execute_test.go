@@ -14,7 +14,10 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/record"
 
+	qmframework "github.com/koordinator-sh/koordinator/pkg/koordlet/qosmanager/framework"
+	"github.com/koordinator-sh/koordinator/pkg/koordlet/resourceexecutor"
 	"github.com/koordinator-sh/koordinator/pkg/koordlet/statesinformer"
+	"github.com/koordinator-sh/koordinator/pkg/koordlet/util/system"
 
 	"github.com/koordlet-yarn/koordlet-yarn/framework/cgroups"
 	"github.com/koordlet-yarn/koordlet-yarn/framework/store"
@@ -198,4 +201,21 @@ func TestReleaseOfIsInTheUnitOfTheNeed(t *testing.T) {
 	res, amount, _ = releaseOf(ReasonBEMemoryEvict, &v)
 	assert.Equal(t, "memory", res)
 	assert.Equal(t, int64(300<<20), amount)
+}
+
+// TestYARNRootLimitAddsTheYARNShare: with the YARN hierarchy outside
+// besteffort the suppress budget is divided between the two cgroups, so the
+// BE limit CPU evict compares with is the besteffort share plus the YARN
+// root's quota.
+func TestYARNRootLimitAddsTheYARNShare(t *testing.T) {
+	helper := system.NewFileTestUtil(t)
+	t.Cleanup(helper.Cleanup)
+	dir := "hadoop-yarn"
+	helper.WriteCgroupFileContents(dir, system.CPUCFSQuota, "150000")
+	helper.WriteCgroupFileContents(dir, system.CPUCFSPeriod, "100000")
+	c := &CPUEvict{opts: &qmframework.Options{CgroupReader: resourceexecutor.NewCgroupReader()}}
+	assert.Equal(t, 1500.0, c.yarnRootMilliLimit(dir))
+	helper.WriteCgroupFileContents(dir, system.CPUCFSQuota, "-1")
+	assert.Equal(t, 0.0, c.yarnRootMilliLimit(dir), "unlimited adds nothing")
+	assert.Equal(t, 0.0, c.yarnRootMilliLimit(""))
 }
