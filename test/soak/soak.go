@@ -145,8 +145,8 @@ type Config struct {
 	// PprofPort is koordlet's --pprof-addr port (see KoordletArgs).
 	PprofPort int
 	// ProfileDir, when set, receives koordlet's heap profiles at the start
-	// and end samples (heap-start.pb.gz, heap-end.pb.gz) and a CPU profile
-	// of 20 s of churn (cpu.pb.gz).
+	// and end samples (heap-start.pb.gz, heap-end.pb.gz; heap-later.pb.gz
+	// with Linger) and a CPU profile of 20 s of churn (cpu.pb.gz).
 	ProfileDir string
 	// Linger, when set, takes one more sample that long after the end
 	// sample, past koordlet's bounded retentions (the resource executor's
@@ -401,7 +401,7 @@ func Run(ctx context.Context, box *nodebox.Box, cfg Config) (Report, error) {
 	if cfg.Linger > 0 {
 		logf("lingering %v", cfg.Linger)
 		time.Sleep(cfg.Linger)
-		later, err := k.sample(residents, "", "")
+		later, err := k.sample(residents, cfg.ProfileDir, "heap-later.pb.gz")
 		if err != nil {
 			return rep, err
 		}

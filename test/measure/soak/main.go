@@ -94,9 +94,13 @@ func run(containers int, duration time.Duration, concurrency int, linger time.Du
 	}
 	pprof("heap in use, end − start (top 15):", "-sample_index=inuse_space",
 		"-diff_base="+filepath.Join(profiles, "heap-start.pb.gz"), filepath.Join(profiles, "heap-end.pb.gz"))
-	pprof("heap in use outside koordlet's metric cache, end − start (top 15, cumulative):", "-sample_index=inuse_space", "-cum",
+	last := "end"
+	if linger > 0 {
+		last = "later"
+	}
+	pprof("heap in use outside koordlet's metric cache, "+last+" − start (top 15, cumulative):", "-sample_index=inuse_space", "-cum",
 		"-ignore=prometheus/prometheus/tsdb|koordlet/metriccache",
-		"-diff_base="+filepath.Join(profiles, "heap-start.pb.gz"), filepath.Join(profiles, "heap-end.pb.gz"))
+		"-diff_base="+filepath.Join(profiles, "heap-start.pb.gz"), filepath.Join(profiles, "heap-"+last+".pb.gz"))
 	pprof("heap in use at the end (top 15):", "-sample_index=inuse_space", filepath.Join(profiles, "heap-end.pb.gz"))
 	pprof("CPU, 20 s of churn (top 15):", filepath.Join(profiles, "cpu.pb.gz"))
 	return rep.OK(), nil
