@@ -12,6 +12,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/koordinator-sh/koordinator/pkg/koordlet/util/system"
+
+	"github.com/koordlet-yarn/koordlet-yarn/test/kerneltest"
 )
 
 // stat renders a /proc/<pid>/stat line with the given command and starttime
@@ -96,7 +98,7 @@ func TestScanStarted(t *testing.T) {
 // the clock-tick unit and the boot time together.
 func TestProcessStartTimeRealKernel(t *testing.T) {
 	if _, err := os.Stat("/proc/self/stat"); err != nil {
-		t.Skipf("no /proc on this host: %v", err)
+		kerneltest.Skipf(t, "no /proc on this host: %v", err)
 	}
 	boot, err := BootTime("/proc")
 	require.NoError(t, err)

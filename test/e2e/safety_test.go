@@ -24,7 +24,7 @@ import (
 // the process exactly as they were.
 func TestBoxRefusesForeignKubepods(t *testing.T) {
 	if skipReason != "" {
-		t.Skip("node-level e2e: " + skipReason)
+		kerneltest.Skip(t, "node-level e2e: "+skipReason)
 	}
 	// Prepare the foreign tree while no box runs (a running box owns
 	// kubepods); this test removes only what it created.

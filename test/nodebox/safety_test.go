@@ -7,11 +7,13 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/koordlet-yarn/koordlet-yarn/test/kerneltest"
 )
 
 func TestCheckNotKubernetesNode(t *testing.T) {
 	if os.Geteuid() != 0 {
-		t.Skip("trusted.* extended attributes need root")
+		kerneltest.Skip(t, "trusted.* extended attributes need root")
 	}
 	type layout struct {
 		kubelet  bool
