@@ -26,6 +26,9 @@ type Hierarchy struct {
 	// Dir is the YARN hierarchy relative to a controller's mount root,
 	// e.g. kubepods/besteffort/hadoop-yarn. Clean, relative, no "..".
 	Dir string
+	// NS reads /proc/<pid>/cgroup paths through koordlet's cgroup
+	// namespace (nil: the host's).
+	NS *Namespace
 }
 
 // ResolveHierarchy returns the YARN hierarchy of this node from koordlet's
@@ -44,12 +47,19 @@ func ResolveHierarchy(override string) (Hierarchy, error) {
 		}
 		dir = clean
 	}
-	return Hierarchy{
+	h := Hierarchy{
 		CgroupRoot: system.Conf.CgroupRootDir,
 		ProcRoot:   system.Conf.ProcRootDir,
 		V2:         system.GetCurrentCgroupVersion() == system.CgroupVersionV2,
 		Dir:        dir,
-	}, nil
+	}
+	h.NS = NewNamespace(h.ProcRoot, h.CgroupRoot, h.V2)
+	// Place koordlet's cgroup namespace now, so that start-up says whether
+	// it is private (and where) or cannot be placed.
+	for _, c := range []Controller{CPU, Memory} {
+		_, _ = h.NS.Root(c)
+	}
+	return h, nil
 }
 
 // CleanHierarchyDir validates a configured YARN hierarchy and returns it

@@ -15,27 +15,41 @@ func InCgroup(procRoot string, id int, ctrl Controller, dir string, v2 bool) boo
 	if err != nil {
 		return false
 	}
-	return cgroupFileHas(string(b), ctrl, dir, v2)
+	return cgroupFileHas(string(b), ctrl, dir, v2, nil)
+}
+
+// Contains reports whether task id (a pid or a tid) is in dir (relative to
+// the mount root) for controller ctrl, reading /proc/<id>/cgroup through
+// h's cgroup namespace (see Namespace): it holds in koordlet's own
+// namespace and in a private one.
+func (h Hierarchy) Contains(id int, ctrl Controller, dir string) bool {
+	b, err := os.ReadFile(filepath.Join(h.ProcRoot, strconv.Itoa(id), "cgroup"))
+	if err != nil {
+		return false
+	}
+	return cgroupFileHas(string(b), ctrl, dir, h.V2, h.NS)
 }
 
 // cgroupFileHas reports whether the content of a /proc/<id>/cgroup file
-// puts the task in dir for ctrl (v1) or on the unified hierarchy (v2).
-func cgroupFileHas(content string, ctrl Controller, dir string, v2 bool) bool {
+// puts the task in dir for ctrl (v1) or on the unified hierarchy (v2), the
+// paths read through ns.
+func cgroupFileHas(content string, ctrl Controller, dir string, v2 bool, ns *Namespace) bool {
 	for _, line := range strings.Split(content, "\n") {
 		parts := strings.SplitN(line, ":", 3)
 		if len(parts) != 3 {
 			continue
 		}
-		path := strings.TrimPrefix(parts[2], "/")
 		if v2 {
 			if parts[0] == "0" && parts[1] == "" {
-				return path == dir
+				path, ok := ns.Translate(ctrl, parts[2])
+				return ok && path == dir
 			}
 			continue
 		}
 		for _, name := range strings.Split(parts[1], ",") {
 			if name == ctrl.String() {
-				return path == dir
+				path, ok := ns.Translate(ctrl, parts[2])
+				return ok && path == dir
 			}
 		}
 	}

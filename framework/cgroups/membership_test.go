@@ -26,7 +26,7 @@ func TestCgroupFileHas(t *testing.T) {
 		{"garbage", "nonsense\n::\n", CPU, "x", false, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			assert.Equal(t, tc.want, cgroupFileHas(tc.content, tc.ctrl, tc.dir, tc.v2))
+			assert.Equal(t, tc.want, cgroupFileHas(tc.content, tc.ctrl, tc.dir, tc.v2, nil))
 		})
 	}
 }

@@ -270,7 +270,7 @@ func (s *Scanner) resolveFromProc(c *Container, pid int) bool {
 			continue // malformed, or the v2 line "0::/path"
 		}
 		names := line[first+1 : first+1+second]
-		path := bytes.TrimPrefix(line[first+second+2:], []byte("/"))
+		raw := line[first+second+2:]
 		for len(names) > 0 {
 			var name []byte
 			if i := bytes.IndexByte(names, ','); i >= 0 {
@@ -282,16 +282,22 @@ func (s *Scanner) resolveFromProc(c *Container, pid int) bool {
 			if !ok {
 				continue
 			}
+			// Through koordlet's cgroup namespace (private on many v2
+			// hosts); a path that cannot be placed resolves nothing.
+			path, ok := s.h.NS.Translate(ctrl, string(raw))
+			if !ok {
+				return false
+			}
 			if c.Cgroups[ctrl].Owned {
-				if string(path) != c.Cgroups[ctrl].Dir {
+				if path != c.Cgroups[ctrl].Dir {
 					return false // the pid is no longer this container's
 				}
 				continue
 			}
-			if string(path) == own {
+			if path == own {
 				resolved[ctrl] = Ref{Dir: own, Owned: true}
 			} else {
-				resolved[ctrl] = Ref{Dir: string(path)}
+				resolved[ctrl] = Ref{Dir: path}
 			}
 		}
 	}

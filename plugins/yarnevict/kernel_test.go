@@ -45,6 +45,7 @@ import (
 func TestMain(m *testing.M) {
 	kerneltest.RunHelperIfRequested()
 	runCrashingKillerIfRequested()
+	runNamespacedKillerIfRequested()
 	if err := features.Register(); err != nil {
 		panic(err)
 	}

@@ -277,7 +277,7 @@ func (k *Killer) signal(pid int, ctrl cgroups.Controller, dir string, sig unix.S
 		return false // exited
 	}
 	defer unix.Close(fd)
-	if !cgroups.InCgroup(k.H.ProcRoot, pid, ctrl, dir, k.H.V2) {
+	if !k.H.Contains(pid, ctrl, dir) {
 		return false
 	}
 	return unix.PidfdSendSignal(fd, sig, nil, 0) == nil
