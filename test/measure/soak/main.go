@@ -70,7 +70,9 @@ func run(containers int, duration time.Duration, concurrency int, linger time.Du
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), duration+linger+15*time.Minute)
 	defer cancel()
-	box, err := nodebox.Start(ctx, nodebox.Options{Top: top, KoordletArgs: soak.KoordletArgs(port), NodeSLO: soak.NodeSLO()})
+	// Only one box runs on a machine: wait for one that runs (an e2e test).
+	box, err := nodebox.Start(ctx, nodebox.Options{Top: top, KoordletArgs: soak.KoordletArgs(port), NodeSLO: soak.NodeSLO(),
+		LockWait: 30 * time.Minute})
 	if err != nil {
 		return false, err
 	}
