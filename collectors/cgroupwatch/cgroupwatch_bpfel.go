@@ -13,11 +13,19 @@ import (
 )
 
 type cgroupwatchEvent struct {
-	Type     uint32
-	Pid      uint32
-	CgroupId uint64
-	ParentId uint64
-	Name     [64]int8
+	Type        uint32
+	Pid         uint32
+	HierarchyId uint32
+	Pad         uint32
+	CgroupId    uint64
+	ParentId    uint64
+	Name        [64]int8
+}
+
+type cgroupwatchParentKey struct {
+	HierarchyId uint32
+	Pad         uint32
+	KnId        uint64
 }
 
 // loadCgroupwatch returns the embedded CollectionSpec for cgroupwatch.
@@ -72,6 +80,7 @@ type cgroupwatchProgramSpecs struct {
 // It can be passed ebpf.CollectionSpec.Assign.
 type cgroupwatchMapSpecs struct {
 	Events  *ebpf.MapSpec `ebpf:"events"`
+	Lost    *ebpf.MapSpec `ebpf:"lost"`
 	Parents *ebpf.MapSpec `ebpf:"parents"`
 }
 
@@ -79,7 +88,8 @@ type cgroupwatchMapSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type cgroupwatchVariableSpecs struct {
-	UnusedEvent *ebpf.VariableSpec `ebpf:"unused_event"`
+	UnusedEvent     *ebpf.VariableSpec `ebpf:"unused_event"`
+	UnusedParentKey *ebpf.VariableSpec `ebpf:"unused_parent_key"`
 }
 
 // cgroupwatchObjects contains all objects after they have been loaded into the kernel.
@@ -103,12 +113,14 @@ func (o *cgroupwatchObjects) Close() error {
 // It can be passed to loadCgroupwatchObjects or ebpf.CollectionSpec.LoadAndAssign.
 type cgroupwatchMaps struct {
 	Events  *ebpf.Map `ebpf:"events"`
+	Lost    *ebpf.Map `ebpf:"lost"`
 	Parents *ebpf.Map `ebpf:"parents"`
 }
 
 func (m *cgroupwatchMaps) Close() error {
 	return _CgroupwatchClose(
 		m.Events,
+		m.Lost,
 		m.Parents,
 	)
 }
@@ -117,7 +129,8 @@ func (m *cgroupwatchMaps) Close() error {
 //
 // It can be passed to loadCgroupwatchObjects or ebpf.CollectionSpec.LoadAndAssign.
 type cgroupwatchVariables struct {
-	UnusedEvent *ebpf.Variable `ebpf:"unused_event"`
+	UnusedEvent     *ebpf.Variable `ebpf:"unused_event"`
+	UnusedParentKey *ebpf.Variable `ebpf:"unused_parent_key"`
 }
 
 // cgroupwatchPrograms contains all programs after they have been loaded into the kernel.

@@ -8,4 +8,4 @@ package cgroupwatch
 // building needs no clang. Regenerate (needs clang, libbpf-dev and the
 // kernel UAPI headers of linux-libc-dev) with:
 //
-//go:generate go run github.com/cilium/ebpf/cmd/bpf2go@v0.17.3 -cc clang -target bpfel -type event cgroupwatch bpf/cgroupwatch.bpf.c -- -O2 -g -Wall -I/usr/include/x86_64-linux-gnu
+//go:generate go run github.com/cilium/ebpf/cmd/bpf2go@v0.17.3 -cc clang -target bpfel -type event -type parent_key cgroupwatch bpf/cgroupwatch.bpf.c -- -O2 -g -Wall -I/usr/include/x86_64-linux-gnu

@@ -1,9 +1,16 @@
 // SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
 // cgroupwatch reports, through a ring buffer, the creation and removal of
 // cgroups directly below the watched parents (the YARN hierarchy roots, one
-// per cgroup v1 controller or the unified one) and the processes attached to
+// per cgroup v1 hierarchy or the unified one) and the processes attached to
 // them. Everything else is filtered in the kernel: unrelated cgroups (pods)
 // never wake user space.
+//
+// A parent is keyed by its hierarchy id and its kernfs id: on cgroup v1
+// every hierarchy numbers its kernfs nodes on its own, so a kernfs id alone
+// names one cgroup in each hierarchy. The default (v2) hierarchy's id is 0.
+//
+// Events the ring buffer has no room for are counted in "lost" (per CPU);
+// user space reads it and resyncs when it grows.
 //
 // The few kernel types are declared here with CO-RE relocations instead of a
 // generated vmlinux.h; kernfs_node's parent field was renamed to __parent in
@@ -30,8 +37,13 @@ struct kernfs_node___old {
 	struct kernfs_node *parent;
 } __attribute__((preserve_access_index));
 
+struct cgroup_root {
+	int hierarchy_id;
+} __attribute__((preserve_access_index));
+
 struct cgroup {
 	struct kernfs_node *kn;
+	struct cgroup_root *root;
 } __attribute__((preserve_access_index));
 
 struct task_struct {
@@ -44,22 +56,33 @@ enum event_type {
 	EVENT_RMDIR = 3,
 };
 
+// parent_key names a cgroup on the node: its hierarchy and its kernfs id
+// (the directory's inode number).
+struct parent_key {
+	__u32 hierarchy_id;
+	__u32 pad;
+	__u64 kn_id;
+};
+
 struct event {
 	__u32 type;
 	__u32 pid;
+	__u32 hierarchy_id;
+	__u32 pad;
 	__u64 cgroup_id;
 	__u64 parent_id;
 	char name[64];
 };
 
-// Keeps struct event in the BTF for the generated Go type.
+// Keep the types in the BTF for the generated Go types.
 const struct event *unused_event __attribute__((unused));
+const struct parent_key *unused_parent_key __attribute__((unused));
 
-// parents holds the kernfs ids (inode numbers) of the watched parents.
+// parents holds the watched parents.
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, 64);
-	__type(key, __u64);
+	__type(key, struct parent_key);
 	__type(value, __u8);
 } parents SEC(".maps");
 
@@ -67,6 +90,15 @@ struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
 	__uint(max_entries, 1 << 20);
 } events SEC(".maps");
+
+// lost counts, per CPU, the events of watched parents dropped because the
+// ring buffer was full.
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u64);
+} lost SEC(".maps");
 
 static __always_inline struct kernfs_node *kn_parent(struct kernfs_node *kn)
 {
@@ -79,17 +111,27 @@ static __always_inline int emit(__u32 type, struct cgroup *cgrp, __u32 pid)
 {
 	struct kernfs_node *kn = BPF_CORE_READ(cgrp, kn);
 	struct kernfs_node *parent = kn_parent(kn);
-	__u64 parent_id = BPF_CORE_READ(parent, id);
+	struct parent_key key = {};
 
-	if (!bpf_map_lookup_elem(&parents, &parent_id))
+	key.hierarchy_id = BPF_CORE_READ(cgrp, root, hierarchy_id);
+	key.kn_id = BPF_CORE_READ(parent, id);
+	if (!bpf_map_lookup_elem(&parents, &key))
 		return 0;
 	struct event *e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
-	if (!e)
+	if (!e) {
+		__u32 zero = 0;
+		__u64 *n = bpf_map_lookup_elem(&lost, &zero);
+
+		if (n)
+			__sync_fetch_and_add(n, 1);
 		return 0;
+	}
 	e->type = type;
 	e->pid = pid;
+	e->hierarchy_id = key.hierarchy_id;
+	e->pad = 0;
 	e->cgroup_id = BPF_CORE_READ(kn, id);
-	e->parent_id = parent_id;
+	e->parent_id = key.kn_id;
 	bpf_probe_read_kernel_str(e->name, sizeof(e->name), BPF_CORE_READ(kn, name));
 	bpf_ringbuf_submit(e, 0);
 	return 0;

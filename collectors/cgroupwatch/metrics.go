@@ -1,0 +1,41 @@
+package cgroupwatch
+
+import (
+	"errors"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	koordmetrics "github.com/koordinator-sh/koordinator/pkg/koordlet/metrics"
+)
+
+// metrics are the watcher's koordlet_yarn_* series.
+type metrics struct {
+	// lost counts container cgroup events the discovery source lost, by
+	// source: events the eBPF ring buffer had no room for (counted in the
+	// kernel) and records that did not decode; for inotify, queue overflows
+	// (each one or more events). Every loss is answered with a resync.
+	lost *prometheus.CounterVec
+}
+
+func newMetrics(reg prometheus.Registerer) (*metrics, error) {
+	m := &metrics{lost: prometheus.NewCounterVec(prometheus.CounterOpts{
+		Subsystem: koordmetrics.KoordletSubsystem,
+		Name:      "yarn_discovery_events_lost_total",
+		Help:      "YARN container cgroup events the discovery source lost (eBPF: events the ring buffer had no room for, counted in the kernel, and undecodable records; inotify: queue overflows). Each loss is answered with a full resync.",
+	}, []string{"source"})}
+	if reg == nil {
+		return m, nil
+	}
+	if err := reg.Register(m.lost); err != nil {
+		var are prometheus.AlreadyRegisteredError
+		if !errors.As(err, &are) {
+			return m, err
+		}
+		m.lost = are.ExistingCollector.(*prometheus.CounterVec)
+	}
+	return m, nil
+}
+
+func (m *metrics) addLost(src Source, n uint64) {
+	m.lost.WithLabelValues(string(src)).Add(float64(n))
+}
