@@ -81,7 +81,7 @@ func Install(fs *flag.FlagSet) (*Framework, error) {
 	})
 	fw.QoS = yarnqos.New(yarnqos.Options{Store: fw.Store, StatesInformer: fw.Handles.StatesInformer,
 		Hierarchy: fw.Informer.HierarchyDir, Interval: cfg.QoSReconcileInterval})
-	fw.Watch = cgroupwatch.New(cgroupwatch.Options{Store: fw.Store, Hierarchy: fw.Informer.Hierarchy, ResyncInterval: cfg.ResyncInterval})
+	fw.Watch = cgroupwatch.New(cgroupwatch.Options{Store: fw.Store, Hierarchy: fw.Informer.Hierarchy, ResyncInterval: cfg.ResyncInterval, Resync: fw.Informer.RequestResync, Registerer: koordmetrics.ExternalRegistry})
 	fw.Informer.AfterFirstSync = func(stopCh <-chan struct{}) {
 		fw.recoverKills()
 		fw.Watch.Run(stopCh)

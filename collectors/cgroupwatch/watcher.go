@@ -227,9 +227,9 @@ func (w *Watcher) run(stopCh <-chan struct{}) {
 	case SourceEBPF:
 		klog.Infof("yarn: container discovery by eBPF (BTF tracepoints cgroup_mkdir/attach_task/rmdir) on %s", w.h)
 	case SourceInotify:
-		klog.Infof("yarn: container discovery by inotify on %s (%s)", w.h, strings.Join(why, "; "))
+		klog.Infof("yarn: container discovery by inotify on %s%s", w.h, parenthesized(why))
 	default:
-		klog.Infof("yarn: container discovery by polling every %v (%s)", w.opts.ResyncInterval, strings.Join(why, "; "))
+		klog.Infof("yarn: container discovery by polling every %v%s", w.opts.ResyncInterval, parenthesized(why))
 		return
 	}
 	ticker := time.NewTicker(w.opts.tick)
@@ -251,6 +251,14 @@ func (w *Watcher) run(stopCh <-chan struct{}) {
 			}
 		}
 	}
+}
+
+// parenthesized returns " (a; b)", or "" for no reasons.
+func parenthesized(why []string) string {
+	if len(why) == 0 {
+		return ""
+	}
+	return " (" + strings.Join(why, "; ") + ")"
 }
 
 func (w *Watcher) currentGen() int {
@@ -365,13 +373,10 @@ func (w *Watcher) replace(f failure, stopCh <-chan struct{}) bool {
 		next = cands[i+1:]
 	}
 	s, why := w.startFirst(next, stopCh)
-	var whyText string
 	if !restart {
 		why = append([]string{fmt.Sprintf("not restarted: it had run %v, less than %v", up.Round(time.Millisecond), w.opts.restartAfter)}, why...)
 	}
-	if len(why) > 0 {
-		whyText = " (" + strings.Join(why, "; ") + ")"
-	}
+	whyText := parenthesized(why)
 	switch s {
 	case f.src:
 		klog.Warningf("yarn: container discovery by %s failed after %v: %v; restarted it, resync requested", f.src, up.Round(time.Millisecond), f.err)
@@ -550,7 +555,7 @@ func (w *Watcher) checkLost() {
 	w.lostSeen = n
 	w.mu.Unlock()
 	w.metrics.addLost(SourceEBPF, delta)
-	w.lossLog.logf(w.opts.Now(), "yarn: the eBPF ring buffer was full: %d container cgroup events lost (%d since the source started); resync requested", delta, n)
+	w.lossLog.logf(w.opts.Now(), "yarn: the eBPF ring buffer was full: %d container cgroup events lost (%d since the source started); a resync follows once the events before them are read", delta, n)
 	w.drainResync.Store(true)
 	w.resyncIfDrained(e)
 }

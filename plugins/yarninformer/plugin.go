@@ -65,6 +65,9 @@ type Plugin struct {
 	// lets plugins run).
 	AfterFirstSync func(stopCh <-chan struct{})
 
+	// resyncReq holds a resync asked for by RequestResync (one at most).
+	resyncReq chan struct{}
+
 	// resync-loop state (one goroutine)
 	nmFailing   bool
 	rootMissing bool
@@ -76,9 +79,10 @@ type Plugin struct {
 // New returns the plugin; pods may be nil when no pod list is available.
 func New(cfg *config.Config, st *store.Store, pods PodLister) *Plugin {
 	return &Plugin{
-		cfg:   cfg,
-		store: st,
-		pods:  pods,
+		cfg:       cfg,
+		store:     st,
+		pods:      pods,
+		resyncReq: make(chan struct{}, 1),
 		client: &http.Client{Transport: &http.Transport{
 			Proxy:               nil,
 			MaxIdleConnsPerHost: 2,
@@ -150,6 +154,8 @@ func (p *Plugin) Start(stopCh <-chan struct{}) {
 		case <-stopCh:
 			return
 		case <-ticker.C:
+			p.Resync(ctx)
+		case <-p.resyncReq:
 			p.Resync(ctx)
 		}
 	}
