@@ -1,0 +1,293 @@
+package cgroups
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"strconv"
+	"syscall"
+
+	"golang.org/x/sys/unix"
+)
+
+// MemoryAccounting is how a container's memory is measured.
+type MemoryAccounting string
+
+// Memory accountings.
+const (
+	// MemoryByCgroup: the container's own memory cgroup (memory.stat).
+	MemoryByCgroup MemoryAccounting = "cgroup"
+	// MemoryByProcesses: YARN made no memory cgroup for the container
+	// (its CPU-only cgroups handler, yarn.nodemanager.resource.memory.enabled
+	// =false), so its memory is charged to the NodeManager pod's memory
+	// cgroup; the container's memory is the sum over the processes in its
+	// own cpu cgroup (see ProcessMemoryReader).
+	MemoryByProcesses MemoryAccounting = "processes"
+	// MemoryNotMeasured: the container has no cgroup of its own to read
+	// (seen by the NodeManager only).
+	MemoryNotMeasured MemoryAccounting = "none"
+)
+
+// MemoryAccounting returns how the memory of a container with these
+// cgroups is measured: its own memory cgroup when it has one (always on
+// cgroup v2, where the unified directory is every controller's), else the
+// sum over the processes of its own cpu cgroup.
+func (c Cgroups) MemoryAccounting() MemoryAccounting {
+	switch {
+	case c[Memory].Owned:
+		return MemoryByCgroup
+	case c[CPU].Owned:
+		return MemoryByProcesses
+	}
+	return MemoryNotMeasured
+}
+
+// ProcessMemory is the memory of a container's processes: the sum, over the
+// processes proven to be in the container's own cgroup, of the resident
+// set counters of /proc/<pid>/status, in bytes.
+//
+// RSS, not PSS: the counters are kept by the kernel per address space, so
+// reading them costs the same for a 100 MiB and a 30 GiB JVM, while
+// /proc/<pid>/smaps_rollup (PSS) walks every page table of the process
+// under its mmap lock on each read (see BenchmarkProcessMemoryFiles). The
+// two differ only for pages shared between processes: a YARN container is a
+// launcher shell that execs a JVM (or a few forked workers), whose anonymous
+// memory is private, so for the anonymous part they agree; the shared part
+// is file pages (the JDK's libraries, mapped by the NodeManager too), which
+// RSS counts in full in every process that maps them and which only the
+// page-cache figure includes.
+type ProcessMemory struct {
+	// Anon is RssAnon: anonymous pages mapped (heap, stacks, private
+	// mappings), the JVM heap.
+	Anon int64
+	// File is RssFile: file pages mapped (binaries, libraries, mmapped
+	// jars and files).
+	File int64
+	// Shmem is RssShmem: shared memory mapped (tmpfs, SysV and POSIX shared
+	// memory, shared anonymous mappings); counted in every process mapping it.
+	Shmem int64
+	// Processes were counted; Gone were listed but exited before they
+	// could be read; Elsewhere were listed but /proc/<pid>/cgroup put them
+	// in another cgroup by the time they were checked (moved, or the
+	// number reused), or could not be placed through koordlet's cgroup
+	// namespace.
+	Processes, Gone, Elsewhere int
+	// Truncated is true when the cgroup listed more than
+	// MaxMemoryProcesses processes; only the first were read.
+	Truncated bool
+}
+
+// Usage is the memory without page cache, koordlet's container memory
+// usage: RssAnon + RssShmem. The memory cgroup's figure is anon LRU +
+// unevictable, and shmem pages sit on the anon LRU (they are swap-backed),
+// so shmem belongs here; mlocked pages (unevictable) are in RssAnon or
+// RssFile already.
+func (m ProcessMemory) Usage() int64 { return m.Anon + m.Shmem }
+
+// UsageWithPageCache adds RssFile, the file pages the processes map. The
+// memory cgroup's page cache also holds file pages nobody maps (files read
+// or written through read/write, e.g. shuffle data); those are invisible
+// per process, so this is a lower bound of the cgroup's figure.
+func (m ProcessMemory) UsageWithPageCache() int64 { return m.Anon + m.Shmem + m.File }
+
+// MaxMemoryProcesses bounds how many processes of one container are read
+// per measurement (a YARN container is a launcher and a JVM, or a few
+// dozen Python workers).
+const MaxMemoryProcesses = 1024
+
+// statusReadBytes bounds the read of /proc/<pid>/status: the Rss* lines
+// are within its first kilobyte.
+const statusReadBytes = 4096
+
+// ProcessMemoryReader sums the memory of a container's processes from /proc.
+// It reuses buffers and is not safe for concurrent use.
+type ProcessMemoryReader struct {
+	h      Hierarchy
+	buf    []byte
+	status []byte
+	// pidfd_open and pidfd_send_signal; tests replace them.
+	pidfdOpen func(pid int) (int, error)
+	pidfdLive func(fd int) bool
+}
+
+// NewProcessMemoryReader returns a reader of the processes of containers
+// under h (its ProcRoot, cgroup root and cgroup namespace).
+func NewProcessMemoryReader(h Hierarchy) *ProcessMemoryReader {
+	return &ProcessMemoryReader{h: h, buf: make([]byte, 4096), status: make([]byte, statusReadBytes),
+		pidfdOpen: func(pid int) (int, error) { return unix.PidfdOpen(pid, 0) },
+		pidfdLive: func(fd int) bool { return unix.PidfdSendSignal(fd, 0, nil, 0) == nil }}
+}
+
+// Read sums the memory of the processes in cgroup dir (relative to the
+// mount root) of controller ctrl: the container's own cpu cgroup. It lists
+// the cgroup's processes now (children forked since the last scan count
+// too), and for each one: pins it (a pidfd; its start time on kernels
+// without pidfd_open), checks with Hierarchy.Contains that its
+// /proc/<pid>/cgroup, read through koordlet's cgroup namespace, puts it in
+// dir, reads the first statusReadBytes of /proc/<pid>/status, and checks
+// that the pinned process is still alive, so that both reads were that
+// process's and never those of a process that got its number since. A
+// process that exits or leaves on the way is not counted. The error is the
+// cgroup's (gone: IsGone).
+func (r *ProcessMemoryReader) Read(ctrl Controller, dir string) (ProcessMemory, error) {
+	var m ProcessMemory
+	var err error
+	r.buf, err = readInto(filepath.Join(r.h.AbsDir(ctrl, dir), "cgroup.procs"), r.buf)
+	if err != nil {
+		return m, fmt.Errorf("list processes of %s: %w", dir, err)
+	}
+	for rest := r.buf; len(rest) > 0; {
+		line := rest
+		if i := bytes.IndexByte(rest, '\n'); i >= 0 {
+			line, rest = rest[:i], rest[i+1:]
+		} else {
+			rest = nil
+		}
+		pid, err := strconv.Atoi(string(bytes.TrimSpace(line)))
+		if err != nil || pid <= 0 {
+			continue
+		}
+		if m.Processes+m.Gone+m.Elsewhere == MaxMemoryProcesses {
+			m.Truncated = true
+			break
+		}
+		r.readProcess(&m, pid, ctrl, dir)
+	}
+	return m, nil
+}
+
+// readProcess adds one process's memory to m, or counts why it was not.
+func (r *ProcessMemoryReader) readProcess(m *ProcessMemory, pid int, ctrl Controller, dir string) {
+	live, release, ok := r.pin(pid)
+	if !ok {
+		m.Gone++
+		return
+	}
+	defer release()
+	if !r.h.Contains(pid, ctrl, dir) {
+		if live() {
+			m.Elsewhere++
+		} else {
+			m.Gone++
+		}
+		return
+	}
+	var anon, file, shmem int64
+	var err error
+	r.status, err = readAtMost(filepath.Join(r.h.ProcRoot, strconv.Itoa(pid), "status"), r.status)
+	if err == nil {
+		anon, file, shmem, err = parseStatusRss(r.status)
+	}
+	if err != nil || !live() {
+		// Gone (ESRCH/ENOENT), or a status without Rss lines: a zombie.
+		m.Gone++
+		return
+	}
+	m.Anon += anon
+	m.File += file
+	m.Shmem += shmem
+	m.Processes++
+}
+
+// pin pins process pid: live reports whether the pinned process still runs
+// (so its number still names it), release unpins. ok is false when pid is
+// gone already.
+func (r *ProcessMemoryReader) pin(pid int) (live func() bool, release func(), ok bool) {
+	fd, err := r.pidfdOpen(pid)
+	if err == nil {
+		return func() bool { return r.pidfdLive(fd) }, func() { _ = unix.Close(fd) }, true
+	}
+	if errors.Is(err, syscall.ESRCH) {
+		return nil, nil, false
+	}
+	// No pidfd_open (before Linux 5.3): pin by start time.
+	start, ok := TaskStartTicks(r.h.ProcRoot, pid)
+	if !ok {
+		return nil, nil, false
+	}
+	return func() bool {
+		now, ok := TaskStartTicks(r.h.ProcRoot, pid)
+		return ok && now == start
+	}, func() {}, true
+}
+
+// readAtMost reads at most len(buf) bytes (cap, at least statusReadBytes)
+// of the file at path with one read, enough for the head of a procfs file.
+func readAtMost(path string, buf []byte) ([]byte, error) {
+	if cap(buf) < statusReadBytes {
+		buf = make([]byte, statusReadBytes)
+	}
+	buf = buf[:cap(buf)]
+	fd, err := syscall.Open(path, syscall.O_RDONLY|syscall.O_CLOEXEC, 0)
+	if err != nil {
+		return buf[:0], err
+	}
+	defer syscall.Close(fd)
+	for {
+		n, err := syscall.Read(fd, buf)
+		if errors.Is(err, syscall.EINTR) {
+			continue
+		}
+		if err != nil {
+			return buf[:0], err
+		}
+		return buf[:n], nil
+	}
+}
+
+// errNoRss: a status without Rss lines (a zombie or a kernel thread; or a
+// kernel before 4.5, which has no RssAnon).
+var errNoRss = errors.New("no RssAnon/RssFile/RssShmem in status")
+
+// parseStatusRss returns RssAnon, RssFile and RssShmem of a
+// /proc/<pid>/status content, in bytes.
+func parseStatusRss(b []byte) (anon, file, shmem int64, err error) {
+	found := 0
+	for rest := b; len(rest) > 0 && found < 3; {
+		line := rest
+		if i := bytes.IndexByte(rest, '\n'); i >= 0 {
+			line, rest = rest[:i], rest[i+1:]
+		} else {
+			rest = nil
+		}
+		if !bytes.HasPrefix(line, []byte("Rss")) {
+			continue
+		}
+		var dst *int64
+		switch {
+		case bytes.HasPrefix(line, []byte("RssAnon:")):
+			dst, line = &anon, line[len("RssAnon:"):]
+		case bytes.HasPrefix(line, []byte("RssFile:")):
+			dst, line = &file, line[len("RssFile:"):]
+		case bytes.HasPrefix(line, []byte("RssShmem:")):
+			dst, line = &shmem, line[len("RssShmem:"):]
+		default:
+			continue
+		}
+		v, ok := parseKB(line)
+		if !ok {
+			return 0, 0, 0, fmt.Errorf("malformed status line %q", line)
+		}
+		*dst = v
+		found++
+	}
+	if found < 3 {
+		return 0, 0, 0, errNoRss
+	}
+	return anon, file, shmem, nil
+}
+
+// parseKB parses "\t  1234 kB" into bytes.
+func parseKB(b []byte) (int64, bool) {
+	b = bytes.TrimSpace(b)
+	num, ok := bytes.CutSuffix(b, []byte("kB"))
+	if !ok {
+		return 0, false
+	}
+	v, err := strconv.ParseInt(string(bytes.TrimSpace(num)), 10, 64)
+	if err != nil || v < 0 {
+		return 0, false
+	}
+	return v << 10, true
+}
