@@ -118,3 +118,97 @@ func TestCoMountedCPUOnly(t *testing.T) {
 		t.Fatalf("the rmdir did not remove the container: %+v", c.Cgroups)
 	}
 }
+
+// useSelfCgroup points the hierarchy-id lookup at a /proc/self/cgroup
+// with content b for the test.
+func useSelfCgroup(t *testing.T, b string) {
+	f := filepath.Join(t.TempDir(), "cgroup")
+	require.NoError(t, os.WriteFile(f, []byte(b), 0o644))
+	old, oldProc := selfCgroupFile, procCgroupFile
+	selfCgroupFile, procCgroupFile = f, filepath.Join(t.TempDir(), "none")
+	t.Cleanup(func() { selfCgroupFile, procCgroupFile = old, oldProc })
+}
+
+// distroSelfCgroup is /proc/self/cgroup on a distribution's v1 layout.
+const distroSelfCgroup = `12:pids:/user.slice/user-0.slice
+11:net_cls,net_prio:/
+10:memory:/user.slice/user-0.slice
+9:blkio:/user.slice
+8:freezer:/
+6:cpuset:/
+4:cpu,cpuacct:/user.slice
+1:name=systemd:/user.slice/user-0.slice/session-1.scope
+0::/user.slice/user-0.slice/session-1.scope
+`
+
+// TestCoMountedControllersEBPF: with eBPF on the distribution's layout, cpu
+// and cpuacct are one hierarchy (one id) and one directory: the watcher
+// puts one parent in the kernel for both, and its events credit both.
+func TestCoMountedControllersEBPF(t *testing.T) {
+	useSelfCgroup(t, distroSelfCgroup)
+	h := distroRoot(t)
+	st := store.New()
+	var fakes fakeEBPFs
+	w := New(Options{Store: st, ResyncInterval: time.Hour, Hierarchy: func() (cgroups.Hierarchy, bool) { return h, true },
+		openEBPF: fakes.open})
+	startWatcher(t, w)
+	require.Equal(t, SourceEBPF, w.Active())
+	f := fakes.last()
+	f.mu.Lock()
+	parents := make(map[ParentKey]bool, len(f.parents))
+	for k := range f.parents {
+		parents[k] = true
+	}
+	f.mu.Unlock()
+	cpuKey := ParentKey{HierarchyID: 4, ID: inode(t, h.RootDir(cgroups.CPU))}
+	assert.Equal(t, map[ParentKey]bool{
+		cpuKey: true,
+		{HierarchyID: 6, ID: inode(t, h.RootDir(cgroups.CPUSet))}:  true,
+		{HierarchyID: 10, ID: inode(t, h.RootDir(cgroups.Memory))}: true,
+		{HierarchyID: 9, ID: inode(t, h.RootDir(cgroups.Blkio))}:   true,
+	}, parents)
+
+	name := "container_1700000000000_0007_01_000003"
+	own := cgroups.Ref{Dir: h.ContainerRelDir(name), Owned: true}
+	f.send(t, fakeRead{ev: Event{Type: Mkdir, Parent: cpuKey, Name: name}})
+	f.send(t, fakeRead{ev: Event{Type: Attach, Parent: cpuKey, Name: name, Pid: 4242}})
+	require.Eventually(t, func() bool { c, ok := st.Get(name); return ok && len(c.Pids) == 1 }, time.Second, 5*time.Millisecond)
+	c, _ := st.Get(name)
+	assert.Equal(t, own, c.Cgroups[cgroups.CPU])
+	assert.Equal(t, own, c.Cgroups[cgroups.CPUAcct])
+	assert.Equal(t, []int{4242}, c.Pids)
+
+	// The same kernfs id in another hierarchy (pids is 12) is not a parent.
+	f.send(t, fakeRead{ev: Event{Type: Mkdir, Parent: ParentKey{HierarchyID: 12, ID: cpuKey.ID}, Name: "container_1700000000000_0007_01_000004"}})
+	f.send(t, fakeRead{ev: Event{Type: Rmdir, Parent: cpuKey, Name: name}})
+	require.Eventually(t, func() bool { _, ok := st.Get(name); return !ok }, time.Second, 5*time.Millisecond)
+	assert.Zero(t, st.Len())
+}
+
+// TestHierarchyID: ids come from /proc/self/cgroup (co-mounted controllers
+// share theirs), else /proc/cgroups; the unified hierarchy is 0; a
+// controller in no v1 hierarchy is an error.
+func TestHierarchyID(t *testing.T) {
+	useSelfCgroup(t, distroSelfCgroup)
+	for c, want := range map[cgroups.Controller]uint32{cgroups.CPU: 4, cgroups.CPUAcct: 4, cgroups.CPUSet: 6, cgroups.Memory: 10, cgroups.Blkio: 9} {
+		got, err := hierarchyID(cgroups.Hierarchy{}, c)
+		require.NoError(t, err, c)
+		assert.Equal(t, want, got, c)
+	}
+	got, err := hierarchyID(cgroups.Hierarchy{V2: true}, cgroups.Memory)
+	require.NoError(t, err)
+	assert.Zero(t, got)
+
+	procCgroups := "#subsys_name\thierarchy\tnum_cgroups\tenabled\ncpuset\t3\t10\t1\ncpu\t1\t16\t1\nmemory\t0\t50\t1\n"
+	id, ok := idFromProcCgroups([]byte(procCgroups), "cpu")
+	assert.True(t, ok)
+	assert.Equal(t, uint32(1), id)
+	_, ok = idFromProcCgroups([]byte(procCgroups), "memory") // bound to v2
+	assert.False(t, ok)
+	_, ok = idFromSelfCgroup([]byte("0::/\n"), "cpu")
+	assert.False(t, ok)
+
+	useSelfCgroup(t, "0::/\n") // a v2-only host seen as v1
+	_, err = hierarchyID(cgroups.Hierarchy{}, cgroups.CPU)
+	assert.Error(t, err)
+}

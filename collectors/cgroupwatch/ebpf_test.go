@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/koordlet-yarn/koordlet-yarn/framework/cgroups"
+	"github.com/koordlet-yarn/koordlet-yarn/framework/store"
 	"github.com/koordlet-yarn/koordlet-yarn/test/kerneltest"
 )
 
@@ -165,5 +166,39 @@ func TestRealKernelEBPFUnified(t *testing.T) {
 		assert.Equal(t, parent, ev.Parent)
 	case <-time.After(5 * time.Second):
 		t.Fatal("no event from the unified hierarchy")
+	}
+}
+
+// TestRealKernelWatcherUnified: the watcher on the unified hierarchy keys
+// its root with hierarchy id 0, and a container's mkdir and process reach
+// the store as owned in every controller.
+func TestRealKernelWatcherUnified(t *testing.T) {
+	const unified = kerneltest.CgroupRoot + "/unified"
+	if os.Geteuid() != 0 {
+		kerneltest.Skip(t, "real-kernel test: needs root to create cgroups")
+	}
+	if _, err := os.Stat(filepath.Join(unified, "cgroup.procs")); err != nil {
+		kerneltest.Skipf(t, "real-kernel test: no cgroup v2 hierarchy at %s: %v", unified, err)
+	}
+	top := kerneltest.UniqueRoot(t)
+	yarnRoot := kerneltest.MakeCgroup(t, "unified", top+"/hadoop-yarn")
+	h := cgroups.Hierarchy{CgroupRoot: unified, ProcRoot: "/proc", V2: true, Dir: top + "/hadoop-yarn"}
+	st := store.New()
+	w := New(Options{Store: st, Force: SourceEBPF, ResyncInterval: time.Hour, Hierarchy: func() (cgroups.Hierarchy, bool) { return h, true }})
+	startWatcher(t, w)
+	if w.Active() != SourceEBPF {
+		kerneltest.Skipf(t, "real-kernel test: eBPF is not available here (active: %s)", w.Active())
+	}
+	name := "container_e17_1700000000000_0042_01_000002"
+	dir := filepath.Join(yarnRoot, name)
+	require.NoError(t, os.Mkdir(dir, 0o755))
+	t.Cleanup(func() { kerneltest.RemoveCgroupTree(t, dir) })
+	p := kerneltest.Start(t, "exec sleep 3600", dir)
+	require.NoError(t, p.Release())
+	require.Eventually(t, func() bool { c, ok := st.Get(name); return ok && len(c.Pids) == 1 }, 2*time.Second, 5*time.Millisecond)
+	c, _ := st.Get(name)
+	assert.Equal(t, []int{p.Pid()}, c.Pids)
+	for ctrl := range c.Cgroups {
+		assert.Equal(t, cgroups.Ref{Dir: h.ContainerRelDir(name), Owned: true}, c.Cgroups[ctrl], cgroups.Controller(ctrl).String())
 	}
 }
