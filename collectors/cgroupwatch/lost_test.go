@@ -129,7 +129,7 @@ func TestInotifyOverflowAnsweredWithResync(t *testing.T) {
 	if limit > 1<<18 {
 		kerneltest.Skipf(t, "the inotify queue holds %d events here; overflowing it takes too long", limit)
 	}
-	h := cgroups.Hierarchy{CgroupRoot: t.TempDir(), ProcRoot: "/proc", Dir: "hadoop-yarn"}
+	h := cgroups.Hierarchy{CgroupRoot: fastTempDir(t), ProcRoot: "/proc", Dir: "hadoop-yarn"}
 	root := h.RootDir(cgroups.CPU)
 	require.NoError(t, os.MkdirAll(root, 0o755))
 	reg := prometheus.NewRegistry()
@@ -158,6 +158,17 @@ func TestInotifyOverflowAnsweredWithResync(t *testing.T) {
 	name := "container_e17_1700000000000_0042_01_000002"
 	require.NoError(t, os.Mkdir(filepath.Join(root, name), 0o755))
 	require.Eventually(t, func() bool { _, ok := st.Get(name); return ok }, 2*time.Second, 5*time.Millisecond)
+}
+
+// fastTempDir returns a temp dir on tmpfs (/dev/shm) where there is one, so
+// that the many mkdirs of an overflow are quick, else t.TempDir.
+func fastTempDir(t *testing.T) string {
+	dir, err := os.MkdirTemp("/dev/shm", "koordlet-yarn-test-")
+	if err != nil {
+		return t.TempDir()
+	}
+	t.Cleanup(func() { _ = os.RemoveAll(dir) })
+	return dir
 }
 
 // TestInotifyOverflowRecord: an IN_Q_OVERFLOW record (wd -1) is counted and
