@@ -77,6 +77,7 @@ func TestInstall(t *testing.T) {
 	assert.Equal(t, name, c["id"])
 	assert.Equal(t, "application_1700000000000_0042", c["applicationId"])
 	assert.Equal(t, false, c["applicationMaster"])
+	assert.Equal(t, "sequence", c["amSource"], "no environment read on a fake root: the sequence rule decided")
 	assert.Equal(t, "cgroup", c["source"])
 	assert.Equal(t, []any{float64(42)}, c["pids"])
 	assert.Equal(t, map[string]any{"dir": "hadoop-yarn/" + name, "owned": true}, c["cgroups"].(map[string]any)["cpu"])

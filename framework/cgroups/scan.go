@@ -26,6 +26,9 @@ type Container struct {
 	// when none could be read): unlike the time the store first saw the
 	// container, it survives a koordlet restart.
 	Started time.Time
+	// AM is what the container's process environment says about whether
+	// it is the ApplicationMaster (AMUnknown: the sequence rule decides).
+	AM AMEvidence
 }
 
 // ScanResult is the outcome of one scan.
@@ -60,6 +63,11 @@ type Scanner struct {
 	// container's past, read once.
 	started map[string]time.Time
 	boot    time.Time
+	// am remembers each container's ApplicationMaster decision from its
+	// processes' environment (see fillAM); envBuf is the environ buffer.
+	am            map[string]amState
+	envBuf        []byte
+	environDenied bool
 }
 
 type procResolution struct {
@@ -69,7 +77,7 @@ type procResolution struct {
 
 // NewScanner returns a scanner of h.
 func NewScanner(h Hierarchy) *Scanner {
-	return &Scanner{h: h, buf: make([]byte, 4096), index: map[string]int{}, procCache: map[string]procResolution{}, started: map[string]time.Time{}}
+	return &Scanner{h: h, buf: make([]byte, 4096), index: map[string]int{}, procCache: map[string]procResolution{}, started: map[string]time.Time{}, am: map[string]amState{}}
 }
 
 // Hierarchy returns the scanned hierarchy.
@@ -143,6 +151,12 @@ func (s *Scanner) Scan() (ScanResult, error) {
 			delete(s.started, name)
 		}
 	}
+	for name := range s.am {
+		if _, ok := s.index[name]; !ok {
+			delete(s.am, name)
+		}
+	}
+	oneAMPerAttempt(res.Containers)
 	return res, nil
 }
 
@@ -175,6 +189,7 @@ func (s *Scanner) fill(c *Container) {
 		break
 	}
 	s.fillStarted(c)
+	s.fillAM(c)
 	if s.h.V2 || len(c.Pids) == 0 {
 		return
 	}

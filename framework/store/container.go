@@ -61,7 +61,10 @@ type Container struct {
 	Name          string           `json:"id"`
 	ID            yarn.ContainerID `json:"-"`
 	ApplicationID string           `json:"applicationId"`
-	IsAM          bool             `json:"applicationMaster"`
+	// IsAM marks the ApplicationMaster of its attempt; AMSource says what
+	// decided it.
+	IsAM     bool     `json:"applicationMaster"`
+	AMSource AMSource `json:"amSource"`
 	// User, State, ExecutionType and the requests come from the NM; they
 	// are empty (zero) until the NM has listed the container.
 	User               string `json:"user,omitempty"`
@@ -94,7 +97,34 @@ func (c *Container) equal(o *Container) bool {
 	return c.Name == o.Name && c.User == o.User && c.State == o.State &&
 		c.ExecutionType == o.ExecutionType && c.RequestMilliCPU == o.RequestMilliCPU &&
 		c.RequestMemoryBytes == o.RequestMemoryBytes && c.Cgroups == o.Cgroups &&
-		c.Source == o.Source && slices.Equal(c.Pids, o.Pids) && c.Started.Equal(o.Started)
+		c.Source == o.Source && slices.Equal(c.Pids, o.Pids) && c.Started.Equal(o.Started) &&
+		c.IsAM == o.IsAM && c.AMSource == o.AMSource
+}
+
+// AMSource says what decided Container.IsAM.
+type AMSource string
+
+// AM sources.
+const (
+	// AMFromSequence: the id's rule, container sequence 1 (the fallback:
+	// it misses the AM of an attempt whose ids carry an RM epoch, and takes
+	// such an attempt's executor 000001 for one).
+	AMFromSequence AMSource = "sequence"
+	// AMFromEnvironment: the environment of a process verified to be in
+	// the container (the AM markers the ResourceManager's AMLauncher adds,
+	// or the container's CONTAINER_ID without them).
+	AMFromEnvironment AMSource = "environment"
+)
+
+// noteAM records what a scan read from the container's process
+// environment; an undecided scan keeps what the store knew.
+func (c *Container) noteAM(ev cgroups.AMEvidence) {
+	switch ev {
+	case cgroups.AMByEnvironment:
+		c.IsAM, c.AMSource = true, AMFromEnvironment
+	case cgroups.NotAMByEnvironment:
+		c.IsAM, c.AMSource = false, AMFromEnvironment
+	}
 }
 
 // StartedOrFirstSeen returns Started, or FirstSeen when no process start
@@ -121,6 +151,7 @@ func newContainer(name string, id yarn.ContainerID, now time.Time) Container {
 		ID:            id,
 		ApplicationID: id.ApplicationID(),
 		IsAM:          id.IsApplicationMaster(),
+		AMSource:      AMFromSequence,
 		FirstSeen:     now,
 	}
 }

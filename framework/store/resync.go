@@ -95,6 +95,7 @@ func (s *Store) Resync(obs Observation, now time.Time) Stats {
 				c.Pids = sc.Pids
 			}
 			c.noteStarted(sc.Started)
+			c.noteAM(sc.AM)
 			idx[sc.ID] = len(cands)
 			cands = append(cands, c)
 		}

@@ -50,7 +50,7 @@ func TestResyncMergesSources(t *testing.T) {
 	am, ok := s.Get(cid(1).String())
 	require.True(t, ok)
 	assert.Equal(t, Container{
-		Name: cid(1).String(), ID: cid(1), ApplicationID: "application_1700000000000_0042", IsAM: true,
+		Name: cid(1).String(), ID: cid(1), ApplicationID: "application_1700000000000_0042", IsAM: true, AMSource: AMFromSequence,
 		User: "alice", State: yarn.StateRunning, ExecutionType: yarn.ExecutionGuaranteed,
 		RequestMilliCPU: 2000, RequestMemoryBytes: 2 << 30,
 		Cgroups: scanned(1).Cgroups, Pids: []int{10}, FirstSeen: t0, Source: SourceBoth,
