@@ -85,10 +85,13 @@ type ProcessMemory struct {
 // RssFile already.
 func (m ProcessMemory) Usage() int64 { return m.Anon + m.Shmem }
 
-// UsageWithPageCache adds RssFile, the file pages the processes map. The
-// memory cgroup's page cache also holds file pages nobody maps (files read
-// or written through read/write, e.g. shuffle data); those are invisible
-// per process, so this is a lower bound of the cgroup's figure.
+// UsageWithPageCache adds RssFile, the file pages the processes map. It is
+// not the memory cgroup's page cache: that holds the file pages first
+// touched from the cgroup, mapped or not (files read and written through
+// read/write, e.g. shuffle data, are invisible per process), while RssFile
+// counts every page a process maps, whoever it was charged to (the JDK's
+// libraries, the NodeManager's or another container's), in every process
+// that maps it. A rough figure either way; koordlet's decisions use Usage.
 func (m ProcessMemory) UsageWithPageCache() int64 { return m.Anon + m.Shmem + m.File }
 
 // MaxMemoryProcesses bounds how many processes of one container are read
@@ -101,38 +104,99 @@ const MaxMemoryProcesses = 1024
 const statusReadBytes = 4096
 
 // ProcessMemoryReader sums the memory of a container's processes from /proc.
-// It reuses buffers and is not safe for concurrent use.
+//
+// A process is counted only while it is proven to be in the container's own
+// cgroup. The first time it is seen it is pinned (a pidfd, or its start
+// time before Linux 5.3), Hierarchy.Contains checks that its
+// /proc/<pid>/cgroup, read through koordlet's cgroup namespace, puts it in
+// the cgroup, its status is read from a descriptor opened then, and the
+// pinned process must still be alive after the read: both reads were that
+// process's, never those of a process that got its number since. The
+// status descriptor is then kept (like UsageReader's cgroup files) and
+// re-read with pread at later measurements: a procfs file opened for a
+// process reads that process or fails (ESRCH) once it has exited, so a
+// successful re-read of a pid listed again in the cgroup proves it is the
+// same process, still in the cgroup, at the cost of one read. A pid no
+// longer listed has its descriptor closed. At most maxOpenFiles
+// descriptors (or a quarter of the process's limit) are kept; past that,
+// every measurement takes the first-sight path.
+//
+// It reuses buffers and is not safe for concurrent use; Forget and Close
+// release the descriptors.
 type ProcessMemoryReader struct {
 	h      Hierarchy
 	buf    []byte
 	status []byte
+	// kept holds, per container cgroup dir, the status descriptor of each
+	// process proven in it; gen marks the entries listed by the current
+	// read.
+	kept    map[string]map[int]keptStatus
+	open    int
+	maxOpen int
+	gen     uint64
 	// pidfd_open and pidfd_send_signal; tests replace them.
 	pidfdOpen func(pid int) (int, error)
 	pidfdLive func(fd int) bool
 }
 
+type keptStatus struct {
+	fd  int
+	gen uint64
+}
+
 // NewProcessMemoryReader returns a reader of the processes of containers
 // under h (its ProcRoot, cgroup root and cgroup namespace).
 func NewProcessMemoryReader(h Hierarchy) *ProcessMemoryReader {
+	maxOpen := maxOpenFiles
+	var lim syscall.Rlimit
+	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &lim); err == nil && lim.Cur/4 < uint64(maxOpen) {
+		maxOpen = int(lim.Cur / 4)
+	}
 	return &ProcessMemoryReader{h: h, buf: make([]byte, 4096), status: make([]byte, statusReadBytes),
+		kept: map[string]map[int]keptStatus{}, maxOpen: maxOpen,
 		pidfdOpen: func(pid int) (int, error) { return unix.PidfdOpen(pid, 0) },
 		pidfdLive: func(fd int) bool { return unix.PidfdSendSignal(fd, 0, nil, 0) == nil }}
 }
 
+// NoKeep makes the reader keep no descriptor: every process takes the
+// first-sight path (for occasional readers that cannot tell when a
+// container goes away).
+func (r *ProcessMemoryReader) NoKeep() *ProcessMemoryReader {
+	r.Close()
+	r.maxOpen = 0
+	return r
+}
+
+// Forget closes the descriptors kept for the processes of cgroup dir.
+func (r *ProcessMemoryReader) Forget(dir string) {
+	for _, k := range r.kept[dir] {
+		_ = syscall.Close(k.fd)
+		r.open--
+	}
+	delete(r.kept, dir)
+}
+
+// Close closes every descriptor kept.
+func (r *ProcessMemoryReader) Close() {
+	for dir := range r.kept {
+		r.Forget(dir)
+	}
+}
+
+// OpenFiles returns how many descriptors are kept.
+func (r *ProcessMemoryReader) OpenFiles() int { return r.open }
+
 // Read sums the memory of the processes in cgroup dir (relative to the
 // mount root) of controller ctrl: the container's own cpu cgroup. It lists
 // the cgroup's processes now (children forked since the last scan count
-// too), and for each one: pins it (a pidfd; its start time on kernels
-// without pidfd_open), checks with Hierarchy.Contains that its
-// /proc/<pid>/cgroup, read through koordlet's cgroup namespace, puts it in
-// dir, reads the first statusReadBytes of /proc/<pid>/status, and checks
-// that the pinned process is still alive, so that both reads were that
-// process's and never those of a process that got its number since. A
-// process that exits or leaves on the way is not counted. The error is the
-// cgroup's (gone: IsGone).
+// too) and reads each as the type's comment says; a process that exits or
+// leaves on the way is not counted. The error is the cgroup's (gone:
+// IsGone).
 func (r *ProcessMemoryReader) Read(ctrl Controller, dir string) (ProcessMemory, error) {
 	var m ProcessMemory
 	var err error
+	r.gen++
+	defer r.dropUnlisted(dir)
 	r.buf, err = readInto(filepath.Join(r.h.AbsDir(ctrl, dir), "cgroup.procs"), r.buf)
 	if err != nil {
 		return m, fmt.Errorf("list processes of %s: %w", dir, err)
@@ -152,12 +216,35 @@ func (r *ProcessMemoryReader) Read(ctrl Controller, dir string) (ProcessMemory, 
 			m.Truncated = true
 			break
 		}
-		r.readProcess(&m, pid, ctrl, dir)
+		if !r.reread(&m, dir, pid) {
+			r.readProcess(&m, pid, ctrl, dir)
+		}
 	}
 	return m, nil
 }
 
-// readProcess adds one process's memory to m, or counts why it was not.
+// reread re-reads the kept status descriptor of pid, listed again in dir;
+// false when none is kept.
+func (r *ProcessMemoryReader) reread(m *ProcessMemory, dir string, pid int) bool {
+	k, ok := r.kept[dir][pid]
+	if !ok {
+		return false
+	}
+	anon, file, shmem, err := r.preadStatus(k.fd)
+	if err != nil {
+		// Exited (ESRCH), or a zombie's status without Rss lines.
+		r.drop(dir, pid, k.fd)
+		m.Gone++
+		return true
+	}
+	k.gen = r.gen
+	r.kept[dir][pid] = k
+	m.add(anon, file, shmem)
+	return true
+}
+
+// readProcess reads a process not seen before: it pins it, checks that it
+// is in dir, reads its status and checks the pinned process is still alive.
 func (r *ProcessMemoryReader) readProcess(m *ProcessMemory, pid int, ctrl Controller, dir string) {
 	live, release, ok := r.pin(pid)
 	if !ok {
@@ -173,21 +260,70 @@ func (r *ProcessMemoryReader) readProcess(m *ProcessMemory, pid int, ctrl Contro
 		}
 		return
 	}
-	var anon, file, shmem int64
-	var err error
-	r.status, err = readAtMost(filepath.Join(r.h.ProcRoot, strconv.Itoa(pid), "status"), r.status)
-	if err == nil {
-		anon, file, shmem, err = parseStatusRss(r.status)
-	}
-	if err != nil || !live() {
-		// Gone (ESRCH/ENOENT), or a status without Rss lines: a zombie.
+	fd, err := syscall.Open(filepath.Join(r.h.ProcRoot, strconv.Itoa(pid), "status"), syscall.O_RDONLY|syscall.O_CLOEXEC, 0)
+	if err != nil {
 		m.Gone++
 		return
 	}
+	anon, file, shmem, err := r.preadStatus(fd)
+	if err != nil || !live() {
+		_ = syscall.Close(fd)
+		m.Gone++
+		return
+	}
+	m.add(anon, file, shmem)
+	if r.open >= r.maxOpen {
+		_ = syscall.Close(fd)
+		return
+	}
+	if r.kept[dir] == nil {
+		r.kept[dir] = map[int]keptStatus{}
+	}
+	r.kept[dir][pid] = keptStatus{fd: fd, gen: r.gen}
+	r.open++
+}
+
+// preadStatus reads the Rss counters from a status descriptor: one read of
+// at most statusReadBytes at offset 0 (procfs regenerates the content).
+func (r *ProcessMemoryReader) preadStatus(fd int) (anon, file, shmem int64, err error) {
+	var n int
+	for {
+		n, err = syscall.Pread(fd, r.status[:statusReadBytes], 0)
+		if !errors.Is(err, syscall.EINTR) {
+			break
+		}
+	}
+	if err != nil {
+		return 0, 0, 0, err
+	}
+	return parseStatusRss(r.status[:n])
+}
+
+func (m *ProcessMemory) add(anon, file, shmem int64) {
 	m.Anon += anon
 	m.File += file
 	m.Shmem += shmem
 	m.Processes++
+}
+
+// drop closes the kept descriptor of pid in dir.
+func (r *ProcessMemoryReader) drop(dir string, pid, fd int) {
+	_ = syscall.Close(fd)
+	delete(r.kept[dir], pid)
+	r.open--
+}
+
+// dropUnlisted closes the descriptors of dir's processes the current read
+// did not list (exited, moved, or past the bound).
+func (r *ProcessMemoryReader) dropUnlisted(dir string) {
+	for pid, k := range r.kept[dir] {
+		if k.gen != r.gen {
+			r.drop(dir, pid, k.fd)
+		}
+	}
+	if len(r.kept[dir]) == 0 {
+		delete(r.kept, dir)
+	}
 }
 
 // pin pins process pid: live reports whether the pinned process still runs
@@ -210,30 +346,6 @@ func (r *ProcessMemoryReader) pin(pid int) (live func() bool, release func(), ok
 		now, ok := TaskStartTicks(r.h.ProcRoot, pid)
 		return ok && now == start
 	}, func() {}, true
-}
-
-// readAtMost reads at most len(buf) bytes (cap, at least statusReadBytes)
-// of the file at path with one read, enough for the head of a procfs file.
-func readAtMost(path string, buf []byte) ([]byte, error) {
-	if cap(buf) < statusReadBytes {
-		buf = make([]byte, statusReadBytes)
-	}
-	buf = buf[:cap(buf)]
-	fd, err := syscall.Open(path, syscall.O_RDONLY|syscall.O_CLOEXEC, 0)
-	if err != nil {
-		return buf[:0], err
-	}
-	defer syscall.Close(fd)
-	for {
-		n, err := syscall.Read(fd, buf)
-		if errors.Is(err, syscall.EINTR) {
-			continue
-		}
-		if err != nil {
-			return buf[:0], err
-		}
-		return buf[:n], nil
-	}
 }
 
 // errNoRss: a status without Rss lines (a zombie or a kernel thread; or a

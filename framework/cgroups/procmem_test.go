@@ -3,6 +3,7 @@ package cgroups
 import (
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"syscall"
@@ -74,12 +75,18 @@ func TestCgroupsMemoryAccounting(t *testing.T) {
 
 // fakePidfds stands in for pidfd_open/pidfd_send_signal on a fake /proc:
 // pids in gone fail to open (ESRCH); pids in dies are alive at the open
-// and dead at the liveness check.
-type fakePidfds struct{ gone, dies map[int]bool }
+// and dead at the liveness check. opened counts the pins per pid.
+type fakePidfds struct {
+	gone, dies map[int]bool
+	opened     map[int]int
+}
 
 func (f fakePidfds) install(r *ProcessMemoryReader) {
 	dead := map[int]bool{} // by descriptor
 	r.pidfdOpen = func(pid int) (int, error) {
+		if f.opened != nil {
+			f.opened[pid]++
+		}
 		if f.gone[pid] {
 			return -1, syscall.ESRCH
 		}
@@ -101,7 +108,8 @@ func (f fakePidfds) install(r *ProcessMemoryReader) {
 // TestProcessMemoryReaderFakeProc: the container's memory is the sum over
 // the processes its cgroup lists whose /proc/<pid>/cgroup puts them in it;
 // a process in another cgroup, one gone before it is pinned, one exiting
-// during the read and a zombie are not counted.
+// during the read and a zombie are not counted. The status descriptors of
+// the processes counted are kept and re-read while the cgroup lists them.
 func TestProcessMemoryReaderFakeProc(t *testing.T) {
 	n := newFakeNode(t, false, system.Cgroupfs)
 	name := "container_e17_1700000000000_0042_01_000002"
@@ -122,12 +130,48 @@ func TestProcessMemoryReaderFakeProc(t *testing.T) {
 	// 102 has no /proc entry: gone before it was pinned.
 
 	r := NewProcessMemoryReader(n.h)
-	fakePidfds{gone: map[int]bool{102: true}, dies: map[int]bool{103: true}}.install(r)
+	pins := fakePidfds{gone: map[int]bool{102: true}, dies: map[int]bool{103: true}, opened: map[int]int{}}
+	pins.install(r)
 	m, err := r.Read(CPU, dir)
 	require.NoError(t, err)
 	assert.Equal(t, ProcessMemory{Anon: 101 << 20, File: 22 << 20, Shmem: 3 << 20, Processes: 2, Gone: 3, Elsewhere: 1}, m)
 	assert.Equal(t, int64(104<<20), m.Usage(), "RssAnon + RssShmem")
 	assert.Equal(t, int64(126<<20), m.UsageWithPageCache(), "+ RssFile")
+	assert.Equal(t, 2, r.OpenFiles(), "the status of the two processes counted is kept open")
+
+	// The JVM grows; the launcher is no longer listed (exited). The JVM's
+	// kept status is re-read without pinning it again; the launcher's is
+	// closed.
+	n.helper.WriteProcSubFileContents("100/status", status(150<<10, 20<<10, 0))
+	n.container(name, []int{100}, CPU, CPUAcct)
+	m, err = r.Read(CPU, dir)
+	require.NoError(t, err)
+	assert.Equal(t, ProcessMemory{Anon: 150 << 20, File: 20 << 20, Processes: 1}, m)
+	assert.Equal(t, 1, pins.opened[100], "pinned once")
+	assert.Equal(t, 1, r.OpenFiles())
+
+	// Another container's descriptors are its own; Forget closes them.
+	r.Forget("elsewhere")
+	assert.Equal(t, 1, r.OpenFiles())
+	r.Forget(dir)
+	assert.Equal(t, 0, r.OpenFiles())
+	n.container(name, []int{100, 101, 102, 103, 104, 105}, CPU, CPUAcct)
+	_, err = r.Read(CPU, dir)
+	require.NoError(t, err)
+	assert.Equal(t, 2, pins.opened[100], "pinned again after Forget")
+	r.Close()
+	assert.Equal(t, 0, r.OpenFiles())
+
+	// NoKeep: nothing kept, every read pins.
+	r = NewProcessMemoryReader(n.h).NoKeep()
+	pins.install(r)
+	for i := 0; i < 2; i++ {
+		m, err = r.Read(CPU, dir)
+		require.NoError(t, err)
+		assert.Equal(t, 2, m.Processes)
+	}
+	assert.Equal(t, 0, r.OpenFiles())
+	assert.Equal(t, 4, pins.opened[100])
 
 	// The cgroup gone: an error IsGone recognises.
 	require.NoError(t, os.RemoveAll(n.h.AbsDir(CPU, dir)))
@@ -146,8 +190,10 @@ func TestProcessMemoryReaderBounded(t *testing.T) {
 	in := fmt.Sprintf("4:cpu:/%s\n", dir)
 	for i := range pids {
 		pids[i] = 1000 + i
-		n.helper.WriteProcSubFileContents(filepath.Join(strconv.Itoa(pids[i]), "status"), status(1, 0, 0))
-		n.proc(pids[i], in)
+		d := filepath.Join(system.Conf.ProcRootDir, strconv.Itoa(pids[i]))
+		require.NoError(t, os.MkdirAll(d, 0o755))
+		require.NoError(t, os.WriteFile(filepath.Join(d, "status"), []byte(status(1, 0, 0)), 0o644))
+		require.NoError(t, os.WriteFile(filepath.Join(d, "cgroup"), []byte(in), 0o644))
 	}
 	n.container(name, pids, CPU)
 	r := NewProcessMemoryReader(n.h)
@@ -157,6 +203,16 @@ func TestProcessMemoryReaderBounded(t *testing.T) {
 	assert.True(t, m.Truncated)
 	assert.Equal(t, MaxMemoryProcesses, m.Processes)
 	assert.Equal(t, int64(MaxMemoryProcesses)<<10, m.Anon)
+	assert.Equal(t, MaxMemoryProcesses, r.OpenFiles())
+
+	// Past the descriptor budget, processes are read without keeping.
+	r.Close()
+	r.maxOpen = 10
+	m, err = r.Read(CPU, dir)
+	require.NoError(t, err)
+	assert.Equal(t, MaxMemoryProcesses, m.Processes)
+	assert.Equal(t, 10, r.OpenFiles())
+	r.Close()
 }
 
 // TestProcessMemoryReaderStartTimePin: without pidfd_open a process is
@@ -238,8 +294,37 @@ func TestProcessMemoryReaderRealKernel(t *testing.T) {
 	assert.Equal(t, shmem, m.Shmem)
 	assert.Positive(t, m.UsageWithPageCache())
 
-	// Read again: the vanished and the moved processes are no longer listed.
+	// Read again: the vanished and the moved processes are no longer
+	// listed; the survivor's kept status is re-read.
+	assert.Equal(t, 1, r.OpenFiles())
 	m, err = r.Read(CPU, dir)
 	require.NoError(t, err)
 	assert.Equal(t, ProcessMemory{Anon: m.Anon, File: m.File, Shmem: m.Shmem, Processes: 1}, m)
+	assert.Equal(t, 1, r.OpenFiles())
+	r.Close()
+}
+
+// TestKeptStatusFailsAfterExit checks on the real kernel what the kept
+// status descriptors rely on: a /proc/<pid>/status opened for a process
+// reads that process, and fails with ESRCH once it has exited and been
+// reaped (its number free for reuse), never reading another process.
+func TestKeptStatusFailsAfterExit(t *testing.T) {
+	if _, err := os.Stat("/proc/self/status"); err != nil {
+		kerneltest.Skipf(t, "no /proc on this host: %v", err)
+	}
+	cmd := exec.Command("sleep", "3600")
+	require.NoError(t, cmd.Start())
+	pid := cmd.Process.Pid
+	fd, err := syscall.Open(fmt.Sprintf("/proc/%d/status", pid), syscall.O_RDONLY|syscall.O_CLOEXEC, 0)
+	require.NoError(t, err)
+	defer syscall.Close(fd)
+	r := NewProcessMemoryReader(Hierarchy{ProcRoot: "/proc"})
+	_, _, _, err = r.preadStatus(fd)
+	require.NoError(t, err)
+	_, _, _, err = r.preadStatus(fd)
+	require.NoError(t, err, "re-read at offset 0")
+	require.NoError(t, cmd.Process.Kill())
+	_ = cmd.Wait()
+	_, _, _, err = r.preadStatus(fd)
+	assert.ErrorIs(t, err, syscall.ESRCH)
 }
