@@ -1,7 +1,8 @@
 // Package yarnusage is the per-container YARN usage collector: every
 // collect interval it measures each YARN container's CPU (cores, from
 // cpuacct deltas), memory (with and without page cache, koordlet's
-// semantics) and CPU throttling, writes them to koordlet's metric cache under
+// semantics; for a container without a memory cgroup of its own, the sum
+// of its processes' RSS) and CPU throttling, writes them to koordlet's metric cache under
 // the container kinds koordlet uses for pod containers (keyed by the
 // container id), adds an all-YARN aggregate, and exports koordlet_yarn_*
 // Prometheus series.
@@ -42,8 +43,13 @@ type Options struct {
 	// NodeSLO returns the node's NodeSLO; Hierarchy the YARN hierarchy dir.
 	NodeSLO   func() *slov1alpha1.NodeSLO
 	Hierarchy func() string
-	Metrics   *Metrics
-	NodeName  string
+	// CgroupHierarchy returns the YARN hierarchy (proc root, cgroup
+	// namespace) for reading the processes of containers without a memory
+	// cgroup; ok is false until it is known. nil means koordlet's cgroup
+	// and proc roots.
+	CgroupHierarchy func() (cgroups.Hierarchy, bool)
+	Metrics         *Metrics
+	NodeName        string
 }
 
 // series are a container's Prometheus children and metric-cache properties,
@@ -72,6 +78,11 @@ type Collector struct {
 	samples []metriccache.MetricSample
 
 	warnedNoCPUAcct bool
+
+	// procMem reads the processes of containers without a memory cgroup;
+	// mem records the memory accounting used.
+	procMem *cgroups.ProcessMemoryReader
+	mem     memoryAccounting
 
 	accMu            sync.Mutex
 	accounting       Accounting
@@ -123,6 +134,9 @@ func (c *Collector) safeCollect() {
 func (c *Collector) Close() {
 	if c.opts.Reader != nil {
 		c.opts.Reader.Close()
+	}
+	if c.procMem != nil {
+		c.procMem.Close()
 	}
 }
 
@@ -199,20 +213,33 @@ func (c *Collector) Collect(now time.Time) Cycle {
 				p.cpu, p.at, p.hasCPU = usage, now, true
 			}
 		}
-		if ref := ct.Cgroups[cgroups.Memory]; ref.Owned {
-			stat, err := reader.MemoryStat(ref.Dir)
+		var usage, withPC float64
+		var haveCtMem bool
+		switch acc := ct.Cgroups.MemoryAccounting(); acc {
+		case cgroups.MemoryByCgroup:
+			c.noteMemoryAccounting(ct, acc)
+			stat, err := reader.MemoryStat(ct.Cgroups[cgroups.Memory].Dir)
 			if err != nil {
 				c.readFailed(ct, "memory.stat", err)
 			} else {
-				usage, withPC := float64(stat.Usage()), float64(stat.UsageWithPageCache())
-				samples = appendSample(samples, metriccache.ContainerMemUsageMetric, props, now, usage)
-				samples = appendSample(samples, metriccache.ContainerMemoryUsageWithPageCacheMetric, props, now, withPC)
-				sr.mem.Set(usage)
-				sr.memPC.Set(withPC)
-				aggMem += usage
-				aggMemPC += withPC
-				haveMem = true
+				usage, withPC, haveCtMem = float64(stat.Usage()), float64(stat.UsageWithPageCache()), true
 			}
+		case cgroups.MemoryByProcesses:
+			// No memory cgroup of its own: its memory is charged to the
+			// NodeManager pod's; sum its processes.
+			c.noteMemoryAccounting(ct, acc)
+			if pm, ok := c.processMemory(ct); ok {
+				usage, withPC, haveCtMem = float64(pm.Usage()), float64(pm.UsageWithPageCache()), true
+			}
+		}
+		if haveCtMem {
+			samples = appendSample(samples, metriccache.ContainerMemUsageMetric, props, now, usage)
+			samples = appendSample(samples, metriccache.ContainerMemoryUsageWithPageCacheMetric, props, now, withPC)
+			sr.mem.Set(usage)
+			sr.memPC.Set(withPC)
+			aggMem += usage
+			aggMemPC += withPC
+			haveMem = true
 		}
 		if ref := ct.Cgroups[cgroups.CPU]; ref.Owned {
 			stat, err := reader.CPUStat(ref.Dir)
@@ -229,6 +256,7 @@ func (c *Collector) Collect(now time.Time) Cycle {
 		}
 	}
 	c.forgetGone(live)
+	c.publishMemoryAccounting()
 
 	agg := metriccache.MetricPropertiesFunc.HostApplication(AggregateName)
 	if haveCPU {
@@ -326,6 +354,9 @@ func (c *Collector) forgetGone(live map[string]struct{}) {
 		if _, ok := live[name]; !ok {
 			if c.opts.Reader != nil && p.dir != "" {
 				c.opts.Reader.Forget(p.dir)
+			}
+			if c.procMem != nil && p.dir != "" {
+				c.procMem.Forget(p.dir)
 			}
 			delete(c.prev, name)
 		}

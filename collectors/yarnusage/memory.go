@@ -1,0 +1,148 @@
+package yarnusage
+
+import (
+	"slices"
+	"sync"
+
+	"k8s.io/klog/v2"
+
+	"github.com/koordinator-sh/koordinator/pkg/koordlet/util/system"
+
+	"github.com/koordlet-yarn/koordlet-yarn/framework/cgroups"
+	"github.com/koordlet-yarn/koordlet-yarn/framework/store"
+)
+
+// MemoryAccountingStatus says how the YARN containers' memory was measured
+// at the last cycle.
+type MemoryAccountingStatus struct {
+	// Cgroup counts the containers measured by their own memory cgroup.
+	Cgroup int `json:"cgroup"`
+	// Processes counts the containers without a memory cgroup of their own
+	// (YARN's CPU-only cgroups handler), measured as the sum of their
+	// processes' RSS.
+	Processes int `json:"processes"`
+	// ChargedTo lists the memory cgroups the memory of the containers
+	// measured by their processes is charged to: the NodeManager pod's,
+	// which upstream koordlet sees as one BE pod holding all of it.
+	ChargedTo []string `json:"chargedTo,omitempty"`
+}
+
+// maxChargedTo bounds MemoryAccountingStatus.ChargedTo (normally one: the
+// NodeManager pod's memory cgroup).
+const maxChargedTo = 8
+
+// memoryAccounting is the collector's record of the accountings it used.
+type memoryAccounting struct {
+	mu     sync.Mutex
+	last   MemoryAccountingStatus
+	logged bool
+
+	// cur is filled during a cycle, then published as last.
+	cur MemoryAccountingStatus
+	// seen are the accountings and charged-to cgroups already logged.
+	seen        map[cgroups.MemoryAccounting]bool
+	seenCharged map[string]bool
+	truncated   bool
+}
+
+// LastMemoryAccounting returns how memory was measured at the last cycle;
+// ok is false before the first cycle.
+func (c *Collector) LastMemoryAccounting() (MemoryAccountingStatus, bool) {
+	c.mem.mu.Lock()
+	defer c.mem.mu.Unlock()
+	st := c.mem.last
+	st.ChargedTo = slices.Clone(st.ChargedTo)
+	return st, c.mem.logged
+}
+
+// noteMemoryAccounting records that ct's memory was measured by acc, and
+// says once in the log which accounting is used and, for containers without
+// a memory cgroup, where their memory is charged.
+func (c *Collector) noteMemoryAccounting(ct *store.Container, acc cgroups.MemoryAccounting) {
+	m := &c.mem
+	if m.seen == nil {
+		m.seen, m.seenCharged = map[cgroups.MemoryAccounting]bool{}, map[string]bool{}
+	}
+	if !m.seen[acc] {
+		m.seen[acc] = true
+		switch acc {
+		case cgroups.MemoryByCgroup:
+			klog.Infof("yarn: memory of YARN containers with their own memory cgroup (e.g. %s) is read from its memory.stat: without page cache anon + unevictable, with page cache + the file LRU lists", ct.Name)
+		case cgroups.MemoryByProcesses:
+			klog.Infof("yarn: memory of YARN containers without a memory cgroup (e.g. %s) is the sum of their processes' RSS from /proc/<pid>/status: without page cache RssAnon + RssShmem, with page cache + RssFile (mapped files only); processes counted only while proven in the container's own cpu cgroup", ct.Name)
+		}
+	}
+	switch acc {
+	case cgroups.MemoryByCgroup:
+		m.cur.Cgroup++
+	case cgroups.MemoryByProcesses:
+		m.cur.Processes++
+		dir := ct.Cgroups[cgroups.Memory].Dir
+		if dir == "" {
+			return // not resolved yet (found by an event before a scan)
+		}
+		if !slices.Contains(m.cur.ChargedTo, dir) && len(m.cur.ChargedTo) < maxChargedTo {
+			m.cur.ChargedTo = append(m.cur.ChargedTo, dir)
+		}
+		if !m.seenCharged[dir] && len(m.seenCharged) < maxChargedTo {
+			m.seenCharged[dir] = true
+			klog.Warningf("yarn: YARN container %s has no memory cgroup of its own (YARN's CPU-only cgroups handler, yarn.nodemanager.resource.memory.enabled=false): "+
+				"its memory is charged to memory cgroup %s (the NodeManager pod's), which upstream koordlet sees as one BE pod holding all YARN memory; "+
+				"koordlet-yarn measures each such container by its processes' RSS (/yarn/containers: memoryAccounting)", ct.Name, dir)
+		}
+	}
+}
+
+// publishMemoryAccounting makes the cycle's record the last one.
+func (c *Collector) publishMemoryAccounting() {
+	m := &c.mem
+	m.mu.Lock()
+	m.last, m.logged = m.cur, true
+	m.mu.Unlock()
+	m.cur = MemoryAccountingStatus{} // last keeps the ChargedTo it had
+}
+
+// processMemory sums the memory of the processes of ct's own cpu cgroup;
+// ok is false when no process could be proven the container's (its memory
+// is then unknown, not zero).
+func (c *Collector) processMemory(ct *store.Container) (cgroups.ProcessMemory, bool) {
+	r := c.processReader()
+	if r == nil {
+		return cgroups.ProcessMemory{}, false
+	}
+	pm, err := r.Read(cgroups.CPU, ct.Cgroups[cgroups.CPU].Dir)
+	if err != nil {
+		c.readFailed(ct, "process memory", err)
+		return pm, false
+	}
+	if pm.Truncated && !c.mem.truncated {
+		c.mem.truncated = true
+		klog.Warningf("yarn: container %s has more than %d processes; its memory counts the first %d only", ct.Name, cgroups.MaxMemoryProcesses, cgroups.MaxMemoryProcesses)
+	}
+	if pm.Processes == 0 && pm.Gone+pm.Elsewhere > 0 {
+		klog.V(4).Infof("yarn: no process of container %s could be proven in its cgroup (%d gone, %d elsewhere)", ct.Name, pm.Gone, pm.Elsewhere)
+		return pm, false
+	}
+	return pm, true
+}
+
+// processReader returns the reader of containers' processes, made once the
+// hierarchy is known.
+func (c *Collector) processReader() *cgroups.ProcessMemoryReader {
+	if c.procMem != nil {
+		return c.procMem
+	}
+	var h cgroups.Hierarchy
+	if c.opts.CgroupHierarchy != nil {
+		var ok bool
+		if h, ok = c.opts.CgroupHierarchy(); !ok {
+			return nil
+		}
+	} else {
+		v2 := system.GetCurrentCgroupVersion() == system.CgroupVersionV2
+		h = cgroups.Hierarchy{CgroupRoot: system.Conf.CgroupRootDir, ProcRoot: system.Conf.ProcRootDir, V2: v2,
+			NS: cgroups.NewNamespace(system.Conf.ProcRootDir, system.Conf.CgroupRootDir, v2)}
+	}
+	c.procMem = cgroups.NewProcessMemoryReader(h)
+	return c.procMem
+}
