@@ -71,6 +71,15 @@ measure-isolation: deps
 measure-discovery: deps
 	$(GO) run ./test/measure/discovery
 
+# koordlet restart → NM fields (user, state, requests) in the store: the NM
+# pod appears in koordlet's pod list after the informer's first resync; p50,
+# p90 and max over NM_RUNS restarts at the production 10 s resync (fake root,
+# NM stand-in; no root needed). NM_BASELINE=1 also measures the resync alone.
+NM_RUNS ?= 10
+.PHONY: measure-nm-at-once
+measure-nm-at-once: deps
+	$(GO) run ./test/measure/nmatonce -runs $(NM_RUNS) $(if $(NM_BASELINE),-baseline)
+
 # Churn soak on the node in a box with every YARN gate on: 5,000 YARN
 # containers with real processes over 5 minutes, at most 100 alive;
 # koordlet's fds, goroutines and heap must stay flat and its store equal

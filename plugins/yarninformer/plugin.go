@@ -68,9 +68,21 @@ type Plugin struct {
 	// resyncReq holds a resync asked for by RequestResync (one at most).
 	resyncReq chan struct{}
 
+	// LocateInterval is how often, between resyncs, koordlet's pod list is
+	// looked at for the NodeManager pod: when its endpoint appears or
+	// changes the NM is asked at once (see nmatonce.go). 0 turns it off.
+	LocateInterval time.Duration
+
 	// resync-loop state (one goroutine)
 	nmFailing   bool
 	rootMissing bool
+	// lastEndpoint is the NM endpoint the last resync resolved ("" when
+	// none); newEndpoint says it differed from the one before; nmOK that
+	// the NM answered; nmBackoff is the pending quick retry's delay.
+	lastEndpoint string
+	newEndpoint  bool
+	nmOK         bool
+	nmBackoff    time.Duration
 
 	statusMu sync.RWMutex
 	status   Status
@@ -79,10 +91,11 @@ type Plugin struct {
 // New returns the plugin; pods may be nil when no pod list is available.
 func New(cfg *config.Config, st *store.Store, pods PodLister) *Plugin {
 	return &Plugin{
-		cfg:       cfg,
-		store:     st,
-		pods:      pods,
-		resyncReq: make(chan struct{}, 1),
+		cfg:            cfg,
+		store:          st,
+		pods:           pods,
+		resyncReq:      make(chan struct{}, 1),
+		LocateInterval: DefaultLocateInterval,
 		client: &http.Client{Transport: &http.Transport{
 			Proxy:               nil,
 			MaxIdleConnsPerHost: 2,
@@ -126,7 +139,9 @@ func (p *Plugin) nmSourceDescription() string {
 }
 
 // Start resyncs once, reports synced (even when the NM is down), then
-// resyncs every interval until stopCh closes.
+// resyncs every interval until stopCh closes; also at once when the NM
+// pod's endpoint appears or changes in koordlet's pod list (soon again,
+// backing off, while the NM there does not answer) and on RequestResync.
 func (p *Plugin) Start(stopCh <-chan struct{}) {
 	if !p.enabled {
 		p.synced.Store(true)
@@ -149,6 +164,9 @@ func (p *Plugin) Start(stopCh <-chan struct{}) {
 	}
 	ticker := time.NewTicker(p.cfg.ResyncInterval)
 	defer ticker.Stop()
+	locate, stopLocate := p.locateTicks()
+	defer stopLocate()
+	retry := p.nmRetry()
 	for {
 		select {
 		case <-stopCh:
@@ -157,7 +175,15 @@ func (p *Plugin) Start(stopCh <-chan struct{}) {
 			p.Resync(ctx)
 		case <-p.resyncReq:
 			p.Resync(ctx)
+		case <-locate:
+			if !p.nmEndpointChanged() {
+				continue
+			}
+			p.Resync(ctx)
+		case <-retry:
+			p.Resync(ctx)
 		}
+		retry = p.nmRetry()
 	}
 }
 
@@ -225,6 +251,8 @@ func (p *Plugin) Resync(ctx context.Context) (st store.Stats) {
 	}
 	st = p.store.Resync(obs, time.Now())
 	p.logTransitions(scan, scanErr, nmErr, target.Endpoint)
+	p.newEndpoint = target.Endpoint != "" && target.Endpoint != p.lastEndpoint
+	p.lastEndpoint, p.nmOK = target.Endpoint, nmErr == nil
 
 	end := time.Now()
 	p.setStatus(func(s *Status) {
