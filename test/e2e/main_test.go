@@ -55,7 +55,8 @@ func startBox(t *testing.T, opts nodebox.Options) *nodebox.Box {
 	if opts.LockWait == 0 {
 		opts.LockWait = 20 * time.Minute // another box (a soak, a demo) may be running
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	// The lock wait (another box may run) comes before the 3 minutes of start-up.
+	ctx, cancel := context.WithTimeout(context.Background(), opts.LockWait+3*time.Minute)
 	defer cancel()
 	b, err := nodebox.Start(ctx, opts)
 	if err != nil {

@@ -37,8 +37,9 @@ import (
 // NodeName is the box's node.
 const NodeName = "e2e-node"
 
-// YARNHierarchy is where the emulated NM puts container cgroups: the
-// default below the besteffort QoS cgroup (cgroupfs driver).
+// YARNHierarchy is where the emulated NM puts container cgroups in the
+// default layout: below the besteffort QoS cgroup (cgroupfs driver). Other
+// layouts: Box.Hierarchy.
 const YARNHierarchy = "kubepods/besteffort/hadoop-yarn"
 
 // NMPodLabels select the NodeManager pod (koordlet's default selector).
@@ -53,6 +54,8 @@ type Options struct {
 	NodeSLO slov1alpha1.NodeSLOSpec
 	// KoordletArgs are extra koordlet flags (e.g. --feature-gates=...).
 	KoordletArgs []string
+	// Layout is the node's cgroup layout (zero value: LayoutCgroupfs).
+	Layout Layout
 	// LockWait is how long Start waits for another box on this machine to
 	// finish (0: fail at once, naming the lock).
 	LockWait time.Duration
@@ -161,7 +164,18 @@ func Start(ctx context.Context, opts Options) (b *Box, err error) {
 	if b.dir, err = os.MkdirTemp("", "nodebox-"); err != nil {
 		return b, err
 	}
-	b.cgroupRoot, b.sysFSRoot = CgroupRoot, "/sys/fs"
+	if opts.Layout.Name == "" {
+		opts.Layout = LayoutCgroupfs
+		b.opts.Layout = opts.Layout
+	}
+	l := opts.Layout
+	if l.Unified && opts.FakeRoot {
+		return b, errors.New("the unified layout runs on the real cgroup2 hierarchy, not a fake root")
+	}
+	if _, statErr := os.Stat(filepath.Join(l.cgroupRoot(), "cgroup.procs")); l.Unified && statErr != nil {
+		return b, fmt.Errorf("the unified layout needs a cgroup2 hierarchy at %s", l.cgroupRoot())
+	}
+	b.cgroupRoot, b.sysFSRoot = l.cgroupRoot(), "/sys/fs"
 	if opts.FakeRoot {
 		b.cgroupRoot, b.sysFSRoot = filepath.Join(b.dir, "cgroupfs"), filepath.Join(b.dir, "sysfs")
 		if err = makeFakeRoot(b.cgroupRoot); err != nil {
@@ -174,13 +188,16 @@ func Start(ctx context.Context, opts Options) (b *Box, err error) {
 			return b, err
 		}
 	} else {
-		for _, rel := range []string{"kubepods/besteffort", "kubepods/burstable"} {
-			if err = makeCgroup(&b.created, CgroupRoot, rel); err != nil {
+		if err = makeCgroup(&b.created, b.cgroupRoot, l.controllers(), l.kubepods()); err != nil {
+			return b, err
+		}
+		for _, dir := range l.kubepodsDirs() {
+			if err = setMarker(dir, b.token); err != nil {
 				return b, err
 			}
 		}
-		for _, ctrl := range controllers {
-			if err = setMarker(filepath.Join(CgroupRoot, ctrl, "kubepods"), b.token); err != nil {
+		for _, qos := range []corev1.PodQOSClass{corev1.PodQOSBestEffort, corev1.PodQOSBurstable} {
+			if err = makeCgroup(&b.created, b.cgroupRoot, l.controllers(), l.qosDir(qos)); err != nil {
 				return b, err
 			}
 		}
@@ -213,11 +230,11 @@ func Start(ctx context.Context, opts Options) (b *Box, err error) {
 		{Namespace: "default", Name: "web", Labels: map[string]string{"app": "web"}, CPU: "500m", Memory: "256Mi"},
 		{Namespace: "default", Name: "batch", Labels: map[string]string{"app": "batch", "koordinator.sh/qosClass": "BE"}},
 	} {
-		rp, err := createPod(ctx, b.Kube, NodeName, spec, "10.244.0."+strconv.Itoa(10+i))
+		rp, err := createPod(ctx, b.Kube, l, NodeName, spec, "10.244.0."+strconv.Itoa(10+i))
 		if err != nil {
 			return b, err
 		}
-		if err = makeCgroup(b.tracker(), b.cgroupRoot, rp.containerCgroup); err != nil {
+		if err = makeCgroup(b.tracker(), b.cgroupRoot, b.ctrls(), rp.containerCgroup); err != nil {
 			return b, err
 		}
 		cmd := exec.Command("sleep", "86400")
@@ -226,7 +243,7 @@ func Start(ctx context.Context, opts Options) (b *Box, err error) {
 			return b, err
 		}
 		b.podProcs[spec.Name] = cmd
-		if err = movePid(b.cgroupRoot, cmd.Process.Pid, rp.containerCgroup); err != nil {
+		if err = movePid(b.cgroupRoot, b.ctrls(), cmd.Process.Pid, rp.containerCgroup); err != nil {
 			return b, err
 		}
 		b.pods[spec.Name] = rp
@@ -241,8 +258,8 @@ func Start(ctx context.Context, opts Options) (b *Box, err error) {
 	b.kubelet.setPods(pods)
 
 	nmCfg := nmemu.Config{
-		CgroupRoot: b.cgroupRoot, Hierarchy: YARNHierarchy, Controllers: []string{"cpu", "cpuacct", "memory"},
-		PodCgroup: b.pods["nodemanager"].containerCgroup, PodControllers: controllers,
+		CgroupRoot: b.cgroupRoot, Hierarchy: l.Hierarchy(), Controllers: l.yarnControllers(),
+		PodCgroup: b.pods["nodemanager"].containerCgroup, PodControllers: b.ctrls(),
 		NodeID: "127.0.0.1:8041",
 	}
 	if opts.FakeRoot {
@@ -300,6 +317,20 @@ func (b *Box) takeLock(wait time.Duration) error {
 	_ = f.Truncate(0)
 	_, _ = f.WriteAt([]byte(b.token+"\n"), 0)
 	return nil
+}
+
+// Hierarchy is the YARN hierarchy of the box's layout.
+func (b *Box) Hierarchy() string { return b.opts.Layout.Hierarchy() }
+
+// Layout is the box's cgroup layout.
+func (b *Box) Layout() Layout { return b.opts.Layout }
+
+// ctrls are the hierarchies the box's cgroups live in.
+func (b *Box) ctrls() []string {
+	if b.opts.FakeRoot {
+		return controllers
+	}
+	return b.opts.Layout.controllers()
 }
 
 // tracker returns the record of created cgroups for the host root, nil for

@@ -21,8 +21,8 @@ var controllers = []string{"cpu", "cpuacct", "cpuset", "memory", "blkio"}
 // level it creates in created (nil: a fake root, not recorded); in cpuset
 // each new level inherits its parent's cpus and mems so that tasks can join
 // it.
-func makeCgroup(created *cgtree.Tracker, root, rel string) error {
-	for _, ctrl := range controllers {
+func makeCgroup(created *cgtree.Tracker, root string, ctrls []string, rel string) error {
+	for _, ctrl := range ctrls {
 		base := filepath.Join(root, ctrl)
 		cur := base
 		for _, part := range strings.Split(rel, "/") {
@@ -56,9 +56,9 @@ func makeCgroup(created *cgtree.Tracker, root, rel string) error {
 	return nil
 }
 
-// movePid moves pid into rel in every controller under root.
-func movePid(root string, pid int, rel string) error {
-	for _, ctrl := range controllers {
+// movePid moves pid into rel in every controller of ctrls under root.
+func movePid(root string, ctrls []string, pid int, rel string) error {
+	for _, ctrl := range ctrls {
 		p := filepath.Join(root, ctrl, rel, "cgroup.procs")
 		if err := os.WriteFile(p, []byte(strconv.Itoa(pid)), 0o644); err != nil {
 			return fmt.Errorf("move pid %d to %s: %w", pid, p, err)
@@ -99,7 +99,7 @@ func makeFakeRoot(dir string) error {
 		}
 	}
 	for _, rel := range []string{"kubepods", "kubepods/besteffort", "kubepods/burstable"} {
-		if err := makeCgroup(nil, dir, rel); err != nil {
+		if err := makeCgroup(nil, dir, controllers, rel); err != nil {
 			return err
 		}
 		for ctrl, files := range fakeKernelFiles {

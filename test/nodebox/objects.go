@@ -155,7 +155,7 @@ type runningPod struct {
 	containerCgroup string
 }
 
-func createPod(ctx context.Context, kube kubernetes.Interface, node string, spec PodSpec, ip string) (*runningPod, error) {
+func createPod(ctx context.Context, kube kubernetes.Interface, l Layout, node string, spec PodSpec, ip string) (*runningPod, error) {
 	c := corev1.Container{Name: "main", Image: "nodebox/none"}
 	qos := corev1.PodQOSBestEffort
 	if spec.CPU != "" {
@@ -193,9 +193,6 @@ func createPod(ctx context.Context, kube kubernetes.Interface, node string, spec
 	if err != nil {
 		return nil, fmt.Errorf("update pod status %s/%s: %w", spec.Namespace, spec.Name, err)
 	}
-	dir := "kubepods/besteffort/pod" + string(created.UID)
-	if qos == corev1.PodQOSGuaranteed {
-		dir = "kubepods/pod" + string(created.UID)
-	}
-	return &runningPod{pod: *updated, cgroupDir: dir, containerCgroup: dir + "/" + containerID}, nil
+	dir := l.podDir(qos, string(created.UID))
+	return &runningPod{pod: *updated, cgroupDir: dir, containerCgroup: l.containerDir(dir, containerID)}, nil
 }

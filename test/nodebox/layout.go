@@ -1,0 +1,128 @@
+package nodebox
+
+import (
+	"path/filepath"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+)
+
+// UnifiedRoot is the host's cgroup2 hierarchy on this machine kind (hybrid
+// mode: cgroup.procs, cgroup.kill and the base cpu.stat work there; the
+// controllers are bound to cgroup v1).
+const UnifiedRoot = "/sys/fs/cgroup/unified"
+
+// Layout is how the box's node lays out its cgroups, as the nodes users run
+// do: the kubelet driver's naming, the controllers the NodeManager's
+// LinuxContainerExecutor manages, and the cgroup version.
+type Layout struct {
+	// Name names the layout in test names and logs.
+	Name string
+	// Systemd names the QoS and pod cgroups as the kubelet's systemd driver
+	// does (kubepods.slice/kubepods-besteffort.slice/…); koordlet detects
+	// the driver from those names.
+	Systemd bool
+	// YARNControllers are the controllers YARN makes container cgroups in
+	// (cgroup v1 names); empty: cpu, cpuacct and memory. CPU-only YARN
+	// (Koordinator's hadoop-yarn chart, Hadoop's default) has cpu only:
+	// the containers' memory is charged to the NodeManager pod's cgroup.
+	YARNControllers []string
+	// Unified puts the box on the host's cgroup2 hierarchy (UnifiedRoot),
+	// one directory per container as Hadoop 3.5's v2 handler makes it,
+	// and points koordlet there.
+	Unified bool
+}
+
+// The layouts the e2e scenarios run on.
+var (
+	LayoutCgroupfs = Layout{Name: "cgroupfs"}
+	LayoutCPUOnly  = Layout{Name: "cpu-only", YARNControllers: []string{"cpu"}}
+	LayoutSystemd  = Layout{Name: "systemd-cpu-only", Systemd: true, YARNControllers: []string{"cpu"}}
+	LayoutUnified  = Layout{Name: "unified", Unified: true}
+)
+
+// kubepods is the top QoS cgroup.
+func (l Layout) kubepods() string {
+	if l.Systemd {
+		return "kubepods.slice"
+	}
+	return "kubepods"
+}
+
+// qosDir is the QoS class's cgroup (Guaranteed: kubepods itself).
+func (l Layout) qosDir(qos corev1.PodQOSClass) string {
+	switch {
+	case qos == corev1.PodQOSGuaranteed:
+		return l.kubepods()
+	case l.Systemd:
+		class := strings.ToLower(string(qos))
+		return "kubepods.slice/kubepods-" + class + ".slice"
+	default:
+		return "kubepods/" + strings.ToLower(string(qos))
+	}
+}
+
+// Hierarchy is the YARN hierarchy the box's NodeManager uses: hadoop-yarn
+// below the besteffort QoS cgroup, koordlet's default for the driver.
+func (l Layout) Hierarchy() string {
+	return l.qosDir(corev1.PodQOSBestEffort) + "/hadoop-yarn"
+}
+
+// podDir is a pod's cgroup; containerDir its container's (containerd).
+func (l Layout) podDir(qos corev1.PodQOSClass, uid string) string {
+	if !l.Systemd {
+		return l.qosDir(qos) + "/pod" + uid
+	}
+	id := strings.ReplaceAll(uid, "-", "_")
+	switch qos {
+	case corev1.PodQOSGuaranteed:
+		return "kubepods.slice/kubepods-pod" + id + ".slice"
+	default:
+		class := strings.ToLower(string(qos))
+		return l.qosDir(qos) + "/kubepods-" + class + "-pod" + id + ".slice"
+	}
+}
+
+func (l Layout) containerDir(podDir, containerID string) string {
+	if l.Systemd {
+		return podDir + "/cri-containerd-" + containerID + ".scope"
+	}
+	return podDir + "/" + containerID
+}
+
+// controllers are where the box builds its kubepods tree: the v1
+// controllers, or the one unified hierarchy ("").
+func (l Layout) controllers() []string {
+	if l.Unified {
+		return []string{""}
+	}
+	return controllers
+}
+
+// yarnControllers are the controllers YARN makes container cgroups in.
+func (l Layout) yarnControllers() []string {
+	switch {
+	case l.Unified:
+		return []string{""}
+	case len(l.YARNControllers) > 0:
+		return l.YARNControllers
+	}
+	return []string{"cpu", "cpuacct", "memory"}
+}
+
+// cgroupRoot is the mount root koordlet and the emulator use.
+func (l Layout) cgroupRoot() string {
+	if l.Unified {
+		return UnifiedRoot
+	}
+	return CgroupRoot
+}
+
+// kubepodsDirs are the box's kubepods directories (one per hierarchy).
+func (l Layout) kubepodsDirs() []string {
+	var out []string
+	for _, c := range l.controllers() {
+		out = append(out, filepath.Join(l.cgroupRoot(), c, l.kubepods()))
+	}
+	return out
+}
