@@ -5,7 +5,6 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
-	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -19,16 +18,8 @@ func waitRSS(b *testing.B, pid int, mib int) {
 	b.Helper()
 	deadline := time.Now().Add(30 * time.Second)
 	for time.Now().Before(deadline) {
-		st, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
-		if err == nil {
-			for _, line := range strings.Split(string(st), "\n") {
-				if v, ok := strings.CutPrefix(line, "RssAnon:"); ok {
-					kb, _ := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 10, 64)
-					if kb >= int64(mib)<<10 {
-						return
-					}
-				}
-			}
+		if v, err := kerneltest.RssAnon(pid); err == nil && v >= int64(mib)<<20 {
+			return
 		}
 		time.Sleep(20 * time.Millisecond)
 	}

@@ -3,9 +3,6 @@ package yarnusage
 import (
 	"context"
 	"fmt"
-	"os"
-	"strconv"
-	"strings"
 	"testing"
 	"time"
 
@@ -30,32 +27,6 @@ type kernelWorkload struct {
 	script string
 	mib    int64
 	procs  int
-}
-
-// helperBaseline returns the anonymous memory of an allocator process
-// beyond what it allocates (the test binary's runtime and package state),
-// measured on an allocator of 1 MiB outside any YARN cgroup.
-func helperBaseline(t *testing.T) float64 {
-	t.Helper()
-	pid := kerneltest.StartPlain(t, kerneltest.HelperScript("alloc=1"))
-	var prev, anon int64
-	require.Eventually(t, func() bool {
-		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
-		if err != nil {
-			return false
-		}
-		var found bool
-		for _, line := range strings.Split(string(b), "\n") {
-			if v, ok := strings.CutPrefix(line, "RssAnon:"); ok {
-				kb, err := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 10, 64)
-				require.NoError(t, err)
-				prev, anon, found = anon, kb<<10, true
-			}
-		}
-		// Settled: two reads 100 ms apart agree and the 1 MiB is there.
-		return found && anon > 1<<20 && anon == prev
-	}, 10*time.Second, 100*time.Millisecond)
-	return float64(anon - 1<<20)
 }
 
 // startWorkloads starts each workload in its own cgroup of each controller
@@ -114,7 +85,7 @@ func TestRealKernelMemoryWithoutMemoryCgroup(t *testing.T) {
 		{"container_e17_1700000000000_0042_01_000002", kerneltest.HelperScript("alloc=256"), 256, 1},
 		{"container_e17_1700000000000_0042_01_000003", twoAllocators(96), 192, 2},
 	}
-	baseline := helperBaseline(t)
+	baseline := float64(kerneltest.HelperBaseline(t))
 	_, st, informer := startWorkloads(t, []string{"cpu", "cpuacct"}, work)
 	for _, c := range st.Snapshot() {
 		require.Equal(t, cgroups.MemoryByProcesses, c.Cgroups.MemoryAccounting(), "%s: %+v", c.Name, c.Cgroups)
