@@ -78,6 +78,9 @@ func Install(fs *flag.FlagSet) (*Framework, error) {
 		Hierarchy:   fw.Informer.HierarchyDir,
 		Metrics:     usageMetrics,
 		NodeName:    os.Getenv("NODE_NAME"),
+		// The processes of containers without a memory cgroup are read
+		// through the informer's hierarchy (koordlet's cgroup namespace).
+		CgroupHierarchy: fw.Informer.Hierarchy,
 	})
 	fw.QoS = yarnqos.New(yarnqos.Options{Store: fw.Store, StatesInformer: fw.Handles.StatesInformer,
 		Hierarchy: fw.Informer.HierarchyDir, Interval: cfg.QoSReconcileInterval})
@@ -99,6 +102,7 @@ func Install(fs *flag.FlagSet) (*Framework, error) {
 		Metrics:          evictMetrics,
 		NodeName:         os.Getenv("NODE_NAME"),
 		Hierarchy:        fw.Informer.HierarchyDir,
+		CgroupHierarchy:  fw.Informer.Hierarchy,
 	}
 	qmplugins.StrategyPlugins[memoryevict.MemoryEvictName] = yarnevict.NewMemoryEvictFactory(evictDeps)
 	qmplugins.StrategyPlugins[cpuevict.CPUEvictName] = yarnevict.NewCPUEvictFactory(evictDeps)

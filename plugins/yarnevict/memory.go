@@ -42,6 +42,10 @@ type Deps struct {
 	NodeName         string
 	// Hierarchy returns the YARN hierarchy dir ("" when unknown).
 	Hierarchy func() string
+	// CgroupHierarchy returns the YARN hierarchy (proc root, cgroup
+	// namespace) for reading the processes of containers without a memory
+	// cgroup; ok is false until it is known. nil: the killer's.
+	CgroupHierarchy func() (cgroups.Hierarchy, bool)
 }
 
 // MemoryEvict is the YARN-aware BE memory evict strategy. It takes koordlet's
@@ -58,8 +62,11 @@ type MemoryEvict struct {
 	cooling   time.Duration
 	executor  qmutil.EvictionExecutor
 	reader    *cgroups.UsageReader
+	procs     *cgroups.ProcessMemoryReader
 	lastEvict time.Time
 	warned    bool
+	// loggedProcesses: the per-process accounting was announced.
+	loggedProcesses bool
 }
 
 // NewMemoryEvictFactory returns the factory for koordlet's "memoryEvict"
@@ -206,17 +213,33 @@ func (m *MemoryEvict) victims(pods []*statesinformer.PodMeta) []Victim {
 		})
 }
 
-// containerMemory is the container's memory usage now: read from its own
-// memory cgroup at decision time (a container started a moment ago has no
-// sample yet, and it may be the one that caused the pressure), else the
-// collector's last sample.
+// containerMemory is the container's memory usage now, read at decision
+// time (a container started a moment ago has no sample yet, and it may be
+// the one that caused the pressure): from its own memory cgroup, or, for a
+// container without one (CPU-only YARN: its memory is charged to the
+// NodeManager pod's cgroup), the sum of its processes' RssAnon + RssShmem;
+// else the collector's last sample.
 func (m *MemoryEvict) containerMemory(c *store.Container, interval time.Duration) (int64, bool) {
-	if ref := c.Cgroups[cgroups.Memory]; ref.Owned {
+	switch c.Cgroups.MemoryAccounting() {
+	case cgroups.MemoryByCgroup:
 		if m.reader == nil {
 			m.reader = cgroups.NewUsageReader(system.Conf.CgroupRootDir, system.GetCurrentCgroupVersion() == system.CgroupVersionV2).NoKeep()
 		}
-		if st, err := m.reader.MemoryStat(ref.Dir); err == nil {
+		if st, err := m.reader.MemoryStat(c.Cgroups[cgroups.Memory].Dir); err == nil {
 			return st.Usage(), true
+		}
+	case cgroups.MemoryByProcesses:
+		if r := m.processReader(); r != nil {
+			pm, err := r.Read(cgroups.CPU, c.Cgroups[cgroups.CPU].Dir)
+			// Unless no listed process could be proven the container's.
+			if err == nil && (pm.Processes > 0 || pm.Gone+pm.Elsewhere == 0) {
+				if !m.loggedProcesses {
+					m.loggedProcesses = true
+					klog.Infof("yarn: memory evict measures YARN containers without a memory cgroup (e.g. %s, charged to the NodeManager pod's memory cgroup %s) as the sum of their processes' RssAnon + RssShmem, read at decision time",
+						c.Name, c.Cgroups[cgroups.Memory].Dir)
+				}
+				return pm.Usage(), true
+			}
 		}
 	}
 	meta, err := metriccache.ContainerMemUsageMetric.BuildQueryMeta(metriccache.MetricPropertiesFunc.Container(c.Name))
@@ -228,6 +251,32 @@ func (m *MemoryEvict) containerMemory(c *store.Container, interval time.Duration
 		return 0, false
 	}
 	return int64(mem), true
+}
+
+// processReader returns the reader of containers' processes (nothing kept
+// between decisions), made once the hierarchy is known.
+func (m *MemoryEvict) processReader() *cgroups.ProcessMemoryReader {
+	if m.procs != nil {
+		return m.procs
+	}
+	var h cgroups.Hierarchy
+	switch {
+	case m.deps.CgroupHierarchy != nil:
+		var ok bool
+		if h, ok = m.deps.CgroupHierarchy(); !ok {
+			return nil
+		}
+	case m.deps.Killer != nil:
+		k := m.deps.Killer()
+		if k == nil {
+			return nil
+		}
+		h = k.H
+	default:
+		return nil
+	}
+	m.procs = cgroups.NewProcessMemoryReader(h).NoKeep()
+	return m.procs
 }
 
 // evict evicts from the ranked victims until need is released.

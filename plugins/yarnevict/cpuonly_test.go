@@ -1,0 +1,172 @@
+package yarnevict
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.uber.org/mock/gomock"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	fakeclientset "k8s.io/client-go/kubernetes/fake"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/utils/ptr"
+
+	slov1alpha1 "github.com/koordinator-sh/koordinator/apis/slo/v1alpha1"
+	koordfeatures "github.com/koordinator-sh/koordinator/pkg/features"
+	"github.com/koordinator-sh/koordinator/pkg/koordlet/metriccache"
+	ma "github.com/koordinator-sh/koordinator/pkg/koordlet/metricsadvisor/framework"
+	qmframework "github.com/koordinator-sh/koordinator/pkg/koordlet/qosmanager/framework"
+	qmutil "github.com/koordinator-sh/koordinator/pkg/koordlet/qosmanager/plugins/util"
+	"github.com/koordinator-sh/koordinator/pkg/koordlet/statesinformer"
+	mockstatesinformer "github.com/koordinator-sh/koordinator/pkg/koordlet/statesinformer/mockstatesinformer"
+	koordletutil "github.com/koordinator-sh/koordinator/pkg/koordlet/util"
+
+	"github.com/koordlet-yarn/koordlet-yarn/framework/cgroups"
+	"github.com/koordlet-yarn/koordlet-yarn/framework/config"
+	"github.com/koordlet-yarn/koordlet-yarn/framework/features"
+	"github.com/koordlet-yarn/koordlet-yarn/framework/store"
+	"github.com/koordlet-yarn/koordlet-yarn/plugins/yarninformer"
+	"github.com/koordlet-yarn/koordlet-yarn/test/kerneltest"
+)
+
+// TestRealKernelMemoryEvictWithoutMemoryCgroup: YARN containers as YARN's
+// CPU-only cgroups handler makes them (own cpu and cpuacct cgroups, memory
+// charged to this test's memory cgroup, the NodeManager pod's stand-in)
+// with real processes allocating known anonymous memory, and no collector
+// sample at all. Memory evict's decision-time value of each container is
+// within 3% of what its processes allocated (plus each allocator's own
+// runtime, measured apart), and under memory pressure it evicts the newest
+// executor, leaving the AM, the older executor and the NodeManager. Before,
+// such containers had no memory usage and were never candidates.
+func TestRealKernelMemoryEvictWithoutMemoryCgroup(t *testing.T) {
+	kerneltest.RequireCgroupV1(t, "cpu", "cpuacct")
+	kerneltest.UseHostRoots(t)
+	require.NoError(t, koordfeatures.DefaultMutableKoordletFeatureGate.SetFromMap(map[string]bool{
+		string(koordfeatures.BEMemoryEvict): true, string(features.YARNBEMemoryEvict): true}))
+	t.Cleanup(func() {
+		_ = koordfeatures.DefaultMutableKoordletFeatureGate.SetFromMap(map[string]bool{
+			string(koordfeatures.BEMemoryEvict): false, string(features.YARNBEMemoryEvict): false})
+	})
+	baseline := kerneltest.HelperBaseline(t)
+
+	const (
+		am     = "container_e17_1700000000000_0042_01_000001"
+		old    = "container_e17_1700000000000_0042_01_000002"
+		newest = "container_e17_1700000000000_0042_01_000003"
+	)
+	top := kerneltest.UniqueRoot(t)
+	hier := top + "/hadoop-yarn"
+	nm := kerneltest.Start(t, "exec sleep 3600", kerneltest.MakeCgroup(t, "cpu", top+"/nm"))
+	require.NoError(t, nm.Release())
+	type workload struct {
+		name, script string
+		want         int64 // bytes the decision should see
+	}
+	work := []workload{
+		{am, "sleep 3600 & wait", 0},
+		{old, kerneltest.HelperScript("alloc=160"), 160<<20 + baseline},
+		// The newest executor: a launcher shell and its allocator.
+		{newest, "(" + kerneltest.HelperScript("alloc=192") + ") & wait", 192<<20 + baseline},
+	}
+	for _, w := range work {
+		p := kerneltest.Start(t, w.script, kerneltest.MakeCgroup(t, "cpu", hier+"/"+w.name), kerneltest.MakeCgroup(t, "cpuacct", hier+"/"+w.name))
+		require.NoError(t, p.Release())
+		time.Sleep(20 * time.Millisecond) // distinct start times: newest is newest
+	}
+	cfg := config.NewDefault()
+	cfg.NMEndpoint = "http://127.0.0.1:1"
+	cfg.NMTimeout = 100 * time.Millisecond
+	cfg.CgroupHierarchy = hier
+	st := store.New()
+	inf := yarninformer.New(cfg, st, nil)
+	inf.Setup(nil, nil)
+	require.Eventually(t, func() bool {
+		inf.Resync(context.Background())
+		for _, w := range work {
+			if c, ok := st.Get(w.name); !ok || len(c.Pids) == 0 {
+				return false
+			}
+		}
+		return true
+	}, 10*time.Second, 50*time.Millisecond)
+	h, ok := inf.Hierarchy()
+	require.True(t, ok)
+	for _, w := range work {
+		c, _ := st.Get(w.name)
+		require.Equal(t, cgroups.MemoryByProcesses, c.Cgroups.MemoryAccounting(), "%s: %+v", c.Name, c.Cgroups)
+	}
+
+	// The node's capacity is set so that today's real usage sits at 72%:
+	// above the 70% threshold, with ~4% of it (tens of MiB) to release.
+	capacity := func() int64 {
+		mi, err := koordletutil.GetMemInfo()
+		require.NoError(t, err)
+		return int64(mi.MemUsageBytes()) * 100 / 72
+	}
+	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n1"}}
+	slo := &slov1alpha1.NodeSLO{Spec: slov1alpha1.NodeSLOSpec{ResourceUsedThresholdWithBE: &slov1alpha1.ResourceThresholdStrategy{
+		Enable: ptr.To(true), MemoryEvictThresholdPercent: ptr.To[int64](70), MemoryEvictLowerPercent: ptr.To[int64](69)}}}
+	nmPod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "yarn", Name: "nodemanager", UID: "nm-uid",
+		Labels: map[string]string{"app.kubernetes.io/component": "node-manager", "koordinator.sh/qosClass": "BE"}}}
+	ctrl := gomock.NewController(t)
+	si := mockstatesinformer.NewMockStatesInformer(ctrl)
+	si.EXPECT().GetNode().Return(node).AnyTimes()
+	si.EXPECT().GetNodeSLO().Return(slo).AnyTimes()
+	si.EXPECT().GetAllPods().Return([]*statesinformer.PodMeta{{Pod: nmPod}}).AnyTimes()
+	mcCfg := metriccache.NewDefaultConfig()
+	mcCfg.TSDBPath = t.TempDir()
+	mcCfg.TSDBEnablePromMetrics = false // the TSDB's own series are registered once per process
+	mc, err := metriccache.NewMetricCache(mcCfg) // empty: no collector sample
+	require.NoError(t, err)
+	rec := record.NewFakeRecorder(10)
+	metrics, err := NewMetrics(prometheus.NewRegistry())
+	require.NoError(t, err)
+	deps := Deps{Store: st, Killer: func() *Killer { return &Killer{H: h, Grace: 100 * time.Millisecond} },
+		IsNodeManagerPod: func(p *corev1.Pod) bool { return p.Labels["app.kubernetes.io/component"] == "node-manager" },
+		Metrics:          metrics, NodeName: "n1", CgroupHierarchy: inf.Hierarchy}
+	strategy := NewMemoryEvictFactory(deps)(&qmframework.Options{Config: qmframework.NewDefaultConfig(), StatesInformer: si, MetricCache: mc,
+		EventRecorder: rec, MetricAdvisorConfig: &ma.Config{CollectResUsedInterval: time.Second}})
+	m, ok := strategy.(*MemoryEvict)
+	require.True(t, ok)
+	m.Setup(&qmframework.Context{Evictor: qmutil.NewEvictor(fakeclientset.NewSimpleClientset(), rec, "v1"), OnlyEvictByAPI: true})
+
+	// Decision-time values, once the allocators have touched their pages.
+	require.Eventually(t, func() bool {
+		for _, w := range work[1:] {
+			c, _ := st.Get(w.name)
+			if v, ok := m.containerMemory(c, time.Second); !ok || v < w.want-baseline {
+				return false
+			}
+		}
+		return true
+	}, 10*time.Second, 50*time.Millisecond)
+	for _, w := range work {
+		c, _ := st.Get(w.name)
+		got, ok := m.containerMemory(c, time.Second)
+		require.True(t, ok, w.name)
+		t.Logf("%s: decision-time memory %.1f MiB, want %.1f MiB (allocator runtime %.1f MiB)", w.name, float64(got)/(1<<20), float64(w.want)/(1<<20), float64(baseline)/(1<<20))
+		if w.want == 0 {
+			assert.Less(t, got, int64(8<<20), "a shell and a sleep")
+			continue
+		}
+		assert.InEpsilon(t, w.want, got, 0.03, w.name)
+	}
+
+	victim, _ := st.Get(newest)
+	amC, _ := st.Get(am)
+	oldC, _ := st.Get(old)
+	node.Status.Capacity = corev1.ResourceList{corev1.ResourceMemory: *resource.NewQuantity(capacity(), resource.BinarySI)}
+	evicted := m.Cycle(time.Now())
+	require.Len(t, evicted, 1, "one container covers the need")
+	assert.Equal(t, newest, evicted[0].Name())
+	assert.InEpsilon(t, float64(192<<20+baseline), float64(evicted[0].MemoryUsed), 0.03)
+	assert.Equal(t, 0, deps.Killer().WaitGone(victim, 5*time.Second))
+	for _, pid := range append(append(append([]int{}, amC.Pids...), oldC.Pids...), nm.Pid()) {
+		assert.True(t, alive(pid), "pid %d survives", pid)
+	}
+}
