@@ -22,7 +22,13 @@ type ContainersResponse struct {
 	Discovery string `json:"discovery,omitempty"`
 	// Accounting says whether koordlet counts YARN usage as BE (see the README).
 	Accounting *yarnusage.Accounting `json:"accounting,omitempty"`
-	Containers []*store.Container    `json:"containers"`
+	// MemoryAccounting says how the containers' memory was measured at the
+	// collector's last cycle and, for containers without a memory cgroup
+	// (CPU-only YARN), which memory cgroup (the NodeManager pod's) their
+	// memory is charged to; each container says its own in
+	// "memoryAccounting" (cgroup, processes or none).
+	MemoryAccounting *yarnusage.MemoryAccountingStatus `json:"memoryAccounting,omitempty"`
+	Containers       []*store.Container                `json:"containers"`
 }
 
 func (fw *Framework) containersHandler() http.HandlerFunc {
@@ -36,6 +42,9 @@ func (fw *Framework) containersHandler() http.HandlerFunc {
 		resp.Discovery = string(fw.Watch.Active())
 		if acc, ok := fw.Usage.LastAccounting(); ok {
 			resp.Accounting = &acc
+		}
+		if mem, ok := fw.Usage.LastMemoryAccounting(); ok {
+			resp.MemoryAccounting = &mem
 		}
 		w.Header().Set("Content-Type", "application/json")
 		enc := json.NewEncoder(w)

@@ -64,6 +64,8 @@ func TestInstall(t *testing.T) {
 	defer close(stop)
 	go fw2.Informer.Start(stop)
 	require.Eventually(t, fw2.Informer.HasSynced, 10*time.Second, 10*time.Millisecond)
+	fw2.Usage.Collect(time.Now())
+	defer fw2.Usage.Close()
 
 	rec := httptest.NewRecorder()
 	options.ExtendedHTTPHandlerRegistry[ContainersPath]()(rec, httptest.NewRequest(http.MethodGet, ContainersPath, nil))
@@ -81,6 +83,8 @@ func TestInstall(t *testing.T) {
 	assert.Equal(t, "cgroup", c["source"])
 	assert.Equal(t, []any{float64(42)}, c["pids"])
 	assert.Equal(t, map[string]any{"dir": "hadoop-yarn/" + name, "owned": true}, c["cgroups"].(map[string]any)["cpu"])
+	assert.Equal(t, "processes", c["memoryAccounting"], "a cpu cgroup and no memory cgroup: CPU-only YARN")
+	assert.Equal(t, map[string]any{"cgroup": float64(0), "processes": float64(1)}, body["memoryAccounting"])
 	informer := body["informer"].(map[string]any)
 	assert.NotEmpty(t, informer["nmError"])
 
