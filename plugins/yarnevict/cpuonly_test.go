@@ -120,7 +120,7 @@ func TestRealKernelMemoryEvictWithoutMemoryCgroup(t *testing.T) {
 	si.EXPECT().GetAllPods().Return([]*statesinformer.PodMeta{{Pod: nmPod}}).AnyTimes()
 	mcCfg := metriccache.NewDefaultConfig()
 	mcCfg.TSDBPath = t.TempDir()
-	mcCfg.TSDBEnablePromMetrics = false // the TSDB's own series are registered once per process
+	mcCfg.TSDBEnablePromMetrics = false          // the TSDB's own series are registered once per process
 	mc, err := metriccache.NewMetricCache(mcCfg) // empty: no collector sample
 	require.NoError(t, err)
 	rec := record.NewFakeRecorder(10)
