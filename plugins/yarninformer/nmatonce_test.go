@@ -16,6 +16,7 @@ import (
 	"github.com/koordinator-sh/koordinator/pkg/koordlet/statesinformer"
 
 	"github.com/koordlet-yarn/koordlet-yarn/framework/store"
+	"github.com/koordlet-yarn/koordlet-yarn/test/kerneltest"
 )
 
 // nmPodAt is a running host-network NodeManager pod at ip.
@@ -44,7 +45,7 @@ func moveNM(t *testing.T, nm *fakeNM, ip string) {
 	require.NoError(t, err)
 	l, err := net.Listen("tcp", net.JoinHostPort(ip, port))
 	if err != nil {
-		t.Skipf("cannot listen on %s:%s: %v", ip, port, err)
+		kerneltest.Skipf(t, "cannot listen on %s:%s: %v", ip, port, err)
 	}
 	srv := httptest.NewUnstartedServer(nm.srv.Config.Handler)
 	srv.Listener.Close()
