@@ -89,6 +89,27 @@ type Spec struct {
 	Script string
 	// Localize is how long the container stays LOCALIZING before it runs.
 	Localize time.Duration
+	// AM says whether the container is its attempt's ApplicationMaster,
+	// which the ResourceManager's AMLauncher marks in its environment;
+	// nil: sequence 1 is.
+	AM *bool
+}
+
+// env is the container's process environment as the NodeManager and the
+// AMLauncher set it: CONTAINER_ID always; APP_SUBMIT_TIME_ENV and
+// APPLICATION_WEB_PROXY_BASE for the ApplicationMaster only.
+func (s Spec) env(id string, ts int64) []string {
+	env := append(os.Environ(), "CONTAINER_ID="+id)
+	am := s.Sequence == 1
+	if s.AM != nil {
+		am = *s.AM
+	}
+	if am {
+		app := fmt.Sprintf("application_%d_%04d", ts, s.AppID)
+		env = append(env, fmt.Sprintf("APP_SUBMIT_TIME_ENV=%d", ts+s.AppID),
+			"APPLICATION_WEB_PROXY_BASE=/proxy/"+app)
+	}
+	return env
 }
 
 // ID returns the container id of the spec under cluster timestamp ts.
@@ -205,14 +226,14 @@ func (nm *NM) Launch(spec Spec) (string, error) {
 	if spec.Localize > 0 {
 		time.Sleep(spec.Localize)
 	}
-	if err := nm.start(c, spec.Script); err != nil {
+	if err := nm.start(c, spec.Script, spec.env(id, nm.cfg.ClusterTimestamp)); err != nil {
 		nm.finish(c, "EXITED_WITH_FAILURE", -1, err.Error())
 		return id, err
 	}
 	return id, nil
 }
 
-func (nm *NM) start(c *Container, script string) error {
+func (nm *NM) start(c *Container, script string, env []string) error {
 	var dirs []string
 	for _, ctrl := range nm.cfg.Controllers {
 		dir := filepath.Join(nm.cfg.CgroupRoot, ctrl, nm.cfg.Hierarchy, c.ID)
@@ -234,6 +255,7 @@ func (nm *NM) start(c *Container, script string) error {
 	// The shell waits at a gate until it is inside the cgroups, so every
 	// process it forks is born there, as with the LCE.
 	cmd := exec.Command("sh", "-c", "read gate; "+script)
+	cmd.Env = env
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
 		return err
