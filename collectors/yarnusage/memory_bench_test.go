@@ -71,8 +71,9 @@ func BenchmarkProcessMemoryFiles(b *testing.B) {
 // two accountings on the same real container (own cpu and memory cgroups,
 // one process holding 256 MiB, or a launcher and two such processes):
 // memory.stat of its memory cgroup (the collector's kept descriptor) and
-// the sum over its processes (cgroup.procs, then per process a pidfd,
-// /proc/<pid>/cgroup, status and the liveness check). Reproduce:
+// the sum over its processes: cgroup.procs, then per process a re-read of
+// its kept status (keep=true, the collector) or a pidfd, /proc/<pid>/cgroup,
+// status and the liveness check (keep=false, memory evict). Reproduce:
 // make bench BENCH=BenchmarkContainerMemory PKGS=./collectors/yarnusage
 func BenchmarkContainerMemory(b *testing.B) {
 	kerneltest.RequireCgroupV1(b, "cpu", "memory")
@@ -117,15 +118,24 @@ func BenchmarkContainerMemory(b *testing.B) {
 				}
 			}
 		})
-		b.Run(tc.name+"/accounting=processes", func(b *testing.B) {
-			r := cgroups.NewProcessMemoryReader(h)
-			b.ReportAllocs()
-			for i := 0; i < b.N; i++ {
-				m, err := r.Read(cgroups.CPU, dir)
-				if err != nil || m.Processes != tc.procs {
-					b.Fatalf("%+v %v", m, err)
+		// The collector keeps each process's status open between cycles;
+		// memory evict, reading only under pressure, keeps nothing: every
+		// read pins and checks each process (the first-sight path).
+		for _, keep := range []bool{true, false} {
+			b.Run(fmt.Sprintf("%s/accounting=processes/keep=%v", tc.name, keep), func(b *testing.B) {
+				r := cgroups.NewProcessMemoryReader(h)
+				if !keep {
+					r.NoKeep()
 				}
-			}
-		})
+				defer r.Close()
+				b.ReportAllocs()
+				for i := 0; i < b.N; i++ {
+					m, err := r.Read(cgroups.CPU, dir)
+					if err != nil || m.Processes != tc.procs {
+						b.Fatalf("%+v %v", m, err)
+					}
+				}
+			})
+		}
 	}
 }
