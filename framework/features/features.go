@@ -59,6 +59,13 @@ const (
 	// alpha: v0.1
 	YARNMemoryQoS featuregate.Feature = "YARNMemoryQoS"
 
+	// YARNMemoryCgroup gives each YARN container its own memory cgroup
+	// (cgroup v1) when YARN makes none (CPU-only cgroups handler) and moves
+	// its processes into it; memory cgroups YARN made are never touched.
+	// owner: koordlet-yarn
+	// alpha: v0.1
+	YARNMemoryCgroup featuregate.Feature = "YARNMemoryCgroup"
+
 	// YARNResctrlQoS puts every YARN container's tasks into koordlet's
 	// resctrl BE group (L3 CAT / MBA).
 	// owner: koordlet-yarn
@@ -84,6 +91,7 @@ var Specs = map[featuregate.Feature]featuregate.FeatureSpec{
 	YARNCPUQoS:            {Default: false, PreRelease: featuregate.Alpha},
 	YARNMemoryQoS:         {Default: false, PreRelease: featuregate.Alpha},
 	YARNResctrlQoS:        {Default: false, PreRelease: featuregate.Alpha},
+	YARNMemoryCgroup:      {Default: false, PreRelease: featuregate.Alpha},
 }
 
 // Register adds the koordlet-yarn gates to koordlet's mutable feature gate.

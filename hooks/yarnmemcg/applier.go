@@ -1,0 +1,666 @@
+// Package yarnmemcg gives each YARN container its own memory cgroup when
+// YARN does not make one (its CPU-only cgroups handler,
+// yarn.nodemanager.resource.memory.enabled=false): it creates
+// memory/<hierarchy>/<container id>, moves the container's processes into it
+// and removes it when the container's cpu cgroup is gone. The scan then finds
+// the container's own memory cgroup, so per-container memory metrics, Memory
+// QoS and memory evict work as if YARN had made it. cgroup v1 only (on v2
+// YARN's unified directory already holds memory). Gate YARNMemoryCgroup.
+//
+// Safety: every directory this package creates carries the trusted xattr
+// Marker; a directory without it is YARN's (or someone else's) and is never
+// written, moved into or removed. A process is moved by number only after it
+// is pinned (pidfd) and proven to be in the container's own cpu cgroup, and
+// each move is verified afterwards through the pidfd.
+package yarnmemcg
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"golang.org/x/sys/unix"
+	"k8s.io/klog/v2"
+
+	"github.com/koordinator-sh/koordinator/pkg/koordlet/resourceexecutor"
+	"github.com/koordinator-sh/koordinator/pkg/koordlet/util/system"
+
+	"github.com/koordlet-yarn/koordlet-yarn/framework/cgroups"
+	"github.com/koordlet-yarn/koordlet-yarn/framework/features"
+	"github.com/koordlet-yarn/koordlet-yarn/framework/store"
+)
+
+// Marker is the trusted xattr set on every directory koordlet creates here.
+const Marker = "trusted.koordlet-yarn.memcg"
+
+// markerValue is the marker's value.
+const markerValue = "1"
+
+// DefaultMaxAgeWithoutChargeMove: on kernels that no longer move charges
+// (Linux 6.8+ rejects memory.move_charge_at_immigrate != 0) the memory a
+// process allocated before its move stays charged to the NodeManager pod's
+// cgroup, so the new cgroup would undercount an old container. Only
+// containers this young (started or first seen) are then adopted; older ones
+// keep the per-process accounting, which counts them whole.
+const DefaultMaxAgeWithoutChargeMove = 10 * time.Second
+
+// maxPasses bounds the re-reads of the cpu cgroup's processes in one apply
+// (processes forked by a parent before it moved stay behind).
+const maxPasses = 4
+
+// Options wire the applier.
+type Options struct {
+	Store *store.Store
+	// Hierarchy returns the YARN hierarchy once known.
+	Hierarchy func() (cgroups.Hierarchy, bool)
+	// Interval is the periodic reconcile (adopt missed processes, remove
+	// leaves whose cpu cgroup is gone, retry busy removals).
+	Interval time.Duration
+	// LimitFromRequest sets memory.limit_in_bytes to the NM's memory
+	// request. Off by default: YARN did not ask for a kernel limit (its
+	// CPU-only handler enforces memory, if at all, by its own monitor), and
+	// a limit turns memory pressure into OOM kills in the container; Memory
+	// QoS and memory evict act on the cgroup without one.
+	LimitFromRequest bool
+	// MaxAgeWithoutChargeMove, see DefaultMaxAgeWithoutChargeMove (zero:
+	// the default; negative: no age limit).
+	MaxAgeWithoutChargeMove time.Duration
+	// Registerer receives koordlet_yarn_memcg_moves_total (nil: none).
+	Registerer prometheus.Registerer
+	// OnMoved, when set, is called after an apply left every process of
+	// the container's cpu cgroup (at least one) in its memory cgroup.
+	OnMoved func(c *store.Container, at time.Time)
+	// Now is time.Now; tests may pin it.
+	Now func() time.Time
+}
+
+// Move results (label result of koordlet_yarn_memcg_moves_total).
+const (
+	ResultMoved    = "moved"    // verified in our cgroup afterwards
+	ResultGone     = "gone"     // exited before or during the move
+	ResultNotOwn   = "not_own"  // not in the container's own cpu cgroup: not moved
+	ResultReverted = "reverted" // the number named another process, moved back
+	ResultFailed   = "failed"   // the write or the verification failed
+)
+
+// Applier is the YARN memory cgroup loop.
+type Applier struct {
+	opts     Options
+	moves    *prometheus.CounterVec
+	executor resourceexecutor.ResourceUpdateExecutor
+
+	mu sync.Mutex // serialises applies, sweeps and reconciles
+	// ours holds the container names whose leaf this koordlet made or
+	// found marked; pending those whose removal was refused (busy).
+	ours    map[string]bool
+	pending map[string]bool
+	// set holds the leaves whose settings were written.
+	set map[string]bool
+	// once-per-node decisions and their single log lines
+	v2Logged, yarnMemoryLogged, noMarkerLogged bool
+	chargeMove                                 int // 0 unknown, 1 yes, -1 no
+	oomGroupLogged                             bool
+	// skipped remembers containers left alone (too old without charge
+	// moving), so that they are logged once.
+	skipped map[string]bool
+}
+
+// New returns the applier; it registers its metric on opts.Registerer.
+func New(opts Options) *Applier {
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	if opts.Interval <= 0 {
+		opts.Interval = 10 * time.Second
+	}
+	if opts.MaxAgeWithoutChargeMove == 0 {
+		opts.MaxAgeWithoutChargeMove = DefaultMaxAgeWithoutChargeMove
+	}
+	a := &Applier{opts: opts, executor: resourceexecutor.NewResourceUpdateExecutor(),
+		ours: map[string]bool{}, pending: map[string]bool{}, set: map[string]bool{}, skipped: map[string]bool{}}
+	a.moves = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "koordlet_yarn_memcg_moves_total",
+		Help: "Processes of YARN containers koordlet moved (or declined to move) into the memory cgroup it made for the container, by result."},
+		[]string{"result"})
+	if opts.Registerer != nil {
+		if err := opts.Registerer.Register(a.moves); err != nil {
+			var are prometheus.AlreadyRegisteredError
+			if errors.As(err, &are) {
+				a.moves = are.ExistingCollector.(*prometheus.CounterVec)
+			} else {
+				klog.Warningf("yarn: register koordlet_yarn_memcg_moves_total: %v", err)
+			}
+		}
+	}
+	return a
+}
+
+// Moves returns the move counter (tests, measurements).
+func (a *Applier) Moves() *prometheus.CounterVec { return a.moves }
+
+// Name names the loop.
+func (a *Applier) Name() string { return "YARN memory cgroup" }
+
+// Enabled is the gate YARNMemoryCgroup.
+func (a *Applier) Enabled() bool { return features.Enabled(features.YARNMemoryCgroup) }
+
+// Run applies on store events and every interval until stopCh closes. It
+// returns at once.
+func (a *Applier) Run(stopCh <-chan struct{}) {
+	a.executor.Run(stopCh)
+	unsubscribe := a.opts.Store.Subscribe("yarn-memcg", a.handle)
+	go func() {
+		defer unsubscribe()
+		ticker := time.NewTicker(a.opts.Interval)
+		defer ticker.Stop()
+		for {
+			select {
+			case <-stopCh:
+				return
+			case <-ticker.C:
+				a.ReconcileAll()
+			}
+		}
+	}()
+}
+
+// handle is the store subscriber.
+func (a *Applier) handle(ev store.Event) {
+	switch {
+	case ev.Type == store.ResyncNeeded:
+		a.ReconcileAll()
+	case ev.Type == store.Removed:
+		if ev.Container != nil {
+			a.mu.Lock()
+			if h, ok := a.hierarchy(); ok {
+				a.removeIfCPUGone(h, ev.Container.Name)
+			}
+			a.mu.Unlock()
+		}
+	case ev.Type == store.Added || (ev.Type == store.Updated && changed(ev.Previous, ev.Container)):
+		a.Apply(ev.Container)
+	}
+}
+
+// changed: new processes (attach events, scans) or other cgroups.
+func changed(prev, cur *store.Container) bool {
+	if prev == nil || cur == nil || prev.Cgroups != cur.Cgroups || len(prev.Pids) != len(cur.Pids) {
+		return true
+	}
+	for i := range prev.Pids {
+		if prev.Pids[i] != cur.Pids[i] {
+			return true
+		}
+	}
+	return false
+}
+
+// hierarchy returns the YARN hierarchy when this applier acts on it (v1).
+func (a *Applier) hierarchy() (cgroups.Hierarchy, bool) {
+	if a.opts.Hierarchy == nil {
+		return cgroups.Hierarchy{}, false
+	}
+	h, ok := a.opts.Hierarchy()
+	if !ok {
+		return h, false
+	}
+	if h.V2 {
+		if !a.v2Logged {
+			a.v2Logged = true
+			klog.Infof("yarn: YARNMemoryCgroup does nothing on cgroup v2: each YARN container's unified directory already holds its memory")
+		}
+		return h, false
+	}
+	return h, true
+}
+
+// ReconcileAll applies to every container of the store and removes the
+// leaves whose container's cpu cgroup is gone; it returns the processes
+// moved.
+func (a *Applier) ReconcileAll() (moved int) {
+	for _, c := range a.opts.Store.Snapshot() {
+		moved += a.Apply(c)
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if h, ok := a.hierarchy(); ok {
+		a.sweep(h)
+	}
+	return moved
+}
+
+// Apply gives container c its memory cgroup when YARN made none and moves
+// its processes into it; it returns the processes moved.
+func (a *Applier) Apply(c *store.Container) int {
+	if c == nil || !c.Cgroups[cgroups.CPU].Owned {
+		return 0
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	h, ok := a.hierarchy()
+	if !ok {
+		return 0
+	}
+	own := h.ContainerRelDir(c.Name)
+	if c.Cgroups[cgroups.CPU].Dir != own {
+		return 0 // not the canonical own directory below the hierarchy
+	}
+	cpuAbs := h.AbsDir(cgroups.CPU, own)
+	memAbs := h.AbsDir(cgroups.Memory, own)
+	pids, err := readPids(cpuAbs)
+	if err != nil || len(pids) == 0 {
+		// No process yet: YARN writes the first one into its cgroups only
+		// after it made all of them, so a memory cgroup made before that
+		// could take YARN's own mkdir (memory enabled) from it.
+		return 0
+	}
+	switch m, err := marked(memAbs); {
+	case err == nil && !m:
+		return 0 // YARN's (or someone else's): never touched
+	case err == nil:
+		a.ours[c.Name] = true
+	case !os.IsNotExist(err):
+		klog.V(4).Infof("yarn: memory cgroup of %s: %v", c.Name, err)
+		return 0
+	default:
+		if !a.mayCreate(h, c) {
+			return 0
+		}
+		if !a.create(h, c.Name) {
+			return 0
+		}
+	}
+	if !a.ours[c.Name] {
+		return 0
+	}
+	if !a.set[c.Name] {
+		a.configure(memAbs)
+		a.set[c.Name] = true
+		if a.tooOld(c) && len(kernelPids(memAbs)) == 0 {
+			// The first leaf told that charges do not move: an old
+			// container's leaf, still empty, goes again.
+			if err := unix.Rmdir(memAbs); err == nil {
+				delete(a.ours, c.Name)
+				delete(a.set, c.Name)
+			}
+			return 0
+		}
+	}
+	a.setLimit(memAbs, c.RequestMemoryBytes)
+	moved := 0
+	for pass := 0; pass < maxPasses; pass++ {
+		if pass > 0 {
+			if pids, err = readPids(cpuAbs); err != nil {
+				return moved
+			}
+		}
+		outside := 0
+		for _, pid := range pids {
+			if h.Contains(pid, cgroups.Memory, own) {
+				continue
+			}
+			outside++
+			if a.move(h, c.Name, own, pid) == ResultMoved {
+				moved++
+			}
+		}
+		if outside == 0 {
+			if len(pids) > 0 && a.opts.OnMoved != nil && (moved > 0 || pass > 0) {
+				a.opts.OnMoved(c, a.opts.Now())
+			}
+			return moved
+		}
+	}
+	return moved
+}
+
+// mayCreate decides whether koordlet may create the container's leaf.
+func (a *Applier) mayCreate(h cgroups.Hierarchy, c *store.Container) bool {
+	root := h.RootDir(cgroups.Memory)
+	// A container memory cgroup without our marker below the hierarchy
+	// means YARN manages memory on this node: create nothing.
+	if names, err := os.ReadDir(root); err == nil {
+		for _, e := range names {
+			if !e.IsDir() || !strings.HasPrefix(e.Name(), "container_") {
+				continue
+			}
+			if m, err := marked(filepath.Join(root, e.Name())); err == nil && !m {
+				if !a.yarnMemoryLogged {
+					a.yarnMemoryLogged = true
+					klog.Infof("yarn: YARNMemoryCgroup creates no memory cgroups: %s holds %s, which koordlet did not make (YARN manages memory on this node)", root, e.Name())
+				}
+				return false
+			}
+		}
+	}
+	return !a.tooOld(c)
+}
+
+// tooOld: the kernel does not move charges (known once a leaf was set up)
+// and c is older than MaxAgeWithoutChargeMove (logged once per container).
+func (a *Applier) tooOld(c *store.Container) bool {
+	if a.chargeMove >= 0 || a.opts.MaxAgeWithoutChargeMove <= 0 {
+		return false
+	}
+	age := a.opts.Now().Sub(c.StartedOrFirstSeen())
+	if age <= a.opts.MaxAgeWithoutChargeMove {
+		return false
+	}
+	if !a.skipped[c.Name] {
+		a.skipped[c.Name] = true
+		klog.V(2).Infof("yarn: no memory cgroup for %s: it is %s old and this kernel does not move charges, so its memory stays measured by its processes", c.Name, age.Round(time.Second))
+	}
+	return true
+}
+
+// create makes the hierarchy's memory directory when missing and the
+// container's leaf, each marked; false when the leaf is not ours.
+func (a *Applier) create(h cgroups.Hierarchy, name string) bool {
+	root := h.RootDir(cgroups.Memory)
+	if _, err := os.Stat(root); os.IsNotExist(err) {
+		if err := os.Mkdir(root, 0o755); err != nil && !os.IsExist(err) {
+			klog.Warningf("yarn: create the YARN memory cgroup %s: %v", root, err)
+			return false
+		} else if err == nil && !a.mark(root) {
+			return false
+		}
+	}
+	leaf := filepath.Join(root, name)
+	if err := os.Mkdir(leaf, 0o755); err != nil {
+		if os.IsExist(err) { // made meanwhile: ours only if marked
+			m, merr := marked(leaf)
+			if merr == nil && m {
+				a.ours[name] = true
+				return true
+			}
+		} else {
+			klog.Warningf("yarn: create memory cgroup %s: %v", leaf, err)
+		}
+		return false
+	}
+	if !a.mark(leaf) {
+		return false
+	}
+	a.ours[name] = true
+	klog.V(2).Infof("yarn: created memory cgroup %s for YARN container %s", leaf, name)
+	return true
+}
+
+// mark sets the marker on a directory just made; without it the directory
+// is removed again (it is empty) and nothing more is done.
+func (a *Applier) mark(dir string) bool {
+	if err := unix.Setxattr(dir, Marker, []byte(markerValue), 0); err != nil {
+		_ = unix.Rmdir(dir)
+		if !a.noMarkerLogged {
+			a.noMarkerLogged = true
+			klog.Warningf("yarn: YARNMemoryCgroup cannot mark %s (xattr %s: %v); without a marker koordlet could not tell its memory cgroups from YARN's, so it makes none", dir, Marker, err)
+		}
+		return false
+	}
+	return true
+}
+
+// marked reports whether dir carries the marker; the error is the stat's
+// (os.IsNotExist when dir is missing).
+func marked(dir string) (bool, error) {
+	if _, err := os.Stat(dir); err != nil {
+		return false, err
+	}
+	buf := make([]byte, 8)
+	n, err := unix.Getxattr(dir, Marker, buf)
+	if err != nil {
+		if errors.Is(err, unix.ENODATA) || errors.Is(err, unix.EOPNOTSUPP) {
+			return false, nil
+		}
+		if errors.Is(err, unix.ENOENT) {
+			return false, err
+		}
+		return false, nil
+	}
+	return string(buf[:n]) == markerValue, nil
+}
+
+// configure writes the leaf's settings before any process moves in:
+// move_charge_at_immigrate=3 (anon and file pages follow the process, where
+// the kernel still moves charges), memory.oom.group=1 where the kernel has
+// it (once per leaf).
+func (a *Applier) configure(memAbs string) {
+	if a.chargeMove >= 0 {
+		// koordinator's resource table has no move_charge_at_immigrate,
+		// so no updater: a direct write.
+		err := os.WriteFile(filepath.Join(memAbs, "memory.move_charge_at_immigrate"), []byte("3"), 0)
+		if err != nil {
+			if a.chargeMove == 0 {
+				klog.Infof("yarn: this kernel does not move memory charges (memory.move_charge_at_immigrate=3: %v): memory a YARN container allocated before koordlet moved it stays charged to the NodeManager pod's cgroup, so only containers younger than %s get a memory cgroup", err, a.opts.MaxAgeWithoutChargeMove)
+			}
+			a.chargeMove = -1
+		} else if a.chargeMove == 0 {
+			a.chargeMove = 1
+		}
+	}
+	if _, err := os.Stat(filepath.Join(memAbs, "memory.oom.group")); err == nil {
+		if u, err := resourceexecutor.NewCommonCgroupUpdater(system.MemoryOomGroupName, dirRel(memAbs), "1", nil); err == nil {
+			if _, err := a.executor.Update(true, u); err != nil && !a.oomGroupLogged {
+				a.oomGroupLogged = true
+				klog.V(2).Infof("yarn: memory.oom.group on %s: %v", memAbs, err)
+			}
+		}
+	}
+}
+
+// dirRel returns the cgroup dir relative to the memory mount, as
+// koordinator's updaters take it.
+func dirRel(memAbs string) string {
+	mount := filepath.Join(system.Conf.CgroupRootDir, "memory")
+	rel, err := filepath.Rel(mount, memAbs)
+	if err != nil {
+		return memAbs
+	}
+	return rel
+}
+
+// SetLimit writes the NM's memory request as the leaf's limit (only with
+// Options.LimitFromRequest).
+func (a *Applier) setLimit(memAbs string, request int64) {
+	if !a.opts.LimitFromRequest || request <= 0 {
+		return
+	}
+	u, err := resourceexecutor.NewCommonCgroupUpdater(system.MemoryLimitName, dirRel(memAbs), strconv.FormatInt(request, 10), nil)
+	if err == nil {
+		_, err = a.executor.Update(true, u)
+	}
+	if err != nil {
+		klog.V(2).Infof("yarn: memory limit on %s: %v", memAbs, err)
+	}
+}
+
+// move moves process pid of container name (own cpu dir own) into its
+// memory leaf, verified, and counts the result.
+func (a *Applier) move(h cgroups.Hierarchy, name, own string, pid int) string {
+	r := a.moveOne(h, name, own, pid)
+	a.moves.WithLabelValues(r).Inc()
+	return r
+}
+
+func (a *Applier) moveOne(h cgroups.Hierarchy, name, own string, pid int) string {
+	// Pin the process: while the pidfd shows it alive, the number is its.
+	fd, err := unix.PidfdOpen(pid, 0)
+	if err != nil {
+		if errors.Is(err, unix.ESRCH) {
+			return ResultGone
+		}
+		klog.V(4).Infof("yarn: pidfd of %d (%s): %v", pid, name, err)
+		return ResultFailed // without a pin no move by number
+	}
+	defer unix.Close(fd)
+	alive := func() bool { return unix.PidfdSendSignal(fd, 0, nil, 0) == nil }
+	if !h.Contains(pid, cgroups.CPU, own) {
+		if !alive() {
+			return ResultGone
+		}
+		return ResultNotOwn
+	}
+	from, ok := memoryPath(h, pid)
+	if !ok || !alive() {
+		return ResultGone
+	}
+	leaf := h.AbsDir(cgroups.Memory, own)
+	werr := writeProcs(leaf, pid)
+	if alive() {
+		if h.Contains(pid, cgroups.Memory, own) {
+			return ResultMoved
+		}
+		if werr != nil && !errors.Is(werr, unix.ESRCH) {
+			klog.V(4).Infof("yarn: move %d of %s into %s: %v", pid, name, leaf, werr)
+		}
+		return ResultFailed
+	}
+	// The checked process died around the write: the number may have
+	// named another one. A holder now in our leaf but not in the
+	// container's cpu cgroup goes back where the checked process was.
+	if werr == nil && h.Contains(pid, cgroups.Memory, own) && !h.Contains(pid, cgroups.CPU, own) {
+		back := h.AbsDir(cgroups.Memory, from)
+		if err := writeProcs(back, pid); err != nil {
+			klog.Warningf("yarn: pid %d was reused during the move into %s and could not be moved back to %s: %v", pid, leaf, back, err)
+			return ResultFailed
+		}
+		klog.Warningf("yarn: pid %d was reused during the move into %s (the process of %s exited); the new process was moved back to %s", pid, leaf, name, back)
+		return ResultReverted
+	}
+	return ResultGone
+}
+
+// memoryPath reads the process's memory cgroup (relative to the memory
+// mount, through koordlet's cgroup namespace) from /proc/<pid>/cgroup.
+func memoryPath(h cgroups.Hierarchy, pid int) (string, bool) {
+	b, err := os.ReadFile(filepath.Join(h.ProcRoot, strconv.Itoa(pid), "cgroup"))
+	if err != nil {
+		return "", false
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		parts := strings.SplitN(line, ":", 3)
+		if len(parts) != 3 {
+			continue
+		}
+		for _, n := range strings.Split(parts[1], ",") {
+			if n == "memory" {
+				return h.NS.Translate(cgroups.Memory, parts[2])
+			}
+		}
+	}
+	return "", false
+}
+
+// writeProcs writes one pid into dir/cgroup.procs. A direct write, not
+// koordinator's executor: the executor caches the last value per file (a
+// second process would look like a rewrite of the same file and a pid
+// written again after a failed move would be skipped), and the caller needs
+// the kernel's error per process.
+func writeProcs(dir string, pid int) error {
+	f, err := os.OpenFile(filepath.Join(dir, "cgroup.procs"), os.O_WRONLY, 0)
+	if err != nil {
+		return err
+	}
+	_, err = f.WriteString(strconv.Itoa(pid))
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+// kernelPids lists a cgroup dir's processes (none when unreadable).
+func kernelPids(dir string) []int {
+	pids, _ := readPids(dir)
+	return pids
+}
+
+// readPids lists the processes of a cgroup dir.
+func readPids(dir string) ([]int, error) {
+	b, err := os.ReadFile(filepath.Join(dir, "cgroup.procs"))
+	if err != nil {
+		return nil, err
+	}
+	var pids []int
+	for _, f := range strings.Fields(string(b)) {
+		if p, err := strconv.Atoi(f); err == nil && p > 0 {
+			pids = append(pids, p)
+		}
+	}
+	return pids, nil
+}
+
+// sweep removes the marked leaves whose container's cpu cgroup is gone and
+// retries the busy ones.
+func (a *Applier) sweep(h cgroups.Hierarchy) {
+	root := h.RootDir(cgroups.Memory)
+	entries, err := os.ReadDir(root)
+	if err != nil {
+		return
+	}
+	for _, e := range entries {
+		if e.IsDir() && strings.HasPrefix(e.Name(), "container_") {
+			a.removeIfCPUGone(h, e.Name())
+		}
+	}
+	for name := range a.skipped {
+		if _, err := os.Stat(h.AbsDir(cgroups.CPU, h.ContainerRelDir(name))); os.IsNotExist(err) {
+			delete(a.skipped, name)
+		}
+	}
+}
+
+// removeIfCPUGone removes container name's leaf when it is marked and the
+// container's cpu cgroup is gone. A leaf with processes is kept and retried
+// by the sweep: nothing is killed.
+func (a *Applier) removeIfCPUGone(h cgroups.Hierarchy, name string) {
+	if strings.ContainsAny(name, "/.") || !strings.HasPrefix(name, "container_") {
+		return
+	}
+	rel := h.ContainerRelDir(name)
+	if _, err := os.Stat(h.AbsDir(cgroups.CPU, rel)); !os.IsNotExist(err) {
+		return
+	}
+	leaf := h.AbsDir(cgroups.Memory, rel)
+	m, err := marked(leaf)
+	if err != nil || !m {
+		delete(a.ours, name)
+		delete(a.pending, name)
+		delete(a.set, name)
+		return // gone, or not ours
+	}
+	if err := unix.Rmdir(leaf); err != nil {
+		if !a.pending[name] {
+			klog.V(2).Infof("yarn: memory cgroup %s of the finished container %s not removed yet (%v); retried every %s", leaf, name, err, a.opts.Interval)
+		}
+		a.pending[name] = true
+		return
+	}
+	delete(a.ours, name)
+	delete(a.pending, name)
+	delete(a.set, name)
+	delete(a.skipped, name)
+	klog.V(2).Infof("yarn: removed memory cgroup %s of the finished container %s", leaf, name)
+}
+
+// Pending returns the container names whose leaf removal is being retried.
+func (a *Applier) Pending() []string {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	out := make([]string, 0, len(a.pending))
+	for n := range a.pending {
+		out = append(out, n)
+	}
+	return out
+}
+
+// String describes the applier's state (logs, debug).
+func (a *Applier) String() string {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return fmt.Sprintf("memory cgroups made: %d, removals pending: %d, charge moving: %d", len(a.ours), len(a.pending), a.chargeMove)
+}
