@@ -26,6 +26,7 @@ import (
 	"github.com/koordlet-yarn/koordlet-yarn/framework/features"
 	"github.com/koordlet-yarn/koordlet-yarn/framework/handles"
 	"github.com/koordlet-yarn/koordlet-yarn/framework/store"
+	"github.com/koordlet-yarn/koordlet-yarn/hooks/yarnmemcg"
 	"github.com/koordlet-yarn/koordlet-yarn/hooks/yarnqos"
 	"github.com/koordlet-yarn/koordlet-yarn/plugins/yarnevict"
 	"github.com/koordlet-yarn/koordlet-yarn/plugins/yarninformer"
@@ -90,6 +91,7 @@ func Install(fs *flag.FlagSet) (*Framework, error) {
 		fw.Watch.Run(stopCh)
 	}
 	fw.loops = append(fw.loops, fw.Usage, fw.QoS)
+	fw.loops = append(fw.loops, yarnmemcg.New(yarnmemcg.Options{Store: fw.Store, Hierarchy: fw.Informer.Hierarchy, Interval: cfg.QoSReconcileInterval, Registerer: koordmetrics.ExternalRegistry}))
 
 	evictMetrics, err := yarnevict.NewMetrics(koordmetrics.ExternalRegistry)
 	if err != nil {
