@@ -71,6 +71,14 @@ measure-isolation: deps
 measure-discovery: deps
 	$(GO) run ./test/measure/discovery
 
+# YARNMemoryCgroup: cpu cgroup created → all the container's processes in the
+# memory cgroup koordlet made, through eBPF discovery and the store's events,
+# p50/p99/max over MEMCG_CONTAINERS containers (root, cgroup v1).
+MEMCG_CONTAINERS ?= 200
+.PHONY: measure-memcg
+measure-memcg: deps
+	KOORDLET_YARN_MEASURE_MEMCG=$(MEMCG_CONTAINERS) $(GO) test ./hooks/yarnmemcg -run '^TestMeasureCreateToMoved$$' -count=1 -v
+
 # koordlet restart → NM fields (user, state, requests) in the store: the NM
 # pod appears in koordlet's pod list after the informer's first resync; p50,
 # p90 and max over NM_RUNS restarts at the production 10 s resync (fake root,

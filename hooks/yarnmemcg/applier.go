@@ -326,7 +326,7 @@ func (a *Applier) mayCreate(h cgroups.Hierarchy, c *store.Container) bool {
 	// means YARN manages memory on this node: create nothing.
 	if names, err := os.ReadDir(root); err == nil {
 		for _, e := range names {
-			if !e.IsDir() || !strings.HasPrefix(e.Name(), "container_") {
+			if !e.IsDir() || !strings.HasPrefix(e.Name(), "container_") || a.ours[e.Name()] {
 				continue
 			}
 			if m, err := marked(filepath.Join(root, e.Name())); err == nil && !m {

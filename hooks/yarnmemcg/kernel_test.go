@@ -71,7 +71,7 @@ func (n *node) applier(opts Options) *Applier {
 func (n *node) container(name, script string) (*kerneltest.Process, string) {
 	rel := n.h.ContainerRelDir(name)
 	cpu := kerneltest.MakeCgroup(n.t, "cpu", rel)
-	return kerneltest.Start(n.t, script, cpu, n.nmMem), rel
+	return kerneltest.Start(n.t, script, n.nmMem, cpu), rel
 }
 
 // observe tells the store what a scan sees now.
@@ -272,7 +272,7 @@ func TestRealKernelAttachFollows(t *testing.T) {
 	p, rel := n.container(name, "exec sleep 3600")
 	n.st.Observe(store.CgroupEvent{Type: store.CgroupAttached, Name: name, ID: id, Controller: cgroups.CPU, Dir: rel, Pid: p.Pid()}, time.Now())
 	waitChan(t, moved, name)
-	late := kerneltest.Start(t, "exec sleep 3600", filepath.Join(kerneltest.CgroupRoot, "cpu", rel), n.nmMem)
+	late := kerneltest.Start(t, "exec sleep 3600", n.nmMem, filepath.Join(kerneltest.CgroupRoot, "cpu", rel))
 	n.st.Observe(store.CgroupEvent{Type: store.CgroupAttached, Name: name, ID: id, Controller: cgroups.CPU, Dir: rel, Pid: late.Pid()}, time.Now())
 	waitChan(t, moved, name)
 	assert.True(t, n.h.Contains(late.Pid(), cgroups.Memory, rel))
