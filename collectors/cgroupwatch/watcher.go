@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"golang.org/x/sys/unix"
 	"k8s.io/klog/v2"
 
 	"github.com/koordlet-yarn/koordlet-yarn/framework/cgroups"
@@ -150,7 +151,15 @@ func New(opts Options) *Watcher {
 		opts.restartAfter = defaultRestartAfter
 	}
 	if opts.openEBPF == nil {
+		hierarchy := opts.Hierarchy
 		opts.openEBPF = func(ringSize int) (ebpfSource, error) {
+			if hierarchy != nil {
+				if h, ok := hierarchy(); ok {
+					if err := onCgroupFS(h); err != nil {
+						return nil, err
+					}
+				}
+			}
 			e, err := OpenEBPF(ringSize)
 			if err != nil {
 				return nil, err
@@ -692,4 +701,24 @@ func (l *lossLog) logf(now time.Time, format string, args ...any) {
 	}
 	klog.Warning(msg)
 	l.last, l.skipped = now, 0
+}
+
+// onCgroupFS checks that the hierarchy's mounts are cgroup filesystems: the
+// kernel's cgroup tracepoints never fire for directories of another
+// filesystem (a fake root), where inotify sees them.
+func onCgroupFS(h cgroups.Hierarchy) error {
+	mounts := []string{h.CgroupRoot}
+	if !h.V2 {
+		mounts = []string{filepath.Join(h.CgroupRoot, cgroups.CPU.String())}
+	}
+	for _, m := range mounts {
+		var st unix.Statfs_t
+		if err := unix.Statfs(m, &st); err != nil {
+			return fmt.Errorf("statfs %s: %w", m, err)
+		}
+		if st.Type != unix.CGROUP_SUPER_MAGIC && st.Type != unix.CGROUP2_SUPER_MAGIC {
+			return fmt.Errorf("%s is not a cgroup filesystem: no cgroup tracepoint fires for it", m)
+		}
+	}
+	return nil
 }

@@ -2,6 +2,7 @@ package yarnqos
 
 import (
 	"os"
+	"path/filepath"
 	"strconv"
 	"sync"
 	"time"
@@ -204,12 +205,20 @@ func (a *Applier) Apply(c *store.Container) int {
 
 // supported checks a resource once per kind and logs one line when the
 // kernel lacks it.
+// A check on a directory that does not exist (a container that has just
+// exited) decides nothing and is not remembered: it must not turn the
+// feature off for every container.
 func (a *Applier) supported(r system.Resource, dir, what string) bool {
 	key := string(r.ResourceType())
 	if v, ok := a.unsupported[key]; ok {
 		return !v
 	}
 	ok, msg := r.IsSupported(dir)
+	if !ok {
+		if _, err := os.Stat(filepath.Dir(r.Path(dir))); err != nil {
+			return false
+		}
+	}
 	a.unsupported[key] = !ok
 	if !ok {
 		klog.Infof("yarn: %s (%s) is not supported on this node, skipped for YARN containers: %s", what, key, msg)

@@ -183,11 +183,31 @@ func TestApplyMemoryQoSOnFakeRoots(t *testing.T) {
 func TestMemoryQoSUnsupportedSkipped(t *testing.T) {
 	gates(t, string(features.YARNMemoryQoS))
 	helper, _, a, c := fakeNode(t, false, beSpec(slov1alpha1.CPUQOSPolicyGroupIdentity))
-	// A kernel without the memory QoS files (this one): nothing written, no error.
+	// A kernel without the memory QoS files (this one): nothing written, no
+	// error, remembered (the container's memory cgroup exists: the check
+	// was on a real directory).
+	helper.WriteCgroupFileContents(c.Cgroups[cgroups.Memory].Dir, system.MemoryLimit, "4294967296")
 	helper.SetResourcesSupported(false, system.MemoryMin, system.MemoryLow, system.MemoryHigh, system.MemoryWmarkRatio,
 		system.MemoryWmarkScaleFactor, system.MemoryWmarkMinAdj, system.MemoryPriority, system.MemoryUsePriorityOom, system.MemoryOomGroup)
 	assert.Equal(t, 0, a.Apply(c))
 	assert.True(t, a.unsupported[string(system.MemoryMin.ResourceType())])
+}
+
+// TestSupportCheckOnAVanishedContainerIsNotRemembered: a container that
+// exits as its QoS is applied must not turn a feature off for every other
+// container: a check on a directory that is gone decides nothing.
+func TestSupportCheckOnAVanishedContainerIsNotRemembered(t *testing.T) {
+	gates(t, string(features.YARNCPUQoS))
+	helper, _, a, _ := fakeNode(t, false, beSpec(slov1alpha1.CPUQOSPolicyGroupIdentity))
+	helper.SetResourcesSupported(false, system.CPUBVTWarpNs) // as the kernel reports a missing file
+	t.Cleanup(func() {
+		if r, ok := system.CPUBVTWarpNs.(*system.CgroupResource); ok {
+			r.Supported, r.SupportMsg = nil, "" // checked again by the next test
+		}
+	})
+	assert.False(t, a.supported(system.CPUBVTWarpNs, "kubepods/besteffort/hadoop-yarn/container_gone", "Group Identity"))
+	_, remembered := a.unsupported[string(system.CPUBVTWarpNs.ResourceType())]
+	assert.False(t, remembered)
 }
 
 // livePid starts a process that lives until the test ends.

@@ -1,11 +1,18 @@
 package e2e
 
 import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"k8s.io/utils/ptr"
+
+	slov1alpha1 "github.com/koordinator-sh/koordinator/apis/slo/v1alpha1"
 
 	"github.com/koordlet-yarn/koordlet-yarn/framework"
 	"github.com/koordlet-yarn/koordlet-yarn/framework/cgroups"
@@ -74,5 +81,60 @@ func TestLayoutDiscoveryAndMetrics(t *testing.T) {
 				return err == nil && find(resp, burner) == nil && find(resp, am) != nil
 			}, 20*time.Second, 200*time.Millisecond, "an exited container leaves the store")
 		})
+	}
+}
+
+// TestLayoutCoMountedFakeRoot: on a root laid out as most distributions
+// mount cgroup v1 — one "cpu,cpuacct" directory with "cpu" and "cpuacct"
+// symlinks — a container found by an event (the resync is a minute away)
+// is credited in both controllers at once, so CPU QoS lands on it within
+// seconds; its exit clears both.
+func TestLayoutCoMountedFakeRoot(t *testing.T) {
+	b := startBox(t, nodebox.Options{FakeRoot: true, Layout: nodebox.LayoutCoMounted, KoordletArgs: []string{
+		"--feature-gates=YARNCPUQoS=true", "--yarn-resync-interval=60s", "--yarn-qos-reconcile-interval=60s"}})
+	require.NoError(t, b.UpdateNodeSLO(context.Background(), func(s *slov1alpha1.NodeSLOSpec) {
+		policy := slov1alpha1.CPUQOSPolicyGroupIdentity
+		s.ResourceQOSStrategy = &slov1alpha1.ResourceQOSStrategy{
+			Policies: &slov1alpha1.ResourceQOSPolicies{CPUPolicy: &policy},
+			BEClass: &slov1alpha1.ResourceQOS{
+				CPUQOS: &slov1alpha1.CPUQOSCfg{Enable: ptr.To(true), CPUQOS: slov1alpha1.CPUQOS{GroupIdentity: ptr.To[int64](-1)}}}}
+	}))
+	time.Sleep(2 * time.Second) // koordlet sees the NodeSLO
+	id, err := b.NM.Launch(nmemu.Spec{AppID: 7, Attempt: 1, Sequence: 2, User: "spark", MemoryMB: 1024, VCores: 1, Script: "exec sleep 3600"})
+	require.NoError(t, err)
+	own := cgroups.Ref{Dir: b.Hierarchy() + "/" + id, Owned: true}
+	if !assert.Eventually(t, func() bool {
+		resp, err := b.Containers()
+		if err != nil {
+			return false
+		}
+		c := find(resp, id)
+		return c != nil && c.Cgroups[cgroups.CPU] == own && c.Cgroups[cgroups.CPUAcct] == own
+	}, 15*time.Second, 100*time.Millisecond, "an event credits cpu and cpuacct, co-mounted, at once") {
+		resp, _ := b.Containers()
+		t.Fatalf("discovery %q, store: %+v", resp.Discovery, find(resp, id))
+	}
+	require.Eventually(t, func() bool {
+		v, err := os.ReadFile(filepath.Join(b.CgroupRoot(), "cpu,cpuacct", b.Hierarchy(), id, "cpu.bvt_warp_ns"))
+		return err == nil && strings.TrimSpace(string(v)) == "-1"
+	}, 15*time.Second, 100*time.Millisecond, "CPU QoS lands without waiting for the resync")
+	b.NM.Exit(id)
+	<-b.NM.Exited(id)
+	// Until the next NM listing the store keeps what the NM said (RUNNING);
+	// the rmdir events alone clear its cgroups in both controllers.
+	assert.Eventually(t, func() bool {
+		resp, err := b.Containers()
+		if err != nil {
+			return false
+		}
+		c := find(resp, id)
+		return c == nil || (!c.HasCgroup() && !c.Cgroups[cgroups.CPU].Owned && !c.Cgroups[cgroups.CPUAcct].Owned)
+	}, 15*time.Second, 100*time.Millisecond, "the rmdir clears the container's cgroups in both controllers")
+	if t.Failed() {
+		resp, _ := b.Containers()
+		t.Logf("store: %+v; fake dir left: %v", find(resp, id), func() error {
+			_, err := os.Stat(filepath.Join(b.CgroupRoot(), "cpu,cpuacct", b.Hierarchy(), id))
+			return err
+		}())
 	}
 }

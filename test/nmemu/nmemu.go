@@ -56,6 +56,10 @@ type Config struct {
 	// initial value) the kernel would create in each container cgroup; the
 	// emulator then also lists the pid in "tasks".
 	FakeFiles map[string]map[string]string
+	// MirrorRoot, with a fake root, is the real cgroup v1 root where each
+	// container's cgroups are also made and its processes really moved, so
+	// that /proc/<pid>/cgroup agrees with the fake files.
+	MirrorRoot string
 	// ClusterTimestamp of the emulated ResourceManager.
 	ClusterTimestamp int64
 	// NodeID is the NM's node id (host:port).
@@ -184,6 +188,10 @@ func (nm *NM) Close() {
 	nm.wg.Wait()
 	if nm.cfg.FakeFiles != nil {
 		for _, dir := range nm.created.Created() {
+			if nm.real(dir) {
+				_ = cgtree.Remove(dir)
+				continue
+			}
 			_ = os.RemoveAll(dir)
 		}
 		return
@@ -193,8 +201,25 @@ func (nm *NM) Close() {
 
 // removeTree removes a container cgroup as the NM does; on a fake root the
 // directories hold regular files and are removed with them.
+// writeFakeFiles writes the fake kernel files of ctrl into dir (a fake
+// root's cgroup directory); existing ones are kept unless overwrite.
+func (nm *NM) writeFakeFiles(ctrl, dir string, overwrite bool) {
+	for name, v := range nm.cfg.FakeFiles[ctrl] {
+		p := filepath.Join(dir, name)
+		if _, err := os.Stat(p); err == nil && !overwrite {
+			continue
+		}
+		_ = os.WriteFile(p, []byte(v), 0o644)
+	}
+}
+
+// real reports whether dir is on the real cgroup mirror of a fake root.
+func (nm *NM) real(dir string) bool {
+	return nm.cfg.MirrorRoot != "" && strings.HasPrefix(dir, nm.cfg.MirrorRoot+"/")
+}
+
 func (nm *NM) removeTree(dir string) {
-	if nm.cfg.FakeFiles != nil {
+	if nm.cfg.FakeFiles != nil && !nm.real(dir) {
 		cgtree.Kill(dir)
 		_ = os.RemoveAll(dir)
 		return
@@ -235,22 +260,41 @@ func (nm *NM) Launch(spec Spec) (string, error) {
 
 func (nm *NM) start(c *Container, script string, env []string) error {
 	var dirs []string
+	seen := map[string]bool{} // co-mounted controllers share one directory
 	for _, ctrl := range nm.cfg.Controllers {
 		dir := filepath.Join(nm.cfg.CgroupRoot, ctrl, nm.cfg.Hierarchy, c.ID)
 		if err := nm.created.MkdirAll(filepath.Dir(dir)); err != nil {
 			return err
+		}
+		// On a fake root every cgroup directory has the kernel's files, the
+		// YARN hierarchy's too (koordlet checks support there).
+		nm.writeFakeFiles(ctrl, filepath.Dir(dir), false)
+		if parent, err := filepath.EvalSymlinks(filepath.Dir(dir)); err == nil {
+			if seen[parent] {
+				nm.writeFakeFiles(ctrl, dir, true) // co-mounted: this controller's files too
+				continue
+			}
+			seen[parent] = true
 		}
 		// The container's own cgroup must be new: one that exists is
 		// not ours to fill or remove.
 		if err := os.Mkdir(dir, 0o755); err != nil {
 			return fmt.Errorf("create cgroup %s: %w", dir, err)
 		}
-		for name, v := range nm.cfg.FakeFiles[ctrl] {
-			if err := os.WriteFile(filepath.Join(dir, name), []byte(v), 0o644); err != nil {
+		nm.writeFakeFiles(ctrl, dir, true)
+		dirs = append(dirs, dir)
+	}
+	if nm.cfg.MirrorRoot != "" {
+		for _, ctrl := range nm.cfg.Controllers {
+			dir := filepath.Join(nm.cfg.MirrorRoot, ctrl, nm.cfg.Hierarchy, c.ID)
+			if err := nm.created.MkdirAll(filepath.Dir(dir)); err != nil {
 				return err
 			}
+			if err := os.Mkdir(dir, 0o755); err != nil {
+				return fmt.Errorf("create cgroup %s: %w", dir, err)
+			}
+			dirs = append(dirs, dir)
 		}
-		dirs = append(dirs, dir)
 	}
 	// The shell waits at a gate until it is inside the cgroups, so every
 	// process it forks is born there, as with the LCE.
@@ -268,11 +312,14 @@ func (nm *NM) start(c *Container, script string, env []string) error {
 	if nm.cfg.PodCgroup != "" {
 		for _, ctrl := range nm.cfg.PodControllers {
 			targets = append(targets, filepath.Join(nm.cfg.CgroupRoot, ctrl, nm.cfg.PodCgroup))
+			if nm.cfg.MirrorRoot != "" {
+				targets = append(targets, filepath.Join(nm.cfg.MirrorRoot, ctrl, nm.cfg.PodCgroup))
+			}
 		}
 	}
 	targets = append(targets, dirs...)
 	for _, dir := range targets {
-		if nm.cfg.FakeFiles != nil {
+		if nm.cfg.FakeFiles != nil && !nm.real(dir) {
 			_ = os.WriteFile(filepath.Join(dir, "tasks"), []byte(strconv.Itoa(cmd.Process.Pid)+"\n"), 0o644)
 		}
 		if err := os.WriteFile(filepath.Join(dir, "cgroup.procs"), []byte(strconv.Itoa(cmd.Process.Pid)), 0o644); err != nil {

@@ -172,13 +172,32 @@ func Start(ctx context.Context, opts Options) (b *Box, err error) {
 	if l.Unified && opts.FakeRoot {
 		return b, errors.New("the unified layout runs on the real cgroup2 hierarchy, not a fake root")
 	}
+	if l.CoMounted && !opts.FakeRoot {
+		return b, errors.New("the co-mounted layout needs a fake root (this host mounts cpu and cpuacct apart)")
+	}
 	if _, statErr := os.Stat(filepath.Join(l.cgroupRoot(), "cgroup.procs")); l.Unified && statErr != nil {
 		return b, fmt.Errorf("the unified layout needs a cgroup2 hierarchy at %s", l.cgroupRoot())
 	}
 	b.cgroupRoot, b.sysFSRoot = l.cgroupRoot(), "/sys/fs"
+	// The real tree: every process's membership is real, also with a fake
+	// root (which mirrors it in its files), so that koordlet's checks of
+	// /proc/<pid>/cgroup hold as on a real node.
+	if err = makeCgroup(&b.created, l.cgroupRoot(), l.controllers(), l.kubepods()); err != nil {
+		return b, err
+	}
+	for _, dir := range l.kubepodsDirs() {
+		if err = setMarker(dir, b.token); err != nil {
+			return b, err
+		}
+	}
+	for _, qos := range []corev1.PodQOSClass{corev1.PodQOSBestEffort, corev1.PodQOSBurstable} {
+		if err = makeCgroup(&b.created, l.cgroupRoot(), l.controllers(), l.qosDir(qos)); err != nil {
+			return b, err
+		}
+	}
 	if opts.FakeRoot {
 		b.cgroupRoot, b.sysFSRoot = filepath.Join(b.dir, "cgroupfs"), filepath.Join(b.dir, "sysfs")
-		if err = makeFakeRoot(b.cgroupRoot); err != nil {
+		if err = makeFakeRoot(b.cgroupRoot, l.CoMounted); err != nil {
 			return b, err
 		}
 		if err = os.MkdirAll(filepath.Join(b.sysFSRoot, "resctrl", "BE"), 0o755); err != nil {
@@ -186,20 +205,6 @@ func Start(ctx context.Context, opts Options) (b *Box, err error) {
 		}
 		if err = os.WriteFile(filepath.Join(b.sysFSRoot, "resctrl", "BE", "tasks"), nil, 0o644); err != nil {
 			return b, err
-		}
-	} else {
-		if err = makeCgroup(&b.created, b.cgroupRoot, l.controllers(), l.kubepods()); err != nil {
-			return b, err
-		}
-		for _, dir := range l.kubepodsDirs() {
-			if err = setMarker(dir, b.token); err != nil {
-				return b, err
-			}
-		}
-		for _, qos := range []corev1.PodQOSClass{corev1.PodQOSBestEffort, corev1.PodQOSBurstable} {
-			if err = makeCgroup(&b.created, b.cgroupRoot, l.controllers(), l.qosDir(qos)); err != nil {
-				return b, err
-			}
 		}
 	}
 	if b.cp, err = startControlPlane(b.dir, filepath.Join(opts.Top, "build/bin")); err != nil {
@@ -237,6 +242,11 @@ func Start(ctx context.Context, opts Options) (b *Box, err error) {
 		if err = makeCgroup(b.tracker(), b.cgroupRoot, b.ctrls(), rp.containerCgroup); err != nil {
 			return b, err
 		}
+		if opts.FakeRoot {
+			if err = makeCgroup(&b.created, l.cgroupRoot(), l.controllers(), rp.containerCgroup); err != nil {
+				return b, err
+			}
+		}
 		cmd := exec.Command("sleep", "86400")
 		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 		if err = cmd.Start(); err != nil {
@@ -245,6 +255,11 @@ func Start(ctx context.Context, opts Options) (b *Box, err error) {
 		b.podProcs[spec.Name] = cmd
 		if err = movePid(b.cgroupRoot, b.ctrls(), cmd.Process.Pid, rp.containerCgroup); err != nil {
 			return b, err
+		}
+		if opts.FakeRoot {
+			if err = movePid(l.cgroupRoot(), l.controllers(), cmd.Process.Pid, rp.containerCgroup); err != nil {
+				return b, err
+			}
 		}
 		b.pods[spec.Name] = rp
 	}
@@ -264,6 +279,7 @@ func Start(ctx context.Context, opts Options) (b *Box, err error) {
 	}
 	if opts.FakeRoot {
 		nmCfg.FakeFiles = fakeKernelFiles
+		nmCfg.MirrorRoot = l.cgroupRoot()
 	}
 	b.NM = nmemu.New(nmCfg)
 	if b.NMAddr, err = b.NM.Listen("127.0.0.1:0"); err != nil {

@@ -83,7 +83,17 @@ var fakeKernelFiles = map[string]map[string]string{
 
 // makeFakeRoot builds a fake cgroup v1 root at dir with kubepods and the
 // files of the kernel features this machine lacks.
-func makeFakeRoot(dir string) error {
+func makeFakeRoot(dir string, coMounted bool) error {
+	if coMounted {
+		if err := os.MkdirAll(filepath.Join(dir, "cpu,cpuacct"), 0o755); err != nil {
+			return err
+		}
+		for _, link := range []string{"cpu", "cpuacct"} {
+			if err := os.Symlink("cpu,cpuacct", filepath.Join(dir, link)); err != nil {
+				return err
+			}
+		}
+	}
 	for _, ctrl := range controllers {
 		if err := os.MkdirAll(filepath.Join(dir, ctrl), 0o755); err != nil {
 			return err
@@ -98,7 +108,9 @@ func makeFakeRoot(dir string) error {
 			return err
 		}
 	}
-	for _, rel := range []string{"kubepods", "kubepods/besteffort", "kubepods/burstable"} {
+	// The YARN hierarchy too: the NodeManager makes it at start-up, and on
+	// a fake root its files must be there before any container's.
+	for _, rel := range []string{"kubepods", "kubepods/besteffort", "kubepods/burstable", YARNHierarchy} {
 		if err := makeCgroup(nil, dir, controllers, rel); err != nil {
 			return err
 		}

@@ -31,6 +31,10 @@ type Layout struct {
 	// one directory per container as Hadoop 3.5's v2 handler makes it,
 	// and points koordlet there.
 	Unified bool
+	// CoMounted lays a fake root out as most distributions mount cgroup
+	// v1: one "cpu,cpuacct" directory with "cpu" and "cpuacct" symlinks to
+	// it (FakeRoot only: this host mounts them apart).
+	CoMounted bool
 }
 
 // The layouts the e2e scenarios run on.
@@ -39,6 +43,8 @@ var (
 	LayoutCPUOnly  = Layout{Name: "cpu-only", YARNControllers: []string{"cpu"}}
 	LayoutSystemd  = Layout{Name: "systemd-cpu-only", Systemd: true, YARNControllers: []string{"cpu"}}
 	LayoutUnified  = Layout{Name: "unified", Unified: true}
+	// LayoutCoMounted is for a fake root (Options.FakeRoot).
+	LayoutCoMounted = Layout{Name: "co-mounted", CoMounted: true}
 )
 
 // kubepods is the top QoS cgroup.
