@@ -13,6 +13,7 @@ import (
 
 	slov1alpha1 "github.com/koordinator-sh/koordinator/apis/slo/v1alpha1"
 
+	"github.com/koordlet-yarn/koordlet-yarn/framework/cgroups"
 	"github.com/koordlet-yarn/koordlet-yarn/test/kerneltest"
 	"github.com/koordlet-yarn/koordlet-yarn/test/nmemu"
 	"github.com/koordlet-yarn/koordlet-yarn/test/nodebox"
@@ -25,7 +26,28 @@ var pressureGates = "--feature-gates=BEMemoryEvict=true,YARNBEMemoryEvict=true,Y
 // newest non-AM container (its processes gone); the AM, the older executor
 // and the NodeManager survive; an Event is on the NodeManager pod.
 func TestPressure(t *testing.T) {
-	b := startBox(t, nodebox.Options{KoordletArgs: []string{pressureGates}})
+	pressure(t, nodebox.Options{KoordletArgs: []string{pressureGates}}, true)
+}
+
+// TestPressureCPUOnly: the same on CPU-only YARN (the hadoop-yarn chart,
+// Hadoop's default), where the containers' memory is charged to the
+// NodeManager pod: koordlet measures each container from its processes
+// and still evicts the growing executor, never the AM or the NodeManager;
+// and with YARNMemoryCgroup, where koordlet gives each container a memory
+// cgroup of its own.
+func TestPressureCPUOnly(t *testing.T) {
+	t.Run("processes", func(t *testing.T) {
+		pressure(t, nodebox.Options{Layout: nodebox.LayoutCPUOnly, KoordletArgs: []string{pressureGates}}, false)
+	})
+	t.Run("YARNMemoryCgroup", func(t *testing.T) {
+		pressure(t, nodebox.Options{Layout: nodebox.LayoutCPUOnly, KoordletArgs: []string{pressureGates + ",YARNMemoryCgroup=true"}}, true)
+	})
+}
+
+// pressure runs the scenario; ownMemory says whether the containers have
+// memory cgroups of their own (made by YARN or by koordlet).
+func pressure(t *testing.T, opts nodebox.Options, ownMemory bool) {
+	b := startBox(t, opts)
 	ctx := context.Background()
 	am, err := b.NM.Launch(nmemu.Spec{AppID: 5, Attempt: 1, Sequence: 1, User: "spark", MemoryMB: 512, VCores: 1,
 		Script: "sleep 3600 & " + kerneltest.HelperScript("alloc=32")})
@@ -37,6 +59,18 @@ func TestPressure(t *testing.T) {
 		v, ok := value(scrape(t, b), "koordlet_yarn_container_memory_usage_bytes", map[string]string{"container_id": older})
 		return ok && v > 190<<20
 	}, 30*time.Second, 500*time.Millisecond)
+	want := "processes"
+	if ownMemory {
+		want = "cgroup"
+	}
+	assert.Eventually(t, func() bool {
+		resp, err := b.Containers()
+		if err != nil {
+			return false
+		}
+		c := find(resp, older)
+		return c != nil && c.Cgroups[cgroups.Memory].Owned == ownMemory && string(c.MemoryAccounting()) == want
+	}, 10*time.Second, 200*time.Millisecond, "the container's memory is measured by %s", want)
 
 	// The lower percent is the next whole percent above today's usage and
 	// the threshold one more: the newest executor allocating 1 GiB (over 2%
