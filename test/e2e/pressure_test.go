@@ -33,11 +33,15 @@ func TestPressure(t *testing.T) {
 // Hadoop's default), where the containers' memory is charged to the
 // NodeManager pod: koordlet measures each container from its processes
 // and still evicts the growing executor, never the AM or the NodeManager;
-// and with YARNMemoryCgroup, where koordlet gives each container a memory
-// cgroup of its own.
+// also with the systemd driver's naming and the chart's hierarchy; and with
+// YARNMemoryCgroup, where koordlet gives each container a memory cgroup of
+// its own.
 func TestPressureCPUOnly(t *testing.T) {
 	t.Run("processes", func(t *testing.T) {
 		pressure(t, nodebox.Options{Layout: nodebox.LayoutCPUOnly, KoordletArgs: []string{pressureGates}}, false)
+	})
+	t.Run("systemd", func(t *testing.T) {
+		pressure(t, nodebox.Options{Layout: nodebox.LayoutSystemd, KoordletArgs: []string{pressureGates}}, false)
 	})
 	t.Run("YARNMemoryCgroup", func(t *testing.T) {
 		pressure(t, nodebox.Options{Layout: nodebox.LayoutCPUOnly, KoordletArgs: []string{pressureGates + ",YARNMemoryCgroup=true"}}, true)
