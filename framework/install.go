@@ -84,7 +84,7 @@ func Install(fs *flag.FlagSet) (*Framework, error) {
 		CgroupHierarchy: fw.Informer.Hierarchy,
 	})
 	fw.QoS = yarnqos.New(yarnqos.Options{Store: fw.Store, StatesInformer: fw.Handles.StatesInformer,
-		Hierarchy: fw.Informer.HierarchyDir, Interval: cfg.QoSReconcileInterval})
+		Hierarchy: fw.Informer.HierarchyDir, Locate: fw.Informer.Hierarchy, Interval: cfg.QoSReconcileInterval})
 	fw.Watch = cgroupwatch.New(cgroupwatch.Options{Store: fw.Store, Hierarchy: fw.Informer.Hierarchy, ResyncInterval: cfg.ResyncInterval, Resync: fw.Informer.RequestResync, Registerer: koordmetrics.ExternalRegistry})
 	fw.Informer.AfterFirstSync = func(stopCh <-chan struct{}) {
 		fw.recoverKills()

@@ -32,6 +32,11 @@ type Options struct {
 	// gets the CPU QoS too: sched-idle and Group Identity act between
 	// siblings, so the YARN root must be BE towards its own siblings.
 	Hierarchy func() string
+	// Locate returns the full YARN hierarchy (ok false when unknown): its
+	// cgroup namespace reads /proc/<pid>/cgroup for the checks of a task
+	// before its id is written by number. Without it the paths are taken
+	// as the host's.
+	Locate func() (cgroups.Hierarchy, bool)
 	// Interval is the periodic reconcile.
 	Interval time.Duration
 	// OnApplied, when set, is called after a container's settings were
@@ -344,18 +349,23 @@ func (a *Applier) joinResctrl(c *store.Container) int {
 	// The resctrl tasks file takes numbers: pin each task (pidfd, start
 	// time) and check it is the container's before the write, and that
 	// each number still named it after.
-	v2 := system.GetCurrentCgroupVersion() == system.CgroupVersionV2
-	pinned := pinTasks(system.Conf.ProcRootDir, fresh, cgroups.CPU, ref.Dir, v2)
+	h := cgroups.Hierarchy{ProcRoot: system.Conf.ProcRootDir, V2: system.GetCurrentCgroupVersion() == system.CgroupVersionV2}
+	if a.opts.Locate != nil {
+		if located, ok := a.opts.Locate(); ok {
+			h = located
+		}
+	}
+	pinned := pinTasks(h, fresh, cgroups.CPU, ref.Dir)
 	if len(pinned) == 0 {
 		return 0
 	}
 	u, err := resourceexecutor.CalculateResctrlL3TasksResource(BEResctrlGroup, ids(pinned))
 	if err != nil {
-		misplaced(system.Conf.ProcRootDir, pinned, cgroups.CPU, ref.Dir, v2)
+		misplaced(h, pinned, cgroups.CPU, ref.Dir)
 		return 0
 	}
 	_, err = a.executor.Update(false, u)
-	if wrong := misplaced(system.Conf.ProcRootDir, pinned, cgroups.CPU, ref.Dir, v2); len(wrong) > 0 {
+	if wrong := misplaced(h, pinned, cgroups.CPU, ref.Dir); len(wrong) > 0 {
 		back, berr := resourceexecutor.CalculateResctrlL3TasksResource("", wrong)
 		if berr == nil {
 			_, berr = a.executor.Update(false, back)

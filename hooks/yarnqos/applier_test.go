@@ -238,7 +238,8 @@ func TestMisplacedAfterReuse(t *testing.T) {
 	for _, id := range []int{same, reused, gone} {
 		fakeTask(t, id, 500, dir)
 	}
-	pinned := pinTasks(system.Conf.ProcRootDir, []int32{int32(same), int32(reused), int32(gone)}, cgroups.CPU, dir, false)
+	h := cgroups.Hierarchy{ProcRoot: system.Conf.ProcRootDir}
+	pinned := pinTasks(h, []int32{int32(same), int32(reused), int32(gone)}, cgroups.CPU, dir)
 	require.Len(t, pinned, 3)
 	// reused's task exits and its number is taken by a task elsewhere;
 	// gone's task exits; same's task lives on.
@@ -248,7 +249,7 @@ func TestMisplacedAfterReuse(t *testing.T) {
 	pinned[1].fd, pinned[2].fd = -1, -1
 	fakeTask(t, reused, 900, "kubepods/pod-ls/c1")
 	require.NoError(t, os.RemoveAll(filepath.Join(system.Conf.ProcRootDir, strconv.Itoa(gone))))
-	assert.Equal(t, []int32{int32(reused)}, misplaced(system.Conf.ProcRootDir, pinned, cgroups.CPU, dir, false))
+	assert.Equal(t, []int32{int32(reused)}, misplaced(h, pinned, cgroups.CPU, dir))
 }
 
 func TestApplyResctrlOnFakeRoot(t *testing.T) {

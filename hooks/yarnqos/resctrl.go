@@ -24,8 +24,10 @@ type pinnedTask struct {
 }
 
 // pinTasks keeps the tasks that are, with a pidfd held where the kernel
-// allows one, in the container's cgroup dir (ctrl), with their start time.
-func pinTasks(procRoot string, ids []int32, ctrl cgroups.Controller, dir string, v2 bool) []pinnedTask {
+// allows one, in the container's cgroup dir (ctrl), with their start time;
+// /proc/<id>/cgroup is read through h's cgroup namespace.
+func pinTasks(h cgroups.Hierarchy, ids []int32, ctrl cgroups.Controller, dir string) []pinnedTask {
+	procRoot := h.ProcRoot
 	var out []pinnedTask
 	for _, id := range ids {
 		fd, err := unix.PidfdOpen(int(id), pidfdThread)
@@ -39,7 +41,7 @@ func pinTasks(procRoot string, ids []int32, ctrl cgroups.Controller, dir string,
 			}
 		}
 		start, ok := cgroups.TaskStartTicks(procRoot, int(id))
-		if !ok || !cgroups.InCgroup(procRoot, int(id), ctrl, dir, v2) {
+		if !ok || !h.Contains(int(id), ctrl, dir) {
 			closeFd(fd)
 			continue
 		}
@@ -57,7 +59,8 @@ func pinTasks(procRoot string, ids []int32, ctrl cgroups.Controller, dir string,
 // the number after the write inherited its creator's group, so moving it
 // back to the default group errs on the side of never leaving a foreign
 // task in the BE class. It closes the pidfds.
-func misplaced(procRoot string, pinned []pinnedTask, ctrl cgroups.Controller, dir string, v2 bool) []int32 {
+func misplaced(h cgroups.Hierarchy, pinned []pinnedTask, ctrl cgroups.Controller, dir string) []int32 {
+	procRoot := h.ProcRoot
 	var wrong []int32
 	for _, p := range pinned {
 		alive := p.fd >= 0 && unix.PidfdSendSignal(p.fd, 0, nil, 0) == nil
@@ -69,7 +72,7 @@ func misplaced(procRoot string, pinned []pinnedTask, ctrl cgroups.Controller, di
 		if !ok || start == p.start {
 			continue // gone, or the same task
 		}
-		if !cgroups.InCgroup(procRoot, int(p.id), ctrl, dir, v2) {
+		if !h.Contains(int(p.id), ctrl, dir) {
 			wrong = append(wrong, p.id)
 		}
 	}
