@@ -42,13 +42,17 @@ const Marker = "trusted.koordlet-yarn.memcg"
 // markerValue is the marker's value.
 const markerValue = "1"
 
-// DefaultMaxAgeWithoutChargeMove: on kernels that no longer move charges
-// (Linux 6.8+ rejects memory.move_charge_at_immigrate != 0) the memory a
-// process allocated before its move stays charged to the NodeManager pod's
-// cgroup, so the new cgroup would undercount an old container. Only
-// containers this young (started or first seen) are then adopted; older ones
-// keep the per-process accounting, which counts them whole.
-const DefaultMaxAgeWithoutChargeMove = 10 * time.Second
+// DefaultMaxResidentWithoutChargeMove: on kernels that no longer move
+// charges (Linux 6.8+ rejects memory.move_charge_at_immigrate != 0) the
+// memory a process allocated before its move stays charged to the
+// NodeManager pod's cgroup, so the new cgroup undercounts by what the
+// container held when it was adopted. It is then adopted only while its
+// processes hold at most this much (RssAnon + RssShmem): normally at its
+// first process (YARN's launch script), found by an attach event. The
+// undercount is bounded by it; a container that already holds more keeps
+// the per-process accounting, which counts it whole. (Age is no bound: a
+// JVM fills gigabytes in seconds.)
+const DefaultMaxResidentWithoutChargeMove = 64 << 20
 
 // maxPasses bounds the re-reads of the cpu cgroup's processes in one apply
 // (processes forked by a parent before it moved stay behind).
@@ -68,9 +72,9 @@ type Options struct {
 	// a limit turns memory pressure into OOM kills in the container; Memory
 	// QoS and memory evict act on the cgroup without one.
 	LimitFromRequest bool
-	// MaxAgeWithoutChargeMove, see DefaultMaxAgeWithoutChargeMove (zero:
-	// the default; negative: no age limit).
-	MaxAgeWithoutChargeMove time.Duration
+	// MaxResidentWithoutChargeMove, see DefaultMaxResidentWithoutChargeMove
+	// (zero: the default; negative: no limit).
+	MaxResidentWithoutChargeMove int64
 	// Registerer receives koordlet_yarn_memcg_moves_total (nil: none).
 	Registerer prometheus.Registerer
 	// OnMoved, when set, is called after an apply left every process of
@@ -119,8 +123,8 @@ func New(opts Options) *Applier {
 	if opts.Interval <= 0 {
 		opts.Interval = 10 * time.Second
 	}
-	if opts.MaxAgeWithoutChargeMove == 0 {
-		opts.MaxAgeWithoutChargeMove = DefaultMaxAgeWithoutChargeMove
+	if opts.MaxResidentWithoutChargeMove == 0 {
+		opts.MaxResidentWithoutChargeMove = DefaultMaxResidentWithoutChargeMove
 	}
 	a := &Applier{opts: opts, executor: resourceexecutor.NewResourceUpdateExecutor(),
 		ours: map[string]bool{}, pending: map[string]bool{}, set: map[string]bool{}, skipped: map[string]bool{}}
@@ -342,18 +346,24 @@ func (a *Applier) mayCreate(h cgroups.Hierarchy, c *store.Container) bool {
 }
 
 // tooOld: the kernel does not move charges (known once a leaf was set up)
-// and c is older than MaxAgeWithoutChargeMove (logged once per container).
+// and c's processes already hold more than MaxResidentWithoutChargeMove, or
+// cannot be measured (logged once per container).
 func (a *Applier) tooOld(c *store.Container) bool {
-	if a.chargeMove >= 0 || a.opts.MaxAgeWithoutChargeMove <= 0 {
+	if a.chargeMove >= 0 || a.opts.MaxResidentWithoutChargeMove < 0 {
 		return false
 	}
-	age := a.opts.Now().Sub(c.StartedOrFirstSeen())
-	if age <= a.opts.MaxAgeWithoutChargeMove {
+	h, ok := a.opts.Hierarchy()
+	if !ok {
+		return true
+	}
+	m, err := cgroups.NewProcessMemoryReader(h).NoKeep().Read(cgroups.CPU, h.ContainerRelDir(c.Name))
+	if err == nil && m.Usage() <= a.opts.MaxResidentWithoutChargeMove {
 		return false
 	}
 	if !a.skipped[c.Name] {
 		a.skipped[c.Name] = true
-		klog.V(2).Infof("yarn: no memory cgroup for %s: it is %s old and this kernel does not move charges, so its memory stays measured by its processes", c.Name, age.Round(time.Second))
+		klog.V(2).Infof("yarn: no memory cgroup for %s: its processes already hold %dMi (or cannot be read: %v) and this kernel does not move charges, so its memory stays measured by its processes",
+			c.Name, m.Usage()>>20, err)
 	}
 	return true
 }
@@ -436,7 +446,7 @@ func (a *Applier) configure(memAbs string) {
 		err := os.WriteFile(filepath.Join(memAbs, "memory.move_charge_at_immigrate"), []byte("3"), 0)
 		if err != nil {
 			if a.chargeMove == 0 {
-				klog.Infof("yarn: this kernel does not move memory charges (memory.move_charge_at_immigrate=3: %v): memory a YARN container allocated before koordlet moved it stays charged to the NodeManager pod's cgroup, so only containers younger than %s get a memory cgroup", err, a.opts.MaxAgeWithoutChargeMove)
+				klog.Infof("yarn: this kernel does not move memory charges (memory.move_charge_at_immigrate=3: %v): memory a YARN container allocated before koordlet moved it stays charged to the NodeManager pod's cgroup, so only containers whose processes hold at most %dMi get a memory cgroup (normally at their first process)", err, a.opts.MaxResidentWithoutChargeMove>>20)
 			}
 			a.chargeMove = -1
 		} else if a.chargeMove == 0 {

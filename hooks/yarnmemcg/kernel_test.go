@@ -113,7 +113,7 @@ const mib = 1 << 20
 // removed once the cpu cgroup is gone — after a busy retry, nothing killed.
 func TestRealKernelCPUOnlyContainer(t *testing.T) {
 	n := newNode(t)
-	a := n.applier(Options{})
+	a := n.applier(Options{MaxResidentWithoutChargeMove: -1}) // adopted after they allocate: the charge test below
 	nameA := "container_e17_1700000000000_0042_01_000002"
 	nameB := "container_e17_1700000000000_0042_01_000003"
 
@@ -194,7 +194,7 @@ func TestRealKernelCPUOnlyContainer(t *testing.T) {
 // koordlet makes no memory cgroup for other containers either.
 func TestRealKernelYARNMemoryCgroupUntouched(t *testing.T) {
 	n := newNode(t)
-	a := n.applier(Options{MaxAgeWithoutChargeMove: -1})
+	a := n.applier(Options{MaxResidentWithoutChargeMove: -1})
 	name := "container_1700000000000_0007_01_000002"
 	other := "container_1700000000000_0007_01_000003"
 	p, rel := n.container(name, "exec sleep 3600")
@@ -289,23 +289,35 @@ func waitChan(t *testing.T, ch <-chan string, want string) {
 }
 
 // TestRealKernelOldContainerWithoutChargeMove: on a kernel that no longer
-// moves charges, a container older than the limit keeps its per-process
-// accounting (its memory would stay with the NM pod's cgroup); where the
-// kernel moves charges it is adopted.
+// moves charges, a container whose processes already hold more than the
+// limit keeps its per-process accounting (its memory would stay with the
+// NM pod's cgroup), while one that holds little is adopted whatever its
+// age; where the kernel moves charges both are adopted.
 func TestRealKernelOldContainerWithoutChargeMove(t *testing.T) {
 	n := newNode(t)
-	a := n.applier(Options{Now: func() time.Time { return time.Now().Add(time.Minute) }})
-	name := "container_1700000000000_0007_01_000006"
-	p, rel := n.container(name, "exec sleep 3600")
-	require.NoError(t, p.Release())
+	a := n.applier(Options{MaxResidentWithoutChargeMove: 32 << 20})
+	big := "container_1700000000000_0007_01_000006"
+	small := "container_1700000000000_0007_01_000007"
+	pb, relBig := n.container(big, kerneltest.HelperScript("alloc=96"))
+	require.NoError(t, pb.Release())
+	ps, relSmall := n.container(small, "exec sleep 3600")
+	require.NoError(t, ps.Release())
+	waitFor(t, "the allocator holds its memory", func() bool {
+		m, err := cgroups.NewProcessMemoryReader(n.h).NoKeep().Read(cgroups.CPU, relBig)
+		return err == nil && m.Usage() > 96<<20
+	})
 	n.observe()
-	moved := a.Apply(n.get(name))
+	// The first leaf tells whether charges move.
+	movedSmall := a.Apply(n.get(small))
+	assert.Equal(t, 1, movedSmall, "a container that holds little is adopted, whatever its age")
+	assert.DirExists(t, n.h.AbsDir(cgroups.Memory, relSmall))
+	moved := a.Apply(n.get(big))
 	if a.chargeMove > 0 {
 		assert.Equal(t, 1, moved)
 		return
 	}
 	assert.Equal(t, 0, moved)
-	assert.NoDirExists(t, n.h.AbsDir(cgroups.Memory, rel))
-	assert.Equal(t, 0, a.Apply(n.get(name)), "decided once")
-	assert.NoDirExists(t, n.h.AbsDir(cgroups.Memory, rel))
+	assert.NoDirExists(t, n.h.AbsDir(cgroups.Memory, relBig))
+	assert.Equal(t, 0, a.Apply(n.get(big)), "decided once")
+	assert.NoDirExists(t, n.h.AbsDir(cgroups.Memory, relBig))
 }

@@ -52,6 +52,13 @@ func TestPressureCPUOnly(t *testing.T) {
 // memory cgroups of their own (made by YARN or by koordlet).
 func pressure(t *testing.T, opts nodebox.Options, ownMemory bool) {
 	b := startBox(t, opts)
+	if ownMemory && opts.Layout.Name == nodebox.LayoutCPUOnly.Name {
+		// koordlet makes the memory cgroups: its loops start once its
+		// metric advisor has synced, a moment after the box is up. This
+		// kernel no longer moves charges, so a container is adopted only
+		// while it holds little (its launch script): launch after.
+		time.Sleep(3 * time.Second)
+	}
 	ctx := context.Background()
 	am, err := b.NM.Launch(nmemu.Spec{AppID: 5, Attempt: 1, Sequence: 1, User: "spark", MemoryMB: 512, VCores: 1,
 		Script: "sleep 3600 & " + kerneltest.HelperScript("alloc=32")})

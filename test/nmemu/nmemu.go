@@ -64,6 +64,10 @@ type Config struct {
 	ClusterTimestamp int64
 	// NodeID is the NM's node id (host:port).
 	NodeID string
+	// LaunchDelay is how long the container's launch script runs in its
+	// cgroups before it execs the workload, as YARN's launch_container.sh
+	// does (links, environment, then exec java): 0 execs at once.
+	LaunchDelay time.Duration
 }
 
 // Container is one emulated container.
@@ -298,7 +302,11 @@ func (nm *NM) start(c *Container, script string, env []string) error {
 	}
 	// The shell waits at a gate until it is inside the cgroups, so every
 	// process it forks is born there, as with the LCE.
-	cmd := exec.Command("sh", "-c", "read gate; "+script)
+	launch := "read gate; "
+	if nm.cfg.LaunchDelay > 0 {
+		launch += fmt.Sprintf("sleep %.3f; ", nm.cfg.LaunchDelay.Seconds())
+	}
+	cmd := exec.Command("sh", "-c", launch+script)
 	cmd.Env = env
 	stdin, err := cmd.StdinPipe()
 	if err != nil {

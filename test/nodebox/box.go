@@ -276,6 +276,8 @@ func Start(ctx context.Context, opts Options) (b *Box, err error) {
 		CgroupRoot: b.cgroupRoot, Hierarchy: l.Hierarchy(), Controllers: l.yarnControllers(),
 		PodCgroup: b.pods["nodemanager"].containerCgroup, PodControllers: b.ctrls(),
 		NodeID: "127.0.0.1:8041",
+		// YARN's launch script runs a moment before it execs the JVM.
+		LaunchDelay: 200 * time.Millisecond,
 	}
 	if opts.FakeRoot {
 		nmCfg.FakeFiles = fakeKernelFiles
