@@ -25,7 +25,7 @@ type inotifySource interface {
 // inotifyMask: children made and removed. The kernel adds IN_IGNORED when
 // a watch ends (its directory removed) and IN_Q_OVERFLOW when the queue
 // overflowed.
-const inotifyMask = unix.IN_CREATE | unix.IN_DELETE | unix.IN_ONLYDIR
+const inotifyMask = unix.IN_CREATE | unix.IN_DELETE | unix.IN_MOVED_TO | unix.IN_MOVED_FROM | unix.IN_ONLYDIR
 
 type inotifyFD struct {
 	f *os.File // the fd in Go's poller, so that Close ends a blocked Read
@@ -101,10 +101,12 @@ func (w *Watcher) handleInotify(b []byte, stopCh <-chan struct{}) {
 			w.requestResync()
 		case raw.Mask&unix.IN_IGNORED != 0:
 			w.rootGone(key)
-		case raw.Mask&unix.IN_CREATE != 0:
+		case raw.Mask&(unix.IN_CREATE|unix.IN_MOVED_TO) != 0:
+			// A directory renamed into the root (cgroup v1 allows a rename
+			// within a parent) is a new container cgroup as much as a mkdir.
 			w.observe(store.CgroupCreated, key, name, 0)
 			go w.firstPids(key, name, stopCh)
-		case raw.Mask&unix.IN_DELETE != 0:
+		case raw.Mask&(unix.IN_DELETE|unix.IN_MOVED_FROM) != 0:
 			w.observe(store.CgroupRemoved, key, name, 0)
 		}
 	}

@@ -282,10 +282,23 @@ func (nm *NM) start(c *Container, script string, env []string) error {
 		}
 		// The container's own cgroup must be new: one that exists is
 		// not ours to fill or remove.
-		if err := os.Mkdir(dir, 0o755); err != nil {
+		if _, err := os.Lstat(dir); err == nil {
+			return fmt.Errorf("create cgroup %s: %w", dir, os.ErrExist)
+		}
+		if nm.cfg.FakeFiles != nil {
+			// A fake cgroup appears with its files, as the kernel's does:
+			// made beside, then renamed into place.
+			stage := filepath.Join(filepath.Dir(dir), ".stage-"+c.ID)
+			if err := os.Mkdir(stage, 0o755); err != nil {
+				return fmt.Errorf("create cgroup %s: %w", stage, err)
+			}
+			nm.writeFakeFiles(ctrl, stage, true)
+			if err := os.Rename(stage, dir); err != nil {
+				return fmt.Errorf("create cgroup %s: %w", dir, err)
+			}
+		} else if err := os.Mkdir(dir, 0o755); err != nil {
 			return fmt.Errorf("create cgroup %s: %w", dir, err)
 		}
-		nm.writeFakeFiles(ctrl, dir, true)
 		dirs = append(dirs, dir)
 	}
 	if nm.cfg.MirrorRoot != "" {
