@@ -2,6 +2,8 @@ package cgroups
 
 import (
 	"errors"
+	"os"
+	"path/filepath"
 	"syscall"
 )
 
@@ -87,4 +89,14 @@ func parsePids(b []byte) []int {
 		pids = append(pids, v)
 	}
 	return pids
+}
+
+// ReadPids lists the processes in cgroup directory dir (its cgroup.procs;
+// an absolute path).
+func ReadPids(dir string) ([]int, error) {
+	b, err := os.ReadFile(filepath.Join(dir, "cgroup.procs"))
+	if err != nil {
+		return nil, err
+	}
+	return parsePids(b), nil
 }

@@ -256,7 +256,7 @@ func (a *Applier) Apply(c *store.Container) int {
 	}
 	cpuAbs := h.AbsDir(cgroups.CPU, own)
 	memAbs := h.AbsDir(cgroups.Memory, own)
-	pids, err := readPids(cpuAbs)
+	pids, err := cgroups.ReadPids(cpuAbs)
 	if err != nil || len(pids) == 0 {
 		// No process yet: YARN writes the first one into its cgroups only
 		// after it made all of them, so a memory cgroup made before that
@@ -299,7 +299,7 @@ func (a *Applier) Apply(c *store.Container) int {
 	moved := 0
 	for pass := 0; pass < maxPasses; pass++ {
 		if pass > 0 {
-			if pids, err = readPids(cpuAbs); err != nil {
+			if pids, err = cgroups.ReadPids(cpuAbs); err != nil {
 				return moved
 			}
 		}
@@ -352,19 +352,23 @@ func (a *Applier) tooOld(c *store.Container) bool {
 	if a.chargeMove >= 0 || a.opts.MaxResidentWithoutChargeMove < 0 {
 		return false
 	}
+	if a.skipped[c.Name] {
+		return true // decided once: it would undercount from now on too
+	}
 	h, ok := a.opts.Hierarchy()
 	if !ok {
 		return true
 	}
 	m, err := cgroups.NewProcessMemoryReader(h).NoKeep().Read(cgroups.CPU, h.ContainerRelDir(c.Name))
-	if err == nil && m.Usage() <= a.opts.MaxResidentWithoutChargeMove {
+	switch {
+	case err != nil:
+		return true // not measurable now: not adopted now, asked again later
+	case m.Usage() <= a.opts.MaxResidentWithoutChargeMove:
 		return false
 	}
-	if !a.skipped[c.Name] {
-		a.skipped[c.Name] = true
-		klog.V(2).Infof("yarn: no memory cgroup for %s: its processes already hold %dMi (or cannot be read: %v) and this kernel does not move charges, so its memory stays measured by its processes",
-			c.Name, m.Usage()>>20, err)
-	}
+	a.skipped[c.Name] = true
+	klog.V(2).Infof("yarn: no memory cgroup for %s: its processes already hold %dMi and this kernel does not move charges, so its memory stays measured by its processes",
+		c.Name, m.Usage()>>20)
 	return true
 }
 
@@ -585,23 +589,8 @@ func writeProcs(dir string, pid int) error {
 
 // kernelPids lists a cgroup dir's processes (none when unreadable).
 func kernelPids(dir string) []int {
-	pids, _ := readPids(dir)
+	pids, _ := cgroups.ReadPids(dir)
 	return pids
-}
-
-// readPids lists the processes of a cgroup dir.
-func readPids(dir string) ([]int, error) {
-	b, err := os.ReadFile(filepath.Join(dir, "cgroup.procs"))
-	if err != nil {
-		return nil, err
-	}
-	var pids []int
-	for _, f := range strings.Fields(string(b)) {
-		if p, err := strconv.Atoi(f); err == nil && p > 0 {
-			pids = append(pids, p)
-		}
-	}
-	return pids, nil
 }
 
 // sweep removes the marked leaves whose container's cpu cgroup is gone and

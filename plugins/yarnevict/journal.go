@@ -114,7 +114,7 @@ func (k *Killer) Recover(containers []*store.Container) []Recovered {
 			r := Recovered{Container: c.Name, Entry: e}
 			if e.Step != StepJournaled {
 				signalled := map[int]bool{}
-				_, r.Remaining = k.killPasses(filepath.Join(abs, "cgroup.procs"), ctrl, dir, signalled, false)
+				_, r.Remaining = k.killPasses(abs, ctrl, dir, signalled, false)
 				r.Signalled, r.Finished = len(signalled), true
 				klog.Infof("yarn: finished the kill of container %s (%s, interrupted at %s on %s): signalled %d processes, %d left",
 					c.Name, e.Reason, e.Step, e.At.Format(time.RFC3339), r.Signalled, r.Remaining)

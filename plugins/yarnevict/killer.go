@@ -121,13 +121,12 @@ func (k *Killer) Kill(c *store.Container) (KillResult, error) {
 	defer func() { k.Flights.end(c.Name, ok) }()
 
 	abs := k.H.AbsDir(ctrl, dir)
-	procsPath := filepath.Join(abs, "cgroup.procs")
-	pids, err := readPids(procsPath)
+	pids, err := cgroups.ReadPids(abs)
 	if err != nil {
 		if os.IsNotExist(err) {
 			return res, fmt.Errorf("container %s: cgroup gone: %w", c.Name, ErrNothingKilled)
 		}
-		return res, fmt.Errorf("list processes of %s: %w", procsPath, err)
+		return res, fmt.Errorf("list processes of %s: %w", abs, err)
 	}
 	if len(pids) == 0 {
 		return res, fmt.Errorf("container %s has no process: %w", c.Name, ErrNothingKilled)
@@ -138,7 +137,7 @@ func (k *Killer) Kill(c *store.Container) (KillResult, error) {
 	k.hook(StepJournaled)
 
 	// 1. SIGTERM: let the JVM run its shutdown hooks.
-	k.signalAll(procsPath, ctrl, dir, unix.SIGTERM, signalled)
+	k.signalAll(abs, ctrl, dir, unix.SIGTERM, signalled)
 	if len(signalled) > 0 {
 		k.Journal.record(abs, StepTermSent, k.Reason)
 	}
@@ -146,7 +145,7 @@ func (k *Killer) Kill(c *store.Container) (KillResult, error) {
 	if len(signalled) > 0 && k.Grace > 0 {
 		deadline := time.Now().Add(k.Grace)
 		for time.Now().Before(deadline) {
-			if left, _ := readPids(procsPath); len(left) == 0 {
+			if left, _ := cgroups.ReadPids(abs); len(left) == 0 {
 				break
 			}
 			k.sleep(20 * time.Millisecond)
@@ -163,11 +162,11 @@ func (k *Killer) Kill(c *store.Container) (KillResult, error) {
 			klog.V(4).Infof("yarn: cgroup.kill of %s: %v; signalling each process", c.Name, err)
 		}
 	}
-	res.Passes, res.Remaining = k.killPasses(procsPath, ctrl, dir, signalled, true)
+	res.Passes, res.Remaining = k.killPasses(abs, ctrl, dir, signalled, true)
 	res.Signalled = len(signalled)
 	switch {
 	case res.Signalled == 0 && !res.Atomic:
-		if left, _ := readPids(procsPath); len(left) == 0 {
+		if left, _ := cgroups.ReadPids(abs); len(left) == 0 {
 			return res, fmt.Errorf("container %s: its processes exited before any signal: %w", c.Name, ErrNothingKilled)
 		}
 		return res, fmt.Errorf("container %s: %d processes listed, none verified in its cgroup %s (is koordlet in a private cgroup namespace?): %w",
@@ -184,10 +183,10 @@ func (k *Killer) Kill(c *store.Container) (KillResult, error) {
 // pass, until the cgroup holds no process that is not exiting, or the exit
 // timeout. It returns the passes made and the processes left that are
 // neither gone nor exiting. hookFirst calls the hook after the first pass.
-func (k *Killer) killPasses(procsPath string, ctrl cgroups.Controller, dir string, signalled map[int]bool, hookFirst bool) (passes, remaining int) {
+func (k *Killer) killPasses(abs string, ctrl cgroups.Controller, dir string, signalled map[int]bool, hookFirst bool) (passes, remaining int) {
 	deadline := time.Now().Add(k.exitTimeout())
 	for {
-		pids, err := readPids(procsPath)
+		pids, err := cgroups.ReadPids(abs)
 		if err != nil || len(pids) == 0 {
 			return passes, 0
 		}
@@ -218,10 +217,10 @@ func (k *Killer) WaitGone(c *store.Container, timeout time.Duration) int {
 	if err != nil {
 		return 0
 	}
-	procsPath := filepath.Join(k.H.AbsDir(ctrl, dir), "cgroup.procs")
+	abs := k.H.AbsDir(ctrl, dir)
 	deadline := time.Now().Add(timeout)
 	for {
-		pids, err := readPids(procsPath)
+		pids, err := cgroups.ReadPids(abs)
 		if err != nil || len(pids) == 0 {
 			return 0
 		}
@@ -253,10 +252,10 @@ func (k *Killer) exitTimeout() time.Duration {
 	return defaultExitTimeout
 }
 
-// signalAll sends sig to every process listed in procsPath that a pidfd
+// signalAll sends sig to every process of cgroup directory abs that a pidfd
 // proves to be in the container's cgroup, recording them in signalled.
-func (k *Killer) signalAll(procsPath string, ctrl cgroups.Controller, dir string, sig unix.Signal, signalled map[int]bool) {
-	pids, _ := readPids(procsPath)
+func (k *Killer) signalAll(abs string, ctrl cgroups.Controller, dir string, sig unix.Signal, signalled map[int]bool) {
+	pids, _ := cgroups.ReadPids(abs)
 	for _, pid := range pids {
 		if k.signal(pid, ctrl, dir, sig) {
 			signalled[pid] = true
@@ -305,18 +304,4 @@ func exiting(procRoot string, pid int) bool {
 	}
 	flags, err := strconv.ParseUint(f[6], 10, 64)
 	return err == nil && flags&pfExiting != 0
-}
-
-func readPids(path string) ([]int, error) {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return nil, err
-	}
-	var pids []int
-	for _, f := range strings.Fields(string(b)) {
-		if p, err := strconv.Atoi(f); err == nil {
-			pids = append(pids, p)
-		}
-	}
-	return pids, nil
 }
