@@ -24,13 +24,13 @@ import (
 	"github.com/koordinator-sh/koordinator/pkg/koordlet/metrics"
 	metricsutil "github.com/koordinator-sh/koordinator/pkg/util/metrics"
 
-	"github.com/koordlet-yarn/koordlet-yarn/framework"
+	koordletyarn "github.com/koordlet-yarn/koordlet-yarn"
 )
 
 func main() {
 	// The plugin set registers its gates, flags and plugins first, so that
 	// --feature-gates and --help know them.
-	yarn, err := framework.Install(flag.CommandLine)
+	yarn, err := koordletyarn.Install(flag.CommandLine)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "koordlet: install the YARN plugin set: %v\n", err)
 		os.Exit(1)

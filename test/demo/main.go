@@ -23,7 +23,7 @@ import (
 
 	slov1alpha1 "github.com/koordinator-sh/koordinator/apis/slo/v1alpha1"
 
-	"github.com/koordlet-yarn/koordlet-yarn/framework"
+	koordletyarn "github.com/koordlet-yarn/koordlet-yarn"
 	"github.com/koordlet-yarn/koordlet-yarn/framework/cgroups"
 	"github.com/koordlet-yarn/koordlet-yarn/test/kerneltest"
 	"github.com/koordlet-yarn/koordlet-yarn/test/nmemu"
@@ -184,7 +184,7 @@ func show(box *nodebox.Box) error {
 	if err != nil {
 		return err
 	}
-	fmt.Printf("  koordlet GET %s: %d containers; NM %s (pod %s)\n", framework.ContainersPath, len(resp.Containers), resp.Informer.NMEndpoint, resp.Informer.NMPod)
+	fmt.Printf("  koordlet GET %s: %d containers; NM %s (pod %s)\n", koordletyarn.ContainersPath, len(resp.Containers), resp.Informer.NMEndpoint, resp.Informer.NMPod)
 	tw := tabwriter.NewWriter(os.Stdout, 2, 4, 2, ' ', 0)
 	usage := scrapeUsage(box)
 	fmt.Fprintln(tw, "  CONTAINER\tAM\tUSER\tSTATE\tEXEC\tSEEN IN\tREQ CPU\tREQ MEM\tUSED CPU\tUSED MEM\tPIDS\tOWN CGROUPS\tCPU.IDLE")

@@ -7,14 +7,14 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/koordlet-yarn/koordlet-yarn/framework"
+	koordletyarn "github.com/koordlet-yarn/koordlet-yarn"
 	"github.com/koordlet-yarn/koordlet-yarn/framework/cgroups"
 	"github.com/koordlet-yarn/koordlet-yarn/framework/store"
 	"github.com/koordlet-yarn/koordlet-yarn/test/nmemu"
 	"github.com/koordlet-yarn/koordlet-yarn/test/nodebox"
 )
 
-func find(resp framework.ContainersResponse, id string) *store.Container {
+func find(resp koordletyarn.ContainersResponse, id string) *store.Container {
 	for _, c := range resp.Containers {
 		if c.Name == id {
 			return c
@@ -34,7 +34,7 @@ func TestDiscovery(t *testing.T) {
 		Opportunistic: true, Script: "exec sleep 3600"})
 	require.NoError(t, err)
 
-	var resp framework.ContainersResponse
+	var resp koordletyarn.ContainersResponse
 	require.Eventually(t, func() bool {
 		resp, err = b.Containers()
 		if err != nil {

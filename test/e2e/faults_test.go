@@ -11,7 +11,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/koordlet-yarn/koordlet-yarn/framework"
+	koordletyarn "github.com/koordlet-yarn/koordlet-yarn"
 	"github.com/koordlet-yarn/koordlet-yarn/framework/store"
 	"github.com/koordlet-yarn/koordlet-yarn/test/nmemu"
 	"github.com/koordlet-yarn/koordlet-yarn/test/nodebox"
@@ -40,7 +40,7 @@ func TestFaults(t *testing.T) {
 	require.NoError(t, err)
 	ex, err := b.NM.Launch(nmemu.Spec{AppID: 7, Attempt: 1, Sequence: 2, User: "etl", MemoryMB: 2048, VCores: 1, Script: "exec sleep 3600"})
 	require.NoError(t, err)
-	var resp framework.ContainersResponse
+	var resp koordletyarn.ContainersResponse
 	require.Eventually(t, func() bool {
 		resp, err = b.Containers()
 		return err == nil && find(resp, am) != nil && find(resp, ex) != nil && find(resp, ex).Source == store.SourceBoth

@@ -14,7 +14,7 @@ import (
 
 	slov1alpha1 "github.com/koordinator-sh/koordinator/apis/slo/v1alpha1"
 
-	"github.com/koordlet-yarn/koordlet-yarn/framework"
+	koordletyarn "github.com/koordlet-yarn/koordlet-yarn"
 	"github.com/koordlet-yarn/koordlet-yarn/framework/cgroups"
 	"github.com/koordlet-yarn/koordlet-yarn/test/kerneltest"
 	"github.com/koordlet-yarn/koordlet-yarn/test/nmemu"
@@ -40,7 +40,7 @@ func TestLayoutDiscoveryAndMetrics(t *testing.T) {
 				Script: kerneltest.HelperScript("burn")})
 			require.NoError(t, err)
 
-			var resp framework.ContainersResponse
+			var resp koordletyarn.ContainersResponse
 			require.Eventually(t, func() bool {
 				resp, err = b.Containers()
 				if err != nil {

@@ -29,7 +29,7 @@ import (
 	slov1alpha1 "github.com/koordinator-sh/koordinator/apis/slo/v1alpha1"
 	koordclient "github.com/koordinator-sh/koordinator/pkg/client/clientset/versioned"
 
-	"github.com/koordlet-yarn/koordlet-yarn/framework"
+	koordletyarn "github.com/koordlet-yarn/koordlet-yarn"
 	"github.com/koordlet-yarn/koordlet-yarn/test/cgtree"
 	"github.com/koordlet-yarn/koordlet-yarn/test/nmemu"
 )
@@ -472,14 +472,14 @@ func (b *Box) koordletURL(path string) string {
 }
 
 // Containers fetches koordlet's /yarn/containers.
-func (b *Box) Containers() (framework.ContainersResponse, error) {
-	var out framework.ContainersResponse
-	body, err := b.get(framework.ContainersPath)
+func (b *Box) Containers() (koordletyarn.ContainersResponse, error) {
+	var out koordletyarn.ContainersResponse
+	body, err := b.get(koordletyarn.ContainersPath)
 	if err != nil {
 		return out, err
 	}
 	if err := json.Unmarshal(body, &out); err != nil {
-		return out, fmt.Errorf("decode %s: %w", framework.ContainersPath, err)
+		return out, fmt.Errorf("decode %s: %w", koordletyarn.ContainersPath, err)
 	}
 	return out, nil
 }

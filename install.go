@@ -1,7 +1,11 @@
-// Package framework wires the koordlet-yarn plugin set into koordlet: it
-// registers the feature gates, flags, the statesinformer plugin, the handle
-// capture and the debug endpoint into koordlet's own registries.
-package framework
+// Package koordletyarn is the one entry point of the koordlet-yarn plugin
+// set: Install wires it into koordlet's own registries — the feature gates,
+// flags, the statesinformer plugin, the qosmanager strategies, the handle
+// capture and the debug endpoint. A custom koordlet build calls Install
+// before it parses its flags (see cmd/koordlet). The framework packages
+// below it hold only what every layer shares; imports point one way:
+// this package → plugins, collectors, hooks → framework.
+package koordletyarn
 
 import (
 	"flag"

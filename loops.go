@@ -1,4 +1,4 @@
-package framework
+package koordletyarn
 
 import (
 	"k8s.io/klog/v2"

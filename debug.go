@@ -1,4 +1,4 @@
-package framework
+package koordletyarn
 
 import (
 	"encoding/json"
