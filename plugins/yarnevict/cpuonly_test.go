@@ -71,7 +71,7 @@ func TestRealKernelMemoryEvictWithoutMemoryCgroup(t *testing.T) {
 		{am, "sleep 3600 & wait", 0},
 		{old, kerneltest.HelperScript("alloc=160"), 160<<20 + baseline},
 		// The newest executor: a launcher shell and its allocator.
-		{newest, "(" + kerneltest.HelperScript("alloc=192") + ") & wait", 192<<20 + baseline},
+		{newest, "(" + kerneltest.HelperScript("alloc=512") + ") & wait", 512<<20 + baseline},
 	}
 	for _, w := range work {
 		p := kerneltest.Start(t, w.script, kerneltest.MakeCgroup(t, "cpu", hier+"/"+w.name), kerneltest.MakeCgroup(t, "cpuacct", hier+"/"+w.name))
@@ -101,16 +101,21 @@ func TestRealKernelMemoryEvictWithoutMemoryCgroup(t *testing.T) {
 		require.Equal(t, cgroups.MemoryByProcesses, c.Cgroups.MemoryAccounting(), "%s: %+v", c.Name, c.Cgroups)
 	}
 
-	// The node's capacity is set so that today's real usage sits at 72%:
-	// above the 70% threshold, with ~4% of it (tens of MiB) to release.
+	// The node's capacity is set, just before the cycle, so that today's
+	// real usage lies needMiB above the 98% lower percent, and so above the
+	// 99% threshold whatever the host holds (up to ~25 GB): the need is a
+	// fixed amount, not a share of what other processes on the host use,
+	// and the newest executor alone covers it with ~190 MiB to spare either
+	// way for drift during the cycle.
+	const needMiB = 320
 	capacity := func() int64 {
 		mi, err := koordletutil.GetMemInfo()
 		require.NoError(t, err)
-		return int64(mi.MemUsageBytes()) * 100 / 72
+		return (int64(mi.MemUsageBytes()) - needMiB<<20) * 100 / 98
 	}
 	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n1"}}
 	slo := &slov1alpha1.NodeSLO{Spec: slov1alpha1.NodeSLOSpec{ResourceUsedThresholdWithBE: &slov1alpha1.ResourceThresholdStrategy{
-		Enable: ptr.To(true), MemoryEvictThresholdPercent: ptr.To[int64](70), MemoryEvictLowerPercent: ptr.To[int64](69)}}}
+		Enable: ptr.To(true), MemoryEvictThresholdPercent: ptr.To[int64](99), MemoryEvictLowerPercent: ptr.To[int64](98)}}}
 	nmPod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "yarn", Name: "nodemanager", UID: "nm-uid",
 		Labels: map[string]string{"app.kubernetes.io/component": "node-manager", "koordinator.sh/qosClass": "BE"}}}
 	ctrl := gomock.NewController(t)
@@ -164,7 +169,7 @@ func TestRealKernelMemoryEvictWithoutMemoryCgroup(t *testing.T) {
 	evicted := m.Cycle(time.Now())
 	require.Len(t, evicted, 1, "one container covers the need")
 	assert.Equal(t, newest, evicted[0].Name())
-	assert.InEpsilon(t, float64(192<<20+baseline), float64(evicted[0].MemoryUsed), 0.03)
+	assert.InEpsilon(t, float64(512<<20+baseline), float64(evicted[0].MemoryUsed), 0.03)
 	assert.Equal(t, 0, deps.Killer().WaitGone(victim, 5*time.Second))
 	for _, pid := range append(append(append([]int{}, amC.Pids...), oldC.Pids...), nm.Pid()) {
 		assert.True(t, alive(pid), "pid %d survives", pid)

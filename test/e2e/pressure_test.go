@@ -83,14 +83,15 @@ func pressure(t *testing.T, opts nodebox.Options, ownMemory bool) {
 		return c != nil && c.Cgroups[cgroups.Memory].Owned == ownMemory && string(c.MemoryAccounting()) == want
 	}, 10*time.Second, 200*time.Millisecond, "the container's memory is measured by %s", want)
 
-	// The lower percent is the next whole percent above today's usage and
-	// the threshold one more: the newest executor allocating 1 GiB (over 2%
-	// of this node) crosses it, and whatever it holds when koordlet decides
-	// covers the release down to the lower percent, which lies above the
-	// memory everything else holds: it alone is evicted.
+	// The lower percent lies one to two percent (on this node 245–490 MiB)
+	// above today's usage and the threshold one more: the newest executor
+	// allocating 2 GiB (over 8%) crosses it, and whatever it holds when
+	// koordlet decides covers the release down to the lower percent unless
+	// the rest of the node grew by more than that margin meanwhile: it alone
+	// is evicted.
 	total, used, err := nodebox.MemInfo()
 	require.NoError(t, err)
-	lower := used*100/total + 1
+	lower := used*100/total + 2
 	threshold := lower + 1
 	t.Logf("node memory %d%% used; BE memory evict threshold %d%%, lower %d%%", used*100/total, threshold, lower)
 	require.NoError(t, b.UpdateNodeSLO(ctx, func(s *slov1alpha1.NodeSLOSpec) {
@@ -98,8 +99,8 @@ func pressure(t *testing.T, opts nodebox.Options, ownMemory bool) {
 			MemoryEvictThresholdPercent: ptr.To(threshold), MemoryEvictLowerPercent: ptr.To(lower)}
 	}))
 	time.Sleep(2 * time.Second) // koordlet sees the NodeSLO
-	newest, err := b.NM.Launch(nmemu.Spec{AppID: 5, Attempt: 1, Sequence: 3, User: "spark", MemoryMB: 2048, VCores: 1,
-		Script: "(" + kerneltest.HelperScript("alloc=16") + ") & " + kerneltest.HelperScript("alloc=1024")})
+	newest, err := b.NM.Launch(nmemu.Spec{AppID: 5, Attempt: 1, Sequence: 3, User: "spark", MemoryMB: 3072, VCores: 1,
+		Script: "(" + kerneltest.HelperScript("alloc=16") + ") & " + kerneltest.HelperScript("alloc=2048")})
 	require.NoError(t, err)
 
 	select {
