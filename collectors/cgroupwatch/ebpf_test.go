@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -171,7 +172,7 @@ func TestRealKernelEBPFUnified(t *testing.T) {
 
 // TestRealKernelWatcherUnified: the watcher on the unified hierarchy keys
 // its root with hierarchy id 0, and a container's mkdir and process reach
-// the store as owned in every controller.
+// the store, owned in every controller its YARN root enables.
 func TestRealKernelWatcherUnified(t *testing.T) {
 	const unified = kerneltest.CgroupRoot + "/unified"
 	if os.Geteuid() != 0 {
@@ -198,7 +199,15 @@ func TestRealKernelWatcherUnified(t *testing.T) {
 	require.Eventually(t, func() bool { c, ok := st.Get(name); return ok && len(c.Pids) == 1 }, 2*time.Second, 5*time.Millisecond)
 	c, _ := st.Get(name)
 	assert.Equal(t, []int{p.Pid()}, c.Pids)
-	for ctrl := range c.Cgroups {
-		assert.Equal(t, cgroups.Ref{Dir: h.ContainerRelDir(name), Owned: true}, c.Cgroups[ctrl], cgroups.Controller(ctrl).String())
+	own := cgroups.Ref{Dir: h.ContainerRelDir(name), Owned: true}
+	assert.Equal(t, own, c.Cgroups[cgroups.CPU], "membership and the base cpu.stat are the container's own")
+	assert.Equal(t, own, c.Cgroups[cgroups.CPUAcct])
+	// The other controllers are the container's own only when the YARN root
+	// enables them for its children; this hybrid host binds every
+	// controller to cgroup v1, so its unified hierarchy enables none.
+	enabled, err := os.ReadFile(filepath.Join(yarnRoot, "cgroup.subtree_control"))
+	require.NoError(t, err)
+	for ctrl, v2name := range map[cgroups.Controller]string{cgroups.Memory: "memory", cgroups.CPUSet: "cpuset", cgroups.Blkio: "io"} {
+		assert.Equal(t, strings.Contains(string(enabled), v2name), c.Cgroups[ctrl].Owned, ctrl.String())
 	}
 }

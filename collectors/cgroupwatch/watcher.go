@@ -590,7 +590,8 @@ func (w *Watcher) rootOf(key ParentKey) ([]cgroups.Controller, bool) {
 }
 
 // observe turns a cgroup event into store events for canonical container
-// names: one per controller mounted at the root (all at once on cgroup v2).
+// names: one per controller mounted at the root (all at once on cgroup v2,
+// with the controllers the YARN root enables for its containers).
 func (w *Watcher) observe(t store.CgroupEventType, key ParentKey, name string, pid int) {
 	if !yarn.IsCanonical(name) {
 		return
@@ -604,6 +605,12 @@ func (w *Watcher) observe(t store.CgroupEventType, key ParentKey, name string, p
 	now := w.opts.Now()
 	if w.h.V2 {
 		ev.Controller = store.AllControllers
+		if t != store.CgroupRemoved {
+			// Which controllers YARN enabled for its containers: one small
+			// read of the YARN root's cgroup.subtree_control per event.
+			v2, _ := w.h.ReadV2Controllers()
+			ev.V2 = &v2
+		}
 		w.opts.Store.Observe(ev, now)
 		return
 	}

@@ -130,12 +130,10 @@ func (s *Scanner) Scan() (ScanResult, error) {
 			res.Containers[i].Cgroups[c] = Ref{Dir: s.ownDir(&res.Containers[i]), Owned: true}
 		}
 	}
-	if s.h.V2 {
+	if s.h.V2 && len(res.Containers) > 0 {
+		v2, _ := s.h.ReadV2Controllers()
 		for i := range res.Containers {
-			ref := res.Containers[i].Cgroups[0]
-			for c := range res.Containers[i].Cgroups {
-				res.Containers[i].Cgroups[c] = ref
-			}
+			res.Containers[i].Cgroups = v2.Refs(res.Containers[i].Cgroups[0].Dir)
 		}
 	}
 	for i := range res.Containers {

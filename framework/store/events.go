@@ -29,6 +29,10 @@ type CgroupEvent struct {
 	Dir string
 	// Pid is the attached process (CgroupAttached).
 	Pid int
+	// V2 is, with Controller AllControllers on cgroup v2, which controllers
+	// the container's directory has (see cgroups.V2Controllers); nil means
+	// every controller.
+	V2 *cgroups.V2Controllers
 }
 
 // AllControllers in a CgroupEvent means every controller (cgroup v2: one
@@ -56,7 +60,11 @@ func (s *Store) Observe(ev CgroupEvent, now time.Time) {
 		} else {
 			c = newContainer(ev.Name, ev.ID, now)
 		}
-		setRef(&c.Cgroups, ev.Controller, cgroups.Ref{Dir: ev.Dir, Owned: true})
+		if ev.Controller == AllControllers && ev.V2 != nil {
+			c.Cgroups = ev.V2.Refs(ev.Dir)
+		} else {
+			setRef(&c.Cgroups, ev.Controller, cgroups.Ref{Dir: ev.Dir, Owned: true})
+		}
 		c.Source |= SourceCgroup
 		if ev.Type == CgroupAttached && ev.Pid > 0 && !slices.Contains(c.Pids, ev.Pid) {
 			c.Pids = append(slices.Clone(c.Pids), ev.Pid)

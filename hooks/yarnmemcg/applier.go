@@ -216,7 +216,13 @@ func (a *Applier) hierarchy() (cgroups.Hierarchy, bool) {
 	if h.V2 {
 		if !a.v2Logged {
 			a.v2Logged = true
-			klog.Infof("yarn: YARNMemoryCgroup does nothing on cgroup v2: each YARN container's unified directory already holds its memory")
+			if v2, _ := h.ReadV2Controllers(); v2.Enabled(cgroups.Memory) {
+				klog.Infof("yarn: YARNMemoryCgroup does nothing on cgroup v2: each YARN container's unified directory already holds its memory")
+			} else {
+				klog.Infof("yarn: YARNMemoryCgroup does nothing on cgroup v2: the YARN hierarchy %s does not enable the memory controller for its containers "+
+					"(yarn.nodemanager.resource.memory.enabled=false); enabling it is YARN's configuration, not koordlet's, and a process cannot leave its "+
+					"unified directory for a memory one: their memory is measured by their processes", h.Dir)
+			}
 		}
 		return h, false
 	}

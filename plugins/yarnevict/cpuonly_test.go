@@ -2,6 +2,8 @@ package yarnevict
 
 import (
 	"context"
+	"os"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -25,12 +27,14 @@ import (
 	"github.com/koordinator-sh/koordinator/pkg/koordlet/statesinformer"
 	mockstatesinformer "github.com/koordinator-sh/koordinator/pkg/koordlet/statesinformer/mockstatesinformer"
 	koordletutil "github.com/koordinator-sh/koordinator/pkg/koordlet/util"
+	"github.com/koordinator-sh/koordinator/pkg/koordlet/util/system"
 
 	"github.com/koordlet-yarn/koordlet-yarn/framework/cgroups"
 	"github.com/koordlet-yarn/koordlet-yarn/framework/config"
 	"github.com/koordlet-yarn/koordlet-yarn/framework/features"
 	"github.com/koordlet-yarn/koordlet-yarn/framework/store"
 	"github.com/koordlet-yarn/koordlet-yarn/plugins/yarninformer"
+	"github.com/koordlet-yarn/koordlet-yarn/test/cgtree"
 	"github.com/koordlet-yarn/koordlet-yarn/test/kerneltest"
 )
 
@@ -43,9 +47,34 @@ import (
 // runtime, measured apart), and under memory pressure it evicts the newest
 // executor, leaving the AM, the older executor and the NodeManager. Before,
 // such containers had no memory usage and were never candidates.
+//
+// The same on the host's real cgroup2 hierarchy, one unified directory per
+// container whose YARN root enables no memory controller (Hadoop's v2
+// handler with its default memory.enabled=false; on this hybrid host memory
+// is bound to v1): the containers are measured by their processes and the
+// newest is killed through cgroup.kill.
 func TestRealKernelMemoryEvictWithoutMemoryCgroup(t *testing.T) {
-	kerneltest.RequireCgroupV1(t, "cpu", "cpuacct")
-	kerneltest.UseHostRoots(t)
+	t.Run("v1", func(t *testing.T) { memoryEvictWithoutMemoryCgroup(t, false) })
+	t.Run("unified", func(t *testing.T) { memoryEvictWithoutMemoryCgroup(t, true) })
+}
+
+func memoryEvictWithoutMemoryCgroup(t *testing.T, unified bool) {
+	if unified {
+		if os.Geteuid() != 0 {
+			kerneltest.Skip(t, "real-kernel test: needs root")
+		}
+		if _, err := os.Stat(filepath.Join(unifiedRoot, "cgroup.procs")); err != nil {
+			kerneltest.Skip(t, "real-kernel test: needs a cgroup2 hierarchy at "+unifiedRoot)
+		}
+		kerneltest.UseHostRoots(t)
+		system.Conf.CgroupRootDir = unifiedRoot + "/"
+		wasV2 := system.UseCgroupsV2.Load()
+		system.UseCgroupsV2.Store(true)
+		t.Cleanup(func() { system.UseCgroupsV2.Store(wasV2) })
+	} else {
+		kerneltest.RequireCgroupV1(t, "cpu", "cpuacct")
+		kerneltest.UseHostRoots(t)
+	}
 	require.NoError(t, koordfeatures.DefaultMutableKoordletFeatureGate.SetFromMap(map[string]bool{
 		string(koordfeatures.BEMemoryEvict): true, string(features.YARNBEMemoryEvict): true}))
 	t.Cleanup(func() {
@@ -61,7 +90,22 @@ func TestRealKernelMemoryEvictWithoutMemoryCgroup(t *testing.T) {
 	)
 	top := kerneltest.UniqueRoot(t)
 	hier := top + "/hadoop-yarn"
-	nm := kerneltest.Start(t, "exec sleep 3600", kerneltest.MakeCgroup(t, "cpu", top+"/nm"))
+	var created cgtree.Tracker
+	t.Cleanup(func() { assert.NoError(t, created.RemoveAll()) })
+	// cgroupDirs makes a cgroup in the layout's hierarchies.
+	cgroupDirs := func(rel string, v1 ...string) []string {
+		if unified {
+			dir := filepath.Join(unifiedRoot, rel)
+			require.NoError(t, created.MkdirAll(dir))
+			return []string{dir}
+		}
+		var dirs []string
+		for _, c := range v1 {
+			dirs = append(dirs, kerneltest.MakeCgroup(t, c, rel))
+		}
+		return dirs
+	}
+	nm := kerneltest.Start(t, "exec sleep 3600", cgroupDirs(top+"/nm", "cpu")...)
 	require.NoError(t, nm.Release())
 	type workload struct {
 		name, script string
@@ -74,7 +118,7 @@ func TestRealKernelMemoryEvictWithoutMemoryCgroup(t *testing.T) {
 		{newest, "(" + kerneltest.HelperScript("alloc=512") + ") & wait", 512<<20 + baseline},
 	}
 	for _, w := range work {
-		p := kerneltest.Start(t, w.script, kerneltest.MakeCgroup(t, "cpu", hier+"/"+w.name), kerneltest.MakeCgroup(t, "cpuacct", hier+"/"+w.name))
+		p := kerneltest.Start(t, w.script, cgroupDirs(hier+"/"+w.name, "cpu", "cpuacct")...)
 		require.NoError(t, p.Release())
 		time.Sleep(20 * time.Millisecond) // distinct start times: newest is newest
 	}
@@ -96,6 +140,7 @@ func TestRealKernelMemoryEvictWithoutMemoryCgroup(t *testing.T) {
 	}, 10*time.Second, 50*time.Millisecond)
 	h, ok := inf.Hierarchy()
 	require.True(t, ok)
+	require.Equal(t, unified, h.V2)
 	for _, w := range work {
 		c, _ := st.Get(w.name)
 		require.Equal(t, cgroups.MemoryByProcesses, c.Cgroups.MemoryAccounting(), "%s: %+v", c.Name, c.Cgroups)

@@ -55,7 +55,17 @@ func TestLayoutDiscoveryAndMetrics(t *testing.T) {
 			own := cgroups.Ref{Dir: b.Hierarchy() + "/" + am, Owned: true}
 			assert.Equal(t, own, a.Cgroups[cgroups.CPU])
 			if l.Unified {
-				assert.Equal(t, own, a.Cgroups[cgroups.Memory], "one unified directory per container")
+				// The memory controller is the container's own only when the
+				// YARN root enables it for its children (Hadoop's v2 handler
+				// with memory enabled); this hybrid host binds memory to v1,
+				// so the containers' memory is measured by their processes,
+				// as on a v2 node with Hadoop's default memory.enabled=false.
+				enabled, err := os.ReadFile(filepath.Join(b.CgroupRoot(), b.Hierarchy(), "cgroup.subtree_control"))
+				require.NoError(t, err)
+				assert.Equal(t, strings.Contains(string(enabled), "memory"), a.Cgroups[cgroups.Memory].Owned)
+				if !a.Cgroups[cgroups.Memory].Owned {
+					assert.Equal(t, cgroups.MemoryByProcesses, a.MemoryAccounting())
+				}
 			} else {
 				assert.False(t, a.Cgroups[cgroups.Memory].Owned, "CPU-only YARN: memory stays in the NodeManager pod's cgroup")
 				assert.Contains(t, a.Cgroups[cgroups.Memory].Dir, "pod", "resolved to the NodeManager pod's cgroup from /proc")
