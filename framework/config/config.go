@@ -45,6 +45,8 @@ type Config struct {
 	// EvictGracePeriod is how long an evicted container's processes get
 	// between SIGTERM and SIGKILL.
 	EvictGracePeriod time.Duration
+	// RM configures the ResourceManager REST client.
+	RM RM
 }
 
 // NewDefault returns the default configuration.
@@ -57,6 +59,7 @@ func NewDefault() *Config {
 		ResyncInterval:       DefaultResyncInterval,
 		EvictGracePeriod:     DefaultEvictGracePeriod,
 		QoSReconcileInterval: 10 * time.Second,
+		RM:                   RM{Timeout: yarn.DefaultRMTimeout, MaxResponseBytes: yarn.DefaultRMMaxResponseBytes},
 	}
 }
 
@@ -80,6 +83,7 @@ func (c *Config) InitFlags(fs *flag.FlagSet) {
 		"Period at which the YARN QoS appliers re-apply the BE QoS to every container (they also apply at creation and on NodeSLO changes).")
 	fs.DurationVar(&c.EvictGracePeriod, "yarn-evict-grace-period", c.EvictGracePeriod,
 		"Time an evicted YARN container's processes get between SIGTERM and SIGKILL (YARN's sleep-delay-before-sigkill).")
+	c.RM.initFlags(fs)
 }
 
 // Validate checks the configuration and says which flag is wrong.
@@ -114,6 +118,9 @@ func (c *Config) Validate() error {
 	}
 	if c.ResyncInterval < 100*time.Millisecond {
 		return fmt.Errorf("--yarn-resync-interval %v: must be at least 100ms", c.ResyncInterval)
+	}
+	if err := c.RM.validate(); err != nil {
+		return err
 	}
 	return nil
 }

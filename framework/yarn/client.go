@@ -20,8 +20,9 @@ const (
 	containersPath            = "/ws/v1/node/containers"
 )
 
-// ErrResponseTooLarge is returned when the NM sends more than the client's cap.
-var ErrResponseTooLarge = errors.New("NM response exceeds the size cap")
+// ErrResponseTooLarge is returned when the NM or the RM sends more than the
+// client's cap.
+var ErrResponseTooLarge = errors.New("response exceeds the size cap")
 
 // NMClient talks to one NodeManager's REST API.
 type NMClient struct {

@@ -1,0 +1,170 @@
+package yarn
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strings"
+)
+
+// RMApp is the part of the ResourceManager's application report
+// (GET /ws/v1/cluster/apps/{appid}, Hadoop's AppInfo) the plugins use.
+// Numbers the RM renders as strings are accepted; a field that is absent or
+// not a number reads 0.
+type RMApp struct {
+	ID              string
+	User            string
+	Name            string
+	Queue           string
+	State           string
+	FinalStatus     string
+	ApplicationType string
+	// ApplicationTags are the application's tags (the RM sends them
+	// comma-separated).
+	ApplicationTags []string
+	Priority        int64
+	// AMContainerLogs is the AM container's log link, whose path names the
+	// AM container (.../containerlogs/<container id>/<user>).
+	AMContainerLogs   string
+	AMHostHTTPAddress string
+	StartedTime       int64
+	AllocatedMB       int64
+	AllocatedVCores   int64
+	RunningContainers int64
+}
+
+// AMContainerID returns the AM container named in AMContainerLogs.
+func (a *RMApp) AMContainerID() (ContainerID, bool) {
+	for _, part := range strings.Split(a.AMContainerLogs, "/") {
+		if strings.HasPrefix(part, "container_") {
+			id, err := ParseContainerID(part)
+			return id, err == nil
+		}
+	}
+	return ContainerID{}, false
+}
+
+type rawApp struct {
+	ID                string  `json:"id"`
+	User              string  `json:"user"`
+	Name              string  `json:"name"`
+	Queue             string  `json:"queue"`
+	State             string  `json:"state"`
+	FinalStatus       string  `json:"finalStatus"`
+	ApplicationType   string  `json:"applicationType"`
+	ApplicationTags   string  `json:"applicationTags"`
+	Priority          flexNum `json:"priority"`
+	AMContainerLogs   string  `json:"amContainerLogs"`
+	AMHostHTTPAddress string  `json:"amHostHttpAddress"`
+	StartedTime       flexNum `json:"startedTime"`
+	AllocatedMB       flexNum `json:"allocatedMB"`
+	AllocatedVCores   flexNum `json:"allocatedVCores"`
+	RunningContainers flexNum `json:"runningContainers"`
+}
+
+// DecodeRMApp decodes the body of GET /ws/v1/cluster/apps/{appid}
+// ({"app":{...}}).
+func DecodeRMApp(body []byte) (*RMApp, error) {
+	var doc struct {
+		App *rawApp `json:"app"`
+	}
+	if err := json.Unmarshal(body, &doc); err != nil {
+		return nil, fmt.Errorf("decode RM application: %w", err)
+	}
+	if doc.App == nil || doc.App.ID == "" {
+		return nil, fmt.Errorf("decode RM application: no \"app\" with an id in %s", shorten(body))
+	}
+	r := doc.App
+	num := func(n flexNum) int64 {
+		v, _ := n.inRange(-1<<53, 1<<53)
+		return v
+	}
+	app := &RMApp{ID: r.ID, User: r.User, Name: r.Name, Queue: r.Queue, State: r.State,
+		FinalStatus: r.FinalStatus, ApplicationType: r.ApplicationType,
+		Priority: num(r.Priority), AMContainerLogs: r.AMContainerLogs, AMHostHTTPAddress: r.AMHostHTTPAddress,
+		StartedTime: num(r.StartedTime), AllocatedMB: num(r.AllocatedMB), AllocatedVCores: num(r.AllocatedVCores),
+		RunningContainers: num(r.RunningContainers)}
+	for _, t := range strings.Split(r.ApplicationTags, ",") {
+		if t = strings.TrimSpace(t); t != "" {
+			app.ApplicationTags = append(app.ApplicationTags, t)
+		}
+	}
+	return app, nil
+}
+
+// App fetches the application report of appID (application_<ts>_<seq>).
+// An application the RM does not know is an *RMHTTPError with 404.
+func (c *RMClient) App(ctx context.Context, appID string) (*RMApp, error) {
+	if !validAppID(appID) {
+		return nil, fmt.Errorf("invalid application id %q", appID)
+	}
+	body, err := c.Do(ctx, http.MethodGet, "/ws/v1/cluster/apps/"+appID, nil)
+	if err != nil {
+		return nil, err
+	}
+	return DecodeRMApp(body)
+}
+
+// validAppID accepts application_<digits>_<digits> only, so an id read from
+// the node never becomes another RM path.
+func validAppID(s string) bool {
+	rest, ok := strings.CutPrefix(s, "application_")
+	if !ok {
+		return false
+	}
+	ts, seq, ok := strings.Cut(rest, "_")
+	return ok && allDigits(ts) && allDigits(seq)
+}
+
+func allDigits(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if s[i] < '0' || s[i] > '9' {
+			return false
+		}
+	}
+	return true
+}
+
+// NodeResource is a node's resource as the RM's ResourceInfo renders it.
+type NodeResource struct {
+	// MemoryMB is the memory in MiB (YARN's "MB").
+	MemoryMB int64 `json:"memory"`
+	// VCores is the number of virtual cores.
+	VCores int64 `json:"vCores"`
+}
+
+// ResourceOption is the body of updateNodeResource (Hadoop's
+// ResourceOptionInfo): the node's new total resource and the over-commit
+// timeout in milliseconds (-1: containers above the new total are never
+// preempted for it).
+type ResourceOption struct {
+	Resource          NodeResource `json:"resource"`
+	OverCommitTimeout int64        `json:"overCommitTimeout"`
+}
+
+// UpdateNodeResource sets the total resource of the YARN node nodeID
+// (host:port, the NM's node id) through the RM web service
+// POST /ws/v1/cluster/nodes/{nodeId}/resource (RMWebServices.updateNodeResource,
+// Hadoop 3.2 and later), with overCommitTimeout -1. The RM needs an
+// authenticated caller for it (User, with simple authentication).
+func (c *RMClient) UpdateNodeResource(ctx context.Context, nodeID string, r NodeResource) error {
+	if nodeID == "" || strings.ContainsAny(nodeID, "/?#%") {
+		return fmt.Errorf("invalid YARN node id %q", nodeID)
+	}
+	if r.MemoryMB < 0 || r.VCores < 0 {
+		return fmt.Errorf("update YARN node %s: negative resource %+v", nodeID, r)
+	}
+	body, err := json.Marshal(ResourceOption{Resource: r, OverCommitTimeout: -1})
+	if err != nil {
+		return fmt.Errorf("encode resource option: %w", err)
+	}
+	if _, err := c.Do(ctx, http.MethodPost, "/ws/v1/cluster/nodes/"+url.PathEscape(nodeID)+"/resource", body); err != nil {
+		return fmt.Errorf("update YARN node %s resource to %d MB, %d vcores: %w", nodeID, r.MemoryMB, r.VCores, err)
+	}
+	return nil
+}
