@@ -220,7 +220,7 @@ func (rm *RM) serveApp(w http.ResponseWriter, id string) {
 		"id": a.ID, "user": a.User, "name": a.Name, "queue": a.Queue, "state": state,
 		"finalStatus": "UNDEFINED", "applicationType": a.ApplicationType,
 		"applicationTags": strings.Join(a.Tags, ","), "priority": a.Priority,
-		"amContainerLogs": "http://localhost:8042/node/containerlogs/" + a.AMContainer + "/" + a.User,
+		"amContainerLogs":   "http://localhost:8042/node/containerlogs/" + a.AMContainer + "/" + a.User,
 		"amHostHttpAddress": "localhost:8042",
 	}})
 }
