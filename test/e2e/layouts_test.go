@@ -24,15 +24,20 @@ import (
 // TestLayoutDiscoveryAndMetrics runs koordlet on the node layouts users run
 // — CPU-only YARN (the hadoop-yarn chart and Hadoop's default), the
 // systemd driver's naming with the chart's hierarchy
-// kubepods.slice/kubepods-besteffort.slice/hadoop-yarn, and cgroup v2 on
-// the host's real unified hierarchy — and checks that the containers are
+// kubepods.slice/kubepods-besteffort.slice/hadoop-yarn, cgroup v2 on the
+// host's real unified hierarchy, and CPU-only YARN with cpu,cpuacct
+// co-mounted (on a fake root) — and checks that the containers are
 // discovered from their real cgroups and the NodeManager, with the
 // controllers YARN manages owned and the others resolved to the NodeManager
 // pod's cgroup, and that their CPU is measured where the layout allows it.
 func TestLayoutDiscoveryAndMetrics(t *testing.T) {
-	for _, l := range []nodebox.Layout{nodebox.LayoutCPUOnly, nodebox.LayoutSystemd, nodebox.LayoutUnified} {
+	for _, opts := range []nodebox.Options{{Layout: nodebox.LayoutCPUOnly}, {Layout: nodebox.LayoutSystemd}, {Layout: nodebox.LayoutUnified},
+		// cpu,cpuacct co-mounted on a fake root: the files koordlet reads
+		// are fake, the processes and their memberships real.
+		{Layout: nodebox.LayoutCoMountedCPUOnly, FakeRoot: true}} {
+		l := opts.Layout
 		t.Run(l.Name, func(t *testing.T) {
-			b := startBox(t, nodebox.Options{Layout: l})
+			b := startBox(t, opts)
 			am, err := b.NM.Launch(nmemu.Spec{AppID: 42, Attempt: 1, Sequence: 1, User: "spark", MemoryMB: 1024, VCores: 1,
 				Script: "sleep 3600 & exec sleep 3600"})
 			require.NoError(t, err)
@@ -47,7 +52,13 @@ func TestLayoutDiscoveryAndMetrics(t *testing.T) {
 					return false
 				}
 				a, e := find(resp, am), find(resp, burner)
-				return a != nil && e != nil && a.HasCgroup() && e.HasCgroup() && a.User == "spark" && len(a.Pids) == 2 && len(e.Pids) == 1
+				// A fake root's cgroup.procs lists the launched process only,
+				// not the ones it forks.
+				amPids := 2
+				if opts.FakeRoot {
+					amPids = 1
+				}
+				return a != nil && e != nil && a.HasCgroup() && e.HasCgroup() && a.User == "spark" && len(a.Pids) == amPids && len(e.Pids) == 1
 			}, 30*time.Second, 200*time.Millisecond, "koordlet lists both containers from cgroups and the NM")
 			assert.Contains(t, resp.Informer.Hierarchy, b.Hierarchy(), "koordlet resolves the layout's default hierarchy")
 			a := find(resp, am)
@@ -83,6 +94,12 @@ func TestLayoutDiscoveryAndMetrics(t *testing.T) {
 					_, ok := value(scrape(t, b), "koordlet_yarn_container_cpu_request_milli_cores", map[string]string{"container_id": burner})
 					return ok
 				}, 30*time.Second, 500*time.Millisecond, "the burner's series are exported")
+				// CPU-only YARN: the AM's memory is its processes' (a shell
+				// and a sleep: under 8 MiB, above nothing).
+				require.Eventually(t, func() bool {
+					v, ok := value(scrape(t, b), "koordlet_yarn_container_memory_usage_bytes", map[string]string{"container_id": am})
+					return ok && v > 0 && v < 8<<20
+				}, 30*time.Second, 500*time.Millisecond, "the AM's memory is measured by its processes")
 			}
 			b.NM.Exit(burner)
 			<-b.NM.Exited(burner)

@@ -43,6 +43,12 @@ func TestPressureCPUOnly(t *testing.T) {
 	t.Run("systemd", func(t *testing.T) {
 		pressure(t, nodebox.Options{Layout: nodebox.LayoutSystemd, KoordletArgs: []string{pressureGates}}, false)
 	})
+	t.Run("co-mounted", func(t *testing.T) {
+		// A fake root laid out with cpu,cpuacct co-mounted (this host
+		// mounts them apart): the processes, their memory and node memory
+		// are real, the cgroup files koordlet reads are the fake root's.
+		pressure(t, nodebox.Options{FakeRoot: true, Layout: nodebox.LayoutCoMountedCPUOnly, KoordletArgs: []string{pressureGates}}, false)
+	})
 	t.Run("YARNMemoryCgroup", func(t *testing.T) {
 		pressure(t, nodebox.Options{Layout: nodebox.LayoutCPUOnly, KoordletArgs: []string{pressureGates + ",YARNMemoryCgroup=true"}}, true)
 	})

@@ -60,6 +60,11 @@ type Config struct {
 	// container's cgroups are also made and its processes really moved, so
 	// that /proc/<pid>/cgroup agrees with the fake files.
 	MirrorRoot string
+	// MirrorControllers are the real controllers the mirror makes each
+	// container's cgroups in; empty: Controllers. A fake root that co-mounts
+	// cpu,cpuacct on a host that mounts them apart mirrors a cpu cgroup in
+	// cpuacct too, as one co-mounted cgroup is both.
+	MirrorControllers []string
 	// ClusterTimestamp of the emulated ResourceManager.
 	ClusterTimestamp int64
 	// NodeID is the NM's node id (host:port).
@@ -302,7 +307,11 @@ func (nm *NM) start(c *Container, script string, env []string) error {
 		dirs = append(dirs, dir)
 	}
 	if nm.cfg.MirrorRoot != "" {
-		for _, ctrl := range nm.cfg.Controllers {
+		mirror := nm.cfg.MirrorControllers
+		if len(mirror) == 0 {
+			mirror = nm.cfg.Controllers
+		}
+		for _, ctrl := range mirror {
 			dir := filepath.Join(nm.cfg.MirrorRoot, ctrl, nm.cfg.Hierarchy, c.ID)
 			if err := nm.created.MkdirAll(filepath.Dir(dir)); err != nil {
 				return err

@@ -282,6 +282,7 @@ func Start(ctx context.Context, opts Options) (b *Box, err error) {
 	if opts.FakeRoot {
 		nmCfg.FakeFiles = fakeKernelFiles
 		nmCfg.MirrorRoot = l.cgroupRoot()
+		nmCfg.MirrorControllers = l.mirrorControllers()
 	}
 	b.NM = nmemu.New(nmCfg)
 	if b.NMAddr, err = b.NM.Listen("127.0.0.1:0"); err != nil {

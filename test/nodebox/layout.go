@@ -2,6 +2,7 @@ package nodebox
 
 import (
 	"path/filepath"
+	"slices"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -45,6 +46,10 @@ var (
 	LayoutUnified  = Layout{Name: "unified", Unified: true}
 	// LayoutCoMounted is for a fake root (Options.FakeRoot).
 	LayoutCoMounted = Layout{Name: "co-mounted", CoMounted: true}
+	// LayoutCoMountedCPUOnly is CPU-only YARN on co-mounted cpu,cpuacct
+	// (the hadoop-yarn chart on most distributions), for a fake root: the
+	// containers' memory is their processes' real RSS.
+	LayoutCoMountedCPUOnly = Layout{Name: "co-mounted-cpu-only", CoMounted: true, YARNControllers: []string{"cpu"}}
 )
 
 // kubepods is the top QoS cgroup.
@@ -114,6 +119,16 @@ func (l Layout) yarnControllers() []string {
 		return l.YARNControllers
 	}
 	return []string{"cpu", "cpuacct", "memory"}
+}
+
+// mirrorControllers are the real controllers a fake root's containers are
+// mirrored in: co-mounted, a cpu cgroup is a cpuacct cgroup too.
+func (l Layout) mirrorControllers() []string {
+	ctrls := l.yarnControllers()
+	if l.CoMounted && slices.Contains(ctrls, "cpu") && !slices.Contains(ctrls, "cpuacct") {
+		ctrls = append(slices.Clone(ctrls), "cpuacct")
+	}
+	return ctrls
 }
 
 // cgroupRoot is the mount root koordlet and the emulator use.
