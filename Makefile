@@ -99,5 +99,13 @@ SOAK_CONCURRENCY ?= 100
 soak: deps
 	$(GO) run ./test/measure/soak -containers $(SOAK_CONTAINERS) -duration $(SOAK_DURATION) -concurrency $(SOAK_CONCURRENCY)
 
+# The koordlet-yarn image: the stock koordlet image of the pinned Koordinator
+# version with /koordlet replaced (Dockerfile), built with whichever builder
+# the machine has (docker, podman, buildah, nerdctl); PUSH=1 pushes it.
+IMAGE ?= koordlet-yarn:dev
+.PHONY: image
+image:
+	IMAGE=$(IMAGE) PUSH=$(PUSH) deploy/image.sh
+
 clean:
 	rm -rf $(BIN)
