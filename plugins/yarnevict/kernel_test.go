@@ -212,17 +212,16 @@ func TestRealKernelMemoryEvict(t *testing.T) {
 			string(koordfeatures.BEMemoryEvict): false, string(features.YARNBEMemoryEvict): false})
 	})
 
-	// The node's capacity is set so that today's real usage (read from
-	// /proc/meminfo by the strategy) sits at 72%: above the 70% threshold,
-	// with ~4% of it (tens of MiB) to release down to 69%.
+	// The node's capacity is set, just before the cycle, so that today's
+	// real usage (read from /proc/meminfo by the strategy) lies 80 MiB
+	// above the 98% lower percent, and so above the 99% threshold whatever
+	// the host holds: the need is a fixed amount, not a share of what other
+	// processes on the host use, and one 160 MiB executor covers it with
+	// 80 MiB to spare for drift during the cycle.
 	const gi = int64(1) << 30
-	mi, err := koordletutil.GetMemInfo()
-	require.NoError(t, err)
-	capacity := int64(mi.MemUsageBytes()) * 100 / 72
-	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n1"},
-		Status: corev1.NodeStatus{Capacity: corev1.ResourceList{corev1.ResourceMemory: *resource.NewQuantity(capacity, resource.BinarySI)}}}
+	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n1"}}
 	slo := &slov1alpha1.NodeSLO{Spec: slov1alpha1.NodeSLOSpec{ResourceUsedThresholdWithBE: &slov1alpha1.ResourceThresholdStrategy{
-		Enable: ptr.To(true), MemoryEvictThresholdPercent: ptr.To[int64](70), MemoryEvictLowerPercent: ptr.To[int64](69)}}}
+		Enable: ptr.To(true), MemoryEvictThresholdPercent: ptr.To[int64](99), MemoryEvictLowerPercent: ptr.To[int64](98)}}}
 	nmPod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "yarn", Name: "nodemanager", UID: "nm-uid",
 		Labels: map[string]string{"app.kubernetes.io/component": "node-manager", "koordinator.sh/qosClass": "BE"}}}
 	ctrl := gomock.NewController(t)
@@ -266,6 +265,10 @@ func TestRealKernelMemoryEvict(t *testing.T) {
 
 	victim, _ := n.st.Get(n.newest)
 	amPids, oldPids := n.pids(t, n.am), n.pids(t, n.old)
+	mi, err := koordletutil.GetMemInfo()
+	require.NoError(t, err)
+	capacity := (int64(mi.MemUsageBytes()) - 80<<20) * 100 / 98
+	node.Status.Capacity = corev1.ResourceList{corev1.ResourceMemory: *resource.NewQuantity(capacity, resource.BinarySI)}
 	evicted := m.Cycle(now)
 	require.Len(t, evicted, 1, "one container covers the need")
 	assert.Equal(t, n.newest, evicted[0].Name())
