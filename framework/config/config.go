@@ -47,6 +47,8 @@ type Config struct {
 	EvictGracePeriod time.Duration
 	// RM configures the ResourceManager REST client.
 	RM RM
+	// Ledger configures the batch ledger and the RM node resource sync.
+	Ledger Ledger
 }
 
 // NewDefault returns the default configuration.
@@ -60,6 +62,7 @@ func NewDefault() *Config {
 		EvictGracePeriod:     DefaultEvictGracePeriod,
 		QoSReconcileInterval: 10 * time.Second,
 		RM:                   RM{Timeout: yarn.DefaultRMTimeout, MaxResponseBytes: yarn.DefaultRMMaxResponseBytes},
+		Ledger:               Ledger{PatchInterval: DefaultLedgerPatchInterval, RMSyncInterval: DefaultRMSyncInterval},
 	}
 }
 
@@ -84,6 +87,7 @@ func (c *Config) InitFlags(fs *flag.FlagSet) {
 	fs.DurationVar(&c.EvictGracePeriod, "yarn-evict-grace-period", c.EvictGracePeriod,
 		"Time an evicted YARN container's processes get between SIGTERM and SIGKILL (YARN's sleep-delay-before-sigkill).")
 	c.RM.initFlags(fs)
+	c.Ledger.initFlags(fs)
 }
 
 // Validate checks the configuration and says which flag is wrong.
@@ -120,6 +124,9 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("--yarn-resync-interval %v: must be at least 100ms", c.ResyncInterval)
 	}
 	if err := c.RM.validate(); err != nil {
+		return err
+	}
+	if err := c.Ledger.validate(); err != nil {
 		return err
 	}
 	return nil

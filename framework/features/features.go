@@ -79,19 +79,50 @@ const (
 	YARNNodeManagerGuard featuregate.Feature = "YARNNodeManagerGuard"
 )
 
+// Gates of the batch ledger and node-side arbitration.
+const (
+	// YARNBatchLedger keeps the hadoop-yarn entry of the Node's
+	// node.koordinator.sh/thirdPartyAllocations true (YARN's allocations on
+	// the node, from the NodeManager) and publishes the node's batch
+	// ledger (origin, Kubernetes requested, YARN allocated, YARN capacity,
+	// over-commit) at /yarn/ledger and in Prometheus.
+	// owner: koordlet-yarn
+	// alpha: v0.1
+	YARNBatchLedger featuregate.Feature = "YARNBatchLedger"
+
+	// YARNRMNodeResourceSync pushes YARN's capacity on the node (origin
+	// batch allocatable − Kubernetes batch requests) to the ResourceManager
+	// (REST updateNodeResource) when it changes.
+	// owner: koordlet-yarn
+	// alpha: v0.1
+	YARNRMNodeResourceSync featuregate.Feature = "YARNRMNodeResourceSync"
+
+	// YARNAllocatableEvict makes the allocatable triggers of koordlet's
+	// memoryEvict and CPUEvict slots (MemoryAllocatableEvict,
+	// CPUAllocatableEvict) count YARN's allocations against the node's
+	// origin batch allocatable and evict YARN containers (releasing their
+	// requests) from the same ranked list as BE pods.
+	// owner: koordlet-yarn
+	// alpha: v0.1
+	YARNAllocatableEvict featuregate.Feature = "YARNAllocatableEvict"
+)
+
 // Specs are the koordlet-yarn gates and their defaults.
 var Specs = map[featuregate.Feature]featuregate.FeatureSpec{
-	YARNContainerInformer: {Default: true, PreRelease: featuregate.Beta},
-	YARNMetricsCollector:  {Default: true, PreRelease: featuregate.Beta},
-	YARNEBPFDiscovery:     {Default: true, PreRelease: featuregate.Beta},
-	YARNBEMemoryEvict:     {Default: false, PreRelease: featuregate.Alpha},
-	YARNNodeManagerGuard:  {Default: false, PreRelease: featuregate.Alpha},
-	YARNBECPUSuppress:     {Default: false, PreRelease: featuregate.Alpha},
-	YARNBECPUEvict:        {Default: false, PreRelease: featuregate.Alpha},
-	YARNCPUQoS:            {Default: false, PreRelease: featuregate.Alpha},
-	YARNMemoryQoS:         {Default: false, PreRelease: featuregate.Alpha},
-	YARNResctrlQoS:        {Default: false, PreRelease: featuregate.Alpha},
-	YARNMemoryCgroup:      {Default: false, PreRelease: featuregate.Alpha},
+	YARNContainerInformer:  {Default: true, PreRelease: featuregate.Beta},
+	YARNMetricsCollector:   {Default: true, PreRelease: featuregate.Beta},
+	YARNEBPFDiscovery:      {Default: true, PreRelease: featuregate.Beta},
+	YARNBEMemoryEvict:      {Default: false, PreRelease: featuregate.Alpha},
+	YARNNodeManagerGuard:   {Default: false, PreRelease: featuregate.Alpha},
+	YARNBECPUSuppress:      {Default: false, PreRelease: featuregate.Alpha},
+	YARNBECPUEvict:         {Default: false, PreRelease: featuregate.Alpha},
+	YARNCPUQoS:             {Default: false, PreRelease: featuregate.Alpha},
+	YARNMemoryQoS:          {Default: false, PreRelease: featuregate.Alpha},
+	YARNResctrlQoS:         {Default: false, PreRelease: featuregate.Alpha},
+	YARNMemoryCgroup:       {Default: false, PreRelease: featuregate.Alpha},
+	YARNBatchLedger:        {Default: false, PreRelease: featuregate.Alpha},
+	YARNRMNodeResourceSync: {Default: false, PreRelease: featuregate.Alpha},
+	YARNAllocatableEvict:   {Default: false, PreRelease: featuregate.Alpha},
 }
 
 // Register adds the koordlet-yarn gates to koordlet's mutable feature gate.

@@ -10,6 +10,8 @@ import (
 	"sync"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/record"
 
 	slov1alpha1 "github.com/koordinator-sh/koordinator/apis/slo/v1alpha1"
@@ -92,6 +94,22 @@ func (h *Handles) NodeSLO() *slov1alpha1.NodeSLO {
 func (h *Handles) Pods() []*statesinformer.PodMeta {
 	if si := h.StatesInformer(); si != nil {
 		return si.GetAllPods()
+	}
+	return nil
+}
+
+// KubeClient returns koordlet's Kubernetes client, or nil before capture.
+func (h *Handles) KubeClient() kubernetes.Interface {
+	if o := h.get(); o != nil {
+		return o.KubeClient
+	}
+	return nil
+}
+
+// Node returns the node as koordlet's states informer has it, or nil.
+func (h *Handles) Node() *corev1.Node {
+	if si := h.StatesInformer(); si != nil {
+		return si.GetNode()
 	}
 	return nil
 }

@@ -1,0 +1,90 @@
+package yarnledger
+
+import (
+	"context"
+	"encoding/json"
+	"sync/atomic"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
+)
+
+const otherEntry = `{"name":"spark-operator","priority":"koord-batch","resources":{"kubernetes.io/batch-cpu":"2k"}}`
+
+func testNode(annotations map[string]string) *corev1.Node {
+	return &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n1", ResourceVersion: "1", Annotations: annotations}}
+}
+
+func TestNodeWriterRetriesOnConflict(t *testing.T) {
+	client := fake.NewClientset(testNode(map[string]string{"keep": "me"}))
+	var patches atomic.Int32
+	client.PrependReactor("patch", "nodes", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		if patches.Add(1) > 1 {
+			return false, nil, nil
+		}
+		// A concurrent writer adds its entry between our read and patch.
+		n, err := client.Tracker().Get(schema.GroupVersionResource{Version: "v1", Resource: "nodes"}, "", "n1")
+		require.NoError(t, err)
+		node := n.(*corev1.Node).DeepCopy()
+		node.Annotations[AnnotationKey] = `{"allocations":[` + otherEntry + `]}`
+		node.ResourceVersion = "2"
+		require.NoError(t, client.Tracker().Update(schema.GroupVersionResource{Version: "v1", Resource: "nodes"}, node, ""))
+		return true, nil, apierrors.NewConflict(schema.GroupResource{Resource: "nodes"}, "n1", nil)
+	})
+	w := &NodeWriter{Client: client, NodeName: "n1"}
+	patched, err := w.Write(context.Background(), Batch{MilliCPU: 1000, MemoryBytes: 1 << 30})
+	require.NoError(t, err)
+	assert.True(t, patched)
+	assert.EqualValues(t, 2, patches.Load())
+	node, err := client.CoreV1().Nodes().Get(context.Background(), "n1", metav1.GetOptions{})
+	require.NoError(t, err)
+	assert.Equal(t, "me", node.Annotations["keep"])
+	assert.Contains(t, node.Annotations[AnnotationKey], `"spark-operator"`, "the concurrent writer's entry survives")
+	got, ok, err := Entry(node.Annotations[AnnotationKey])
+	require.NoError(t, err)
+	require.True(t, ok)
+	assert.Equal(t, Batch{MilliCPU: 1000, MemoryBytes: 1 << 30}, got)
+
+	// The patch sent carries the resourceVersion it was based on and only our annotation.
+	var last k8stesting.PatchAction
+	for _, a := range client.Actions() {
+		if p, ok := a.(k8stesting.PatchAction); ok {
+			last = p
+		}
+	}
+	require.NotNil(t, last)
+	assert.JSONEq(t, `{"metadata":{"resourceVersion":"2","annotations":{"`+AnnotationKey+`":`+quote(node.Annotations[AnnotationKey])+`}}}`, string(last.GetPatch()))
+
+	// Unchanged: no patch.
+	before := patches.Load()
+	patched, err = w.Write(context.Background(), Batch{MilliCPU: 1000, MemoryBytes: 1 << 30})
+	require.NoError(t, err)
+	assert.False(t, patched)
+	assert.Equal(t, before, patches.Load())
+}
+
+func TestNodeWriterLeavesMalformedAlone(t *testing.T) {
+	client := fake.NewClientset(testNode(map[string]string{AnnotationKey: "{not json"}))
+	w := &NodeWriter{Client: client, NodeName: "n1"}
+	_, err := w.Write(context.Background(), Batch{MilliCPU: 1})
+	require.ErrorIs(t, err, ErrMalformed)
+	node, err := client.CoreV1().Nodes().Get(context.Background(), "n1", metav1.GetOptions{})
+	require.NoError(t, err)
+	assert.Equal(t, "{not json", node.Annotations[AnnotationKey])
+	for _, a := range client.Actions() {
+		assert.NotEqual(t, "patch", a.GetVerb())
+	}
+}
+
+func quote(s string) string {
+	b, _ := json.Marshal(s)
+	return string(b)
+}

@@ -1,0 +1,135 @@
+package yarnledger
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/kubernetes/fake"
+
+	"github.com/koordinator-sh/koordinator/pkg/koordlet/statesinformer"
+
+	"github.com/koordlet-yarn/koordlet-yarn/framework/store"
+	"github.com/koordlet-yarn/koordlet-yarn/framework/yarn"
+)
+
+// fakeNM is the NM health the ledger reads.
+type fakeNM struct {
+	last time.Time
+	ok   bool
+}
+
+func newLedger(t *testing.T, st *store.Store, nm *fakeNM, client kubernetes.Interface, interval time.Duration) *Ledger {
+	return New(Options{
+		Store: st, NM: func() (time.Time, bool) { return nm.last, nm.ok },
+		Node:   func() *corev1.Node { return nil },
+		Pods:   func() []*statesinformer.PodMeta { return nil },
+		Client: func() kubernetes.Interface { return client }, NodeName: "n1",
+		PatchInterval: interval, Patch: func() bool { return true },
+	})
+}
+
+func resync(t *testing.T, st *store.Store, list []yarn.NMContainer) {
+	st.Resync(store.Observation{NM: list, NMOK: true, ScanOK: true, Started: time.Now()}, time.Now())
+}
+
+func nmc(t *testing.T, id, state string, vcores, mb int64) yarn.NMContainer {
+	cid, err := yarn.ParseContainerID(id)
+	require.NoError(t, err)
+	return yarn.NMContainer{ID: cid, State: state, TotalVCoresNeeded: vcores, TotalMemoryNeededMB: mb}
+}
+
+func annotation(t *testing.T, client kubernetes.Interface) (Batch, bool) {
+	node, err := client.CoreV1().Nodes().Get(context.Background(), "n1", metav1.GetOptions{})
+	require.NoError(t, err)
+	b, ok, err := Entry(node.Annotations[AnnotationKey])
+	require.NoError(t, err)
+	return b, ok
+}
+
+func TestLedgerFollowsNMAndKeepsValueWhileDown(t *testing.T) {
+	client := fake.NewClientset(testNode(nil))
+	st := store.New()
+	nm := &fakeNM{}
+	l := newLedger(t, st, nm, client, 50*time.Millisecond)
+	ctx := context.Background()
+	t0 := time.Now()
+
+	// The NM never answered: nothing is known, nothing written.
+	l.Refresh(t0)
+	assert.Zero(t, l.Sync(ctx, t0))
+	_, ok := annotation(t, client)
+	assert.False(t, ok)
+
+	resync(t, st, []yarn.NMContainer{
+		nmc(t, "container_1700000000000_0001_01_000001", yarn.StateRunning, 1, 1024),
+		nmc(t, "container_1700000000000_0001_01_000002", yarn.StateLocalizing, 2, 2048),
+		nmc(t, "container_1700000000000_0001_01_000003", yarn.StateExitedWithSuccess, 4, 4096),
+	})
+	nm.last, nm.ok = t0, true
+	v := l.Refresh(t0)
+	assert.Equal(t, Batch{MilliCPU: 3000, MemoryBytes: 3072 << 20}, v.YARNAllocated)
+	assert.Zero(t, l.Sync(ctx, t0))
+	got, ok := annotation(t, client)
+	require.True(t, ok)
+	assert.Equal(t, Batch{MilliCPU: 3000, MemoryBytes: 3072 << 20}, got)
+
+	// Churn inside the interval is coalesced: one pending write, later.
+	resync(t, st, []yarn.NMContainer{nmc(t, "container_1700000000000_0001_01_000001", yarn.StateRunning, 1, 1024)})
+	l.Refresh(t0)
+	wait := l.Sync(ctx, time.Now())
+	assert.Greater(t, wait, time.Duration(0))
+	got, _ = annotation(t, client)
+	assert.Equal(t, int64(3000), got.MilliCPU, "not yet")
+	time.Sleep(wait)
+	assert.Zero(t, l.Sync(ctx, time.Now()))
+	got, _ = annotation(t, client)
+	assert.Equal(t, Batch{MilliCPU: 1000, MemoryBytes: 1024 << 20}, got)
+	assert.Equal(t, 2, l.Status().Annotation.Patches)
+
+	// NM down: the store's view moves on (a cgroup removal), the value does not.
+	nm.ok = false
+	resync(t, st, nil)
+	time.Sleep(60 * time.Millisecond)
+	l.Refresh(time.Now())
+	assert.Zero(t, l.Sync(ctx, time.Now()))
+	s := l.Status()
+	assert.False(t, s.NodeManagerOK)
+	assert.True(t, s.YARNAllocatedKnown)
+	assert.Equal(t, t0, s.YARNAllocatedAsOf)
+	assert.GreaterOrEqual(t, s.YARNAllocatedAgeSeconds, 0.05)
+	got, _ = annotation(t, client)
+	assert.Equal(t, int64(1000), got.MilliCPU)
+
+	// Back: the empty node is written.
+	nm.last, nm.ok = time.Now(), true
+	l.Refresh(time.Now())
+	assert.Zero(t, l.Sync(ctx, time.Now()))
+	got, ok = annotation(t, client)
+	require.True(t, ok)
+	assert.Equal(t, Batch{}, got)
+}
+
+func TestLedgerBacksOffAndKeepsMalformed(t *testing.T) {
+	client := fake.NewClientset(testNode(map[string]string{AnnotationKey: "garbage"}))
+	st := store.New()
+	resync(t, st, []yarn.NMContainer{nmc(t, "container_1700000000000_0001_01_000002", yarn.StateRunning, 1, 1024)})
+	nm := &fakeNM{last: time.Now(), ok: true}
+	l := newLedger(t, st, nm, client, 100*time.Millisecond)
+	now := time.Now()
+	l.Refresh(now)
+	assert.Equal(t, 200*time.Millisecond, l.Sync(context.Background(), now), "one failure doubles the interval")
+	s := l.Status()
+	assert.Contains(t, s.Annotation.LastError, "malformed")
+	assert.Nil(t, s.Annotation.Written)
+	node, err := client.CoreV1().Nodes().Get(context.Background(), "n1", metav1.GetOptions{})
+	require.NoError(t, err)
+	assert.Equal(t, "garbage", node.Annotations[AnnotationKey])
+	// Within the backoff nothing is attempted.
+	assert.Greater(t, l.Sync(context.Background(), time.Now()), time.Duration(0))
+}
