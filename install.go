@@ -34,6 +34,7 @@ import (
 	"github.com/koordlet-yarn/koordlet-yarn/hooks/yarnqos"
 	"github.com/koordlet-yarn/koordlet-yarn/plugins/yarnevict"
 	"github.com/koordlet-yarn/koordlet-yarn/plugins/yarninformer"
+	"github.com/koordlet-yarn/koordlet-yarn/plugins/yarnledger"
 	"github.com/koordlet-yarn/koordlet-yarn/plugins/yarnsuppress"
 )
 
@@ -46,6 +47,8 @@ type Framework struct {
 	Usage    *yarnusage.Collector
 	QoS      *yarnqos.Applier
 	Watch    *cgroupwatch.Watcher
+	Ledger   *yarnledger.Ledger
+	rmSync   *yarnledger.RMSync
 
 	// kills coordinates kills across the evict strategies and koordlet's
 	// shutdown; journal records kills in progress on the containers'
@@ -54,6 +57,7 @@ type Framework struct {
 	journal *yarnevict.Journal
 
 	loops []Loop
+	rm    rmClient
 }
 
 // Install registers the plugin set into koordlet's registries and its flags
@@ -96,6 +100,10 @@ func Install(fs *flag.FlagSet) (*Framework, error) {
 	}
 	fw.loops = append(fw.loops, fw.Usage, fw.QoS)
 	fw.loops = append(fw.loops, yarnmemcg.New(yarnmemcg.Options{Store: fw.Store, Hierarchy: fw.Informer.Hierarchy, Interval: cfg.QoSReconcileInterval, Registerer: koordmetrics.ExternalRegistry}))
+
+	if err := fw.installLedger(); err != nil {
+		return nil, fmt.Errorf("install the YARN batch ledger: %w", err)
+	}
 
 	evictMetrics, err := yarnevict.NewMetrics(koordmetrics.ExternalRegistry)
 	if err != nil {

@@ -37,6 +37,7 @@ func TestInstall(t *testing.T) {
 	assert.Same(t, fw.Informer, impl.DefaultPluginRegistry[yarninformer.Name])
 	require.Contains(t, qmplugins.StrategyPlugins, StrategyName)
 	require.Contains(t, options.ExtendedHTTPHandlerRegistry, ContainersPath)
+	require.Contains(t, options.ExtendedHTTPHandlerRegistry, LedgerPath)
 
 	bad := flag.NewFlagSet("koordlet", flag.ContinueOnError)
 	fw2, err := Install(bad)

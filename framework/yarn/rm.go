@@ -123,12 +123,15 @@ func (c *RMClient) Active() string { return c.endpoints[c.active.Load()] }
 // an optional JSON body to the active ResourceManager and returns the body
 // of its 2xx answer. Endpoints that are unreachable, time out, redirect,
 // answer 502/503/504 or with the standby page are skipped for the next; a
-// non-2xx answer of an active RM is returned as *RMHTTPError. When every
-// endpoint failed the error wraps ErrNoActiveRM and each endpoint's error.
+// 4xx answer is the active RM's and is returned as *RMHTTPError at once.
+// Another 5xx (an RM failing inside) is returned as *RMHTTPError only when
+// no other endpoint answers. When every endpoint failed otherwise the error
+// wraps ErrNoActiveRM and each endpoint's error.
 // A cancelled ctx ends the attempt at once.
 func (c *RMClient) Do(ctx context.Context, method, path string, body []byte) ([]byte, error) {
 	start := int(c.active.Load())
 	var errs []error
+	var serverErr error
 	for i := range c.endpoints {
 		idx := (start + i) % len(c.endpoints)
 		out, err := c.try(ctx, c.endpoints[idx], method, path, body)
@@ -137,14 +140,22 @@ func (c *RMClient) Do(ctx context.Context, method, path string, body []byte) ([]
 			return out, nil
 		}
 		var httpErr *RMHTTPError
-		if errors.As(err, &httpErr) || errors.Is(err, ErrResponseTooLarge) {
+		switch {
+		case errors.As(err, &httpErr) && httpErr.StatusCode >= 500:
+			// An RM failing inside: another one may be the active RM.
+			if serverErr == nil {
+				serverErr = err
+			}
+		case httpErr != nil || errors.Is(err, ErrResponseTooLarge):
 			c.active.Store(int32(idx))
 			return nil, err
-		}
-		if ctx.Err() != nil {
+		case ctx.Err() != nil:
 			return nil, fmt.Errorf("%s %s: %w", method, path, ctx.Err())
 		}
 		errs = append(errs, err)
+	}
+	if serverErr != nil {
+		return nil, serverErr
 	}
 	return nil, fmt.Errorf("%s %s: %w: %w", method, path, ErrNoActiveRM, errors.Join(errs...))
 }

@@ -86,6 +86,9 @@ func TestRMClientFailover(t *testing.T) {
 		{name: "404 of the active RM is definitive", first: func(w http.ResponseWriter, r *http.Request) {
 			http.Error(w, `{"RemoteException":{"exception":"NotFoundException"}}`, http.StatusNotFound)
 		}, wantErr: &RMHTTPError{}, firstOnly: true},
+		{name: "500 tries the next RM", first: func(w http.ResponseWriter, r *http.Request) {
+			http.Error(w, "NullPointerException", http.StatusInternalServerError)
+		}, wantBody: `{"second":true}`},
 		{name: "oversized answer is definitive", first: active(`{"x":"` + strings.Repeat("a", 2048) + `"}`),
 			wantErr: ErrResponseTooLarge, firstOnly: true},
 	}
@@ -148,6 +151,15 @@ func TestRMClientNoActive(t *testing.T) {
 	require.ErrorIs(t, err, ErrNoActiveRM)
 	assert.ErrorIs(t, err, ErrStandbyRM)
 	assert.ErrorContains(t, err, "HTTP 502")
+
+	// A 500 with no other RM answering is the RM's error, not "no active RM".
+	e := newRMServer(t, func(w http.ResponseWriter, r *http.Request) { http.Error(w, "boom", http.StatusInternalServerError) })
+	c, err = NewRMClient(RMOptions{Endpoints: []string{a.URL, e.URL}})
+	require.NoError(t, err)
+	_, err = c.Do(context.Background(), http.MethodGet, "/ws/v1/cluster/info", nil)
+	var httpErr *RMHTTPError
+	require.ErrorAs(t, err, &httpErr)
+	assert.Equal(t, http.StatusInternalServerError, httpErr.StatusCode)
 }
 
 func TestRMClientContext(t *testing.T) {

@@ -16,6 +16,8 @@ import (
 type nmPod struct {
 	Namespace, Name string
 	Endpoint        string
+	// NodeID is the pod's yarn.hadoop.apache.org/node-id annotation.
+	NodeID string
 }
 
 // String returns namespace/name, or "" when the endpoint came from a flag.
@@ -66,6 +68,7 @@ func locateNM(pods []*statesinformer.PodMeta, sel labels.Selector, port int) (nm
 		Namespace: best.Namespace,
 		Name:      best.Name,
 		Endpoint:  "http://" + net.JoinHostPort(ip, strconv.Itoa(port)),
+		NodeID:    best.Annotations[NodeIDAnnotation],
 	}, nil
 }
 

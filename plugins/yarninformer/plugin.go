@@ -32,13 +32,17 @@ type PodLister func() []*statesinformer.PodMeta
 
 // Status is what the plugin last saw, for the debug endpoint.
 type Status struct {
-	Enabled            bool          `json:"enabled"`
-	Hierarchy          string        `json:"hierarchy,omitempty"`
-	HierarchyFound     bool          `json:"hierarchyFound"`
-	ScanError          string        `json:"scanError,omitempty"`
-	NMEndpoint         string        `json:"nmEndpoint,omitempty"`
-	NMPod              string        `json:"nmPod,omitempty"`
-	NMError            string        `json:"nmError,omitempty"`
+	Enabled        bool   `json:"enabled"`
+	Hierarchy      string `json:"hierarchy,omitempty"`
+	HierarchyFound bool   `json:"hierarchyFound"`
+	ScanError      string `json:"scanError,omitempty"`
+	NMEndpoint     string `json:"nmEndpoint,omitempty"`
+	NMPod          string `json:"nmPod,omitempty"`
+	NMError        string `json:"nmError,omitempty"`
+	// NMNodeID is the NM's YARN node id (host:port) and NMNodeIDSource
+	// where it came from (pod annotation or NM node info).
+	NMNodeID           string        `json:"nmNodeId,omitempty"`
+	NMNodeIDSource     string        `json:"nmNodeIdSource,omitempty"`
 	LastNMSuccess      time.Time     `json:"lastNMSuccess,omitempty"`
 	LastResync         time.Time     `json:"lastResync,omitempty"`
 	LastResyncDuration time.Duration `json:"lastResyncDurationNanos"`
@@ -83,6 +87,8 @@ type Plugin struct {
 	newEndpoint  bool
 	nmOK         bool
 	nmBackoff    time.Duration
+	// nodeIDEndpoint is the endpoint whose node info gave the node id.
+	nodeIDEndpoint string
 
 	statusMu sync.RWMutex
 	status   Status
@@ -253,6 +259,9 @@ func (p *Plugin) Resync(ctx context.Context) (st store.Stats) {
 	p.logTransitions(scan, scanErr, nmErr, target.Endpoint)
 	p.newEndpoint = target.Endpoint != "" && target.Endpoint != p.lastEndpoint
 	p.lastEndpoint, p.nmOK = target.Endpoint, nmErr == nil
+	if nmErr == nil {
+		p.resolveNodeID(ctx, target)
+	}
 
 	end := time.Now()
 	p.setStatus(func(s *Status) {

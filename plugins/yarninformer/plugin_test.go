@@ -78,6 +78,10 @@ func newFakeNM(t *testing.T) *fakeNM {
 			http.Error(w, "internal", http.StatusInternalServerError)
 			return
 		}
+		if r.URL.Path == "/ws/v1/node/info" {
+			_, _ = w.Write([]byte(`{"nodeInfo":{"id":"nm-host:45454","nodeHostName":"nm-host"}}`))
+			return
+		}
 		if r.URL.Path != "/ws/v1/node/containers" {
 			http.NotFound(w, r)
 			return
@@ -156,12 +160,16 @@ func TestResyncWithNM(t *testing.T) {
 	assert.Empty(t, status.NMError)
 	assert.Equal(t, nm.srv.URL, status.NMEndpoint)
 	assert.Equal(t, 3, status.Containers)
+	assert.Equal(t, "nm-host:45454", p.NodeID(), "the node id is asked of the NM's node info")
+	assert.Equal(t, NodeIDFromNMInfo, status.NMNodeIDSource)
+	calls := nm.calls.Load()
 
 	// The executor exits: its cgroup goes, the NM reports it finished.
 	root.removeContainer(t, execName)
 	nm.body.Store(nmBytes(nmEntry(amName, "RUNNING", 1024, 1), nmEntry(execName, "EXITED_WITH_FAILURE", 4096, 2), nmEntry(newName, "LOCALIZING", 2048, 1)))
 	stats = p.Resync(context.Background())
 	assert.Equal(t, store.Stats{Removed: 1}, stats)
+	assert.Equal(t, calls+1, nm.calls.Load(), "node info is asked once per endpoint")
 }
 
 func TestResyncNMFaults(t *testing.T) {
@@ -239,9 +247,10 @@ func TestResyncDiscoversNMPod(t *testing.T) {
 	_, _ = fmt.Sscan(port, &portN)
 
 	pods := []*statesinformer.PodMeta{{Pod: &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Namespace: "yarn", Name: "nm-0", Labels: map[string]string{"app.kubernetes.io/component": "node-manager"}},
-		Spec:       corev1.PodSpec{HostNetwork: true},
-		Status:     corev1.PodStatus{Phase: corev1.PodRunning, HostIP: host, PodIP: "10.9.9.9"},
+		ObjectMeta: metav1.ObjectMeta{Namespace: "yarn", Name: "nm-0", Labels: map[string]string{"app.kubernetes.io/component": "node-manager"},
+			Annotations: map[string]string{NodeIDAnnotation: "annotated:8041"}},
+		Spec:   corev1.PodSpec{HostNetwork: true},
+		Status: corev1.PodStatus{Phase: corev1.PodRunning, HostIP: host, PodIP: "10.9.9.9"},
 	}}}
 	cfg := testConfig("")
 	cfg.NMPort = portN
@@ -253,6 +262,8 @@ func TestResyncDiscoversNMPod(t *testing.T) {
 	require.True(t, ok)
 	assert.Equal(t, store.SourceBoth, am.Source)
 	assert.Equal(t, "yarn/nm-0", p.Status().NMPod)
+	assert.Equal(t, "annotated:8041", p.NodeID(), "the pod's annotation wins over the NM's node info")
+	assert.Equal(t, NodeIDFromPod, p.Status().NMNodeIDSource)
 }
 
 func TestLocateNM(t *testing.T) {

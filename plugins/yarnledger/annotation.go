@@ -15,6 +15,8 @@ const (
 	EntryPriority = apiext.PriorityBatch
 	// AnnotationKey is node.koordinator.sh/thirdPartyAllocations.
 	AnnotationKey = slov1alpha1.NodeThirdPartyAllocationsAnnotationKey
+	// AnnotationOrigin is node.koordinator.sh/originExtendedAllocatable.
+	AnnotationOrigin = slov1alpha1.NodeOriginExtendedAllocatableAnnotationKey
 )
 
 // SetEntry returns the thirdPartyAllocations annotation value with the

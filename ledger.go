@@ -1,0 +1,79 @@
+package koordletyarn
+
+import (
+	"encoding/json"
+	"net/http"
+	"os"
+	"time"
+
+	"k8s.io/klog/v2"
+
+	"github.com/koordinator-sh/koordinator/cmd/koordlet/options"
+	koordmetrics "github.com/koordinator-sh/koordinator/pkg/koordlet/metrics"
+
+	"github.com/koordlet-yarn/koordlet-yarn/plugins/yarnledger"
+)
+
+// LedgerPath is the debug endpoint of the node's batch ledger.
+const LedgerPath = "/yarn/ledger"
+
+// LedgerResponse is the body of GET /yarn/ledger.
+type LedgerResponse struct {
+	yarnledger.Status
+	// RM is the ResourceManager push's state (YARNRMNodeResourceSync).
+	RM yarnledger.RMSyncStatus `json:"rm"`
+}
+
+// installLedger builds the ledger loop and its endpoint.
+func (fw *Framework) installLedger() error {
+	metrics, err := yarnledger.NewMetrics(koordmetrics.ExternalRegistry)
+	if err != nil {
+		return err
+	}
+	fw.Ledger = yarnledger.New(yarnledger.Options{
+		Store: fw.Store,
+		NM: func() (time.Time, bool) {
+			s := fw.Informer.Status()
+			return s.LastNMSuccess, s.NMError == "" && !s.LastNMSuccess.IsZero()
+		},
+		Node:          fw.Handles.Node,
+		Pods:          fw.Handles.Pods,
+		Client:        fw.Handles.KubeClient,
+		NodeName:      os.Getenv("NODE_NAME"),
+		PatchInterval: fw.Config.Ledger.PatchInterval,
+		Metrics:       metrics,
+	})
+	fw.rmSync = yarnledger.NewRMSync(yarnledger.RMSyncOptions{
+		Client: fw.RMClient,
+		NodeID: func() string {
+			if id := fw.Config.Ledger.RMNodeID; id != "" {
+				return id
+			}
+			return fw.Informer.NodeID()
+		},
+		View:     func() yarnledger.View { v, _ := fw.Ledger.View(); return v },
+		Interval: fw.Config.Ledger.RMSyncInterval,
+		Metrics:  metrics,
+		NodeName: os.Getenv("NODE_NAME"),
+	})
+	fw.loops = append(fw.loops, fw.Ledger, fw.rmSync)
+	options.RegisterHTTPHandler(LedgerPath, fw.ledgerHandler)
+	return nil
+}
+
+func (fw *Framework) ledgerHandler() http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodGet && r.Method != http.MethodHead {
+			w.Header().Set("Allow", "GET, HEAD")
+			http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
+			return
+		}
+		resp := LedgerResponse{Status: fw.Ledger.Status(), RM: fw.rmSync.Status()}
+		w.Header().Set("Content-Type", "application/json")
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(resp); err != nil {
+			klog.V(4).Infof("yarn: write %s response: %v", LedgerPath, err)
+		}
+	}
+}

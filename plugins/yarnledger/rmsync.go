@@ -1,0 +1,213 @@
+package yarnledger
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"sync"
+	"time"
+
+	"k8s.io/klog/v2"
+
+	"github.com/koordlet-yarn/koordlet-yarn/framework/features"
+	"github.com/koordlet-yarn/koordlet-yarn/framework/yarn"
+)
+
+// maxRMBackoff bounds the wait between failed pushes.
+const maxRMBackoff = 5 * time.Minute
+
+// RMSyncOptions configure the ResourceManager push.
+type RMSyncOptions struct {
+	// Client returns the RM client; nil (no --yarn-rm-endpoints) disables
+	// the push. It is called after koordlet's flags are parsed.
+	Client func() *yarn.RMClient
+	// NodeID returns the YARN node id ("" when not known yet).
+	NodeID func() string
+	// View returns the ledger's current view.
+	View     func() View
+	Interval time.Duration
+	Timeout  time.Duration
+	Metrics  *Metrics
+	NodeName string
+}
+
+// RMSync pushes YARN's capacity on the node to the ResourceManager
+// (updateNodeResource) when it changes. It runs on its own goroutine: a
+// slow, down or standby RM never blocks koordlet.
+type RMSync struct {
+	opts RMSyncOptions
+
+	mu       sync.Mutex
+	st       RMSyncStatus
+	failures int
+	errKinds map[string]bool
+}
+
+// RMSyncStatus is the push's state, served at /yarn/ledger.
+type RMSyncStatus struct {
+	Enabled bool   `json:"enabled"`
+	NodeID  string `json:"nodeId,omitempty"`
+	// Pushed is the resource the RM last accepted.
+	Pushed     *yarn.NodeResource `json:"pushed,omitempty"`
+	LastPush   time.Time          `json:"lastPush,omitzero"`
+	Active     string             `json:"activeRM,omitempty"`
+	LastError  string             `json:"lastError,omitempty"`
+	NextTry    time.Time          `json:"nextTry,omitzero"`
+	Pushes     int                `json:"pushes"`
+	Skipped    string             `json:"skipped,omitempty"`
+	LastChange time.Time          `json:"lastChange,omitzero"`
+}
+
+// NewRMSync returns the push.
+func NewRMSync(opts RMSyncOptions) *RMSync {
+	if opts.Interval <= 0 {
+		opts.Interval = 10 * time.Second
+	}
+	if opts.Timeout <= 0 {
+		opts.Timeout = 30 * time.Second
+	}
+	return &RMSync{opts: opts, errKinds: map[string]bool{}}
+}
+
+// Name names the loop in logs.
+func (r *RMSync) Name() string { return "YARN ResourceManager node resource sync" }
+
+// Enabled needs the gate and an RM endpoint.
+func (r *RMSync) Enabled() bool {
+	if !features.Enabled(features.YARNRMNodeResourceSync) {
+		return false
+	}
+	if r.opts.Client == nil || r.opts.Client() == nil {
+		klog.Warningf("yarn: %s is on but no ResourceManager is configured (--yarn-rm-endpoints): YARN's capacity is not pushed", features.YARNRMNodeResourceSync)
+		return false
+	}
+	return true
+}
+
+// Status returns a copy of the push's state.
+func (r *RMSync) Status() RMSyncStatus {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	s := r.st
+	if s.Pushed != nil {
+		p := *s.Pushed
+		s.Pushed = &p
+	}
+	return s
+}
+
+// Run pushes every interval until stopCh closes.
+func (r *RMSync) Run(stopCh <-chan struct{}) {
+	r.mu.Lock()
+	r.st.Enabled = true
+	r.mu.Unlock()
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() {
+		<-stopCh
+		cancel()
+	}()
+	go func() {
+		t := time.NewTicker(r.opts.Interval)
+		defer t.Stop()
+		for {
+			r.Step(ctx, time.Now())
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+			}
+		}
+	}()
+}
+
+// Capacity converts YARN's capacity to the RM's units: whole MiB and whole
+// vcores, rounded down (never more than the node has).
+func Capacity(b Batch) yarn.NodeResource {
+	return yarn.NodeResource{MemoryMB: b.MemoryBytes >> 20, VCores: b.MilliCPU / 1000}
+}
+
+// Step pushes the capacity when it differs from what the RM last accepted
+// and no backoff is pending.
+func (r *RMSync) Step(ctx context.Context, now time.Time) {
+	v := r.opts.View()
+	nodeID := r.opts.NodeID()
+	r.mu.Lock()
+	r.st.NodeID = nodeID
+	switch {
+	case !v.OriginKnown:
+		r.st.Skipped = "the node has no origin batch allocatable (annotation " + AnnotationOrigin + ")"
+	case nodeID == "":
+		r.st.Skipped = "the NodeManager's YARN node id is not known yet (--yarn-rm-node-id, the NM pod's annotation or the NM's node info)"
+	default:
+		r.st.Skipped = ""
+	}
+	want := Capacity(v.YARNCapacity)
+	if r.st.Skipped != "" || (r.st.Pushed != nil && *r.st.Pushed == want) || now.Before(r.st.NextTry) {
+		r.mu.Unlock()
+		return
+	}
+	r.mu.Unlock()
+
+	cctx, cancel := context.WithTimeout(ctx, r.opts.Timeout)
+	client := r.opts.Client()
+	err := client.UpdateNodeResource(cctx, nodeID, want)
+	cancel()
+	end := time.Now()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.st.Active = client.Active()
+	if err != nil {
+		if ctx.Err() != nil {
+			return
+		}
+		r.failures++
+		d := r.opts.Interval
+		for i := 1; i < r.failures && d < maxRMBackoff; i++ {
+			d *= 2
+		}
+		d = min(d, maxRMBackoff)
+		r.st.NextTry = end.Add(d)
+		r.st.LastError = err.Error()
+		r.count("error")
+		kind := rmErrorKind(err)
+		if !r.errKinds[kind] {
+			r.errKinds[kind] = true
+			klog.Errorf("yarn: cannot push YARN's capacity to the ResourceManager (%s; retried with backoff, logged once per kind): %v", kind, err)
+		}
+		return
+	}
+	if r.failures > 0 {
+		klog.Infof("yarn: the ResourceManager %s accepts YARN's capacity again", r.st.Active)
+	}
+	r.failures, r.errKinds, r.st.LastError, r.st.NextTry = 0, map[string]bool{}, "", time.Time{}
+	r.st.Pushed, r.st.LastPush, r.st.LastChange = &want, end, end
+	r.st.Pushes++
+	r.count("ok")
+	klog.V(2).Infof("yarn: pushed node %s resource %d MB, %d vcores to the ResourceManager %s", nodeID, want.MemoryMB, want.VCores, r.st.Active)
+}
+
+func (r *RMSync) count(result string) {
+	if r.opts.Metrics != nil {
+		r.opts.Metrics.RMUpdates.WithLabelValues(r.opts.NodeName, result).Inc()
+	}
+}
+
+// rmErrorKind classes a push error for logging once per kind.
+func rmErrorKind(err error) string {
+	var httpErr *yarn.RMHTTPError
+	var netErr net.Error
+	switch {
+	case errors.As(err, &httpErr):
+		return fmt.Sprintf("HTTP %d", httpErr.StatusCode)
+	case errors.Is(err, yarn.ErrResponseTooLarge):
+		return "response too large"
+	case errors.Is(err, yarn.ErrNoActiveRM) && errors.Is(err, yarn.ErrStandbyRM):
+		return "no active RM (standby)"
+	case errors.Is(err, context.DeadlineExceeded), errors.As(err, &netErr) && netErr.Timeout():
+		return "timeout"
+	case errors.Is(err, yarn.ErrNoActiveRM):
+		return "no RM reachable"
+	}
+	return "other"
+}
