@@ -89,15 +89,15 @@ func pressure(t *testing.T, opts nodebox.Options, ownMemory bool) {
 		return c != nil && c.Cgroups[cgroups.Memory].Owned == ownMemory && string(c.MemoryAccounting()) == want
 	}, 10*time.Second, 200*time.Millisecond, "the container's memory is measured by %s", want)
 
-	// The lower percent lies one to two percent (on this node 245–490 MiB)
-	// above today's usage and the threshold one more: the newest executor
-	// allocating 2 GiB (over 8%) crosses it, and whatever it holds when
-	// koordlet decides covers the release down to the lower percent unless
-	// the rest of the node grew by more than that margin meanwhile: it alone
-	// is evicted.
+	// The lower percent lies two to three percent (on this node 490–735
+	// MiB) above today's usage and the threshold one more: the newest
+	// executor allocating 3 GiB (over 12%) crosses it, and whatever it holds
+	// when koordlet decides covers the release down to the lower percent
+	// unless the rest of the node grew by more than that margin meanwhile:
+	// it alone is evicted.
 	total, used, err := nodebox.MemInfo()
 	require.NoError(t, err)
-	lower := used*100/total + 2
+	lower := used*100/total + 3
 	threshold := lower + 1
 	t.Logf("node memory %d%% used; BE memory evict threshold %d%%, lower %d%%", used*100/total, threshold, lower)
 	require.NoError(t, b.UpdateNodeSLO(ctx, func(s *slov1alpha1.NodeSLOSpec) {
@@ -105,8 +105,8 @@ func pressure(t *testing.T, opts nodebox.Options, ownMemory bool) {
 			MemoryEvictThresholdPercent: ptr.To(threshold), MemoryEvictLowerPercent: ptr.To(lower)}
 	}))
 	time.Sleep(2 * time.Second) // koordlet sees the NodeSLO
-	newest, err := b.NM.Launch(nmemu.Spec{AppID: 5, Attempt: 1, Sequence: 3, User: "spark", MemoryMB: 3072, VCores: 1,
-		Script: "(" + kerneltest.HelperScript("alloc=16") + ") & " + kerneltest.HelperScript("alloc=2048")})
+	newest, err := b.NM.Launch(nmemu.Spec{AppID: 5, Attempt: 1, Sequence: 3, User: "spark", MemoryMB: 4096, VCores: 1,
+		Script: "(" + kerneltest.HelperScript("alloc=16") + ") & " + kerneltest.HelperScript("alloc=3072")})
 	require.NoError(t, err)
 
 	select {
