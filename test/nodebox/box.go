@@ -64,6 +64,14 @@ type Options struct {
 	// Identity, Anolis Memory QoS, a resctrl BE group). Processes still run
 	// for real; their cgroup membership is only written to the fake files.
 	FakeRoot bool
+	// Pods are extra pods of the node, made as the built-in ones are (a
+	// placeholder process in the container's cgroups, listed by the
+	// kubelet stub); PodCgroup names their container cgroup.
+	Pods []PodSpec
+	// KubeletCPUShares sets cpu.shares on the QoS and pod cgroups as the
+	// kubelet does (see ApplyKubeletCPUShares); off, every cgroup keeps
+	// the kernel's 1024.
+	KubeletCPUShares bool
 }
 
 // Box is a running node in a box.
@@ -230,11 +238,11 @@ func Start(ctx context.Context, opts Options) (b *Box, err error) {
 	if err = createNodeSLO(ctx, b.Koord, NodeName, opts.NodeSLO); err != nil {
 		return b, err
 	}
-	for i, spec := range []PodSpec{
+	for i, spec := range append([]PodSpec{
 		{Namespace: "yarn", Name: "nodemanager", Labels: NMPodLabels, HostNetwork: true},
 		{Namespace: "default", Name: "web", Labels: map[string]string{"app": "web"}, CPU: "500m", Memory: "256Mi"},
 		{Namespace: "default", Name: "batch", Labels: map[string]string{"app": "batch", "koordinator.sh/qosClass": "BE"}},
-	} {
+	}, opts.Pods...) {
 		rp, err := createPod(ctx, b.Kube, l, NodeName, spec, "10.244.0."+strconv.Itoa(10+i))
 		if err != nil {
 			return b, err
@@ -271,6 +279,11 @@ func Start(ctx context.Context, opts Options) (b *Box, err error) {
 		pods = append(pods, rp.pod)
 	}
 	b.kubelet.setPods(pods)
+	if opts.KubeletCPUShares {
+		if err = b.ApplyKubeletCPUShares(); err != nil {
+			return b, err
+		}
+	}
 
 	nmCfg := nmemu.Config{
 		CgroupRoot: b.cgroupRoot, Hierarchy: l.Hierarchy(), Controllers: l.yarnControllers(),

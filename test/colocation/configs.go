@@ -1,0 +1,133 @@
+package colocation
+
+import (
+	"fmt"
+	"strings"
+
+	"k8s.io/utils/ptr"
+
+	apiext "github.com/koordinator-sh/koordinator/apis/extension"
+	slov1alpha1 "github.com/koordinator-sh/koordinator/apis/slo/v1alpha1"
+)
+
+// Config is one of the compared node configurations.
+type Config int
+
+// The configurations, in the order a repeat runs them.
+const (
+	// LSAlone: the LS service and nothing else (koordlet with its defaults).
+	LSAlone Config = iota + 1
+	// NoQoS: LS beside YARN batch, koordlet with its defaults and an empty
+	// NodeSLO (the kubelet's cpu.shares are all that separates them).
+	NoQoS
+	// UpstreamBest: upstream koordlet's best practice for YARN: the YARN
+	// hierarchy a BE host application in the NodeSLO, upstream's BE CPU
+	// suppress (cfsQuota) and BE memory evict, none of this project's gates.
+	UpstreamBest
+	// PluginSet: this plugin set with the gates a user turns on.
+	PluginSet
+)
+
+// AllConfigs lists every configuration in run order.
+var AllConfigs = []Config{LSAlone, NoQoS, UpstreamBest, PluginSet}
+
+func (c Config) String() string {
+	switch c {
+	case LSAlone:
+		return "1 LS alone"
+	case NoQoS:
+		return "2 + YARN, no QoS"
+	case UpstreamBest:
+		return "3 + YARN, upstream's best"
+	case PluginSet:
+		return "4 + YARN, this plugin set"
+	}
+	return fmt.Sprintf("config %d", int(c))
+}
+
+// Batch reports whether YARN batch runs beside LS in c.
+func (c Config) Batch() bool { return c != LSAlone }
+
+// Thresholds are the NodeSLO knobs configurations 3 and 4 set.
+type Thresholds struct {
+	// UpstreamCPUSuppressPercent and PluginCPUSuppressPercent are
+	// cpuSuppressThresholdPercent in configurations 3 and 4.
+	UpstreamCPUSuppressPercent, PluginCPUSuppressPercent int64
+	// MemoryEvictPercent is memoryEvictThresholdPercent in both.
+	MemoryEvictPercent int64
+}
+
+// DefaultThresholds: configuration 3 keeps Koordinator's default CPU
+// suppress threshold (65%), its only guard for LS latency; configuration 4,
+// whose YARN containers are sched-idle, lets suppress cap batch only at the
+// CPU the rest of the node leaves (100%); memory evict at Koordinator's
+// default 70% in both.
+var DefaultThresholds = Thresholds{UpstreamCPUSuppressPercent: 65, PluginCPUSuppressPercent: 100, MemoryEvictPercent: 70}
+
+// upstreamGates and pluginGates are koordlet's --feature-gates of
+// configurations 3 and 4 (the YARN informer, metrics and eBPF discovery are
+// on by default in every configuration).
+var (
+	upstreamGates = []string{"BECPUSuppress", "BEMemoryEvict"}
+	pluginGates   = []string{"BECPUSuppress", "BEMemoryEvict", "YARNBECPUSuppress", "YARNBEMemoryEvict",
+		"YARNCPUQoS", "YARNNodeManagerGuard"}
+)
+
+// KoordletArgs are koordlet's extra flags in c.
+func (c Config) KoordletArgs() []string {
+	var gates []string
+	switch c {
+	case UpstreamBest:
+		gates = upstreamGates
+	case PluginSet:
+		gates = pluginGates
+	default:
+		return nil
+	}
+	on := make([]string, len(gates))
+	for i, g := range gates {
+		on[i] = g + "=true"
+	}
+	return []string{"--feature-gates=" + strings.Join(on, ","), "--yarn-qos-reconcile-interval=1s"}
+}
+
+// yarnHostApp declares the YARN hierarchy (hadoop-yarn below the
+// besteffort QoS cgroup) a BE host application, as README's "Count YARN
+// usage as BE" section tells users to.
+func yarnHostApp() slov1alpha1.HostApplicationSpec {
+	return slov1alpha1.HostApplicationSpec{Name: "hadoop-yarn", Priority: apiext.PriorityBatch, QoS: apiext.QoSBE,
+		CgroupPath: &slov1alpha1.CgroupPath{Base: slov1alpha1.CgroupBaseTypeKubeBesteffort, RelativePath: "hadoop-yarn/"}}
+}
+
+// NodeSLO is the node's NodeSLO spec in c.
+func (c Config) NodeSLO(t Thresholds) slov1alpha1.NodeSLOSpec {
+	suppress := t.UpstreamCPUSuppressPercent
+	if c == PluginSet {
+		suppress = t.PluginCPUSuppressPercent
+	}
+	switch c {
+	case UpstreamBest, PluginSet:
+	default:
+		return slov1alpha1.NodeSLOSpec{}
+	}
+	spec := slov1alpha1.NodeSLOSpec{
+		HostApplications: []slov1alpha1.HostApplicationSpec{yarnHostApp()},
+		ResourceUsedThresholdWithBE: &slov1alpha1.ResourceThresholdStrategy{
+			Enable:                      ptr.To(true),
+			CPUSuppressThresholdPercent: ptr.To(suppress),
+			// The cpuset policy keeps at least 2 CPUs for BE: a no-op on
+			// a 2-CPU node; cfsQuota is the policy that acts here.
+			CPUSuppressPolicy:           slov1alpha1.CPUCfsQuotaPolicy,
+			MemoryEvictThresholdPercent: ptr.To(t.MemoryEvictPercent),
+		},
+	}
+	if c == PluginSet {
+		policy := slov1alpha1.CPUQOSPolicyCoreSched
+		spec.ResourceQOSStrategy = &slov1alpha1.ResourceQOSStrategy{
+			Policies: &slov1alpha1.ResourceQOSPolicies{CPUPolicy: &policy},
+			BEClass: &slov1alpha1.ResourceQOS{CPUQOS: &slov1alpha1.CPUQOSCfg{Enable: ptr.To(true),
+				CPUQOS: slov1alpha1.CPUQOS{SchedIdle: ptr.To[int64](1)}}},
+		}
+	}
+	return spec
+}

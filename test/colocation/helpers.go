@@ -1,0 +1,126 @@
+package colocation
+
+import (
+	"bufio"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"strconv"
+	"time"
+
+	vegeta "github.com/tsenart/vegeta/v12/lib"
+)
+
+// The harness runs the LS service and the load generator as processes of
+// its own binary (re-executed), so that each can be put in its cgroups
+// before it starts: helperEnv selects the role, the other variables its
+// parameters.
+const (
+	helperEnv   = "KOORDLET_YARN_COLOCATION_HELPER"
+	passesEnv   = "KOORDLET_YARN_COLOCATION_PASSES"
+	memEnv      = "KOORDLET_YARN_COLOCATION_MEM_MIB"
+	urlEnv      = "KOORDLET_YARN_COLOCATION_URL"
+	rateEnv     = "KOORDLET_YARN_COLOCATION_RATE"
+	durationEnv = "KOORDLET_YARN_COLOCATION_DURATION"
+	timeoutEnv  = "KOORDLET_YARN_COLOCATION_TIMEOUT"
+)
+
+// RunHelperIfRequested turns this process into the LS service or the load
+// generator when the harness started it so; call it first in main (and in
+// TestMain). Both wait for a line on stdin (the harness has moved them into
+// their cgroups) before they allocate or start a thread of work.
+func RunHelperIfRequested() {
+	role := os.Getenv(helperEnv)
+	if role == "" {
+		return
+	}
+	in := bufio.NewReader(os.Stdin)
+	if _, err := in.ReadString('\n'); err != nil {
+		fmt.Fprintln(os.Stderr, "colocation helper: no start line:", err)
+		os.Exit(2)
+	}
+	var err error
+	switch role {
+	case "serve":
+		err = serve()
+	case "attack":
+		err = attack()
+	default:
+		err = fmt.Errorf("unknown role %q", role)
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "colocation helper:", err)
+		os.Exit(1)
+	}
+	os.Exit(0)
+}
+
+func envInt(name string) (int, error) {
+	v, err := strconv.Atoi(os.Getenv(name))
+	if err != nil {
+		return 0, fmt.Errorf("%s: %w", name, err)
+	}
+	return v, nil
+}
+
+// serve is the LS service: it touches its memory, listens on a loopback
+// port, prints "listening <addr>" and serves until killed; every request
+// does the same fixed work.
+func serve() error {
+	passes, err := envInt(passesEnv)
+	if err != nil {
+		return err
+	}
+	mib, err := envInt(memEnv)
+	if err != nil {
+		return err
+	}
+	w := newWork(mib)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return err
+	}
+	mux := http.NewServeMux()
+	mux.HandleFunc("/", func(rw http.ResponseWriter, _ *http.Request) {
+		fmt.Fprintf(rw, "%x\n", w.do(passes))
+	})
+	fmt.Printf("listening %s\n", ln.Addr())
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+	return srv.Serve(ln)
+}
+
+// attack is the load generator: vegeta, open loop at a constant rate, for
+// the duration. It prints "began <unix ns>", then one line per request:
+// "<seq> <sent unix ns> <latency ns> <status code> <error 0|1>".
+func attack() error {
+	rate, err := envInt(rateEnv)
+	if err != nil {
+		return err
+	}
+	dur, err := time.ParseDuration(os.Getenv(durationEnv))
+	if err != nil {
+		return fmt.Errorf("%s: %w", durationEnv, err)
+	}
+	timeout, err := time.ParseDuration(os.Getenv(timeoutEnv))
+	if err != nil {
+		return fmt.Errorf("%s: %w", timeoutEnv, err)
+	}
+	out := bufio.NewWriterSize(os.Stdout, 1<<16)
+	defer out.Flush()
+	atk := vegeta.NewAttacker(vegeta.Timeout(timeout), vegeta.KeepAlive(true), vegeta.Workers(32))
+	tr := vegeta.NewStaticTargeter(vegeta.Target{Method: http.MethodGet, URL: os.Getenv(urlEnv)})
+	began := time.Now()
+	fmt.Fprintf(out, "began %d\n", began.UnixNano())
+	if err := out.Flush(); err != nil {
+		return err
+	}
+	for res := range atk.Attack(tr, vegeta.ConstantPacer{Freq: rate, Per: time.Second}, dur, "ls") {
+		failed := 0
+		if res.Error != "" || res.Code != http.StatusOK {
+			failed = 1
+		}
+		fmt.Fprintf(out, "%d %d %d %d %d\n", res.Seq, res.Timestamp.UnixNano(), int64(res.Latency), res.Code, failed)
+	}
+	return nil
+}

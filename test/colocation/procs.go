@@ -1,0 +1,123 @@
+package colocation
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+)
+
+// helperProc is a re-executed copy of this binary in a helper role
+// (RunHelperIfRequested), started in given cgroups.
+type helperProc struct {
+	cmd    *exec.Cmd
+	stdout *bufio.Reader
+	done   chan error
+}
+
+// startHelper starts this binary with env added, moves it into every
+// cgroup directory of dirs (absolute), and only then lets it start.
+func startHelper(env []string, dirs []string) (*helperProc, error) {
+	self, err := os.Executable()
+	if err != nil {
+		return nil, err
+	}
+	cmd := exec.Command(self, "-test.run=^$")
+	cmd.Env = append(os.Environ(), env...)
+	cmd.Stderr = os.Stderr
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		return nil, err
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, err
+	}
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("start helper: %w", err)
+	}
+	p := &helperProc{cmd: cmd, stdout: bufio.NewReaderSize(stdout, 1<<16), done: make(chan error, 1)}
+	for _, d := range dirs {
+		if err := os.WriteFile(filepath.Join(d, "cgroup.procs"), []byte(strconv.Itoa(cmd.Process.Pid)), 0o644); err != nil {
+			p.kill()
+			return nil, fmt.Errorf("move helper %d into %s: %w", cmd.Process.Pid, d, err)
+		}
+	}
+	if _, err := io.WriteString(stdin, "go\n"); err != nil {
+		p.kill()
+		return nil, fmt.Errorf("start helper: %w", err)
+	}
+	return p, nil
+}
+
+// line reads the helper's next line of output.
+func (p *helperProc) line() (string, error) {
+	s, err := p.stdout.ReadString('\n')
+	if err != nil {
+		return "", fmt.Errorf("helper output: %w", err)
+	}
+	return strings.TrimSpace(s), nil
+}
+
+// wait waits for the helper to exit.
+func (p *helperProc) wait() error { return p.cmd.Wait() }
+
+// kill ends the helper and reaps it.
+func (p *helperProc) kill() {
+	_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
+	_ = p.cmd.Wait()
+}
+
+// readCPUTimes reads the "cpu" line of /proc/stat.
+func readCPUTimes() (CPUTimes, error) {
+	b, err := os.ReadFile("/proc/stat")
+	if err != nil {
+		return CPUTimes{}, err
+	}
+	return parseCPUTimes(string(b))
+}
+
+// parseCPUTimes parses the aggregate "cpu" line of /proc/stat: user nice
+// system idle iowait irq softirq steal (guest time is within user).
+func parseCPUTimes(stat string) (CPUTimes, error) {
+	for _, line := range strings.Split(stat, "\n") {
+		f := strings.Fields(line)
+		if len(f) < 9 || f[0] != "cpu" {
+			continue
+		}
+		var v [8]uint64
+		for i := range v {
+			n, err := strconv.ParseUint(f[i+1], 10, 64)
+			if err != nil {
+				return CPUTimes{}, fmt.Errorf("/proc/stat: %w", err)
+			}
+			v[i] = n
+		}
+		busy := v[0] + v[1] + v[2] + v[5] + v[6] + v[7]
+		return CPUTimes{Busy: busy, Total: busy + v[3] + v[4]}, nil
+	}
+	return CPUTimes{}, fmt.Errorf("/proc/stat: no cpu line")
+}
+
+// cpuacctSeconds reads cpuacct.usage of dir in seconds (0 when the cgroup
+// does not exist: nothing ran there).
+func cpuacctSeconds(dir string) (float64, error) {
+	b, err := os.ReadFile(filepath.Join(dir, "cpuacct.usage"))
+	if os.IsNotExist(err) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, err
+	}
+	ns, err := strconv.ParseUint(strings.TrimSpace(string(b)), 10, 64)
+	if err != nil {
+		return 0, fmt.Errorf("%s/cpuacct.usage: %w", dir, err)
+	}
+	return float64(ns) / 1e9, nil
+}

@@ -1,0 +1,277 @@
+package colocation
+
+import (
+	"fmt"
+	"io"
+	"math"
+	"sort"
+	"strings"
+	"time"
+)
+
+// Episode is one measured run of one configuration at one load level.
+type Episode struct {
+	Config Config
+	// Level is the LS load as a share of the node's CPU (0.3: 30%).
+	Level  float64
+	Repeat int
+	// Window is the measured time (after the warm-up).
+	Window time.Duration
+	LS     Latencies
+	// PacerLagP99 is the 99th percentile of how late the load generator
+	// sent a request against its open-loop schedule (a client that keeps
+	// up stays well under a millisecond).
+	PacerLagP99 time.Duration
+	// BatchCPUSeconds is the CPU time of every YARN container in the
+	// window (cpuacct of the YARN hierarchy root).
+	BatchCPUSeconds float64
+	// LSCPUSeconds and LoadgenCPUSeconds are the CPU time of the LS pod
+	// and of the load generator in the window.
+	LSCPUSeconds, LoadgenCPUSeconds float64
+	// NodeUtilisation is the busy share of all CPUs in the window (/proc/stat).
+	NodeUtilisation float64
+	// CPUs is the node's CPU count.
+	CPUs int
+	// Evicted counts YARN containers that ended before the harness ended
+	// them (killed from outside: an eviction), over the whole episode.
+	Evicted int
+	// Events counts the Kubernetes Events of the episode by reason.
+	Events map[string]int
+}
+
+// Row aggregates the repeats of one configuration at one load level.
+type Row struct {
+	Config            Config
+	Level             float64
+	P50, P99, P999    Spread // milliseconds
+	ErrorRate         Spread
+	BatchCPUSeconds   Spread
+	NodeUtilisation   Spread
+	LoadgenCPUSeconds Spread
+	PacerLagP99       Spread // milliseconds
+	// IdleCPUSeconds is the CPU left idle in the window (from NodeUtilisation).
+	IdleCPUSeconds Spread
+	Evicted        int
+	Events         map[string]int
+	// P99Ratio is the median p99 ÷ the median p99 of LS alone at the same
+	// level; BatchShare the median batch CPU-seconds ÷ the median CPU left
+	// idle with LS alone (NaN where there is no LS-alone row).
+	P99Ratio, BatchShare float64
+}
+
+func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+
+// Rows aggregates episodes into one row per configuration and level,
+// ordered by level, then configuration.
+func Rows(eps []Episode) []Row {
+	type key struct {
+		c Config
+		l float64
+	}
+	groups := map[key][]Episode{}
+	var keys []key
+	for _, e := range eps {
+		k := key{e.Config, e.Level}
+		if _, ok := groups[k]; !ok {
+			keys = append(keys, k)
+		}
+		groups[k] = append(groups[k], e)
+	}
+	sort.Slice(keys, func(i, j int) bool {
+		if keys[i].l != keys[j].l {
+			return keys[i].l < keys[j].l
+		}
+		return keys[i].c < keys[j].c
+	})
+	spread := func(g []Episode, f func(Episode) float64) Spread {
+		vs := make([]float64, len(g))
+		for i, e := range g {
+			vs[i] = f(e)
+		}
+		return SpreadOf(vs)
+	}
+	var rows []Row
+	for _, k := range keys {
+		g := groups[k]
+		r := Row{Config: k.c, Level: k.l, Events: map[string]int{},
+			P50:               spread(g, func(e Episode) float64 { return ms(e.LS.P50) }),
+			P99:               spread(g, func(e Episode) float64 { return ms(e.LS.P99) }),
+			P999:              spread(g, func(e Episode) float64 { return ms(e.LS.P999) }),
+			ErrorRate:         spread(g, func(e Episode) float64 { return e.LS.ErrorRate() }),
+			BatchCPUSeconds:   spread(g, func(e Episode) float64 { return e.BatchCPUSeconds }),
+			NodeUtilisation:   spread(g, func(e Episode) float64 { return e.NodeUtilisation }),
+			LoadgenCPUSeconds: spread(g, func(e Episode) float64 { return e.LoadgenCPUSeconds }),
+			PacerLagP99:       spread(g, func(e Episode) float64 { return ms(e.PacerLagP99) }),
+			IdleCPUSeconds: spread(g, func(e Episode) float64 {
+				return IdleCPUSeconds(e.NodeUtilisation, e.CPUs, e.Window)
+			}),
+		}
+		for _, e := range g {
+			r.Evicted += e.Evicted
+			for reason, n := range e.Events {
+				r.Events[reason] += n
+			}
+		}
+		rows = append(rows, r)
+	}
+	for i := range rows {
+		rows[i].P99Ratio, rows[i].BatchShare = math.NaN(), math.NaN()
+		for _, alone := range rows {
+			if alone.Config == LSAlone && alone.Level == rows[i].Level {
+				rows[i].P99Ratio = Ratio(rows[i].P99.Median, alone.P99.Median)
+				rows[i].BatchShare = Ratio(rows[i].BatchCPUSeconds.Median, alone.IdleCPUSeconds.Median)
+			}
+		}
+	}
+	return rows
+}
+
+// Target is one of the targets with its measured values.
+type Target struct {
+	Name string
+	Met  bool
+	// Measured states the values the verdict rests on.
+	Measured string
+}
+
+// Limits of the targets.
+const (
+	MaxP99Ratio   = 1.1
+	MinBatchShare = 0.9
+)
+
+// Targets evaluates the targets on rows: with the plugin set, LS p99 ≤ 1.1
+// × LS alone and batch ≥ 90% of the CPU LS alone leaves idle, at every
+// level; the plugin set strictly better than upstream's best on LS p99 or
+// batch work and no worse on the other, at every level; no YARN container
+// evicted in any episode (none crosses a memory threshold, so all are
+// CPU-only).
+func Targets(rows []Row) []Target {
+	byKey := map[Config]map[float64]Row{}
+	var levels []float64
+	evicted := 0
+	for _, r := range rows {
+		if byKey[r.Config] == nil {
+			byKey[r.Config] = map[float64]Row{}
+		}
+		byKey[r.Config][r.Level] = r
+		if r.Config == LSAlone {
+			levels = append(levels, r.Level)
+		}
+		evicted += r.Evicted
+	}
+	var out []Target
+	for _, l := range levels {
+		p, ok := byKey[PluginSet][l]
+		if !ok {
+			continue
+		}
+		out = append(out, Target{
+			Name: fmt.Sprintf("plugin set at %s: LS p99 ≤ %.1f× alone, batch ≥ %.0f%% of idle CPU", pct(l), MaxP99Ratio, 100*MinBatchShare),
+			Met:  p.P99Ratio <= MaxP99Ratio && p.BatchShare >= MinBatchShare,
+			Measured: fmt.Sprintf("p99 %.2f ms = %.2f× alone; batch %.1f CPU-s = %.0f%% of idle",
+				p.P99.Median, p.P99Ratio, p.BatchCPUSeconds.Median, 100*p.BatchShare),
+		})
+		u, ok := byKey[UpstreamBest][l]
+		if !ok {
+			continue
+		}
+		better := (p.P99.Median < u.P99.Median && p.BatchCPUSeconds.Median >= u.BatchCPUSeconds.Median) ||
+			(p.BatchCPUSeconds.Median > u.BatchCPUSeconds.Median && p.P99.Median <= u.P99.Median)
+		out = append(out, Target{
+			Name: fmt.Sprintf("plugin set vs upstream's best at %s: better on p99 or batch, no worse on the other", pct(l)),
+			Met:  better,
+			Measured: fmt.Sprintf("p99 %.2f vs %.2f ms; batch %.1f vs %.1f CPU-s",
+				p.P99.Median, u.P99.Median, p.BatchCPUSeconds.Median, u.BatchCPUSeconds.Median),
+		})
+	}
+	out = append(out, Target{Name: "no YARN container evicted (CPU-only episodes)", Met: evicted == 0,
+		Measured: fmt.Sprintf("%d evicted", evicted)})
+	return out
+}
+
+func pct(level float64) string { return fmt.Sprintf("%.0f%%", 100*level) }
+
+// spreadCell prints a spread as "median (min–max)" with the given format.
+func spreadCell(s Spread, format string) string {
+	if s.N <= 1 {
+		return fmt.Sprintf(format, s.Median)
+	}
+	return fmt.Sprintf(format+" ("+format+"–"+format+")", s.Median, s.Min, s.Max)
+}
+
+// scale multiplies a spread by k.
+func scale(s Spread, k float64) Spread {
+	return Spread{Min: s.Min * k, Median: s.Median * k, Max: s.Max * k, N: s.N}
+}
+
+func ratioCell(v float64, format string) string {
+	if math.IsNaN(v) {
+		return "—"
+	}
+	return fmt.Sprintf(format, v)
+}
+
+func eventsCell(ev map[string]int) string {
+	if len(ev) == 0 {
+		return "0"
+	}
+	var reasons []string
+	for r := range ev {
+		reasons = append(reasons, r)
+	}
+	sort.Strings(reasons)
+	var parts []string
+	for _, r := range reasons {
+		parts = append(parts, fmt.Sprintf("%s×%d", r, ev[r]))
+	}
+	return strings.Join(parts, ", ")
+}
+
+// PrintTable writes rows as a Markdown table: medians with (min–max) over
+// the repeats.
+func PrintTable(w io.Writer, rows []Row) {
+	fmt.Fprintln(w, "| configuration | LS load | LS p50 ms | LS p99 ms | LS p99.9 ms | p99 ÷ alone | LS errors | batch CPU-s | batch ÷ idle | node CPU | evicted | Events |")
+	fmt.Fprintln(w, "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
+	for _, r := range rows {
+		fmt.Fprintf(w, "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %d | %s |\n",
+			r.Config, pct(r.Level),
+			spreadCell(r.P50, "%.2f"), spreadCell(r.P99, "%.2f"), spreadCell(r.P999, "%.2f"),
+			ratioCell(r.P99Ratio, "%.2f×"),
+			fmt.Sprintf("%.2f%%", 100*r.ErrorRate.Max),
+			spreadCell(r.BatchCPUSeconds, "%.1f"),
+			ratioCell(100*r.BatchShare, "%.0f%%"),
+			spreadCell(scale(r.NodeUtilisation, 100), "%.0f%%"),
+			r.Evicted, eventsCell(r.Events))
+	}
+}
+
+// PrintTargets writes one line per target: met or not, with the values.
+func PrintTargets(w io.Writer, ts []Target) {
+	for _, t := range ts {
+		verdict := "NOT MET"
+		if t.Met {
+			verdict = "met"
+		}
+		fmt.Fprintf(w, "- %s: %s (%s)\n", t.Name, verdict, t.Measured)
+	}
+}
+
+// Print writes the report: the calibration, the table and the targets.
+func (r Report) Print(w io.Writer) {
+	fmt.Fprintf(w, "LS request: %d passes of work, %v of LS pod CPU each (with LS alone); rates:", r.Passes, r.RequestCPU.Round(time.Microsecond))
+	var levels []float64
+	for l := range r.Rates {
+		levels = append(levels, l)
+	}
+	sort.Float64s(levels)
+	for _, l := range levels {
+		fmt.Fprintf(w, " %s = %d req/s", pct(l), r.Rates[l])
+	}
+	fmt.Fprintf(w, "\n%d repeats of %v measured after %v of warm-up; medians (min–max); LS errors: the worst repeat; batch ÷ idle: batch CPU-s ÷ the CPU-s left idle with LS alone\n\n",
+		r.Opts.Repeats, r.Opts.Window, r.Opts.Warmup)
+	PrintTable(w, r.Rows)
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, "Targets:")
+	PrintTargets(w, r.Targets)
+}

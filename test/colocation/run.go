@@ -1,0 +1,434 @@
+// Package colocation measures the co-location trade on the node in a box:
+// the latency of a latency-sensitive (LS) HTTP service in a Kubernetes LS
+// pod's cgroups, driven open-loop by vegeta, beside YARN batch from the
+// NodeManager emulator (CPU hogs with more threads than cores, memory
+// allocators, executors arriving and finishing), under four node
+// configurations: LS alone, no QoS, upstream koordlet's best practice for
+// YARN, and this plugin set. Each configuration runs at each load level,
+// repeated; the report gives LS p50/p99/p99.9 and its ratio to LS alone,
+// the error rate, the batch CPU-seconds, node CPU utilisation, evictions
+// and Events, with the spread over the repeats, and checks the targets.
+// Used by test/measure/colocation (make measure-colocation) and the smoke
+// test in test/e2e.
+package colocation
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"reflect"
+	"runtime"
+	"strconv"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	slov1alpha1 "github.com/koordinator-sh/koordinator/apis/slo/v1alpha1"
+
+	"github.com/koordlet-yarn/koordlet-yarn/test/cgtree"
+	"github.com/koordlet-yarn/koordlet-yarn/test/nodebox"
+)
+
+// Options configure a run.
+type Options struct {
+	Configs []Config
+	// Levels are the LS loads as shares of the node's CPU.
+	Levels  []float64
+	Repeats int
+	// Warmup runs load and batch before the measured Window (koordlet's
+	// loops react, the batch reaches its steady shape).
+	Warmup, Window time.Duration
+	// Work is the CPU time of one request's work (calibrated once into a
+	// fixed number of passes); ServiceMiB the service's memory.
+	Work       time.Duration
+	ServiceMiB int
+	// Timeout of one request (a timed-out request is an error).
+	Timeout    time.Duration
+	Batch      BatchShape
+	Thresholds Thresholds
+	// Settle is the pause after koordlet (re)starts with a configuration.
+	Settle time.Duration
+	// Log receives progress lines.
+	Log io.Writer
+}
+
+// DefaultOptions are the full run of make measure-colocation (about 12
+// minutes on 2 CPUs).
+func DefaultOptions() Options {
+	return Options{Configs: AllConfigs, Levels: []float64{0.3, 0.6}, Repeats: 3,
+		Warmup: 5 * time.Second, Window: 15 * time.Second, Work: 2 * time.Millisecond, ServiceMiB: 64,
+		Timeout: 2 * time.Second, Batch: DefaultBatch, Thresholds: DefaultThresholds, Settle: 3 * time.Second, Log: io.Discard}
+}
+
+// LSPodName is the LS service's pod.
+const LSPodName = "ls-service"
+
+// BoxOptions are the node in a box the run needs: the kubelet's cpu.shares
+// on the QoS and pod cgroups, as on a real node, and the LS service's pod —
+// Guaranteed with the node's CPUs (no limit binds), koord-prod, LS.
+func BoxOptions() nodebox.Options {
+	return nodebox.Options{KubeletCPUShares: true, Pods: []nodebox.PodSpec{{
+		Namespace: "default", Name: LSPodName,
+		Labels: map[string]string{"app": LSPodName, "koordinator.sh/qosClass": "LS", "koordinator.sh/priority-class": "koord-prod"},
+		CPU:    strconv.Itoa(runtime.NumCPU()), Memory: "1Gi",
+	}}}
+}
+
+// Report is a run's outcome.
+type Report struct {
+	Opts Options
+	// Passes is the fixed work of one request; RequestCPU the LS pod's CPU
+	// time per request measured with LS alone (work plus HTTP).
+	Passes     int
+	RequestCPU time.Duration
+	// Rates are the requests per second of each level.
+	Rates    map[float64]int
+	Episodes []Episode
+	Rows     []Row
+	Targets  []Target
+}
+
+// harness is one run's state.
+type harness struct {
+	box  *nodebox.Box
+	opts Options
+	cpus int
+	// mine records the cgroups the harness made (the load generator's).
+	mine           cgtree.Tracker
+	loadgenDirs    []string
+	loadgenAcct    string
+	lsAcct         string
+	yarnAcct       string
+	server         *helperProc
+	url            string
+	current        Config
+	episodes       int
+	eventsSeen     map[string]int32
+	koordletConfig Config
+}
+
+// Run measures on box (started with BoxOptions) and returns the report;
+// it removes every process and cgroup it made.
+func Run(ctx context.Context, box *nodebox.Box, opts Options) (rep Report, err error) {
+	if opts.Log == nil {
+		opts.Log = io.Discard
+	}
+	h := &harness{box: box, opts: opts, cpus: runtime.NumCPU(), eventsSeen: map[string]int32{}, koordletConfig: LSAlone}
+	rep = Report{Opts: opts, Rates: map[float64]int{}}
+	defer func() {
+		if h.server != nil {
+			h.server.kill()
+		}
+		if rmErr := h.mine.RemoveAll(); rmErr != nil && err == nil {
+			err = rmErr
+		}
+	}()
+	pod := box.PodCgroup(LSPodName)
+	if pod == "" {
+		return rep, fmt.Errorf("the box has no pod %s (start it with colocation.BoxOptions)", LSPodName)
+	}
+	root := box.CgroupRoot()
+	h.lsAcct = filepath.Join(root, "cpuacct", pod)
+	h.yarnAcct = filepath.Join(root, "cpuacct", box.Hierarchy())
+	top := fmt.Sprintf("koordlet-yarn-colocation-%d", os.Getpid())
+	for _, ctrl := range []string{"cpu", "cpuacct"} {
+		d := filepath.Join(nodebox.CgroupRoot, ctrl, top)
+		if err := h.mine.Mkdir(d); err != nil {
+			return rep, err
+		}
+		h.loadgenDirs = append(h.loadgenDirs, d)
+	}
+	h.loadgenAcct = h.loadgenDirs[1]
+
+	if rep.Passes, err = CalibratePasses(opts.Work); err != nil {
+		return rep, err
+	}
+	var lsDirs []string
+	for _, ctrl := range box.Controllers() {
+		lsDirs = append(lsDirs, filepath.Join(root, ctrl, pod))
+	}
+	h.server, err = startHelper([]string{helperEnv + "=serve", passesEnv + "=" + strconv.Itoa(rep.Passes),
+		memEnv + "=" + strconv.Itoa(opts.ServiceMiB)}, lsDirs)
+	if err != nil {
+		return rep, err
+	}
+	line, err := h.server.line()
+	if err != nil {
+		return rep, err
+	}
+	var addr string
+	if _, err := fmt.Sscanf(line, "listening %s", &addr); err != nil {
+		return rep, fmt.Errorf("LS service: %q: %w", line, err)
+	}
+	h.url = "http://" + addr + "/"
+	if rep.RequestCPU, err = h.calibrateRequestCPU(ctx); err != nil {
+		return rep, err
+	}
+	for _, l := range opts.Levels {
+		rep.Rates[l] = int(l * float64(h.cpus) * float64(time.Second) / float64(rep.RequestCPU))
+	}
+	fmt.Fprintf(opts.Log, "work %d passes; LS pod CPU per request %v; rates %v req/s\n", rep.Passes, rep.RequestCPU.Round(time.Microsecond), rep.Rates)
+
+	for r := 1; r <= opts.Repeats; r++ {
+		for _, c := range opts.Configs {
+			if err := h.configure(ctx, c); err != nil {
+				return rep, err
+			}
+			for _, l := range opts.Levels {
+				ep, err := h.episode(ctx, c, l, rep.Rates[l], r)
+				if err != nil {
+					return rep, fmt.Errorf("%s at %s, repeat %d: %w", c, pct(l), r, err)
+				}
+				rep.Episodes = append(rep.Episodes, ep)
+				fmt.Fprintf(opts.Log, "repeat %d, %s, LS %s: p50 %.2f p99 %.2f p99.9 %.2f ms, errors %d/%d, pacer lag p99 %.2f ms; batch %.1f CPU-s, LS %.1f, loadgen %.1f; node CPU %.0f%%; evicted %d; events %v\n",
+					r, c, pct(l), ms(ep.LS.P50), ms(ep.LS.P99), ms(ep.LS.P999), ep.LS.Errors, ep.LS.Requests, ms(ep.PacerLagP99),
+					ep.BatchCPUSeconds, ep.LSCPUSeconds, ep.LoadgenCPUSeconds, 100*ep.NodeUtilisation, ep.Evicted, ep.Events)
+			}
+		}
+	}
+	rep.Rows = Rows(rep.Episodes)
+	rep.Targets = Targets(rep.Rows)
+	return rep, nil
+}
+
+// calibrateRequestCPU measures the LS pod's CPU time per request with LS
+// alone, at about 20% of the node.
+func (h *harness) calibrateRequestCPU(ctx context.Context) (time.Duration, error) {
+	rate := int(0.2 * float64(h.cpus) * float64(time.Second) / float64(h.opts.Work))
+	if rate < 1 {
+		rate = 1
+	}
+	before, err := cpuacctSeconds(h.lsAcct)
+	if err != nil {
+		return 0, err
+	}
+	_, results, err := h.attack(ctx, rate, 3*time.Second, nil)
+	if err != nil {
+		return 0, err
+	}
+	after, err := cpuacctSeconds(h.lsAcct)
+	if err != nil {
+		return 0, err
+	}
+	if len(results) == 0 {
+		return 0, fmt.Errorf("calibration: no request answered")
+	}
+	per := time.Duration((after - before) * float64(time.Second) / float64(len(results)))
+	if per <= 0 {
+		return 0, fmt.Errorf("calibration: the LS pod used no CPU (is the service in %s?)", h.lsAcct)
+	}
+	return per, nil
+}
+
+// configure brings koordlet and the NodeSLO to configuration c: koordlet
+// stops, the cgroup knobs koordlet may have written are reset to the
+// kubelet's values, the NodeSLO is set and koordlet starts with c's gates.
+// Configurations with the same koordlet flags and NodeSLO share a koordlet.
+func (h *harness) configure(ctx context.Context, c Config) error {
+	h.current = c
+	if reflect.DeepEqual(c.KoordletArgs(), h.koordletConfig.KoordletArgs()) &&
+		reflect.DeepEqual(c.NodeSLO(h.opts.Thresholds), h.koordletConfig.NodeSLO(h.opts.Thresholds)) {
+		return nil
+	}
+	h.box.StopKoordlet()
+	if err := h.resetKnobs(); err != nil {
+		return err
+	}
+	spec := c.NodeSLO(h.opts.Thresholds)
+	if err := h.box.UpdateNodeSLO(ctx, func(s *slov1alpha1.NodeSLOSpec) { *s = spec }); err != nil {
+		return fmt.Errorf("set the NodeSLO of %s: %w", c, err)
+	}
+	h.box.SetKoordletArgs(c.KoordletArgs())
+	if err := h.box.StartKoordlet(); err != nil {
+		return fmt.Errorf("start koordlet for %s: %w", c, err)
+	}
+	h.koordletConfig = c
+	time.Sleep(h.opts.Settle)
+	return nil
+}
+
+// resetKnobs undoes what koordlet may have written to the box's QoS
+// cgroups in a configuration (suppress's cfs quota, sched-idle): no quota,
+// cpu.idle 0, the kubelet's cpu.shares. The box made all of them.
+func (h *harness) resetKnobs() error {
+	cpu := filepath.Join(h.box.CgroupRoot(), "cpu")
+	yarn := h.box.Hierarchy()
+	be := filepath.Dir(yarn)
+	for _, rel := range []string{filepath.Dir(be), be, yarn} {
+		dir := filepath.Join(cpu, rel)
+		if _, err := os.Stat(dir); os.IsNotExist(err) {
+			continue // the YARN hierarchy before the first container
+		}
+		for file, v := range map[string]string{"cpu.cfs_quota_us": "-1", "cpu.idle": "0"} {
+			if err := os.WriteFile(filepath.Join(dir, file), []byte(v), 0o644); err != nil && !os.IsNotExist(err) {
+				return fmt.Errorf("reset %s/%s: %w", dir, file, err)
+			}
+		}
+	}
+	return h.box.ApplyKubeletCPUShares()
+}
+
+// counters are the cumulative figures an episode's window is the
+// difference of.
+type counters struct {
+	cpu                CPUTimes
+	batch, ls, loadgen float64
+}
+
+func (h *harness) sample() (counters, error) {
+	var c counters
+	var err error
+	if c.cpu, err = readCPUTimes(); err != nil {
+		return c, err
+	}
+	if c.batch, err = cpuacctSeconds(h.yarnAcct); err != nil {
+		return c, err
+	}
+	if c.ls, err = cpuacctSeconds(h.lsAcct); err != nil {
+		return c, err
+	}
+	c.loadgen, err = cpuacctSeconds(h.loadgenAcct)
+	return c, err
+}
+
+// attack runs the load generator at rate for d; at began+offset of each
+// element of at it calls the matching callback. It returns the time the
+// attack began and every request.
+func (h *harness) attack(ctx context.Context, rate int, d time.Duration, at []timedCall) (time.Time, []attackResult, error) {
+	p, err := startHelper([]string{helperEnv + "=attack", urlEnv + "=" + h.url, rateEnv + "=" + strconv.Itoa(rate),
+		durationEnv + "=" + d.String(), timeoutEnv + "=" + h.opts.Timeout.String()}, h.loadgenDirs)
+	if err != nil {
+		return time.Time{}, nil, err
+	}
+	defer p.kill()
+	line, err := p.line()
+	if err != nil {
+		return time.Time{}, nil, err
+	}
+	began, err := parseBegan(line)
+	if err != nil {
+		return began, nil, err
+	}
+	type parsed struct {
+		rs  []attackResult
+		err error
+	}
+	results := make(chan parsed, 1)
+	go func() {
+		rs, err := parseResults(p.stdout)
+		results <- parsed{rs, err}
+	}()
+	for _, c := range at {
+		select {
+		case <-ctx.Done():
+			return began, nil, ctx.Err()
+		case <-time.After(time.Until(began.Add(c.offset))):
+		}
+		if err := c.call(); err != nil {
+			return began, nil, err
+		}
+	}
+	var res parsed
+	select {
+	case <-ctx.Done():
+		return began, nil, ctx.Err()
+	case res = <-results:
+	}
+	if res.err != nil {
+		return began, nil, res.err
+	}
+	if err := p.wait(); err != nil {
+		return began, nil, fmt.Errorf("load generator: %w", err)
+	}
+	return began, res.rs, nil
+}
+
+// timedCall is a callback at an offset from an attack's start.
+type timedCall struct {
+	offset time.Duration
+	call   func() error
+}
+
+// episode runs configuration c at one level: batch (unless LS alone) and
+// load start together; after the warm-up the window is measured.
+func (h *harness) episode(ctx context.Context, c Config, level float64, rate, repeat int) (Episode, error) {
+	ep := Episode{Config: c, Level: level, Repeat: repeat, Window: h.opts.Window, CPUs: h.cpus}
+	h.episodes++
+	if err := h.markEvents(ctx); err != nil {
+		return ep, err
+	}
+	var b *batch
+	if c.Batch() {
+		var err error
+		if b, err = startBatch(h.box.NM, h.opts.Batch, int64(1000+h.episodes), int64(h.episodes)); err != nil {
+			return ep, err
+		}
+		defer func() {
+			if b != nil {
+				_, _, _ = b.finish()
+			}
+		}()
+	}
+	var from, to counters
+	sampleInto := func(dst *counters) func() error {
+		return func() error {
+			var err error
+			*dst, err = h.sample()
+			return err
+		}
+	}
+	began, results, err := h.attack(ctx, rate, h.opts.Warmup+h.opts.Window, []timedCall{
+		{h.opts.Warmup, sampleInto(&from)}, {h.opts.Warmup + h.opts.Window, sampleInto(&to)}})
+	if err != nil {
+		return ep, err
+	}
+	if b != nil {
+		evicted, _, err := b.finish()
+		b = nil
+		if err != nil {
+			return ep, err
+		}
+		ep.Evicted = evicted
+	}
+	samples, lag := windowSamples(results, began, rate, began.Add(h.opts.Warmup), began.Add(h.opts.Warmup+h.opts.Window))
+	ep.LS = Summarise(samples)
+	ep.PacerLagP99 = lag
+	ep.BatchCPUSeconds = to.batch - from.batch
+	ep.LSCPUSeconds = to.ls - from.ls
+	ep.LoadgenCPUSeconds = to.loadgen - from.loadgen
+	ep.NodeUtilisation = Utilisation(from.cpu, to.cpu)
+	if ep.Events, err = h.newEvents(ctx); err != nil {
+		return ep, err
+	}
+	return ep, nil
+}
+
+// markEvents records the Events so far, so that newEvents counts only the
+// episode's.
+func (h *harness) markEvents(ctx context.Context) error {
+	_, err := h.newEvents(ctx)
+	return err
+}
+
+// newEvents returns the Events (by reason, with their repeat counts) that
+// appeared or repeated since the last call.
+func (h *harness) newEvents(ctx context.Context) (map[string]int, error) {
+	list, err := h.box.Kube.CoreV1().Events("").List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("list Events: %w", err)
+	}
+	out := map[string]int{}
+	for _, ev := range list.Items {
+		count := ev.Count
+		if count < 1 {
+			count = 1
+		}
+		if d := count - h.eventsSeen[string(ev.UID)]; d > 0 {
+			out[ev.Reason] += int(d)
+		}
+		h.eventsSeen[string(ev.UID)] = count
+	}
+	return out, nil
+}

@@ -1,0 +1,93 @@
+package nodebox
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strconv"
+
+	corev1 "k8s.io/api/core/v1"
+)
+
+// PodCgroup returns the container cgroup of the box's pod name (relative to
+// the controller mounts of CgroupRoot), or "" for an unknown pod.
+func (b *Box) PodCgroup(name string) string {
+	if rp, ok := b.pods[name]; ok {
+		return rp.containerCgroup
+	}
+	return ""
+}
+
+// Controllers are the hierarchies (below CgroupRoot) the box's pod cgroups
+// live in.
+func (b *Box) Controllers() []string { return append([]string(nil), b.ctrls()...) }
+
+// SetKoordletArgs replaces Options.KoordletArgs, koordlet's extra flags,
+// from the next StartKoordlet on.
+func (b *Box) SetKoordletArgs(args []string) {
+	b.opts.KoordletArgs = append([]string(nil), args...)
+}
+
+// minShares is the kubelet's floor for cpu.shares (the BestEffort QoS
+// cgroup and BestEffort pods get it).
+const minShares = 2
+
+// milliToShares converts a CPU request to cpu.shares as the kubelet does.
+func milliToShares(milli int64) int64 {
+	if s := milli * 1024 / 1000; s >= minShares {
+		return s
+	}
+	return minShares
+}
+
+// ApplyKubeletCPUShares writes cpu.shares on the box's QoS, pod and
+// container cgroups as the kubelet (cgroupfs driver, cgroup v1) does: the
+// top kubepods cgroup the node's CPUs, the BestEffort QoS cgroup 2, the
+// Burstable one the sum of its pods' requests, each pod and container its
+// CPU request (2 for BestEffort). Without it every cgroup keeps the
+// kernel's 1024, which puts BestEffort work on a par with a Guaranteed pod.
+// The box made every one of these cgroups; it can be called again to undo
+// changes to them.
+func (b *Box) ApplyKubeletCPUShares() error {
+	l := b.opts.Layout
+	if l.Unified {
+		return errors.New("kubelet cpu.shares: the unified layout has cpu.weight, not cpu.shares")
+	}
+	root := filepath.Join(b.cgroupRoot, "cpu")
+	write := func(rel string, shares int64) error {
+		p := filepath.Join(root, rel, "cpu.shares")
+		if err := os.WriteFile(p, []byte(strconv.FormatInt(shares, 10)), 0o644); err != nil {
+			return fmt.Errorf("kubelet cpu.shares: %w", err)
+		}
+		return nil
+	}
+	var burstable int64
+	for _, rp := range b.pods {
+		milli := int64(0)
+		for _, c := range rp.pod.Spec.Containers {
+			milli += c.Resources.Requests.Cpu().MilliValue()
+		}
+		if rp.pod.Status.QOSClass == corev1.PodQOSBurstable {
+			burstable += milli
+		}
+		shares := int64(minShares)
+		if rp.pod.Status.QOSClass != corev1.PodQOSBestEffort {
+			shares = milliToShares(milli)
+		}
+		if err := write(rp.cgroupDir, shares); err != nil {
+			return err
+		}
+		if err := write(rp.containerCgroup, shares); err != nil {
+			return err
+		}
+	}
+	if err := write(l.kubepods(), milliToShares(int64(runtime.NumCPU())*1000)); err != nil {
+		return err
+	}
+	if err := write(l.qosDir(corev1.PodQOSBestEffort), minShares); err != nil {
+		return err
+	}
+	return write(l.qosDir(corev1.PodQOSBurstable), milliToShares(burstable))
+}
