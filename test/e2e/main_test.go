@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/koordlet-yarn/koordlet-yarn/test/colocation"
 	"github.com/koordlet-yarn/koordlet-yarn/test/kerneltest"
 	"github.com/koordlet-yarn/koordlet-yarn/test/nodebox"
 )
@@ -23,6 +24,7 @@ var skipReason string
 
 func TestMain(m *testing.M) {
 	kerneltest.RunHelperIfRequested() // workloads (burners, allocators) re-exec this binary
+	colocation.RunHelperIfRequested() // so do the co-location smoke test's LS service and load generator
 	flag.Parse()
 	if err := nodebox.Prerequisites(); err != nil {
 		skipReason = err.Error()

@@ -1,0 +1,42 @@
+package colocation
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+
+	apiext "github.com/koordinator-sh/koordinator/apis/extension"
+	slov1alpha1 "github.com/koordinator-sh/koordinator/apis/slo/v1alpha1"
+)
+
+func TestConfigsGatesAndNodeSLO(t *testing.T) {
+	th := DefaultThresholds
+	for _, c := range []Config{LSAlone, NoQoS} {
+		assert.Empty(t, c.KoordletArgs(), c.String())
+		assert.Equal(t, slov1alpha1.NodeSLOSpec{}, c.NodeSLO(th), c.String())
+	}
+	up := UpstreamBest.KoordletArgs()[0]
+	assert.Equal(t, "--feature-gates=BECPUSuppress=true,BEMemoryEvict=true", up)
+	assert.NotContains(t, up, "YARN", "upstream's best has none of our gates")
+	plugin := PluginSet.KoordletArgs()[0]
+	for _, g := range []string{"YARNCPUQoS", "YARNBECPUSuppress", "YARNBEMemoryEvict", "YARNNodeManagerGuard", "BECPUSuppress", "BEMemoryEvict"} {
+		assert.Contains(t, plugin, g+"=true")
+	}
+
+	u, p := UpstreamBest.NodeSLO(th), PluginSet.NodeSLO(th)
+	for _, s := range []slov1alpha1.NodeSLOSpec{u, p} {
+		assert.Len(t, s.HostApplications, 1)
+		app := s.HostApplications[0]
+		assert.Equal(t, apiext.QoSBE, app.QoS)
+		assert.Equal(t, slov1alpha1.CgroupBaseTypeKubeBesteffort, app.CgroupPath.Base)
+		assert.True(t, strings.HasPrefix(app.CgroupPath.RelativePath, "hadoop-yarn"))
+		assert.Equal(t, slov1alpha1.CPUCfsQuotaPolicy, s.ResourceUsedThresholdWithBE.CPUSuppressPolicy)
+		assert.Equal(t, int64(70), *s.ResourceUsedThresholdWithBE.MemoryEvictThresholdPercent)
+	}
+	assert.Equal(t, int64(65), *u.ResourceUsedThresholdWithBE.CPUSuppressThresholdPercent)
+	assert.Equal(t, int64(100), *p.ResourceUsedThresholdWithBE.CPUSuppressThresholdPercent)
+	assert.Nil(t, u.ResourceQOSStrategy, "upstream's CPU QoS needs core scheduling or Group Identity, neither on this kernel")
+	assert.Equal(t, int64(1), *p.ResourceQOSStrategy.BEClass.CPUQOS.SchedIdle)
+	assert.Equal(t, slov1alpha1.CPUQOSPolicyCoreSched, *p.ResourceQOSStrategy.Policies.CPUPolicy)
+}

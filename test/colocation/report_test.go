@@ -1,0 +1,78 @@
+package colocation
+
+import (
+	"math"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func ep(c Config, level float64, p99 time.Duration, batch, util float64) Episode {
+	return Episode{Config: c, Level: level, Window: 10 * time.Second, CPUs: 2, NodeUtilisation: util, BatchCPUSeconds: batch,
+		LS: Latencies{P50: p99 / 4, P99: p99, P999: 2 * p99, Requests: 100}}
+}
+
+func TestRowsRatiosAgainstLSAlone(t *testing.T) {
+	eps := []Episode{
+		ep(LSAlone, 0.3, 4*time.Millisecond, 0, 0.30),
+		ep(LSAlone, 0.3, 6*time.Millisecond, 0, 0.40),
+		ep(LSAlone, 0.3, 5*time.Millisecond, 0, 0.35),
+		ep(PluginSet, 0.3, 5*time.Millisecond, 12, 0.95),
+		ep(PluginSet, 0.3, 5*time.Millisecond, 13, 0.96),
+		ep(PluginSet, 0.3, 6*time.Millisecond, 11, 0.94),
+		ep(NoQoS, 0.6, 50*time.Millisecond, 8, 1),
+	}
+	eps[4].Evicted = 1
+	eps[4].Events = map[string]int{"YARNContainerEvicted": 1}
+	rows := Rows(eps)
+	require.Len(t, rows, 3)
+	alone, plugin, noqos := rows[0], rows[1], rows[2]
+	assert.Equal(t, LSAlone, alone.Config)
+	assert.Equal(t, Spread{Min: 4, Median: 5, Max: 6, N: 3}, alone.P99)
+	assert.InDelta(t, 13.0, alone.IdleCPUSeconds.Median, 1e-9) // (1-0.35) × 2 × 10 s
+	assert.Equal(t, PluginSet, plugin.Config)
+	assert.InDelta(t, 1.0, plugin.P99Ratio, 1e-9)
+	assert.InDelta(t, 12.0/13.0, plugin.BatchShare, 1e-9)
+	assert.Equal(t, 1, plugin.Evicted)
+	assert.Equal(t, map[string]int{"YARNContainerEvicted": 1}, plugin.Events)
+	assert.Equal(t, 0.6, noqos.Level)
+	assert.True(t, math.IsNaN(noqos.P99Ratio), "no LS-alone row at 60%")
+}
+
+func TestTargets(t *testing.T) {
+	rows := Rows([]Episode{
+		ep(LSAlone, 0.3, 10*time.Millisecond, 0, 0.3),      // idle 14 CPU-s
+		ep(UpstreamBest, 0.3, 30*time.Millisecond, 5, 0.6), //
+		ep(PluginSet, 0.3, 11*time.Millisecond, 13, 0.95),  // 1.1×, 93% of idle
+		ep(LSAlone, 0.6, 10*time.Millisecond, 0, 0.6),      // idle 8 CPU-s
+		ep(UpstreamBest, 0.6, 12*time.Millisecond, 4, 0.8), //
+		ep(PluginSet, 0.6, 12*time.Millisecond, 4, 0.8),    // equal to upstream: not strictly better; 1.2×
+	})
+	ts := Targets(rows)
+	require.Len(t, ts, 5)
+	assert.True(t, ts[0].Met, ts[0].Measured)
+	assert.True(t, ts[1].Met, ts[1].Measured)
+	assert.False(t, ts[2].Met, ts[2].Measured)
+	assert.False(t, ts[3].Met, ts[3].Measured)
+	assert.True(t, ts[4].Met)
+
+	var b strings.Builder
+	PrintTargets(&b, ts)
+	assert.Contains(t, b.String(), "NOT MET (p99 12.00 vs 12.00 ms; batch 4.0 vs 4.0 CPU-s)")
+}
+
+func TestPrintTable(t *testing.T) {
+	eps := []Episode{ep(LSAlone, 0.3, 4*time.Millisecond, 0, 0.3), ep(LSAlone, 0.3, 6*time.Millisecond, 0, 0.3),
+		ep(NoQoS, 0.3, 40*time.Millisecond, 10, 1)}
+	eps[2].LS.Errors = 3
+	eps[2].Events = map[string]int{"b": 2, "a": 1}
+	var b strings.Builder
+	PrintTable(&b, Rows(eps))
+	lines := strings.Split(strings.TrimSpace(b.String()), "\n")
+	require.Len(t, lines, 4)
+	assert.Equal(t, "| 1 LS alone | 30% | 1.25 (1.00–1.50) | 5.00 (4.00–6.00) | 10.00 (8.00–12.00) | 1.00× | 0.00% | 0.0 (0.0–0.0) | 0% | 30% (30%–30%) | 0 | 0 |", lines[2])
+	assert.Equal(t, "| 2 + YARN, no QoS | 30% | 10.00 | 40.00 | 80.00 | 8.00× | 3.00% | 10.0 | 71% | 100% | 0 | a×1, b×2 |", lines[3])
+}
