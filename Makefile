@@ -88,6 +88,21 @@ NM_RUNS ?= 10
 measure-nm-at-once: deps
 	$(GO) run ./test/measure/nmatonce -runs $(NM_RUNS) $(if $(NM_BASELINE),-baseline)
 
+# The co-location benchmark: an LS HTTP service's latency (vegeta, open
+# loop) beside YARN batch on the node in a box, under four configurations
+# (LS alone, no QoS, upstream koordlet's best practice for YARN, this plugin
+# set), each at every level of COLOC_LEVELS (shares of the node's CPU),
+# COLOC_REPEATS times (root, cgroup v1; about 12 minutes with the defaults).
+# COLOC_ARGS passes more flags (go run ./test/measure/colocation -h).
+COLOC_LEVELS ?= 0.3,0.6
+COLOC_REPEATS ?= 3
+COLOC_WARMUP ?= 5s
+COLOC_WINDOW ?= 15s
+COLOC_ARGS ?=
+.PHONY: measure-colocation
+measure-colocation: deps
+	$(GO) run ./test/measure/colocation -levels $(COLOC_LEVELS) -repeats $(COLOC_REPEATS) -warmup $(COLOC_WARMUP) -window $(COLOC_WINDOW) $(COLOC_ARGS)
+
 # Churn soak on the node in a box with every YARN gate on: 5,000 YARN
 # containers with real processes over 5 minutes, at most 100 alive;
 # koordlet's fds, goroutines and heap must stay flat and its store equal

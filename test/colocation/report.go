@@ -37,6 +37,9 @@ type Episode struct {
 	Evicted int
 	// Events counts the Kubernetes Events of the episode by reason.
 	Events map[string]int
+	// Knobs describes koordlet's BE settings at the window's end (for the
+	// log).
+	Knobs string
 }
 
 // Row aggregates the repeats of one configuration at one load level.

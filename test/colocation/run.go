@@ -21,6 +21,7 @@ import (
 	"reflect"
 	"runtime"
 	"strconv"
+	"strings"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -103,7 +104,6 @@ type harness struct {
 	yarnAcct       string
 	server         *helperProc
 	url            string
-	current        Config
 	episodes       int
 	eventsSeen     map[string]int32
 	koordletConfig Config
@@ -182,9 +182,9 @@ func Run(ctx context.Context, box *nodebox.Box, opts Options) (rep Report, err e
 					return rep, fmt.Errorf("%s at %s, repeat %d: %w", c, pct(l), r, err)
 				}
 				rep.Episodes = append(rep.Episodes, ep)
-				fmt.Fprintf(opts.Log, "repeat %d, %s, LS %s: p50 %.2f p99 %.2f p99.9 %.2f ms, errors %d/%d, pacer lag p99 %.2f ms; batch %.1f CPU-s, LS %.1f, loadgen %.1f; node CPU %.0f%%; evicted %d; events %v\n",
+				fmt.Fprintf(opts.Log, "repeat %d, %s, LS %s: p50 %.2f p99 %.2f p99.9 %.2f ms, errors %d/%d, pacer lag p99 %.2f ms; batch %.1f CPU-s, LS %.1f, loadgen %.1f; node CPU %.0f%%; evicted %d; events %v; %s\n",
 					r, c, pct(l), ms(ep.LS.P50), ms(ep.LS.P99), ms(ep.LS.P999), ep.LS.Errors, ep.LS.Requests, ms(ep.PacerLagP99),
-					ep.BatchCPUSeconds, ep.LSCPUSeconds, ep.LoadgenCPUSeconds, 100*ep.NodeUtilisation, ep.Evicted, ep.Events)
+					ep.BatchCPUSeconds, ep.LSCPUSeconds, ep.LoadgenCPUSeconds, 100*ep.NodeUtilisation, ep.Evicted, ep.Events, ep.Knobs)
 			}
 		}
 	}
@@ -227,7 +227,6 @@ func (h *harness) calibrateRequestCPU(ctx context.Context) (time.Duration, error
 // kubelet's values, the NodeSLO is set and koordlet starts with c's gates.
 // Configurations with the same koordlet flags and NodeSLO share a koordlet.
 func (h *harness) configure(ctx context.Context, c Config) error {
-	h.current = c
 	if reflect.DeepEqual(c.KoordletArgs(), h.koordletConfig.KoordletArgs()) &&
 		reflect.DeepEqual(c.NodeSLO(h.opts.Thresholds), h.koordletConfig.NodeSLO(h.opts.Thresholds)) {
 		return nil
@@ -275,6 +274,7 @@ func (h *harness) resetKnobs() error {
 type counters struct {
 	cpu                CPUTimes
 	batch, ls, loadgen float64
+	knobs              string
 }
 
 func (h *harness) sample() (counters, error) {
@@ -290,7 +290,23 @@ func (h *harness) sample() (counters, error) {
 		return c, err
 	}
 	c.loadgen, err = cpuacctSeconds(h.loadgenAcct)
+	c.knobs = h.knobs()
 	return c, err
+}
+
+// knobs describes what koordlet has set on the BE side: the besteffort
+// cgroup's CFS quota (suppress) and the YARN root's cpu.idle (sched-idle).
+func (h *harness) knobs() string {
+	cpu := filepath.Join(h.box.CgroupRoot(), "cpu")
+	read := func(rel, file string) string {
+		b, err := os.ReadFile(filepath.Join(cpu, rel, file))
+		if err != nil {
+			return "-"
+		}
+		return strings.TrimSpace(string(b))
+	}
+	yarn := h.box.Hierarchy()
+	return fmt.Sprintf("besteffort cfs_quota_us %s, YARN root cpu.idle %s", read(filepath.Dir(yarn), "cpu.cfs_quota_us"), read(yarn, "cpu.idle"))
 }
 
 // attack runs the load generator at rate for d; at began+offset of each
@@ -399,6 +415,7 @@ func (h *harness) episode(ctx context.Context, c Config, level float64, rate, re
 	ep.LSCPUSeconds = to.ls - from.ls
 	ep.LoadgenCPUSeconds = to.loadgen - from.loadgen
 	ep.NodeUtilisation = Utilisation(from.cpu, to.cpu)
+	ep.Knobs = to.knobs
 	if ep.Events, err = h.newEvents(ctx); err != nil {
 		return ep, err
 	}
