@@ -55,15 +55,21 @@ type CPUEvict struct {
 	lastEvict time.Time
 }
 
-// NewCPUEvictFactory returns the factory for koordlet's "CPUEvict" slot.
+// NewCPUEvictFactory returns the factory for koordlet's "CPUEvict" slot:
+// the YARN slot (see NewMemoryEvictFactory) when a YARN gate takes it,
+// upstream's strategy otherwise.
 func NewCPUEvictFactory(deps Deps) qmframework.QOSStrategyFactory {
 	return func(opts *qmframework.Options) qmframework.QOSStrategy {
-		if !features.Enabled(features.YARNBECPUEvict) {
+		if !useSlot(AllocCPU, features.YARNBECPUEvict) {
 			return cpuevict.New(opts)
 		}
-		return &CPUEvict{deps: deps, opts: opts,
-			interval: time.Duration(opts.Config.CPUEvictIntervalSeconds) * time.Second,
-			cooling:  time.Duration(opts.Config.CPUEvictCoolTimeSeconds) * time.Second}
+		interval := time.Duration(opts.Config.CPUEvictIntervalSeconds) * time.Second
+		cooling := time.Duration(opts.Config.CPUEvictCoolTimeSeconds) * time.Second
+		var be beTrigger
+		if features.Enabled(features.YARNBECPUEvict) {
+			be = &CPUEvict{deps: deps, opts: opts, interval: interval, cooling: cooling}
+		}
+		return newSlot(AllocCPU, deps, opts, be, interval, cooling)
 	}
 }
 
@@ -77,12 +83,9 @@ func (c *CPUEvict) Setup(ctx *qmframework.Context) {
 	c.executor = qmutil.InitializeEvictionExecutor(ctx.Evictor, ctx.OnlyEvictByAPI)
 }
 
-// Run evaluates every interval until stopCh closes.
+// Run evaluates every interval until stopCh closes (the Slot runs Cycle
+// itself; Run serves a strategy used on its own).
 func (c *CPUEvict) Run(stopCh <-chan struct{}) {
-	if koordfeatures.DefaultKoordletFeatureGate.Enabled(koordfeatures.CPUEvict) ||
-		koordfeatures.DefaultKoordletFeatureGate.Enabled(koordfeatures.CPUAllocatableEvict) {
-		klog.Warningf("yarn: YARNBECPUEvict replaces koordlet's CPUEvict strategy; its CPUEvict and CPUAllocatableEvict triggers do not run while it is on")
-	}
 	go wait.Until(func() { c.Cycle(time.Now()) }, c.interval, stopCh)
 }
 

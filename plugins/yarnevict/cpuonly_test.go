@@ -181,7 +181,7 @@ func memoryEvictWithoutMemoryCgroup(t *testing.T, unified bool) {
 		Metrics:          metrics, NodeName: "n1", CgroupHierarchy: inf.Hierarchy}
 	strategy := NewMemoryEvictFactory(deps)(&qmframework.Options{Config: qmframework.NewDefaultConfig(), StatesInformer: si, MetricCache: mc,
 		EventRecorder: rec, MetricAdvisorConfig: &ma.Config{CollectResUsedInterval: time.Second}})
-	m, ok := strategy.(*MemoryEvict)
+	m, ok := strategy.(*Slot).BE().(*MemoryEvict)
 	require.True(t, ok)
 	m.Setup(&qmframework.Context{Evictor: qmutil.NewEvictor(fakeclientset.NewSimpleClientset(), rec, "v1"), OnlyEvictByAPI: true})
 

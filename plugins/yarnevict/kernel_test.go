@@ -258,7 +258,7 @@ func TestRealKernelMemoryEvict(t *testing.T) {
 	cfg := qmframework.NewDefaultConfig()
 	strategy := NewMemoryEvictFactory(deps)(&qmframework.Options{Config: cfg, StatesInformer: si, MetricCache: mc,
 		EventRecorder: rec, MetricAdvisorConfig: &ma.Config{CollectResUsedInterval: time.Second}})
-	m, ok := strategy.(*MemoryEvict)
+	m, ok := strategy.(*Slot).BE().(*MemoryEvict)
 	require.True(t, ok, "the YARN-aware strategy takes the slot when its gate is on")
 	require.True(t, m.Enabled())
 	m.Setup(&qmframework.Context{Evictor: qmutil.NewEvictor(fakeclientset.NewSimpleClientset(), rec, "v1"), OnlyEvictByAPI: true})
@@ -351,7 +351,7 @@ func TestRealKernelCPUEvict(t *testing.T) {
 		Metrics:          metrics, NodeName: "n1", Hierarchy: func() string { return n.h.Dir }}
 	strategy := NewCPUEvictFactory(deps)(&qmframework.Options{Config: qmframework.NewDefaultConfig(), StatesInformer: si, MetricCache: mc,
 		EventRecorder: rec, MetricAdvisorConfig: &ma.Config{CollectResUsedInterval: time.Second}})
-	c, ok := strategy.(*CPUEvict)
+	c, ok := strategy.(*Slot).BE().(*CPUEvict)
 	require.True(t, ok)
 	require.True(t, c.Enabled())
 	c.Setup(&qmframework.Context{Evictor: qmutil.NewEvictor(fakeclientset.NewSimpleClientset(), rec, "v1"), OnlyEvictByAPI: true})

@@ -64,23 +64,28 @@ type MemoryEvict struct {
 	reader    *cgroups.UsageReader
 	procs     *cgroups.ProcessMemoryReader
 	lastEvict time.Time
-	warned    bool
 	// loggedProcesses: the per-process accounting was announced.
 	loggedProcesses bool
 }
 
 // NewMemoryEvictFactory returns the factory for koordlet's "memoryEvict"
-// slot: the YARN-aware strategy when YARNBEMemoryEvict is on (checked when
-// koordlet builds its daemon, after the flags are parsed), upstream's
-// otherwise.
+// slot: the YARN slot (the YARN-aware BE trigger when YARNBEMemoryEvict is
+// on, the allocatable trigger counting YARN with YARNAllocatableEvict, and
+// upstream's usage trigger) when a YARN gate takes it (see useSlot; checked
+// when koordlet builds its daemon, after the flags are parsed), upstream's
+// strategy otherwise.
 func NewMemoryEvictFactory(deps Deps) qmframework.QOSStrategyFactory {
 	return func(opts *qmframework.Options) qmframework.QOSStrategy {
-		if !features.Enabled(features.YARNBEMemoryEvict) {
+		if !useSlot(AllocMemory, features.YARNBEMemoryEvict) {
 			return memoryevict.New(opts)
 		}
-		return &MemoryEvict{deps: deps, opts: opts,
-			interval: time.Duration(opts.Config.MemoryEvictIntervalSeconds) * time.Second,
-			cooling:  time.Duration(opts.Config.MemoryEvictCoolTimeSeconds) * time.Second}
+		interval := time.Duration(opts.Config.MemoryEvictIntervalSeconds) * time.Second
+		cooling := time.Duration(opts.Config.MemoryEvictCoolTimeSeconds) * time.Second
+		var be beTrigger
+		if features.Enabled(features.YARNBEMemoryEvict) {
+			be = &MemoryEvict{deps: deps, opts: opts, interval: interval, cooling: cooling}
+		}
+		return newSlot(AllocMemory, deps, opts, be, interval, cooling)
 	}
 }
 
@@ -94,13 +99,9 @@ func (m *MemoryEvict) Setup(ctx *qmframework.Context) {
 	m.executor = qmutil.InitializeEvictionExecutor(ctx.Evictor, ctx.OnlyEvictByAPI)
 }
 
-// Run evicts every interval until stopCh closes.
+// Run evicts every interval until stopCh closes (the Slot runs Cycle
+// itself; Run serves a strategy used on its own).
 func (m *MemoryEvict) Run(stopCh <-chan struct{}) {
-	if (koordfeatures.DefaultKoordletFeatureGate.Enabled(koordfeatures.MemoryEvict) ||
-		koordfeatures.DefaultKoordletFeatureGate.Enabled(koordfeatures.MemoryAllocatableEvict)) && !m.warned {
-		m.warned = true
-		klog.Warningf("yarn: YARNBEMemoryEvict replaces koordlet's memoryEvict strategy; its MemoryEvict and MemoryAllocatableEvict triggers do not run while it is on")
-	}
 	go wait.Until(func() { m.Cycle(time.Now()) }, m.interval, stopCh)
 }
 

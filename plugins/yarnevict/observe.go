@@ -57,7 +57,7 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 // koordlet_yarn_evicted_resource_total and
 // koordlet_yarn_evict_needed_resource_total compare per reason.
 func releaseOf(reason string, v *Victim) (resource string, amount int64, text string) {
-	if reason == ReasonBECPUEvict {
+	if reason == ReasonBECPUEvict || reason == ReasonCPUAllocatableEvict {
 		return "cpu", v.MilliCPURequest, fmt.Sprintf("cpu request %dm", v.MilliCPURequest)
 	}
 	return "memory", v.MemoryUsed, fmt.Sprintf("memory %dMi", v.MemoryUsed>>20)

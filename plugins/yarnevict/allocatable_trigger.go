@@ -1,0 +1,216 @@
+package yarnevict
+
+import (
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/klog/v2"
+
+	apiext "github.com/koordinator-sh/koordinator/apis/extension"
+	slov1alpha1 "github.com/koordinator-sh/koordinator/apis/slo/v1alpha1"
+	"github.com/koordinator-sh/koordinator/pkg/koordlet/metriccache"
+	qmframework "github.com/koordinator-sh/koordinator/pkg/koordlet/qosmanager/framework"
+	"github.com/koordinator-sh/koordinator/pkg/koordlet/qosmanager/helpers"
+	qmutil "github.com/koordinator-sh/koordinator/pkg/koordlet/qosmanager/plugins/util"
+	"github.com/koordinator-sh/koordinator/pkg/koordlet/statesinformer"
+	"github.com/koordinator-sh/koordinator/pkg/util"
+
+	"github.com/koordlet-yarn/koordlet-yarn/framework/store"
+	"github.com/koordlet-yarn/koordlet-yarn/framework/yarn"
+)
+
+// AllocatableEvict is the allocatable trigger of a slot
+// (MemoryAllocatableEvict or CPUAllocatableEvict). With CountYARN (gate
+// YARNAllocatableEvict) it arbitrates the batch resources the Kubernetes
+// scheduler and YARN share: the batch requests of the pods plus YARN's
+// allocations against the node's origin batch allocatable, releasing down
+// to the lower percent from one ranked list of pods and YARN containers (a
+// container releases its request; ApplicationMasters last, the NodeManager
+// pod never). Without it, it is upstream's trigger on pods.
+type AllocatableEvict struct {
+	Kind AllocKind
+	Deps Deps
+	Opts *qmframework.Options
+	// CountYARN says whether YARN's allocations count (and YARN
+	// containers may be evicted).
+	CountYARN func() bool
+	Executor  qmutil.EvictionExecutor
+}
+
+// Cycle evaluates the trigger once and evicts; it returns the victims
+// evicted and whether an eviction was attempted.
+func (a *AllocatableEvict) Cycle(node *corev1.Node, slo *slov1alpha1.NodeSLO) (evicted []AllocVictim, attempted bool) {
+	cfg, err := AllocConfigFrom(a.Kind, slo.Spec.ResourceUsedThresholdWithBE)
+	if err != nil {
+		klog.V(4).Infof("yarn: %s skipped, invalid config: %v", a.Kind.Reason(), err)
+		return nil, false
+	}
+	pods := a.Opts.StatesInformer.GetAllPods()
+	countYARN := a.CountYARN != nil && a.CountYARN()
+	var nmPod *corev1.Pod
+	for _, pm := range pods {
+		if a.Deps.IsNodeManagerPod != nil && a.Deps.IsNodeManagerPod(pm.Pod) {
+			nmPod = pm.Pod
+		}
+	}
+	var yarnAlloc *YARNAllocation
+	var containers []*store.Container
+	if countYARN {
+		containers = a.Deps.Store.Snapshot()
+		yarnAlloc = a.yarnAllocation(node, nmPod, containers)
+	}
+	need := AllocatableRelease(a.Kind, cfg, node, podsOf(pods), yarnAlloc)
+	if len(need) == 0 {
+		return nil, false
+	}
+	victims := a.victims(cfg, pods, nmPod, countYARN, containers)
+	RankAllocatable(victims)
+	plan := PlanAllocatable(victims, need)
+	yarnText := "not counted"
+	if yarnAlloc != nil {
+		yarnText = fmt.Sprintf("%d (origin %d, known %v)", yarnAlloc.Allocated, yarnAlloc.Origin, yarnAlloc.OriginKnown)
+	}
+	klog.Infof("yarn: %s: requests above %d%% of allocatable, release %v down to %d%% (YARN allocated %s); %d candidates, plan of %d",
+		a.Kind.Reason(), cfg.Threshold, need, cfg.Lower, yarnText, len(victims), len(plan))
+	evicted, attempted = a.execute(node, nmPod, victims, need)
+	if attempted && a.Deps.Metrics != nil {
+		resource, _ := releaseUnit(a.Kind)
+		a.Deps.Metrics.Needed.WithLabelValues(a.Deps.NodeName, a.Kind.Reason(), resource).Add(float64(need[a.Kind.batchName()]))
+	}
+	return evicted, attempted
+}
+
+// releaseUnit names the unit a trigger's need and releases are counted in.
+func releaseUnit(kind AllocKind) (resource, unit string) {
+	if kind == AllocCPU {
+		return "cpu", "milli-cores of request"
+	}
+	return "memory", "bytes of request"
+}
+
+// yarnAllocation reads YARN's allocation, its priority (the NodeManager
+// pod's; koord-batch's lowest without one) and the origin batch allocatable.
+func (a *AllocatableEvict) yarnAllocation(node *corev1.Node, nmPod *corev1.Pod, cs []*store.Container) *YARNAllocation {
+	ya := &YARNAllocation{Allocated: yarnAllocated(a.Kind, cs), Priority: apiext.PriorityBatchValueMin}
+	if nmPod != nil {
+		ya.Priority = *apiext.GetPodPriorityValueWithDefault(nmPod)
+	}
+	origin, err := slov1alpha1.GetOriginExtendedAllocatable(node.Annotations)
+	if err != nil {
+		klog.V(4).Infof("yarn: %s: node annotation %s unreadable, comparing with the allocatable: %v",
+			a.Kind.Reason(), slov1alpha1.NodeOriginExtendedAllocatableAnnotationKey, err)
+	} else if origin != nil {
+		if q, ok := origin.Resources[a.Kind.batchName()]; ok {
+			ya.Origin, ya.OriginKnown = q.Value(), true
+		}
+	}
+	return ya
+}
+
+// victims lists the pods upstream's allocatable trigger would (active,
+// eviction policy allowed, at or below the priority threshold, eviction
+// enabled, with a usage sample), the NodeManager pod excluded when YARN
+// counts, and, when YARN counts, the YARN containers that hold an
+// allocation and can be killed.
+func (a *AllocatableEvict) victims(cfg AllocConfig, pods []*statesinformer.PodMeta, nmPod *corev1.Pod, countYARN bool, cs []*store.Container) []AllocVictim {
+	metric := metriccache.PodMemUsageMetric
+	if a.Kind == AllocCPU {
+		metric = metriccache.PodCPUUsageMetric
+	}
+	interval := a.Opts.MetricAdvisorConfig.CollectResUsedInterval
+	var out []AllocVictim
+	for _, pm := range pods {
+		pod := pm.Pod
+		if util.IsPodInactive(pod) || !qmutil.IsEvictionPolicyAllowed(a.Kind.Reason(), pod) {
+			continue
+		}
+		if p := apiext.GetPodPriorityValueWithDefault(pod); p == nil || *p > cfg.PriorityThreshold || !apiext.PodEvictEnabled(pod) {
+			continue
+		}
+		if countYARN && pod == nmPod {
+			continue
+		}
+		if a.Executor != nil && a.Executor.IsPodEvicted(pod) {
+			continue
+		}
+		meta, err := metric.BuildQueryMeta(metriccache.MetricPropertiesFunc.Pod(string(pod.UID)))
+		if err != nil {
+			continue
+		}
+		if _, err := helpers.CollectPodMetricLast(a.Opts.MetricCache, meta, interval); err != nil {
+			continue
+		}
+		out = append(out, PodAllocVictim(a.Kind, pod))
+	}
+	if !countYARN {
+		return out
+	}
+	nmPriority := int32(apiext.PriorityBatchValueMin)
+	if nmPod != nil {
+		nmPriority = *apiext.GetPodPriorityValueWithDefault(nmPod)
+	}
+	if nmPriority > cfg.PriorityThreshold {
+		return out
+	}
+	nmLabel := int64(nmPriority)
+	if nmPod != nil {
+		nmLabel = qmutil.GetPodPriorityLabel(nmPod, int64(nmPriority))
+	}
+	var flights *Flights
+	if a.Deps.Killer != nil {
+		if k := a.Deps.Killer(); k != nil {
+			flights = k.Flights
+		}
+	}
+	for _, c := range cs {
+		if !c.HasCgroup() || len(c.Pids) == 0 || c.Source&store.SourceNM == 0 || yarn.IsTerminalState(c.State) || flights.Busy(c.Name) {
+			continue
+		}
+		out = append(out, ContainerAllocVictim(a.Kind, c, nmPriority, nmLabel))
+	}
+	return out
+}
+
+// execute evicts as PlanAllocatable plans, going on past failed evictions
+// (never turning to an ApplicationMaster because another victim failed).
+func (a *AllocatableEvict) execute(node *corev1.Node, nmPod *corev1.Pod, ranked []AllocVictim, need map[corev1.ResourceName]int64) (done []AllocVictim, attempted bool) {
+	left := copyNeed(need)
+	nonAM := false
+	for _, amPass := range []bool{false, true} {
+		if amPass && nonAM {
+			break
+		}
+		for i := range ranked {
+			v := &ranked[i]
+			if v.IsAM != amPass || !releases(*v, left) {
+				continue
+			}
+			if covered(left) {
+				return done, attempted
+			}
+			nonAM = nonAM || !v.IsAM
+			ok, skipped := evictOne(a.Deps, a.Executor, a.Opts.EventRecorder, nmPod, node, &v.Victim, a.Kind.Reason(), func(v *Victim) string {
+				return fmt.Sprintf("%s%s, kill pod: %s", qmutil.EvictReasonPrefix, a.Kind.Reason(), v.Pod.Name)
+			})
+			attempted = attempted || !skipped
+			if ok {
+				done = append(done, *v)
+				left[v.Resource] -= v.Request
+			}
+		}
+	}
+	if !covered(left) && attempted {
+		klog.Warningf("yarn: %s could not release all of %v (left %v)", a.Kind.Reason(), need, left)
+	}
+	return done, attempted
+}
+
+func podsOf(pms []*statesinformer.PodMeta) []*corev1.Pod {
+	out := make([]*corev1.Pod, 0, len(pms))
+	for _, pm := range pms {
+		if pm != nil && pm.Pod != nil {
+			out = append(out, pm.Pod)
+		}
+	}
+	return out
+}

@@ -1,0 +1,183 @@
+package yarnevict
+
+import (
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.uber.org/mock/gomock"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/utils/ptr"
+
+	apiext "github.com/koordinator-sh/koordinator/apis/extension"
+	slov1alpha1 "github.com/koordinator-sh/koordinator/apis/slo/v1alpha1"
+	koordfeatures "github.com/koordinator-sh/koordinator/pkg/features"
+	"github.com/koordinator-sh/koordinator/pkg/koordlet/metriccache"
+	ma "github.com/koordinator-sh/koordinator/pkg/koordlet/metricsadvisor/framework"
+	qmframework "github.com/koordinator-sh/koordinator/pkg/koordlet/qosmanager/framework"
+	"github.com/koordinator-sh/koordinator/pkg/koordlet/statesinformer"
+	mockstatesinformer "github.com/koordinator-sh/koordinator/pkg/koordlet/statesinformer/mockstatesinformer"
+
+	"github.com/koordlet-yarn/koordlet-yarn/framework/features"
+	"github.com/koordlet-yarn/koordlet-yarn/framework/store"
+	"github.com/koordlet-yarn/koordlet-yarn/framework/yarn"
+)
+
+// reasonExecutor records pod evictions with their reasons.
+type reasonExecutor struct {
+	mu      sync.Mutex
+	evicted []string
+}
+
+func (r *reasonExecutor) Evict(pod *corev1.Pod, _ *corev1.Node, reason, _ string) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.evicted = append(r.evicted, pod.Name+":"+reason)
+	return true
+}
+
+func (r *reasonExecutor) IsPodEvicted(*corev1.Pod) bool { return false }
+
+func setGates(t *testing.T, gates map[string]bool) {
+	all := map[string]bool{}
+	for _, g := range []string{string(koordfeatures.BEMemoryEvict), string(koordfeatures.MemoryEvict), string(koordfeatures.MemoryAllocatableEvict),
+		string(koordfeatures.BECPUEvict), string(koordfeatures.CPUEvict), string(koordfeatures.CPUAllocatableEvict),
+		string(features.YARNBEMemoryEvict), string(features.YARNBECPUEvict), string(features.YARNAllocatableEvict)} {
+		all[g] = false
+	}
+	for g, v := range gates {
+		all[g] = v
+	}
+	require.NoError(t, koordfeatures.DefaultMutableKoordletFeatureGate.SetFromMap(all))
+	t.Cleanup(func() {
+		off := map[string]bool{}
+		for g := range all {
+			off[g] = false
+		}
+		_ = koordfeatures.DefaultMutableKoordletFeatureGate.SetFromMap(off)
+	})
+}
+
+func TestUseSlot(t *testing.T) {
+	cases := []struct {
+		name  string
+		gates map[string]bool
+		want  bool
+	}{
+		{"no YARN gate: upstream", map[string]bool{string(koordfeatures.BEMemoryEvict): true, string(koordfeatures.MemoryAllocatableEvict): true}, false},
+		{"YARN BE", map[string]bool{string(features.YARNBEMemoryEvict): true, string(koordfeatures.MemoryEvict): true}, true},
+		{"YARN arbitration without upstream BE", map[string]bool{string(features.YARNAllocatableEvict): true, string(koordfeatures.MemoryAllocatableEvict): true}, true},
+		{"YARN arbitration with upstream BE but not YARN BE: upstream", map[string]bool{string(features.YARNAllocatableEvict): true,
+			string(koordfeatures.BEMemoryEvict): true}, false},
+		{"both YARN gates", map[string]bool{string(features.YARNAllocatableEvict): true, string(features.YARNBEMemoryEvict): true,
+			string(koordfeatures.BEMemoryEvict): true}, true},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			setGates(t, tc.gates)
+			assert.Equal(t, tc.want, useSlot(AllocMemory, features.YARNBEMemoryEvict))
+			_, isSlot := NewMemoryEvictFactory(Deps{Store: store.New()})(&qmframework.Options{Config: qmframework.NewDefaultConfig(),
+				MetricAdvisorConfig: ma.NewDefaultConfig()}).(*Slot)
+			assert.Equal(t, tc.want, isSlot)
+		})
+	}
+}
+
+type slotEnv struct {
+	slot *Slot
+	exec *reasonExecutor
+	node *corev1.Node
+}
+
+func newSlotEnv(t *testing.T, kind AllocKind, node *corev1.Node, slo *slov1alpha1.NodeSLO, pods []*corev1.Pod, st *store.Store,
+	samples func(add func(metriccache.MetricResource, map[metriccache.MetricProperty]string, float64))) *slotEnv {
+	ctrl := gomock.NewController(t)
+	si := mockstatesinformer.NewMockStatesInformer(ctrl)
+	var pms []*statesinformer.PodMeta
+	for _, p := range pods {
+		pms = append(pms, &statesinformer.PodMeta{Pod: p})
+	}
+	si.EXPECT().GetNode().Return(node).AnyTimes()
+	si.EXPECT().GetNodeSLO().Return(slo).AnyTimes()
+	si.EXPECT().GetAllPods().Return(pms).AnyTimes()
+	cfg := metriccache.NewDefaultConfig()
+	cfg.TSDBPath = t.TempDir()
+	cfg.TSDBEnablePromMetrics = false
+	mc, err := metriccache.NewMetricCache(cfg)
+	require.NoError(t, err)
+	now := time.Now()
+	var ss []metriccache.MetricSample
+	samples(func(kind metriccache.MetricResource, props map[metriccache.MetricProperty]string, v float64) {
+		s, err := kind.GenerateSample(props, now, v)
+		require.NoError(t, err)
+		ss = append(ss, s)
+	})
+	app := mc.Appender()
+	require.NoError(t, app.Append(ss))
+	require.NoError(t, app.Commit())
+	opts := &qmframework.Options{Config: qmframework.NewDefaultConfig(), StatesInformer: si, MetricCache: mc,
+		EventRecorder: record.NewFakeRecorder(10), MetricAdvisorConfig: &ma.Config{CollectResUsedInterval: time.Second}}
+	deps := Deps{Store: st, IsNodeManagerPod: func(p *corev1.Pod) bool { return p.Labels["app.kubernetes.io/component"] == "node-manager" },
+		Killer: func() *Killer { return nil }}
+	s := newSlot(kind, deps, opts, nil, time.Second, 0)
+	exec := &reasonExecutor{}
+	s.executor, s.alloc.Executor = exec, exec
+	return &slotEnv{slot: s, exec: exec, node: node}
+}
+
+// Upstream's MemoryEvict trigger keeps running in the YARN slot.
+func TestSlotRunsUpstreamUsageTrigger(t *testing.T) {
+	setGates(t, map[string]bool{string(features.YARNBEMemoryEvict): true, string(koordfeatures.MemoryEvict): true})
+	node := &corev1.Node{Status: corev1.NodeStatus{Capacity: corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("120G")}}}
+	slo := &slov1alpha1.NodeSLO{Spec: slov1alpha1.NodeSLOSpec{ResourceUsedThresholdWithBE: &slov1alpha1.ResourceThresholdStrategy{
+		Enable: ptr.To(true), MemoryEvictThresholdPercent: ptr.To[int64](82), MemoryEvictLowerPercent: ptr.To[int64](74),
+		EvictEnabledPriorityThreshold: ptr.To[int32](apiext.PriorityBatchValueMax)}}}
+	low := memPod("batch-low", apiext.PriorityBatchValueMin, 1)
+	high := memPod("prod", apiext.PriorityProdValueMin, 1)
+	env := newSlotEnv(t, AllocMemory, node, slo, []*corev1.Pod{low, high}, store.New(), func(add func(metriccache.MetricResource, map[metriccache.MetricProperty]string, float64)) {
+		add(metriccache.NodeMemoryUsageMetric, nil, 115e9)
+		add(metriccache.PodMemUsageMetric, metriccache.MetricPropertiesFunc.Pod(string(low.UID)), 20e9)
+		add(metriccache.PodMemUsageMetric, metriccache.MetricPropertiesFunc.Pod(string(high.UID)), 40e9)
+	})
+	env.slot.Cycle(time.Now())
+	assert.Equal(t, []string{"batch-low:evicted"}, env.exec.evicted, "upstream's trigger evicts the pod within the priority threshold")
+}
+
+// With YARNAllocatableEvict the slot's allocatable trigger sees YARN's
+// allocation against the origin, where koord-manager's (stale) allocatable
+// showed room.
+func TestSlotAllocatableCountsYARN(t *testing.T) {
+	node := originNode(t, 20000, 40, 20000, 30) // published allocatable: 30 GiB
+	slo := &slov1alpha1.NodeSLO{Spec: slov1alpha1.NodeSLOSpec{ResourceUsedThresholdWithBE: &slov1alpha1.ResourceThresholdStrategy{
+		Enable: ptr.To(true), MemoryAllocatableEvictThresholdPercent: ptr.To[int64](90), MemoryAllocatableEvictLowerPercent: ptr.To[int64](80),
+		AllocatableEvictPriorityThreshold: ptr.To[int32](apiext.PriorityBatchValueMax)}}}
+	pod := memPod("batch-a", apiext.PriorityBatchValueMin, 24)
+	st := store.New()
+	id, err := yarn.ParseContainerID("container_1700000000000_0042_01_000002")
+	require.NoError(t, err)
+	st.Resync(store.Observation{NMOK: true, ScanOK: true, Started: time.Now(),
+		NM: []yarn.NMContainer{{ID: id, State: yarn.StateLocalizing, TotalMemoryNeededMB: 16 << 10, TotalVCoresNeeded: 1}}}, time.Now())
+	samples := func(add func(metriccache.MetricResource, map[metriccache.MetricProperty]string, float64)) {
+		add(metriccache.PodMemUsageMetric, metriccache.MetricPropertiesFunc.Pod(string(pod.UID)), 1e9)
+	}
+	for _, tc := range []struct {
+		name  string
+		gates map[string]bool
+		want  []string
+	}{
+		{"pods only: 24 of 30 GiB", map[string]bool{string(features.YARNBEMemoryEvict): true, string(koordfeatures.MemoryAllocatableEvict): true}, nil},
+		{"YARN counted: 40 of 40 GiB", map[string]bool{string(features.YARNAllocatableEvict): true, string(koordfeatures.MemoryAllocatableEvict): true},
+			[]string{"batch-a:trigger by koordlet feature MemoryAllocatableEvict"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			setGates(t, tc.gates)
+			env := newSlotEnv(t, AllocMemory, node, slo, []*corev1.Pod{pod}, st, samples)
+			env.slot.Cycle(time.Now())
+			assert.Equal(t, tc.want, env.exec.evicted)
+		})
+	}
+}
