@@ -58,6 +58,9 @@ type Framework struct {
 
 	loops []Loop
 	rm    rmClient
+
+	// preflight is --yarn-preflight.
+	preflight bool
 }
 
 // Install registers the plugin set into koordlet's registries and its flags
@@ -72,6 +75,7 @@ func Install(fs *flag.FlagSet) (*Framework, error) {
 
 	fw := &Framework{Config: cfg, Store: store.New(), Handles: &handles.Handles{},
 		kills: yarnevict.NewFlights(evictedKeep), journal: yarnevict.NewJournal()}
+	fw.initPreflightFlag(fs)
 	fw.Informer = yarninformer.New(cfg, fw.Store, fw.Handles.Pods)
 
 	usageMetrics, err := yarnusage.NewMetrics(koordmetrics.ExternalRegistry)

@@ -13,6 +13,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/klog/v2"
 	"sigs.k8s.io/controller-runtime/pkg/manager/signals"
 
@@ -47,6 +48,15 @@ func main() {
 	if err := features.DefaultMutableKoordletFeatureGate.SetFromMap(cfg.FeatureGates); err != nil {
 		fmt.Fprintf(os.Stderr, "koordlet: invalid --feature-gates: %v\n", err)
 		os.Exit(2)
+	}
+
+	if yarn.PreflightRequested() {
+		os.Exit(yarn.RunPreflight(os.Stdout, func() (kubernetes.Interface, error) {
+			if err := cfg.InitKubeConfigForKoordlet(*options.KubeAPIQPS, *options.KubeAPIBurst); err != nil {
+				return nil, err
+			}
+			return kubernetes.NewForConfig(cfg.KubeRestConf)
+		}))
 	}
 
 	go wait.Forever(klog.Flush, 5*time.Second)

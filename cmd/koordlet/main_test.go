@@ -45,3 +45,26 @@ func TestBinaryFlags(t *testing.T) {
 		assert.Contains(t, string(out), tc.want)
 	}
 }
+
+// TestBinaryPreflight runs --yarn-preflight the way an operator does: with
+// the DaemonSet's default roots, which do not exist outside it, it prints a
+// blocking finding with its fix and exits 1; it never starts the daemon.
+func TestBinaryPreflight(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the koordlet binary")
+	}
+	bin := filepath.Join(t.TempDir(), "koordlet")
+	out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput()
+	require.NoError(t, err, string(out))
+
+	out, err = exec.Command(bin, "--yarn-preflight", "--cgroup-root-dir=/nonexistent-cgroup-root/").Output()
+	var exitErr *exec.ExitError
+	require.ErrorAs(t, err, &exitErr)
+	assert.Equal(t, 1, exitErr.ExitCode())
+	report := string(out)
+	assert.Contains(t, report, "koordlet-yarn preflight")
+	assert.Contains(t, report, "BLOCK  cgroup")
+	assert.Contains(t, report, "--cgroup-root-dir /nonexistent-cgroup-root/")
+	assert.Contains(t, report, "fix: mount the host's /sys/fs/cgroup")
+	assert.Contains(t, report, "1 blocking problem(s)")
+}

@@ -1,0 +1,96 @@
+package preflight
+
+import (
+	"fmt"
+	"slices"
+
+	"github.com/koordlet-yarn/koordlet-yarn/framework/features"
+)
+
+// gateOrder lists the YARN gates in the report's order; the informer first
+// (the others read its store).
+var gateOrder = []string{
+	string(features.YARNContainerInformer), string(features.YARNMetricsCollector), string(features.YARNEBPFDiscovery),
+	string(features.YARNBEMemoryEvict), string(features.YARNBECPUEvict), string(features.YARNBECPUSuppress),
+	string(features.YARNNodeManagerGuard), string(features.YARNCPUQoS), string(features.YARNMemoryQoS),
+	string(features.YARNMemoryCgroup), string(features.YARNResctrlQoS),
+}
+
+// gateEffect says what gate g, on, will do on the node of f.
+func gateEffect(g string, f Facts) string {
+	memcg := slices.Contains(f.Managed, "memory") || f.CgroupV2
+	switch g {
+	case string(features.YARNContainerInformer):
+		nm := "without the NodeManager's fields (not reachable now)"
+		if f.NM.Checked && f.NM.Err == "" {
+			nm = "with user, state and requests from " + f.NM.Endpoint
+		}
+		return fmt.Sprintf("keeps the store of YARN containers under /%s from the cgroups, %s", f.Hierarchy, nm)
+	case string(features.YARNMetricsCollector):
+		if len(f.Managed) == 0 {
+			return "per-container CPU, memory and throttling into the metric cache and koordlet_yarn_* series, once YARN makes its cgroups"
+		}
+		if memcg {
+			return "per-container CPU, memory (memory cgroups) and throttling into the metric cache and koordlet_yarn_* series"
+		}
+		return "per-container CPU and throttling; memory summed over each container's processes (no memory cgroup)"
+	case string(features.YARNEBPFDiscovery):
+		if f.EBPFTried && f.EBPFErr == "" {
+			return "learns of container cgroups from eBPF at their mkdir (no polling delay)"
+		}
+		return "eBPF does not load here: inotify on the YARN roots instead"
+	case string(features.YARNBEMemoryEvict):
+		if !f.Gates["BEMemoryEvict"] {
+			return "nothing: BEMemoryEvict is off"
+		}
+		if memcg {
+			return "BE memory evict ranks BE pods and YARN containers together and kills one container at a time (memory from its cgroup)"
+		}
+		return "BE memory evict ranks BE pods and YARN containers together and kills one container at a time (memory summed over its processes)"
+	case string(features.YARNBECPUEvict):
+		if !f.Gates["BECPUEvict"] {
+			return "nothing: BECPUEvict is off"
+		}
+		return "BE CPU evict counts YARN requests and usage as BE and evicts from the same ranked list"
+	case string(features.YARNBECPUSuppress):
+		if !f.Gates["BECPUSuppress"] {
+			return "nothing: BECPUSuppress is off"
+		}
+		if f.OutsideBestEffort {
+			return "BE CPU suppress counts YARN as BE and splits the BE quota between besteffort and the YARN root"
+		}
+		return "BE CPU suppress counts YARN as BE (the besteffort quota already bounds the YARN hierarchy below it)"
+	case string(features.YARNNodeManagerGuard):
+		return "koordlet's pod eviction skips the NodeManager pod while it has live YARN containers"
+	case string(features.YARNCPUQoS):
+		switch {
+		case f.GroupIdentity:
+			return "writes the BE class's Group Identity (cpu.bvt_warp_ns) to every container and the YARN root"
+		case f.SchedIdle:
+			return "writes cpu.idle (BE class under coreSched with schedIdle) to every container and the YARN root; Group Identity is not available"
+		}
+		return "nothing: neither cpu.bvt_warp_ns nor cpu.idle exists"
+	case string(features.YARNMemoryQoS):
+		switch {
+		case len(f.MemoryQoSFiles) == 0:
+			return "nothing: no Memory QoS file is supported"
+		case !memcg && !f.Gates[string(features.YARNMemoryCgroup)]:
+			return "nothing: containers have no memory cgroup"
+		}
+		return "writes " + list(f.MemoryQoSFiles) + " from the BE class and each container's request"
+	case string(features.YARNMemoryCgroup):
+		switch {
+		case f.CgroupV2:
+			return "nothing: cgroup v2"
+		case slices.Contains(f.Managed, "memory"):
+			return "nothing: YARN makes memory cgroups itself"
+		}
+		return "makes a memory cgroup per CPU-only container and moves its processes into it"
+	case string(features.YARNResctrlQoS):
+		if f.ResctrlBEGroup {
+			return "moves every container's tasks into koordlet's resctrl BE group"
+		}
+		return "nothing until koordlet's resctrl BE group exists"
+	}
+	return "?"
+}

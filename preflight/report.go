@@ -1,0 +1,104 @@
+package preflight
+
+import (
+	"fmt"
+	"io"
+	"strings"
+)
+
+// Severity grades a finding.
+type Severity int
+
+// Severities, mildest first.
+const (
+	// OK: works as the plugin set expects.
+	OK Severity = iota
+	// Info: a fact worth knowing; nothing to fix.
+	Info
+	// Warn: a feature is degraded or off here; koordlet still runs.
+	Warn
+	// Block: an enabled feature cannot work as configured; fix it first.
+	Block
+)
+
+func (s Severity) String() string {
+	switch s {
+	case OK:
+		return "ok"
+	case Info:
+		return "info"
+	case Warn:
+		return "WARN"
+	case Block:
+		return "BLOCK"
+	}
+	return "?"
+}
+
+// Finding is one line of the report.
+type Finding struct {
+	// Check names what was looked at ("cgroup", "YARN hierarchy", ...).
+	Check    string
+	Severity Severity
+	// Detail says what was found.
+	Detail string
+	// Fix says what to do (Warn and Block findings).
+	Fix string
+}
+
+// GateEffect says what an enabled gate will do on this node.
+type GateEffect struct {
+	Gate   string
+	Effect string
+}
+
+// Report is the preflight's outcome.
+type Report struct {
+	Findings []Finding
+	Gates    []GateEffect
+}
+
+// Blocking returns the Block findings.
+func (r Report) Blocking() []Finding {
+	var out []Finding
+	for _, f := range r.Findings {
+		if f.Severity == Block {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+// ExitCode is 1 when a finding blocks, else 0.
+func (r Report) ExitCode() int {
+	if len(r.Blocking()) > 0 {
+		return 1
+	}
+	return 0
+}
+
+// Write prints the report.
+func (r Report) Write(w io.Writer) error {
+	var b strings.Builder
+	b.WriteString("koordlet-yarn preflight\n\n")
+	warn := 0
+	for _, f := range r.Findings {
+		fmt.Fprintf(&b, "%-5s  %-24s %s\n", f.Severity, f.Check, f.Detail)
+		if f.Fix != "" && f.Severity >= Warn {
+			fmt.Fprintf(&b, "%-5s  %-24s fix: %s\n", "", "", f.Fix)
+		}
+		if f.Severity == Warn {
+			warn++
+		}
+	}
+	b.WriteString("\nEnabled YARN gates on this node:\n")
+	if len(r.Gates) == 0 {
+		b.WriteString("  (none)\n")
+	}
+	for _, g := range r.Gates {
+		fmt.Fprintf(&b, "  %-24s %s\n", g.Gate, g.Effect)
+	}
+	fmt.Fprintf(&b, "\n%d blocking problem(s), %d warning(s).\n", len(r.Blocking()), warn)
+	_, err := io.WriteString(w, b.String())
+	return err
+}
