@@ -1,14 +1,45 @@
 package main
 
 import (
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
+
+// built is the koordlet binary the tests of this package share (one build).
+var built struct {
+	once sync.Once
+	dir  string
+	err  error
+	out  []byte
+}
+
+// buildKoordlet builds the koordlet once per test binary and returns its path.
+func buildKoordlet(t *testing.T) string {
+	t.Helper()
+	built.once.Do(func() {
+		if built.dir, built.err = os.MkdirTemp("", "koordlet-bin-"); built.err != nil {
+			return
+		}
+		built.out, built.err = exec.Command("go", "build", "-o", filepath.Join(built.dir, "koordlet"), ".").CombinedOutput()
+	})
+	require.NoError(t, built.err, string(built.out))
+	return filepath.Join(built.dir, "koordlet")
+}
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if built.dir != "" {
+		_ = os.RemoveAll(built.dir)
+	}
+	os.Exit(code)
+}
 
 // TestBinaryFlags builds the koordlet and checks, the way a user meets it,
 // that our flags and gates sit beside upstream's and that bad values are
@@ -17,11 +48,8 @@ func TestBinaryFlags(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the koordlet binary")
 	}
-	bin := filepath.Join(t.TempDir(), "koordlet")
-	out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput()
-	require.NoError(t, err, string(out))
-
-	out, err = exec.Command(bin, "--help").CombinedOutput()
+	bin := buildKoordlet(t)
+	out, err := exec.Command(bin, "--help").CombinedOutput()
 	require.NoError(t, err, "--help exits 0")
 	help := string(out)
 	for _, want := range []string{"-yarn-nm-endpoint", "-yarn-nm-pod-selector", "-yarn-nm-port", "-yarn-nm-timeout",
@@ -53,11 +81,8 @@ func TestBinaryPreflight(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the koordlet binary")
 	}
-	bin := filepath.Join(t.TempDir(), "koordlet")
-	out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput()
-	require.NoError(t, err, string(out))
-
-	out, err = exec.Command(bin, "--yarn-preflight", "--cgroup-root-dir=/nonexistent-cgroup-root/").Output()
+	bin := buildKoordlet(t)
+	out, err := exec.Command(bin, "--yarn-preflight", "--cgroup-root-dir=/nonexistent-cgroup-root/").Output()
 	var exitErr *exec.ExitError
 	require.ErrorAs(t, err, &exitErr)
 	assert.Equal(t, 1, exitErr.ExitCode())
