@@ -285,6 +285,23 @@ func evalGateDependencies(f Facts, add addFunc) {
 				"--feature-gates=...,"+d.needs+"=true")
 		}
 	}
+	alloc := string(features.YARNAllocatableEvict)
+	if f.Gates[alloc] && !f.Gates["MemoryAllocatableEvict"] && !f.Gates["CPUAllocatableEvict"] {
+		add("feature gates", Block, alloc+" is on but neither of koordlet's MemoryAllocatableEvict and CPUAllocatableEvict is: no allocatable trigger runs",
+			"--feature-gates=...,MemoryAllocatableEvict=true (and/or CPUAllocatableEvict=true)")
+	}
+	for _, s := range []struct{ upstream, yarnBE string }{
+		{"BEMemoryEvict", string(features.YARNBEMemoryEvict)}, {"BECPUEvict", string(features.YARNBECPUEvict)},
+	} {
+		if f.Gates[alloc] && f.Gates[s.upstream] && !f.Gates[s.yarnBE] {
+			add("feature gates", Warn, alloc+" with koordlet's "+s.upstream+" but not "+s.yarnBE+": koordlet's own strategy keeps that slot and its allocatable trigger does not count YARN",
+				"--feature-gates=...,"+s.yarnBE+"=true")
+		}
+	}
+	if f.Gates[string(features.YARNRMNodeResourceSync)] && len(f.RMEndpoints) == 0 {
+		add("feature gates", Block, "YARNRMNodeResourceSync is on but no ResourceManager is configured: YARN's capacity is never pushed",
+			"--yarn-rm-endpoints=http://rm1:8088,http://rm2:8088")
+	}
 	if !f.Gates[string(features.YARNContainerInformer)] {
 		var dependents []string
 		for _, g := range gateOrder[1:] {

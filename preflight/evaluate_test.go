@@ -7,6 +7,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/koordlet-yarn/koordlet-yarn/framework/features"
 )
 
 // goodNode is a cgroup v1 cgroupfs node where YARN manages cpu, cpuacct
@@ -93,6 +95,17 @@ func TestEvaluate(t *testing.T) {
 		}, check: "feature gates", want: Block, blocks: 2},
 		{name: "informer off, others on", mutate: func(f *Facts) { f.Gates["YARNContainerInformer"] = false },
 			check: "feature gates", want: Block, detail: "YARNMetricsCollector", blocks: 1},
+		{name: "allocatable evict without upstream's allocatable triggers", mutate: func(f *Facts) { f.Gates["YARNAllocatableEvict"] = true },
+			check: "feature gates", want: Block, fix: "MemoryAllocatableEvict=true", blocks: 1},
+		{name: "allocatable evict beside upstream's BE trigger", mutate: func(f *Facts) {
+			f.Gates["YARNAllocatableEvict"], f.Gates["MemoryAllocatableEvict"], f.Gates["BEMemoryEvict"] = true, true, true
+		}, check: "feature gates", want: Warn, fix: "YARNBEMemoryEvict=true"},
+		{name: "RM sync without an RM", mutate: func(f *Facts) { f.Gates["YARNRMNodeResourceSync"] = true },
+			check: "feature gates", want: Block, fix: "--yarn-rm-endpoints", blocks: 1},
+		{name: "RM sync with an RM", mutate: func(f *Facts) {
+			f.Gates["YARNRMNodeResourceSync"] = true
+			f.RMEndpoints = []string{"http://rm1:8088"}
+		}, check: "NodeManager", want: OK},
 		{name: "memory cgroup gate on v2", mutate: func(f *Facts) { f.CgroupV2 = true; f.Gates["YARNMemoryCgroup"] = true }, check: "feature gates", want: Warn},
 		{name: "resctrl gate, no BE group", mutate: func(f *Facts) {
 			f.Gates["YARNResctrlQoS"] = true
@@ -174,6 +187,16 @@ func TestGateEffects(t *testing.T) {
 	gates := Evaluate(goodNode()).Gates
 	require.Len(t, gates, 3)
 	assert.Equal(t, "YARNContainerInformer", gates[0].Gate)
+}
+
+// TestEveryGateDescribed keeps the preflight in step with the gates: every
+// gate of the plugin set has its own effect (add it to gates.go).
+func TestEveryGateDescribed(t *testing.T) {
+	f := goodNode()
+	for g := range features.Specs {
+		assert.NotEqual(t, unknownEffect, gateEffect(string(g), f), "preflight/gates.go does not describe %s", g)
+		assert.Contains(t, gateOrder, string(g))
+	}
 }
 
 func TestReportWrite(t *testing.T) {

@@ -70,6 +70,8 @@ type Facts struct {
 
 	// NM is what the NodeManager answered.
 	NM NMFacts
+	// RMEndpoints are the configured ResourceManagers (--yarn-rm-endpoints).
+	RMEndpoints []string
 	// Gates are the feature gates that matter here and whether they are
 	// on: the YARN gates and upstream's they depend on.
 	Gates map[string]bool

@@ -3,18 +3,36 @@ package preflight
 import (
 	"fmt"
 	"slices"
+	"strings"
 
 	"github.com/koordlet-yarn/koordlet-yarn/framework/features"
 )
 
-// gateOrder lists the YARN gates in the report's order; the informer first
-// (the others read its store).
-var gateOrder = []string{
+// knownGates lists the YARN gates the preflight describes, in the
+// report's order; the informer first (the others read its store).
+var knownGates = []string{
 	string(features.YARNContainerInformer), string(features.YARNMetricsCollector), string(features.YARNEBPFDiscovery),
-	string(features.YARNBEMemoryEvict), string(features.YARNBECPUEvict), string(features.YARNBECPUSuppress),
-	string(features.YARNNodeManagerGuard), string(features.YARNCPUQoS), string(features.YARNMemoryQoS),
-	string(features.YARNMemoryCgroup), string(features.YARNResctrlQoS),
+	string(features.YARNBEMemoryEvict), string(features.YARNBECPUEvict), string(features.YARNAllocatableEvict),
+	string(features.YARNBECPUSuppress), string(features.YARNNodeManagerGuard), string(features.YARNCPUQoS),
+	string(features.YARNMemoryQoS), string(features.YARNMemoryCgroup), string(features.YARNResctrlQoS),
+	string(features.YARNBatchLedger), string(features.YARNRMNodeResourceSync),
 }
+
+// gateOrder is knownGates, then any other gate of the plugin set by name.
+var gateOrder = func() []string {
+	order := slices.Clone(knownGates)
+	var rest []string
+	for g := range features.Specs {
+		if !slices.Contains(knownGates, string(g)) {
+			rest = append(rest, string(g))
+		}
+	}
+	slices.Sort(rest)
+	return append(order, rest...)
+}()
+
+// unknownEffect is the effect of a gate the preflight does not describe.
+const unknownEffect = "on (the preflight does not describe this gate yet; see the README's gate table)"
 
 // gateEffect says what gate g, on, will do on the node of f.
 func gateEffect(g string, f Facts) string {
@@ -91,6 +109,21 @@ func gateEffect(g string, f Facts) string {
 			return "moves every container's tasks into koordlet's resctrl BE group"
 		}
 		return "nothing until koordlet's resctrl BE group exists"
+	case string(features.YARNAllocatableEvict):
+		if !f.Gates["MemoryAllocatableEvict"] && !f.Gates["CPUAllocatableEvict"] {
+			return "nothing: MemoryAllocatableEvict and CPUAllocatableEvict are off"
+		}
+		return "the allocatable triggers count YARN's allocations against the origin batch allocatable and evict YARN containers (their requests) from the ranked list"
+	case string(features.YARNBatchLedger):
+		if f.NM.Checked && f.NM.Err == "" {
+			return "keeps the Node's thirdPartyAllocations hadoop-yarn entry equal to the NodeManager's allocations (/yarn/ledger)"
+		}
+		return "keeps the Node's thirdPartyAllocations hadoop-yarn entry from the NodeManager's allocations, once the NodeManager answers"
+	case string(features.YARNRMNodeResourceSync):
+		if len(f.RMEndpoints) == 0 {
+			return "nothing: no --yarn-rm-endpoints"
+		}
+		return "pushes YARN's capacity on this node to the ResourceManager (" + strings.Join(f.RMEndpoints, ", ") + ") when it changes"
 	}
-	return "?"
+	return unknownEffect
 }

@@ -38,7 +38,8 @@ type Options struct {
 }
 
 // upstreamGates are koordlet's own gates the YARN gates depend on.
-var upstreamGates = []featuregate.Feature{koordfeatures.BEMemoryEvict, koordfeatures.BECPUEvict, koordfeatures.BECPUSuppress, koordfeatures.RdtResctrl}
+var upstreamGates = []featuregate.Feature{koordfeatures.BEMemoryEvict, koordfeatures.BECPUEvict, koordfeatures.BECPUSuppress,
+	koordfeatures.MemoryAllocatableEvict, koordfeatures.CPUAllocatableEvict, koordfeatures.RdtResctrl}
 
 // memoryQoSFiles are the files the Memory QoS applier writes (hooks/yarnqos).
 var memoryQoSFiles = []system.ResourceType{
@@ -56,11 +57,12 @@ func Probe(ctx context.Context, opts Options) Facts {
 		cfg = config.NewDefault()
 	}
 	f := Facts{
-		CgroupRoot: system.Conf.CgroupRootDir,
-		ProcRoot:   system.Conf.ProcRootDir,
-		SysFSRoot:  system.Conf.SysFSRootDir,
-		CgroupV2:   system.GetCurrentCgroupVersion() == system.CgroupVersionV2,
-		Gates:      map[string]bool{},
+		CgroupRoot:  system.Conf.CgroupRootDir,
+		ProcRoot:    system.Conf.ProcRootDir,
+		SysFSRoot:   system.Conf.SysFSRootDir,
+		CgroupV2:    system.GetCurrentCgroupVersion() == system.CgroupVersionV2,
+		Gates:       map[string]bool{},
+		RMEndpoints: cfg.RM.Endpoints,
 	}
 	for g := range features.Specs {
 		f.Gates[string(g)] = features.Enabled(g)
