@@ -122,5 +122,11 @@ IMAGE ?= koordlet-yarn:dev
 image:
 	IMAGE=$(IMAGE) PUSH=$(PUSH) deploy/image.sh
 
+# The koordlet DaemonSet overlay for Koordinator's chart v1.8.0, rendered
+# (kustomize's library, test/kustomize); pipe it to kubectl apply -f -.
+.PHONY: render
+render:
+	@cd test/kustomize && GOWORK=off $(GO) run . ../../deploy/koordlet/overlay
+
 clean:
 	rm -rf $(BIN)

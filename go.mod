@@ -18,6 +18,7 @@ require (
 	k8s.io/apimachinery v0.35.2
 	k8s.io/client-go v0.35.2
 	k8s.io/component-base v0.35.2
+	k8s.io/component-helpers v0.35.2
 	k8s.io/klog/v2 v2.130.1
 	k8s.io/utils v0.0.0-20260108192941-914a6e750570
 	sigs.k8s.io/controller-runtime v0.23.1
@@ -182,7 +183,6 @@ require (
 	howett.net/plist v1.0.2-0.20250314012144-ee69052608d9 // indirect
 	k8s.io/apiserver v0.35.2 // indirect
 	k8s.io/cloud-provider v0.35.2 // indirect
-	k8s.io/component-helpers v0.35.2 // indirect
 	k8s.io/controller-manager v0.35.2 // indirect
 	k8s.io/cri-api v0.35.2 // indirect
 	k8s.io/cri-client v0.35.2 // indirect

@@ -1,0 +1,325 @@
+package deploy
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	yamlutil "k8s.io/apimachinery/pkg/util/yaml"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/component-helpers/auth/rbac/validation"
+
+	"github.com/koordlet-yarn/koordlet-yarn/preflight"
+	"github.com/koordlet-yarn/koordlet-yarn/test/kerneltest"
+	"github.com/koordlet-yarn/koordlet-yarn/test/nodebox"
+)
+
+const (
+	overlayDir    = "koordlet/overlay"
+	koordletNS    = "koordinator-system"
+	stockImage    = "registry.cn-beijing.aliyuncs.com/koordinator-sh/koordlet:v1.8.0"
+	koordletImage = "koordlet-yarn:v1.8.0-yarn"
+)
+
+// renders memoizes render by directory.
+var renders sync.Map
+
+// render builds a kustomization with kustomize's own library (what kubectl
+// kustomize runs; test/kustomize, a module of its own) and returns its
+// objects.
+func render(t *testing.T, dir string) []*unstructured.Unstructured {
+	t.Helper()
+	abs, err := filepath.Abs(dir)
+	require.NoError(t, err)
+	if v, ok := renders.Load(abs); ok {
+		return deepCopies(v.([]*unstructured.Unstructured))
+	}
+	cmd := exec.Command("go", "run", ".", abs)
+	cmd.Dir = filepath.Join("..", "test", "kustomize")
+	cmd.Env = append(os.Environ(), "GOWORK=off")
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	require.NoError(t, err, "kustomize build %s: %s", dir, stderr.String())
+	var objs []*unstructured.Unstructured
+	dec := yamlutil.NewYAMLOrJSONDecoder(bytes.NewReader(out), 4096)
+	for {
+		var obj map[string]any
+		if err := dec.Decode(&obj); errors.Is(err, io.EOF) {
+			break
+		} else {
+			require.NoError(t, err)
+		}
+		if obj != nil {
+			objs = append(objs, &unstructured.Unstructured{Object: obj})
+		}
+	}
+	require.NotEmpty(t, objs, "kustomize build %s rendered nothing", dir)
+	renders.Store(abs, objs)
+	return deepCopies(objs)
+}
+
+func deepCopies(objs []*unstructured.Unstructured) []*unstructured.Unstructured {
+	out := make([]*unstructured.Unstructured, len(objs))
+	for i, o := range objs {
+		out[i] = o.DeepCopy()
+	}
+	return out
+}
+
+// daemonSet returns the rendered koordlet DaemonSet.
+func daemonSet(t *testing.T, objs []*unstructured.Unstructured) *appsv1.DaemonSet {
+	t.Helper()
+	for _, o := range objs {
+		if o.GetKind() == "DaemonSet" && o.GetName() == "koordlet" {
+			var ds appsv1.DaemonSet
+			require.NoError(t, runtime.DefaultUnstructuredConverter.FromUnstructuredWithValidation(o.Object, &ds, true))
+			return &ds
+		}
+	}
+	t.Fatal("no koordlet DaemonSet rendered")
+	return nil
+}
+
+// koordletHelp is what bin/koordlet --help says: its flags and the gates of
+// its -feature-gates list.
+type koordletHelp struct {
+	flags, gates map[string]bool
+}
+
+var help struct {
+	once sync.Once
+	h    koordletHelp
+	err  error
+	out  []byte
+}
+
+var (
+	flagLine = regexp.MustCompile(`^  -([A-Za-z0-9_.-]+)`)
+	gateLine = regexp.MustCompile(`^\s+([A-Za-z0-9]+)=true\|false \(`)
+)
+
+// parseHelp reads the flag and gate names of a Go flag package's usage.
+func parseHelp(out string) koordletHelp {
+	h := koordletHelp{flags: map[string]bool{}, gates: map[string]bool{}}
+	sc := bufio.NewScanner(strings.NewReader(out))
+	for sc.Scan() {
+		if m := flagLine.FindStringSubmatch(sc.Text()); m != nil {
+			h.flags[m[1]] = true
+		} else if m := gateLine.FindStringSubmatch(sc.Text()); m != nil {
+			h.gates[m[1]] = true
+		}
+	}
+	return h
+}
+
+// builtHelp builds koordlet from this repository once and parses --help.
+func builtHelp(t *testing.T) koordletHelp {
+	t.Helper()
+	help.once.Do(func() {
+		dir, err := os.MkdirTemp("", "koordlet-help-")
+		if err != nil {
+			help.err = err
+			return
+		}
+		defer os.RemoveAll(dir)
+		bin := filepath.Join(dir, "koordlet")
+		build := exec.Command("go", "build", "-o", bin, "./cmd/koordlet")
+		build.Dir = ".."
+		if help.out, help.err = build.CombinedOutput(); help.err != nil {
+			return
+		}
+		var out []byte
+		out, help.err = exec.Command(bin, "--help").CombinedOutput()
+		help.h = parseHelp(string(out))
+	})
+	require.NoError(t, help.err, "%s", help.out)
+	return help.h
+}
+
+func TestParseHelp(t *testing.T) {
+	h := parseHelp("Usage of koordlet:\n  -addr string\n    \tport (default \":9316\")\n  -feature-gates value\n    \tA set of key=value pairs. Options are:\n    \tAllAlpha=true|false (ALPHA - default=false)\n    \tYARNCPUQoS=true|false (ALPHA - default=false)\n  -v value\n")
+	assert.Equal(t, map[string]bool{"addr": true, "feature-gates": true, "v": true}, h.flags)
+	assert.Equal(t, map[string]bool{"AllAlpha": true, "YARNCPUQoS": true}, h.gates)
+}
+
+// argName splits "-name=value" / "--name=value" / "--name".
+func argName(arg string) (name, value string) {
+	name, value, _ = strings.Cut(strings.TrimLeft(arg, "-"), "=")
+	return name, value
+}
+
+// TestOverlay renders the overlay and checks it against the code: our image,
+// only flags and gates bin/koordlet --help knows, every YARN gate paired
+// with the upstream gate it needs (the preflight's own rule), the chart's
+// gates, host access and mounts kept, and the chart's RBAC enough for what
+// the plugin set calls.
+func TestOverlay(t *testing.T) {
+	objs := render(t, overlayDir)
+	kinds := map[string]bool{}
+	for _, o := range objs {
+		kinds[o.GetKind()+"/"+o.GetName()] = true
+	}
+	assert.Equal(t, map[string]bool{"DaemonSet/koordlet": true, "ServiceAccount/koordlet": true,
+		"ClusterRole/koordlet-role": true, "ClusterRoleBinding/koordlet-rolebinding": true}, kinds)
+
+	ds := daemonSet(t, objs)
+	base := daemonSet(t, render(t, "koordlet/chart-v1.8.0"))
+	require.Len(t, ds.Spec.Template.Spec.Containers, 1)
+	c := ds.Spec.Template.Spec.Containers[0]
+	assert.Equal(t, koordletImage, c.Image)
+	assert.Equal(t, stockImage, base.Spec.Template.Spec.Containers[0].Image)
+	assert.Equal(t, []string{"/koordlet"}, c.Command)
+
+	h := builtHelp(t)
+	require.Contains(t, h.flags, "yarn-nm-endpoint", "--help lists the plugin set's flags")
+	require.Contains(t, h.gates, "YARNContainerInformer", "--help lists the plugin set's gates")
+	gates := map[string]bool{}
+	for _, arg := range c.Args {
+		name, value := argName(arg)
+		assert.True(t, h.flags[name], "arg %q: koordlet has no flag %q", arg, name)
+		if name != "feature-gates" {
+			continue
+		}
+		for _, kv := range strings.Split(value, ",") {
+			g, v, ok := strings.Cut(kv, "=")
+			require.True(t, ok, "gate %q", kv)
+			assert.True(t, h.gates[g], "koordlet has no gate %q", g)
+			gates[g] = v == "true"
+		}
+	}
+	for _, g := range []string{"BECPUEvict", "BEMemoryEvict", "CgroupReconcile", "Accelerators"} {
+		assert.True(t, gates[g], "the chart's gate %s is kept", g)
+	}
+	for _, g := range []string{"YARNBEMemoryEvict", "YARNBECPUEvict", "YARNCPUQoS", "YARNMemoryQoS", "YARNResctrlQoS", "YARNNodeManagerGuard"} {
+		assert.True(t, gates[g], "%s on", g)
+	}
+	// Gates the overlay leaves alone keep their defaults, as koordlet does.
+	withDefaults := map[string]bool{"BECPUSuppress": true, "RdtResctrl": true, "YARNContainerInformer": true, "YARNMetricsCollector": true, "YARNEBPFDiscovery": true}
+	for g, v := range gates {
+		withDefaults[g] = v
+	}
+	for _, f := range preflight.Evaluate(preflight.Facts{Gates: withDefaults}).Findings {
+		if f.Check == "feature gates" {
+			assert.Less(t, f.Severity, preflight.Block, "the overlay's gates: %s", f.Detail)
+		}
+	}
+
+	// The chart's host access and mounts are kept.
+	spec := ds.Spec.Template.Spec
+	assert.True(t, spec.HostPID, "hostPID: /proc of every host process")
+	assert.True(t, spec.HostNetwork, "hostNetwork: the NodeManager's host or pod IP")
+	require.NotNil(t, c.SecurityContext)
+	assert.True(t, *c.SecurityContext.Privileged)
+	assert.Equal(t, base.Spec.Template.Spec.Volumes, spec.Volumes, "no volume added or removed")
+	assert.Equal(t, base.Spec.Template.Spec.Containers[0].VolumeMounts, c.VolumeMounts)
+	assert.Contains(t, c.Args, "-cgroup-root-dir=/host-cgroup/")
+
+	// RBAC: the chart's role covers what the plugin set calls.
+	var role rbacv1.ClusterRole
+	for _, o := range objs {
+		if o.GetKind() == "ClusterRole" {
+			require.NoError(t, runtime.DefaultUnstructuredConverter.FromUnstructured(o.Object, &role))
+		}
+	}
+	needed := []rbacv1.PolicyRule{
+		// The batch ledger patches the Node's thirdPartyAllocations.
+		{APIGroups: []string{""}, Resources: []string{"nodes"}, Verbs: []string{"get", "patch"}},
+		// The preflight finds the NodeManager pod; the evict strategies evict BE pods.
+		{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"get", "list", "watch"}},
+		{APIGroups: []string{""}, Resources: []string{"pods/eviction"}, Verbs: []string{"create"}},
+		// YARNContainerEvicted / YARNContainerEvictFailed on the NodeManager pod.
+		{APIGroups: []string{""}, Resources: []string{"events"}, Verbs: []string{"create", "patch"}},
+		{APIGroups: []string{"slo.koordinator.sh"}, Resources: []string{"nodeslos", "nodemetrics"}, Verbs: []string{"get", "list", "watch"}},
+	}
+	covered, missing := validation.Covers(role.Rules, needed)
+	assert.True(t, covered, "the chart's koordlet-role lacks %v", missing)
+}
+
+// TestOverlayServerSideDryRun applies the rendered overlay to a real
+// kube-apiserver (the node in a box's) with server-side apply and dry run:
+// the API server's own validation and defaulting accept every object.
+func TestOverlayServerSideDryRun(t *testing.T) {
+	top, err := filepath.Abs("..")
+	require.NoError(t, err)
+	if err := nodebox.APIServerPrerequisites(top); err != nil {
+		kerneltest.Skip(t, err.Error())
+	}
+	api, err := nodebox.StartAPIServer(top)
+	require.NoError(t, err)
+	t.Cleanup(api.Stop)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+
+	// A dry-run of a namespaced object needs its namespace.
+	_, err = api.Kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: koordletNS}}, metav1.CreateOptions{})
+	require.NoError(t, err)
+	dyn, err := dynamic.NewForConfig(api.Config)
+	require.NoError(t, err)
+
+	objs := render(t, overlayDir)
+	for _, o := range objs {
+		gvk := o.GroupVersionKind()
+		mapping, err := resourceOf(gvk)
+		require.NoError(t, err)
+		var ri dynamic.ResourceInterface = dyn.Resource(mapping)
+		if o.GetNamespace() != "" {
+			ri = dyn.Resource(mapping).Namespace(o.GetNamespace())
+		}
+		got, err := ri.Apply(ctx, o.GetName(), o, metav1.ApplyOptions{FieldManager: "koordlet-yarn-deploy-test", DryRun: []string{metav1.DryRunAll}, Force: true})
+		require.NoError(t, err, "server-side dry-run apply of %s %s", gvk.Kind, o.GetName())
+		assert.Equal(t, o.GetName(), got.GetName())
+		// Dry run: nothing was stored.
+		_, err = ri.Get(ctx, o.GetName(), metav1.GetOptions{})
+		assert.True(t, apierrors.IsNotFound(err), "%s %s was stored: %v", gvk.Kind, o.GetName(), err)
+	}
+
+	// The API server refuses what it must: the test can fail.
+	bad := daemonSet(t, objs).DeepCopy()
+	bad.Spec.Template.Spec.Containers[0].VolumeMounts = append(bad.Spec.Template.Spec.Containers[0].VolumeMounts,
+		corev1.VolumeMount{Name: "no-such-volume", MountPath: "/x"})
+	badObj, err := runtime.DefaultUnstructuredConverter.ToUnstructured(bad)
+	require.NoError(t, err)
+	u := &unstructured.Unstructured{Object: badObj}
+	u.SetAPIVersion("apps/v1")
+	u.SetKind("DaemonSet")
+	_, err = dyn.Resource(appsv1.SchemeGroupVersion.WithResource("daemonsets")).Namespace(koordletNS).Apply(ctx, "koordlet", u,
+		metav1.ApplyOptions{FieldManager: "koordlet-yarn-deploy-test", DryRun: []string{metav1.DryRunAll}, Force: true})
+	assert.True(t, apierrors.IsInvalid(err), "a mount of a missing volume is refused: %v", err)
+}
+
+// resourceOf maps the kinds the overlay renders to their resources.
+func resourceOf(gvk schema.GroupVersionKind) (schema.GroupVersionResource, error) {
+	resources := map[string]string{"DaemonSet": "daemonsets", "ServiceAccount": "serviceaccounts", "ClusterRole": "clusterroles", "ClusterRoleBinding": "clusterrolebindings"}
+	r, ok := resources[gvk.Kind]
+	if !ok {
+		return schema.GroupVersionResource{}, &unknownKindError{gvk}
+	}
+	return gvk.GroupVersion().WithResource(r), nil
+}
+
+type unknownKindError struct{ gvk schema.GroupVersionKind }
+
+func (e *unknownKindError) Error() string {
+	return "the test does not know the resource of " + e.gvk.String()
+}

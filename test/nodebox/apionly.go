@@ -1,0 +1,67 @@
+package nodebox
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+)
+
+// APIServer is the box's control plane alone (etcd and kube-apiserver on
+// loopback, no CRDs, no node, no cgroups), for tests that only need a real
+// API server, e.g. to dry-run manifests. It takes no box lock: it touches
+// nothing on the host but its own temp directory and loopback ports.
+type APIServer struct {
+	cp  *controlPlane
+	dir string
+	// Config reaches the server as an admin.
+	Config *rest.Config
+	// Kube is a client with Config.
+	Kube kubernetes.Interface
+}
+
+// APIServerPrerequisites says why StartAPIServer cannot run here, or nil:
+// the cached kube-apiserver and etcd (make e2e-tools) and openssl.
+func APIServerPrerequisites(top string) error {
+	for _, b := range []string{"kube-apiserver", "etcd"} {
+		if _, err := os.Stat(filepath.Join(top, "build/bin", b)); err != nil {
+			return fmt.Errorf("no %s in %s/build/bin (make e2e-tools builds it): %w", b, top, err)
+		}
+	}
+	if _, err := exec.LookPath("openssl"); err != nil {
+		return errors.New("the API server needs openssl")
+	}
+	return nil
+}
+
+// StartAPIServer starts etcd and kube-apiserver from top/build/bin.
+func StartAPIServer(top string) (*APIServer, error) {
+	if err := APIServerPrerequisites(top); err != nil {
+		return nil, err
+	}
+	dir, err := os.MkdirTemp("", "nodebox-api-")
+	if err != nil {
+		return nil, err
+	}
+	cp, err := startControlPlane(dir, filepath.Join(top, "build/bin"))
+	if err != nil {
+		os.RemoveAll(dir)
+		return nil, err
+	}
+	a := &APIServer{cp: cp, dir: dir, Config: cp.restConfig()}
+	if a.Kube, err = kubernetes.NewForConfig(a.Config); err != nil {
+		a.Stop()
+		return nil, err
+	}
+	return a, nil
+}
+
+// Stop stops the server and removes its directory.
+func (a *APIServer) Stop() {
+	a.cp.stop()
+	os.RemoveAll(a.dir)
+}
