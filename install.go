@@ -13,6 +13,7 @@ import (
 	"os"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/klog/v2"
 
 	"github.com/koordinator-sh/koordinator/cmd/koordlet/options"
@@ -67,6 +68,12 @@ type Framework struct {
 // on fs. Call it once, before the flags are parsed and before koordlet's
 // daemon is created; then call Validate after parsing.
 func Install(fs *flag.FlagSet) (*Framework, error) {
+	return install(fs, koordmetrics.ExternalRegistry)
+}
+
+// install is Install with the Prometheus registerer of every koordlet_yarn_*
+// series (koordlet's external registry; a test's own to list them).
+func install(fs *flag.FlagSet, reg prometheus.Registerer) (*Framework, error) {
 	if err := features.Register(); err != nil {
 		return nil, fmt.Errorf("register koordlet-yarn feature gates: %w", err)
 	}
@@ -78,7 +85,7 @@ func Install(fs *flag.FlagSet) (*Framework, error) {
 	fw.initPreflightFlag(fs)
 	fw.Informer = yarninformer.New(cfg, fw.Store, fw.Handles.Pods)
 
-	usageMetrics, err := yarnusage.NewMetrics(koordmetrics.ExternalRegistry)
+	usageMetrics, err := yarnusage.NewMetrics(reg)
 	if err != nil {
 		return nil, fmt.Errorf("register YARN usage metrics: %w", err)
 	}
@@ -96,20 +103,20 @@ func Install(fs *flag.FlagSet) (*Framework, error) {
 		CgroupHierarchy: fw.Informer.Hierarchy,
 	})
 	fw.QoS = yarnqos.New(yarnqos.Options{Store: fw.Store, StatesInformer: fw.Handles.StatesInformer,
-		Hierarchy: fw.Informer.HierarchyDir, Locate: fw.Informer.Hierarchy, Interval: cfg.QoSReconcileInterval})
-	fw.Watch = cgroupwatch.New(cgroupwatch.Options{Store: fw.Store, Hierarchy: fw.Informer.Hierarchy, ResyncInterval: cfg.ResyncInterval, Resync: fw.Informer.RequestResync, Registerer: koordmetrics.ExternalRegistry})
+		Hierarchy: fw.Informer.HierarchyDir, Locate: fw.Informer.Hierarchy, Interval: cfg.QoSReconcileInterval, Registerer: reg})
+	fw.Watch = cgroupwatch.New(cgroupwatch.Options{Store: fw.Store, Hierarchy: fw.Informer.Hierarchy, ResyncInterval: cfg.ResyncInterval, Resync: fw.Informer.RequestResync, Registerer: reg})
 	fw.Informer.AfterFirstSync = func(stopCh <-chan struct{}) {
 		fw.recoverKills()
 		fw.Watch.Run(stopCh)
 	}
 	fw.loops = append(fw.loops, fw.Usage, fw.QoS)
-	fw.loops = append(fw.loops, yarnmemcg.New(yarnmemcg.Options{Store: fw.Store, Hierarchy: fw.Informer.Hierarchy, Interval: cfg.QoSReconcileInterval, Registerer: koordmetrics.ExternalRegistry}))
+	fw.loops = append(fw.loops, yarnmemcg.New(yarnmemcg.Options{Store: fw.Store, Hierarchy: fw.Informer.Hierarchy, Interval: cfg.QoSReconcileInterval, Registerer: reg}))
 
-	if err := fw.installLedger(); err != nil {
+	if err := fw.installLedger(reg); err != nil {
 		return nil, fmt.Errorf("install the YARN batch ledger: %w", err)
 	}
 
-	evictMetrics, err := yarnevict.NewMetrics(koordmetrics.ExternalRegistry)
+	evictMetrics, err := yarnevict.NewMetrics(reg)
 	if err != nil {
 		return nil, fmt.Errorf("register YARN eviction metrics: %w", err)
 	}

@@ -6,10 +6,10 @@ import (
 	"os"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/klog/v2"
 
 	"github.com/koordinator-sh/koordinator/cmd/koordlet/options"
-	koordmetrics "github.com/koordinator-sh/koordinator/pkg/koordlet/metrics"
 
 	"github.com/koordlet-yarn/koordlet-yarn/plugins/yarnledger"
 )
@@ -25,8 +25,8 @@ type LedgerResponse struct {
 }
 
 // installLedger builds the ledger loop and its endpoint.
-func (fw *Framework) installLedger() error {
-	metrics, err := yarnledger.NewMetrics(koordmetrics.ExternalRegistry)
+func (fw *Framework) installLedger(reg prometheus.Registerer) error {
+	metrics, err := yarnledger.NewMetrics(reg)
 	if err != nil {
 		return err
 	}

@@ -318,6 +318,30 @@ func TestEBPFDecodeErrors(t *testing.T) {
 	}
 	require.Eventually(t, func() bool { return w.Active() == SourceInotify }, 2*time.Second, 5*time.Millisecond)
 	assert.True(t, f.isClosed())
+	// koordlet_yarn_discovery_source follows the source.
+	require.Eventually(t, func() bool { return sourceMetric(t, reg, SourceInotify) == 1 }, time.Second, 5*time.Millisecond)
+	assert.Equal(t, float64(0), sourceMetric(t, reg, SourceEBPF))
+	assert.Equal(t, float64(0), sourceMetric(t, reg, SourcePolling))
+}
+
+// sourceMetric reads koordlet_yarn_discovery_source{source} from reg.
+func sourceMetric(t *testing.T, reg *prometheus.Registry, src Source) float64 {
+	t.Helper()
+	mfs, err := reg.Gather()
+	require.NoError(t, err)
+	for _, mf := range mfs {
+		if mf.GetName() != "koordlet_yarn_discovery_source" {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == "source" && l.GetValue() == string(src) {
+					return m.GetGauge().GetValue()
+				}
+			}
+		}
+	}
+	return -1
 }
 
 // TestDecodeEvent: records of the wrong size or type are decode errors.

@@ -15,14 +15,23 @@ type metrics struct {
 	// kernel) and records that did not decode; for inotify, queue overflows
 	// (each one or more events). Every loss is answered with a resync.
 	lost *prometheus.CounterVec
+	// source is 1 for the discovery source running now, 0 for the others.
+	source *prometheus.GaugeVec
 }
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
-	m := &metrics{lost: prometheus.NewCounterVec(prometheus.CounterOpts{
-		Subsystem: koordmetrics.KoordletSubsystem,
-		Name:      "yarn_discovery_events_lost_total",
-		Help:      "YARN container cgroup events the discovery source lost (eBPF: events the ring buffer had no room for, counted in the kernel, and undecodable records; inotify: queue overflows). Each loss is answered with a full resync.",
-	}, []string{"source"})}
+	m := &metrics{
+		lost: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Subsystem: koordmetrics.KoordletSubsystem,
+			Name:      "yarn_discovery_events_lost_total",
+			Help:      "YARN container cgroup events the discovery source lost (eBPF: events the ring buffer had no room for, counted in the kernel, and undecodable records; inotify: queue overflows). Each loss is answered with a full resync.",
+		}, []string{"source"}),
+		source: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Subsystem: koordmetrics.KoordletSubsystem,
+			Name:      "yarn_discovery_source",
+			Help:      "1 for the way YARN container cgroups are discovered now (ebpf, inotify or polling), 0 for the others.",
+		}, []string{"source"}),
+	}
 	if reg == nil {
 		return m, nil
 	}
@@ -33,7 +42,25 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		}
 		m.lost = are.ExistingCollector.(*prometheus.CounterVec)
 	}
+	if err := reg.Register(m.source); err != nil {
+		var are prometheus.AlreadyRegisteredError
+		if !errors.As(err, &are) {
+			return m, err
+		}
+		m.source = are.ExistingCollector.(*prometheus.GaugeVec)
+	}
 	return m, nil
+}
+
+// setSource marks s as the discovery source running now.
+func (m *metrics) setSource(s Source) {
+	for _, src := range []Source{SourceEBPF, SourceInotify, SourcePolling} {
+		v := 0.0
+		if src == s {
+			v = 1
+		}
+		m.source.WithLabelValues(string(src)).Set(v)
+	}
 }
 
 func (m *metrics) addLost(src Source, n uint64) {

@@ -292,6 +292,7 @@ func (w *Watcher) startFirst(srcs []Source, stopCh <-chan struct{}) (Source, []s
 	}
 	w.mu.Lock()
 	w.active = SourcePolling
+	w.metrics.setSource(SourcePolling)
 	w.mu.Unlock()
 	return SourcePolling, why
 }
@@ -336,6 +337,7 @@ func (w *Watcher) install(s Source, e ebpfSource, in inotifySource) int {
 	defer w.mu.Unlock()
 	w.gen++
 	w.active, w.ebpf, w.inotify = s, e, in
+	w.metrics.setSource(s)
 	w.startedAt = w.opts.Now()
 	w.lostSeen = 0
 	w.drainResync.Store(false)

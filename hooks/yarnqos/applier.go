@@ -1,16 +1,19 @@
 package yarnqos
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
 	"strconv"
 	"sync"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/klog/v2"
 
 	slov1alpha1 "github.com/koordinator-sh/koordinator/apis/slo/v1alpha1"
+	koordmetrics "github.com/koordinator-sh/koordinator/pkg/koordlet/metrics"
 	"github.com/koordinator-sh/koordinator/pkg/koordlet/resourceexecutor"
 	"github.com/koordinator-sh/koordinator/pkg/koordlet/statesinformer"
 	"github.com/koordinator-sh/koordinator/pkg/koordlet/util/system"
@@ -42,6 +45,8 @@ type Options struct {
 	// OnApplied, when set, is called after a container's settings were
 	// written (for measurements).
 	OnApplied func(c *store.Container, at time.Time)
+	// Registerer receives koordlet_yarn_qos_writes_total (nil: none).
+	Registerer prometheus.Registerer
 }
 
 // Applier applies the BE QoS to YARN containers.
@@ -52,11 +57,38 @@ type Applier struct {
 
 	mu          sync.Mutex // serialises applies (events, callbacks, reconcile)
 	unsupported map[string]bool
+	// writes counts changed files by resource (resctrl: tasks moved).
+	writes *prometheus.CounterVec
 }
+
+// ResctrlTasksResource is the resource label of the tasks the applier moves
+// into the resctrl BE group.
+const ResctrlTasksResource = "resctrl_tasks"
 
 // New returns an applier.
 func New(opts Options) *Applier {
-	return &Applier{opts: opts, executor: resourceexecutor.NewResourceUpdateExecutor(), unsupported: map[string]bool{}}
+	a := &Applier{opts: opts, executor: resourceexecutor.NewResourceUpdateExecutor(), unsupported: map[string]bool{},
+		writes: prometheus.NewCounterVec(prometheus.CounterOpts{Subsystem: koordmetrics.KoordletSubsystem, Name: "yarn_qos_writes_total",
+			Help: "QoS values the YARN appliers changed, by resource (a cgroup file such as cpu.idle or memory.min; resctrl_tasks: tasks moved into the resctrl BE group). Unchanged values are not written again."},
+			[]string{"resource"})}
+	if opts.Registerer != nil {
+		if err := opts.Registerer.Register(a.writes); err != nil {
+			var are prometheus.AlreadyRegisteredError
+			if errors.As(err, &are) {
+				a.writes = are.ExistingCollector.(*prometheus.CounterVec)
+			} else {
+				klog.Warningf("yarn: register koordlet_yarn_qos_writes_total: %v", err)
+			}
+		}
+	}
+	return a
+}
+
+// wrote counts n changed values of resource.
+func (a *Applier) wrote(resource string, n int) {
+	if n > 0 {
+		a.writes.WithLabelValues(resource).Add(float64(n))
+	}
 }
 
 // Name names the loop.
@@ -148,6 +180,7 @@ func (a *Applier) ApplyRoot() int {
 	for _, u := range a.cpuUpdaters(root, CPURuleOf(spec)) {
 		if updated, err := a.executor.Update(true, u); err == nil && updated {
 			written++
+			a.wrote(string(u.ResourceType()), 1)
 		} else if err != nil {
 			klog.V(4).Infof("yarn: apply %s to the YARN hierarchy %s: %v", u.Name(), dir, err)
 		}
@@ -197,10 +230,13 @@ func (a *Applier) Apply(c *store.Container) int {
 		}
 		if updated {
 			written++
+			a.wrote(string(u.ResourceType()), 1)
 		}
 	}
 	if features.Enabled(features.YARNResctrlQoS) && ResctrlEnabled(spec) {
-		written += a.joinResctrl(c)
+		moved := a.joinResctrl(c)
+		a.wrote(ResctrlTasksResource, moved)
+		written += moved
 	}
 	if written > 0 && a.opts.OnApplied != nil {
 		a.opts.OnApplied(c, time.Now())

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.uber.org/mock/gomock"
@@ -137,6 +138,9 @@ func TestApplyBVTOnFakeRoot(t *testing.T) {
 	assert.Equal(t, "-1", helper.ReadCgroupFileContents(c.Cgroups[cgroups.CPU].Dir, system.CPUBVTWarpNs))
 	assert.Equal(t, "0", helper.ReadCgroupFileContents(c.Cgroups[cgroups.CPU].Dir, system.CPUIdle), "groupIdentity policy: no sched-idle")
 	assert.Equal(t, 0, a.ReconcileAll(), "nothing changed: nothing written")
+	// koordlet_yarn_qos_writes_total counts what changed, once.
+	assert.Equal(t, float64(1), testutil.ToFloat64(a.writes.WithLabelValues(string(system.CPUBVTWarpNsName))))
+	assert.Equal(t, float64(1), testutil.ToFloat64(a.writes.WithLabelValues(string(system.CPUIdleName))))
 }
 
 func TestApplyMemoryQoSOnFakeRoots(t *testing.T) {
