@@ -53,6 +53,7 @@ type CPUEvict struct {
 	cooling   time.Duration
 	executor  qmutil.EvictionExecutor
 	lastEvict time.Time
+	reader    *cgroups.UsageReader
 }
 
 // NewCPUEvictFactory returns the factory for koordlet's "CPUEvict" slot:
@@ -263,7 +264,8 @@ func satisfactionConfigValid(cfg *slov1alpha1.ResourceThresholdStrategy) error {
 	return nil
 }
 
-// victims lists the candidates with their CPU usage and request.
+// victims lists the candidates with their CPU usage, request and CPU-seconds
+// spent, marking those using more than they requested.
 func (c *CPUEvict) victims(pods []*statesinformer.PodMeta) []Victim {
 	interval := c.opts.MetricAdvisorConfig.CollectResUsedInterval
 	return candidates(c.deps, c.executor, pods,
@@ -282,6 +284,8 @@ func (c *CPUEvict) victims(pods []*statesinformer.PodMeta) []Victim {
 			}
 			v := PodVictim(pod, 0, used)
 			v.MilliCPURequest = req
+			v.CPUSeconds = podCPUSeconds(c.opts.CgroupReader, pod)
+			MarkCPUCause(&v)
 			return v
 		},
 		func(ct *store.Container, nmPriority int64) (Victim, bool) {
@@ -292,7 +296,11 @@ func (c *CPUEvict) victims(pods []*statesinformer.PodMeta) []Victim {
 				}
 			}
 			v := ContainerVictim(ct, nmPriority, 0, used)
-			v.MilliCPURequest = ct.RequestMilliCPU
+			if c.reader == nil {
+				c.reader = newUsageReader()
+			}
+			v.CPUSeconds = containerCPUSeconds(c.reader, ct)
+			MarkCPUCause(&v)
 			return v, true
 		})
 }
@@ -301,6 +309,6 @@ func (c *CPUEvict) victims(pods []*statesinformer.PodMeta) []Victim {
 func (c *CPUEvict) evict(node *corev1.Node, ranked []Victim, need int64) ([]Victim, int64, bool) {
 	return execute(c.deps, c.executor, c.opts.EventRecorder, c.opts.StatesInformer.GetAllPods(), node, ranked, need, CPURequest,
 		ReasonBECPUEvict, func(v *Victim) string {
-			return fmt.Sprintf("BE CPU satisfaction too low; pod releases %dm of CPU request", v.MilliCPURequest)
+			return fmt.Sprintf("BE CPU satisfaction too low; pod releases %dm of CPU request; chosen because: %s", v.MilliCPURequest, v.Why)
 		})
 }

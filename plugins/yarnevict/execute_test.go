@@ -112,6 +112,7 @@ func TestRealKernelExecuteFailsOverToNextVictim(t *testing.T) {
 	assert.NotContains(t, evs[0], "released")
 	assert.Contains(t, evs[1], EventReasonEvicted)
 	assert.Contains(t, evs[1], live.Name)
+	assert.Contains(t, evs[1], "chosen because: priority 0; 0.0 CPU-s of work lost; all 1 candidates together do not cover the need", "the Event says why this victim")
 	assert.Equal(t, 1.0, testutil.ToFloat64(e.metrics.Evictions.WithLabelValues("n1", ReasonBEMemoryEvict, "failed")))
 	assert.Equal(t, 1.0, testutil.ToFloat64(e.metrics.Evictions.WithLabelValues("n1", ReasonBEMemoryEvict, "succeeded")))
 	assert.Equal(t, float64(100<<20), testutil.ToFloat64(e.metrics.Released.WithLabelValues("n1", ReasonBEMemoryEvict, "memory")))

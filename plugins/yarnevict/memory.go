@@ -17,7 +17,6 @@ import (
 	qmutil "github.com/koordinator-sh/koordinator/pkg/koordlet/qosmanager/plugins/util"
 	"github.com/koordinator-sh/koordinator/pkg/koordlet/statesinformer"
 	koordletutil "github.com/koordinator-sh/koordinator/pkg/koordlet/util"
-	"github.com/koordinator-sh/koordinator/pkg/koordlet/util/system"
 
 	"github.com/koordlet-yarn/koordlet-yarn/framework/cgroups"
 	"github.com/koordlet-yarn/koordlet-yarn/framework/features"
@@ -202,16 +201,40 @@ func NeedToRelease(used, capacity, threshold, lower int64) int64 {
 	return need
 }
 
-// victims lists the candidates with their memory usage.
+// victims lists the candidates with their memory usage, request, recent
+// growth (from the collector's samples in koordlet's metric cache), the
+// CPU-seconds they have spent, and whether they cause the pressure.
 func (m *MemoryEvict) victims(pods []*statesinformer.PodMeta) []Victim {
 	interval := m.opts.MetricAdvisorConfig.CollectResUsedInterval
+	now := time.Now()
 	podMem := helpers.CollectAllPodMetricsLast(m.opts.StatesInformer, m.opts.MetricCache, metriccache.PodMemUsageMetric, interval)
+	hist := newHistory(m.opts.MetricCache, now, GrowthWindow)
+	defer hist.Close()
 	return candidates(m.deps, m.executor, pods,
-		func(pod *corev1.Pod) Victim { return PodVictim(pod, int64(podMem[string(pod.UID)]), 0) },
+		func(pod *corev1.Pod) Victim {
+			v := PodVictim(pod, int64(podMem[string(pod.UID)]), 0)
+			noteGrowth(&v, hist.values(metriccache.PodMemUsageMetric, metriccache.MetricPropertiesFunc.Pod(string(pod.UID))), now)
+			v.CPUSeconds = podCPUSeconds(m.opts.CgroupReader, pod)
+			MarkMemoryCause(&v)
+			return v
+		},
 		func(c *store.Container, nmPriority int64) (Victim, bool) {
 			mem, ok := m.containerMemory(c, interval)
-			return ContainerVictim(c, nmPriority, mem, 0), ok
+			v := ContainerVictim(c, nmPriority, mem, 0)
+			noteGrowth(&v, hist.values(metriccache.ContainerMemUsageMetric, metriccache.MetricPropertiesFunc.Container(c.Name)), now)
+			v.CPUSeconds = containerCPUSeconds(m.usageReader(), c)
+			MarkMemoryCause(&v)
+			return v, ok
 		})
+}
+
+// usageReader returns the reader of container cgroup files (nothing kept
+// between decisions).
+func (m *MemoryEvict) usageReader() *cgroups.UsageReader {
+	if m.reader == nil {
+		m.reader = newUsageReader()
+	}
+	return m.reader
 }
 
 // containerMemory is the container's memory usage now, read at decision
@@ -223,10 +246,7 @@ func (m *MemoryEvict) victims(pods []*statesinformer.PodMeta) []Victim {
 func (m *MemoryEvict) containerMemory(c *store.Container, interval time.Duration) (int64, bool) {
 	switch c.Cgroups.MemoryAccounting() {
 	case cgroups.MemoryByCgroup:
-		if m.reader == nil {
-			m.reader = cgroups.NewUsageReader(system.Conf.CgroupRootDir, system.GetCurrentCgroupVersion() == system.CgroupVersionV2).NoKeep()
-		}
-		if st, err := m.reader.MemoryStat(c.Cgroups[cgroups.Memory].Dir); err == nil {
+		if st, err := m.usageReader().MemoryStat(c.Cgroups[cgroups.Memory].Dir); err == nil {
 			return st.Usage(), true
 		}
 	case cgroups.MemoryByProcesses:
@@ -284,6 +304,6 @@ func (m *MemoryEvict) processReader() *cgroups.ProcessMemoryReader {
 func (m *MemoryEvict) evict(node *corev1.Node, ranked []Victim, need int64) ([]Victim, int64, bool) {
 	return execute(m.deps, m.executor, m.opts.EventRecorder, m.opts.StatesInformer.GetAllPods(), node, ranked, need, MemoryUsage,
 		ReasonBEMemoryEvict, func(v *Victim) string {
-			return fmt.Sprintf("node memory above the BE evict threshold; pod releases %dMi", v.MemoryUsed>>20)
+			return fmt.Sprintf("node memory above the BE evict threshold; pod releases %dMi; chosen because: %s", v.MemoryUsed>>20, v.Why)
 		})
 }

@@ -80,11 +80,11 @@ func report(rec record.EventRecorder, m *Metrics, node string, nmPod *corev1.Pod
 		}
 		return
 	}
-	klog.Infof("yarn: evicted container %s (application %s, AM %v, %s) for %s, released %s, signalled %d processes in %d passes (cgroup.kill %v)",
-		c.Name, c.ApplicationID, c.IsAM, c.ExecutionType, reason, released, res.Signalled, res.Passes, res.Atomic)
+	klog.Infof("yarn: evicted container %s (application %s, AM %v, %s) for %s, released %s, signalled %d processes in %d passes (cgroup.kill %v); chosen because: %s",
+		c.Name, c.ApplicationID, c.IsAM, c.ExecutionType, reason, released, res.Signalled, res.Passes, res.Atomic, v.Why)
 	if rec != nil && nmPod != nil {
 		rec.Eventf(nmPod, corev1.EventTypeWarning, EventReasonEvicted,
-			"evicted YARN container %s (application %s, AM %v) for %s, released %s", c.Name, c.ApplicationID, c.IsAM, reason, released)
+			"evicted YARN container %s (application %s, AM %v) for %s, released %s; chosen because: %s", c.Name, c.ApplicationID, c.IsAM, reason, released, v.Why)
 	}
 	if m != nil {
 		m.Evictions.WithLabelValues(node, reason, "succeeded").Inc()

@@ -7,6 +7,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/koordinator-sh/koordinator/apis/extension"
+	"github.com/koordinator-sh/koordinator/pkg/util"
 
 	"github.com/koordlet-yarn/koordlet-yarn/framework/store"
 	"github.com/koordlet-yarn/koordlet-yarn/framework/yarn"
@@ -21,14 +22,36 @@ type Victim struct {
 	IsAM bool
 	// Priority orders victims: lower goes first.
 	Priority int64
+	// EvictBeforePods marks a container whose QoS tier lets it go before
+	// the pods of its priority.
+	EvictBeforePods bool
 	// Started is when the victim started; newer goes first.
 	Started time.Time
 	// MemoryUsed (bytes) and MilliCPUUsed are its current usage.
 	MemoryUsed   int64
 	MilliCPUUsed int64
 	// MilliCPURequest is its (batch) CPU request: what a CPU eviction by
-	// satisfaction releases.
+	// satisfaction releases. MemoryRequest is its memory request in bytes
+	// (0: unknown).
 	MilliCPURequest int64
+	MemoryRequest   int64
+	// MemoryGrowth is how much its memory usage grew over the recent
+	// window (see GrowthWindow), in bytes.
+	MemoryGrowth int64
+	// CPUSeconds is the CPU time it has spent so far: the work its
+	// eviction loses.
+	CPUSeconds float64
+
+	// Cause marks a victim that is causing the pressure (using more than it
+	// requested, or growing); CauseText says how, for the Event. Set by
+	// MarkMemoryCause or MarkCPUCause.
+	Cause     bool
+	CauseText string
+	// Label names the victim's priority for explanations (a policy tier,
+	// the execution type); empty for pods.
+	Label string
+	// Why explains, after Plan, why this victim was chosen.
+	Why string
 }
 
 // Name identifies the victim in logs: a container id or namespace/name.
@@ -42,14 +65,24 @@ func (v *Victim) Name() string {
 	return ""
 }
 
-// PodVictim describes a BE pod.
+// PodVictim describes a BE pod; its memory request is the sum of its
+// containers' batch (else plain) memory requests.
 func PodVictim(pod *corev1.Pod, memoryUsed, milliCPUUsed int64) Victim {
 	started := pod.CreationTimestamp.Time
 	if pod.Status.StartTime != nil {
 		started = pod.Status.StartTime.Time
 	}
+	var memReq int64
+	for i := range pod.Spec.Containers {
+		c := &pod.Spec.Containers[i]
+		if r := util.GetContainerBatchMemoryByteRequest(c); r > 0 {
+			memReq += r
+		} else if q, ok := c.Resources.Requests[corev1.ResourceMemory]; ok {
+			memReq += q.Value()
+		}
+	}
 	return Victim{Pod: pod, Priority: int64(*extension.GetPodPriorityValueWithDefault(pod)), Started: started,
-		MemoryUsed: memoryUsed, MilliCPUUsed: milliCPUUsed}
+		MemoryUsed: memoryUsed, MilliCPUUsed: milliCPUUsed, MemoryRequest: memReq}
 }
 
 // ContainerVictim describes a YARN container. YARN containers take the
@@ -64,21 +97,24 @@ func ContainerVictim(c *store.Container, nmPriority int64, memoryUsed, milliCPUU
 		prio--
 	}
 	return Victim{Container: c, IsAM: c.IsAM, Priority: prio, Started: c.StartedOrFirstSeen(),
-		MemoryUsed: memoryUsed, MilliCPUUsed: milliCPUUsed}
+		MemoryUsed: memoryUsed, MilliCPUUsed: milliCPUUsed,
+		MilliCPURequest: c.RequestMilliCPU, MemoryRequest: c.RequestMemoryBytes, Label: c.ExecutionType}
 }
 
 // Rank sorts victims in eviction order: ApplicationMasters last; then lower
-// priority first; then newest first (start time, then the YARN id, which
-// grows with time); then larger usage (of the resource being
+// priority first (at one priority, containers whose tier lets them go
+// before pods first); then the cause of the pressure first (using more than
+// requested, or growing); then newest first (start time, then the YARN id,
+// which grows with time); then larger usage (of the resource being
 // released) first; then by name, for a stable order.
 func Rank(vs []Victim, usage func(*Victim) int64) {
 	sort.SliceStable(vs, func(i, j int) bool {
 		a, b := &vs[i], &vs[j]
-		if a.IsAM != b.IsAM {
-			return !a.IsAM
+		if c := compareLevel(a, b); c != 0 {
+			return c < 0
 		}
-		if a.Priority != b.Priority {
-			return a.Priority < b.Priority
+		if a.Cause != b.Cause {
+			return a.Cause
 		}
 		if !a.Started.Equal(b.Started) {
 			return a.Started.After(b.Started)
@@ -99,22 +135,28 @@ func Rank(vs []Victim, usage func(*Victim) int64) {
 	})
 }
 
-// Plan takes victims in ranked order until their usage covers need, and
-// stops: it never takes more than it must. Victims using nothing are
-// skipped (evicting them releases nothing).
-func Plan(ranked []Victim, need int64, usage func(*Victim) int64) (chosen []Victim, covered int64) {
-	for i := range ranked {
-		if covered >= need {
-			break
+// compareLevel orders victims by their eviction level: non-AMs before AMs,
+// lower priority first, and at one priority the containers whose tier lets
+// them go before pods first. It returns -1, 0 or 1.
+func compareLevel(a, b *Victim) int {
+	switch {
+	case a.IsAM != b.IsAM:
+		if !a.IsAM {
+			return -1
 		}
-		u := usage(&ranked[i])
-		if u <= 0 {
-			continue
+		return 1
+	case a.Priority != b.Priority:
+		if a.Priority < b.Priority {
+			return -1
 		}
-		chosen = append(chosen, ranked[i])
-		covered += u
+		return 1
+	case a.EvictBeforePods != b.EvictBeforePods:
+		if a.EvictBeforePods {
+			return -1
+		}
+		return 1
 	}
-	return chosen, covered
+	return 0
 }
 
 func idLess(a, b yarn.ContainerID) bool {
@@ -124,24 +166,6 @@ func idLess(a, b yarn.ContainerID) bool {
 		}
 	}
 	return false
-}
-
-// PlanProtectingAMs plans like Plan over the ranked victims, but takes
-// ApplicationMasters only when no other victim is left: while any non-AM
-// victim exists, the plan holds non-AM victims only, even if they do not
-// cover the need (the next cycle re-evaluates once they are gone). Killing
-// an AM kills its job attempt, so it is the last resort.
-func PlanProtectingAMs(ranked []Victim, need int64, usage func(*Victim) int64) (chosen []Victim, covered int64) {
-	var others []Victim
-	for _, v := range ranked {
-		if !v.IsAM && usage(&v) > 0 {
-			others = append(others, v)
-		}
-	}
-	if len(others) > 0 {
-		return Plan(others, need, usage)
-	}
-	return Plan(ranked, need, usage)
 }
 
 // MemoryUsage and CPUUsage select the resource a plan releases.

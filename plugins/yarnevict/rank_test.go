@@ -78,7 +78,9 @@ func TestPlan(t *testing.T) {
 		wantCover int64
 	}{
 		{"first covers", mk(300, 200, 100), 250, 1, 300},
-		{"two needed", mk(100, 200, 300), 250, 2, 300},
+		// The fewest victims: one of 300 rather than 100 and 200 (before
+		// issue 13 the plan took victims in ranked order: two).
+		{"one covers where two in ranked order would", mk(100, 200, 300), 250, 1, 300},
 		{"exact", mk(100, 150), 250, 2, 250},
 		{"not enough: take all", mk(100, 50), 500, 2, 150},
 		{"zero usage skipped", mk(0, 400), 100, 1, 400},
