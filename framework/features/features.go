@@ -72,6 +72,14 @@ const (
 	// alpha: v0.1
 	YARNResctrlQoS featuregate.Feature = "YARNResctrlQoS"
 
+	// YARNMemoryEvictTrigger wakes the YARN-aware BE memory evict when node
+	// memory crosses its threshold (a cgroup v1 memory usage threshold on
+	// the root memory cgroup; a PSI trigger where the kernel accepts one),
+	// besides its periodic check.
+	// owner: koordlet-yarn
+	// alpha: v0.1
+	YARNMemoryEvictTrigger featuregate.Feature = "YARNMemoryEvictTrigger"
+
 	// YARNNodeManagerGuard makes koordlet's pod eviction refuse the
 	// NodeManager pod while it has live YARN containers.
 	// owner: koordlet-yarn
@@ -123,6 +131,7 @@ var Specs = map[featuregate.Feature]featuregate.FeatureSpec{
 	YARNBatchLedger:        {Default: false, PreRelease: featuregate.Alpha},
 	YARNRMNodeResourceSync: {Default: false, PreRelease: featuregate.Alpha},
 	YARNAllocatableEvict:   {Default: false, PreRelease: featuregate.Alpha},
+	YARNMemoryEvictTrigger: {Default: false, PreRelease: featuregate.Alpha},
 }
 
 // Register adds the koordlet-yarn gates to koordlet's mutable feature gate.

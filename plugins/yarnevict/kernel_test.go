@@ -73,6 +73,7 @@ type yarnNode struct {
 	marks           string // dir where processes record the signals they get
 	am, old, newest string
 	nmPid           int
+	inf             *yarninformer.Plugin
 }
 
 func newYARNNode(t *testing.T) *yarnNode {
@@ -129,6 +130,7 @@ func newYARNNode(t *testing.T) *yarnNode {
 	}, 10*time.Second, 50*time.Millisecond)
 	time.Sleep(500 * time.Millisecond) // the allocators touch their pages
 	n.h, _ = inf.Hierarchy()
+	n.inf = inf
 	return n
 }
 

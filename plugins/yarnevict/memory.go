@@ -2,10 +2,11 @@ package yarnevict
 
 import (
 	"fmt"
+	"strings"
+	"sync/atomic"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/klog/v2"
 
 	slov1alpha1 "github.com/koordinator-sh/koordinator/apis/slo/v1alpha1"
@@ -17,10 +18,12 @@ import (
 	qmutil "github.com/koordinator-sh/koordinator/pkg/koordlet/qosmanager/plugins/util"
 	"github.com/koordinator-sh/koordinator/pkg/koordlet/statesinformer"
 	koordletutil "github.com/koordinator-sh/koordinator/pkg/koordlet/util"
+	"github.com/koordinator-sh/koordinator/pkg/koordlet/util/system"
 
 	"github.com/koordlet-yarn/koordlet-yarn/framework/cgroups"
 	"github.com/koordlet-yarn/koordlet-yarn/framework/features"
 	"github.com/koordlet-yarn/koordlet-yarn/framework/store"
+	"github.com/koordlet-yarn/koordlet-yarn/plugins/yarnevict/memtrigger"
 )
 
 // ReasonBEMemoryEvict is the eviction reason of the memory strategy.
@@ -65,6 +68,13 @@ type MemoryEvict struct {
 	lastEvict time.Time
 	// loggedProcesses: the per-process accounting was announced.
 	loggedProcesses bool
+	// trigger wakes the strategy at the crossing (YARNMemoryEvictTrigger);
+	// used only by the strategy's own goroutine.
+	wantTrigger bool
+	trigger     *memtrigger.Trigger
+	armFailed   bool
+	// triggerKinds is read from other goroutines.
+	triggerKinds atomic.Pointer[[]string]
 }
 
 // NewMemoryEvictFactory returns the factory for koordlet's "memoryEvict"
@@ -82,7 +92,8 @@ func NewMemoryEvictFactory(deps Deps) qmframework.QOSStrategyFactory {
 		cooling := time.Duration(opts.Config.MemoryEvictCoolTimeSeconds) * time.Second
 		var be beTrigger
 		if features.Enabled(features.YARNBEMemoryEvict) {
-			be = &MemoryEvict{deps: deps, opts: opts, interval: interval, cooling: cooling}
+			be = &MemoryEvict{deps: deps, opts: opts, interval: interval, cooling: cooling,
+				wantTrigger: features.Enabled(features.YARNMemoryEvictTrigger)}
 		}
 		return newSlot(AllocMemory, deps, opts, be, interval, cooling)
 	}
@@ -98,10 +109,68 @@ func (m *MemoryEvict) Setup(ctx *qmframework.Context) {
 	m.executor = qmutil.InitializeEvictionExecutor(ctx.Evictor, ctx.OnlyEvictByAPI)
 }
 
-// Run evicts every interval until stopCh closes (the Slot runs Cycle
-// itself; Run serves a strategy used on its own).
+// Run evicts every interval until stopCh closes, and, with
+// YARNMemoryEvictTrigger, also as soon as node memory crosses the threshold
+// (the Slot runs Cycle itself, with the same wake-ups; Run serves a
+// strategy used on its own).
 func (m *MemoryEvict) Run(stopCh <-chan struct{}) {
-	go wait.Until(func() { m.Cycle(time.Now()) }, m.interval, stopCh)
+	go runLoop(stopCh, m.interval, func(now time.Time) { m.Cycle(now) }, m, func(cause string) {
+		if m.deps.Metrics != nil {
+			m.deps.Metrics.Wakeups.WithLabelValues(m.deps.NodeName, ReasonBEMemoryEvict, cause).Inc()
+		}
+	})
+}
+
+// ensureTrigger opens the event trigger (YARNMemoryEvictTrigger) once the
+// YARN hierarchy is known: thresholds on the kubepods memory cgroup and on
+// the YARN hierarchy's when it lies outside kubepods.
+func (m *MemoryEvict) ensureTrigger() {
+	if !m.wantTrigger || m.trigger != nil {
+		return
+	}
+	kubepods := strings.TrimSuffix(koordletutil.GetPodQoSRelativePath(corev1.PodQOSGuaranteed), "/")
+	dirs := []string{kubepods}
+	if m.deps.Hierarchy != nil {
+		h := strings.Trim(m.deps.Hierarchy(), "/")
+		if h == "" {
+			return // not known yet
+		}
+		if !strings.HasPrefix(h+"/", kubepods+"/") {
+			dirs = append(dirs, h)
+		}
+	}
+	m.trigger = memtrigger.New(memtrigger.Options{CgroupRoot: system.Conf.CgroupRootDir, ProcRoot: system.Conf.ProcRootDir,
+		V2: system.GetCurrentCgroupVersion() == system.CgroupVersionV2, MemoryDirs: dirs})
+	kinds := m.trigger.Kinds()
+	m.triggerKinds.Store(&kinds)
+}
+
+// TriggerKinds lists the event trigger's sources in use: nil before the
+// trigger is opened (or without YARNMemoryEvictTrigger), empty when the
+// node has none (the periodic check alone).
+func (m *MemoryEvict) TriggerKinds() []string {
+	if k := m.triggerKinds.Load(); k != nil {
+		return *k
+	}
+	return nil
+}
+
+// Wake receives when the event trigger fired (nil without a trigger). Call
+// it from the goroutine that runs Cycle.
+func (m *MemoryEvict) Wake() <-chan struct{} {
+	if m.trigger == nil {
+		return nil
+	}
+	return m.trigger.C()
+}
+
+// CloseTrigger stops the event trigger; call it from the goroutine that
+// runs Cycle, when it ends.
+func (m *MemoryEvict) CloseTrigger() {
+	if m.trigger != nil {
+		_ = m.trigger.Close()
+		m.trigger = nil
+	}
 }
 
 // Cycle runs one evaluation; it returns what it evicted.
@@ -115,14 +184,17 @@ func (m *MemoryEvict) Cycle(now time.Time) []Victim {
 		return nil
 	}
 	if disabled, err := koordfeatures.IsFeatureDisabled(slo, koordfeatures.BEMemoryEvict); err != nil || disabled {
+		m.disarm()
 		return nil
 	}
-	need, err := m.need(slo.Spec.ResourceUsedThresholdWithBE, node)
+	need, used, level, err := m.need(slo.Spec.ResourceUsedThresholdWithBE, node)
 	if err != nil {
+		m.disarm()
 		klog.V(4).Infof("yarn: memory evict skipped: %v", err)
 		return nil
 	}
 	if need <= 0 {
+		m.arm(used, level)
 		return nil
 	}
 	victims := m.victims(si.GetAllPods())
@@ -143,11 +215,30 @@ func (m *MemoryEvict) Cycle(now time.Time) []Victim {
 	return evicted
 }
 
+// arm sets the event trigger (if any) to wake at the threshold level.
+func (m *MemoryEvict) arm(used, level int64) {
+	m.ensureTrigger()
+	if m.trigger == nil {
+		return
+	}
+	if err := m.trigger.Arm(used, level); err != nil && !m.armFailed {
+		m.armFailed = true
+		klog.Warningf("yarn: memory evict trigger: %v; the periodic check goes on", err)
+	}
+}
+
+func (m *MemoryEvict) disarm() {
+	if m.trigger != nil {
+		m.trigger.Disarm()
+	}
+}
+
 // need returns the bytes to release to bring node memory down to the lower
-// percent, or 0 below the threshold.
-func (m *MemoryEvict) need(cfg *slov1alpha1.ResourceThresholdStrategy, node *corev1.Node) (int64, error) {
+// percent (0 below the threshold), with the node memory used now and the
+// threshold level in bytes.
+func (m *MemoryEvict) need(cfg *slov1alpha1.ResourceThresholdStrategy, node *corev1.Node) (need, used, level int64, err error) {
 	if cfg == nil || cfg.MemoryEvictThresholdPercent == nil || *cfg.MemoryEvictThresholdPercent < 0 {
-		return 0, fmt.Errorf("memoryEvictThresholdPercent not set")
+		return 0, 0, 0, fmt.Errorf("memoryEvictThresholdPercent not set")
 	}
 	threshold := *cfg.MemoryEvictThresholdPercent
 	lower := threshold - releaseBufferPercent
@@ -155,17 +246,24 @@ func (m *MemoryEvict) need(cfg *slov1alpha1.ResourceThresholdStrategy, node *cor
 		lower = *cfg.MemoryEvictLowerPercent
 	}
 	if lower >= threshold {
-		return 0, fmt.Errorf("memoryEvictLowerPercent %d must be below the threshold %d", lower, threshold)
+		return 0, 0, 0, fmt.Errorf("memoryEvictLowerPercent %d must be below the threshold %d", lower, threshold)
 	}
 	capacity := node.Status.Capacity.Memory().Value()
 	if capacity <= 0 {
-		return 0, fmt.Errorf("node memory capacity unknown")
+		return 0, 0, 0, fmt.Errorf("node memory capacity unknown")
 	}
-	used, err := m.nodeMemoryUsed()
+	used, err = m.nodeMemoryUsed()
 	if err != nil {
-		return 0, err
+		return 0, 0, 0, err
 	}
-	return NeedToRelease(used, capacity, threshold, lower), nil
+	return NeedToRelease(used, capacity, threshold, lower), used, ThresholdLevel(capacity, threshold), nil
+}
+
+// ThresholdLevel is the node memory used, in bytes, at which NeedToRelease
+// starts to ask for a release: the first byte count at or above threshold
+// percent of capacity.
+func ThresholdLevel(capacity, threshold int64) int64 {
+	return (capacity*threshold + 99) / 100
 }
 
 // nodeMemoryUsed is the node's memory usage with koordlet's definition

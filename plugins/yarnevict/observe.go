@@ -24,6 +24,9 @@ type Metrics struct {
 	// Needed sums what the strategies set out to release, so that
 	// released ÷ needed can be followed.
 	Needed *prometheus.CounterVec
+	// Wakeups counts the evaluations of the evict strategies by what woke
+	// them: the periodic interval or the event trigger.
+	Wakeups *prometheus.CounterVec
 }
 
 // NewMetrics registers the eviction series in reg (reusing registered ones).
@@ -38,8 +41,11 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 		Needed: prometheus.NewCounterVec(prometheus.CounterOpts{Subsystem: koordmetrics.KoordletSubsystem,
 			Name: "yarn_evict_needed_resource_total", Help: "Resource the YARN-aware evict strategies set out to release when they evicted: BEMemoryEvict memory usage in bytes, BECPUEvict CPU request in milli-cores."},
 			[]string{"node", "reason", "resource"}),
+		Wakeups: prometheus.NewCounterVec(prometheus.CounterOpts{Subsystem: koordmetrics.KoordletSubsystem,
+			Name: "yarn_evict_wakeups_total", Help: "Evaluations of the YARN-aware evict strategies, by what woke them: interval (the periodic check) or event (node memory crossed the threshold)."},
+			[]string{"node", "reason", "cause"}),
 	}
-	for _, p := range []**prometheus.CounterVec{&m.Evictions, &m.Released, &m.Needed} {
+	for _, p := range []**prometheus.CounterVec{&m.Evictions, &m.Released, &m.Needed, &m.Wakeups} {
 		if err := reg.Register(*p); err != nil {
 			are, ok := err.(prometheus.AlreadyRegisteredError)
 			if !ok {

@@ -148,3 +148,15 @@ func TestRankUsesProcessStartTime(t *testing.T) {
 		})
 	}
 }
+
+// TestThresholdLevel: the event trigger's level is exactly where
+// NeedToRelease starts to ask for a release.
+func TestThresholdLevel(t *testing.T) {
+	for _, capacity := range []int64{10 << 30, 24683656 << 10, 999, 12345678901} {
+		for _, threshold := range []int64{1, 50, 70, 99} {
+			level := ThresholdLevel(capacity, threshold)
+			assert.Zero(t, NeedToRelease(level-1, capacity, threshold, threshold-1), "capacity %d threshold %d", capacity, threshold)
+			assert.Positive(t, NeedToRelease(level, capacity, threshold, threshold-1), "capacity %d threshold %d", capacity, threshold)
+		}
+	}
+}

@@ -3,7 +3,6 @@ package yarnevict
 import (
 	"time"
 
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/component-base/featuregate"
 	"k8s.io/klog/v2"
 
@@ -37,6 +36,8 @@ type Slot struct {
 	// gates are upstream's BE, allocatable and usage gates of the slot.
 	gates     [3]featuregate.Feature
 	lastEvict time.Time
+	metrics   *Metrics
+	nodeName  string
 }
 
 // slotGates returns upstream's trigger gates of kind.
@@ -71,6 +72,7 @@ func useSlot(kind AllocKind, yarnBE featuregate.Feature) bool {
 // newSlot returns the slot; be may be nil (YARN-aware BE trigger off).
 func newSlot(kind AllocKind, deps Deps, opts *qmframework.Options, be beTrigger, interval, cooling time.Duration) *Slot {
 	return &Slot{kind: kind, opts: opts, be: be, interval: interval, cooling: cooling, gates: slotGates(kind),
+		metrics: deps.Metrics, nodeName: deps.NodeName,
 		alloc: &AllocatableEvict{Kind: kind, Deps: deps, Opts: opts,
 			CountYARN: func() bool { return features.Enabled(features.YARNAllocatableEvict) }}}
 }
@@ -101,7 +103,20 @@ func (s *Slot) Run(stopCh <-chan struct{}) {
 	}
 	klog.Infof("yarn: the %s slot runs the triggers %v (YARN-aware BE: %v, YARN counted in allocatable: %v)",
 		s.kind.Reason(), on, s.be != nil, s.alloc.CountYARN())
-	go wait.Until(func() { s.Cycle(time.Now()) }, s.interval, stopCh)
+	w, _ := s.be.(waker)
+	go runLoop(stopCh, s.interval, s.Cycle, w, func(cause string) {
+		if s.metrics != nil {
+			s.metrics.Wakeups.WithLabelValues(s.nodeName, s.beReason(), cause).Inc()
+		}
+	})
+}
+
+// beReason names the slot's BE trigger in the wake-up counts.
+func (s *Slot) beReason() string {
+	if s.kind == AllocCPU {
+		return ReasonBECPUEvict
+	}
+	return ReasonBEMemoryEvict
 }
 
 // Cycle runs the enabled triggers once.

@@ -1,0 +1,153 @@
+package memtrigger
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	koordletutil "github.com/koordinator-sh/koordinator/pkg/koordlet/util"
+
+	"github.com/koordlet-yarn/koordlet-yarn/test/kerneltest"
+)
+
+func TestMain(m *testing.M) {
+	kerneltest.RunHelperIfRequested() // allocators re-exec this binary
+	os.Exit(m.Run())
+}
+
+func TestThresholdFor(t *testing.T) {
+	tests := []struct {
+		name               string
+		usage, used, level int64
+		want               int64
+		ok                 bool
+	}{
+		{"the room left below the level, on top of the usage file", 5000, 1000, 1300, 5300, true},
+		{"at the level: already reached", 5000, 1300, 1300, 0, false},
+		{"above it", 5000, 1400, 1300, 0, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, ok := ThresholdFor(tt.usage, tt.used, tt.level)
+			assert.Equal(t, tt.ok, ok)
+			assert.Equal(t, tt.want, got)
+		})
+	}
+}
+
+func waitFire(ch <-chan struct{}, d time.Duration) bool {
+	select {
+	case <-ch:
+		return true
+	case <-time.After(d):
+		return false
+	}
+}
+
+// TestRealKernelThresholdFires: a usage threshold armed on a memory cgroup
+// of the test's own fires once a process in it allocates across the level,
+// not before; re-arming within the slack keeps the registration; a level
+// already reached disarms; after Disarm nothing fires.
+func TestRealKernelThresholdFires(t *testing.T) {
+	kerneltest.RequireCgroupV1(t, "memory")
+	dir := kerneltest.MakeCgroup(t, "memory", kerneltest.UniqueRoot(t))
+	fired := make(chan struct{}, 16)
+	th, err := NewThreshold(dir, func() { fired <- struct{}{} })
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = th.Close() })
+
+	usage, err := th.Usage()
+	require.NoError(t, err)
+	// Here "used" is the cgroup's own usage: the level is 64 MiB above it.
+	require.NoError(t, th.Arm(usage, usage+64<<20))
+	armed := th.Armed()
+	assert.Equal(t, usage+64<<20, armed)
+	require.NoError(t, th.Arm(usage+1<<20, usage+65<<20), "within the slack")
+	assert.Equal(t, armed, th.Armed(), "not registered again")
+	assert.False(t, waitFire(fired, 300*time.Millisecond), "nothing crossed yet")
+
+	start := time.Now()
+	require.NoError(t, kerneltest.Start(t, kerneltest.HelperScript("grow=256@512"), dir).Release())
+	ok := waitFire(fired, 5*time.Second)
+	u2, _ := th.Usage()
+	t.Logf("usage %d -> %d, armed %d", usage, u2, th.Armed())
+	require.True(t, ok, "crossing 64 MiB fires")
+	t.Logf("64 MiB crossed and signalled %v after the allocator started", time.Since(start).Round(time.Millisecond))
+
+	usage, err = th.Usage()
+	require.NoError(t, err)
+	require.NoError(t, th.Arm(usage, usage), "a level already reached")
+	assert.Zero(t, th.Armed(), "disarmed")
+}
+
+// TestRealKernelThresholdReplacesWithoutLeak: re-arming many times leaves
+// one registration (the old eventfds are closed) and disarming ends the
+// waiters.
+func TestRealKernelThresholdReplacesWithoutLeak(t *testing.T) {
+	kerneltest.RequireCgroupV1(t, "memory")
+	dir := kerneltest.MakeCgroup(t, "memory", kerneltest.UniqueRoot(t))
+	th, err := NewThreshold(dir, func() {})
+	require.NoError(t, err)
+	before := openFDs(t)
+	for i := int64(1); i <= 50; i++ {
+		require.NoError(t, th.Arm(0, i*(RearmSlack+1)))
+	}
+	assert.LessOrEqual(t, openFDs(t), before+1, "one eventfd open")
+	th.Disarm()
+	assert.LessOrEqual(t, openFDs(t), before)
+}
+
+// TestRealKernelTrigger: on this machine kind (cgroup v1) memory cgroups
+// take usage thresholds: New uses those that exist (a missing one is left
+// out), a process of a child cgroup allocating across the level wakes it
+// (the parent's threshold sees its children's charges), and PSI triggers
+// are used where the kernel accepts them, otherwise New says why.
+func TestRealKernelTrigger(t *testing.T) {
+	kerneltest.RequireCgroupV1(t, "memory")
+	parent := kerneltest.UniqueRoot(t)
+	dir := kerneltest.MakeCgroup(t, "memory", parent+"/child")
+	tr := New(Options{CgroupRoot: kerneltest.CgroupRoot, ProcRoot: "/proc", MemoryDirs: []string{parent, parent + "-missing"}})
+	t.Cleanup(func() { _ = tr.Close() })
+	require.Len(t, tr.Kinds(), 1+len(psiKinds(tr)))
+	assert.Equal(t, KindThreshold+" on "+parent, tr.Kinds()[0])
+
+	// Node memory used (koordlet's definition) 64 MiB below the level.
+	mi, err := koordletutil.GetMemInfo()
+	require.NoError(t, err)
+	used := int64(mi.MemUsageBytes())
+	require.NoError(t, tr.Arm(used, used+64<<20))
+	start := time.Now()
+	require.NoError(t, kerneltest.Start(t, kerneltest.HelperScript("grow=256@512"), dir).Release())
+	assert.True(t, waitFire(tr.C(), 5*time.Second), "the parent's threshold fires")
+	t.Logf("woken %v after the allocator started", time.Since(start).Round(time.Millisecond))
+	tr.Disarm()
+
+	p, err := NewPSI("/proc/pressure/memory", DefaultPSIStall, DefaultPSIWindow, func() {})
+	if err != nil {
+		assert.Empty(t, psiKinds(tr))
+		assert.Contains(t, err.Error(), "/proc/pressure/memory", "the error names the file")
+	} else {
+		assert.NotEmpty(t, psiKinds(tr))
+		assert.NoError(t, p.Close())
+	}
+}
+
+func psiKinds(tr *Trigger) []string {
+	var out []string
+	for _, k := range tr.Kinds() {
+		if k == KindPSI {
+			out = append(out, k)
+		}
+	}
+	return out
+}
+
+func openFDs(t *testing.T) int {
+	ents, err := os.ReadDir(filepath.Join("/proc", "self", "fd"))
+	require.NoError(t, err)
+	return len(ents)
+}
