@@ -2,6 +2,7 @@ package yarnevict
 
 import (
 	"errors"
+	"slices"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/tools/record"
@@ -59,12 +60,15 @@ func candidates(deps Deps, executor qmutil.EvictionExecutor, pods []*statesinfor
 	return out
 }
 
-// execute evicts from the ranked victims until what they release (by
-// measure) covers need: it plans with PlanProtectingAMs, carries the plan
-// out — pods through koordlet's executor, YARN containers with the killer,
-// each reported on the NodeManager pod — and, when an eviction fails,
-// plans again over the victims not yet tried, never turning to an
-// ApplicationMaster because another victim failed. A container another
+// execute evicts from the ranked victims what they release (by measure)
+// toward need: it plans with PlanProtectingAMs and carries the plan out —
+// pods through koordlet's executor, YARN containers with the killer, each
+// reported on the NodeManager pod. When an eviction fails it plans again
+// over the victims not yet tried, never turning to an ApplicationMaster
+// because another victim failed. When the plan is carried out but falls
+// short of the need it stops: ApplicationMasters are taken only when the
+// cycle began with no other victim, never in the same cycle after their
+// executors (the next check sees what those released). A container another
 // strategy is killing (or has just evicted) is skipped without a report.
 // It returns the victims evicted, what they released, and whether any
 // eviction was attempted.
@@ -78,11 +82,11 @@ func execute(deps Deps, executor qmutil.EvictionExecutor, rec record.EventRecord
 		}
 	}
 	tried := map[string]bool{}
-	failed := false
-	for released < need {
+	allowAM := true
+	for round := 0; released < need; round++ {
 		var left []Victim
 		for _, v := range ranked {
-			if !tried[v.Name()] && !(failed && v.IsAM) {
+			if !tried[v.Name()] && (allowAM || !v.IsAM) {
 				left = append(left, v)
 			}
 		}
@@ -90,6 +94,11 @@ func execute(deps Deps, executor qmutil.EvictionExecutor, rec record.EventRecord
 		if len(chosen) == 0 {
 			break
 		}
+		if round == 0 {
+			// AMs only when the cycle began with nothing else to take.
+			allowAM = !slices.ContainsFunc(chosen, func(v Victim) bool { return !v.IsAM })
+		}
+		failed := false
 		for i := range chosen {
 			v := &chosen[i]
 			tried[v.Name()] = true
@@ -103,6 +112,10 @@ func execute(deps Deps, executor qmutil.EvictionExecutor, rec record.EventRecord
 				failed = true
 			}
 		}
+		if !failed {
+			break
+		}
+		allowAM = false
 	}
 	return done, released, attempted
 }

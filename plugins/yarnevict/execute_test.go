@@ -118,6 +118,28 @@ func TestRealKernelExecuteFailsOverToNextVictim(t *testing.T) {
 	assert.Equal(t, float64(100<<20), testutil.ToFloat64(e.metrics.Released.WithLabelValues("n1", ReasonBEMemoryEvict, "memory")))
 }
 
+// TestRealKernelExecuteNoAMAfterItsExecutors: the executor is evicted but
+// falls short of the need; the AM is not taken in the same cycle (the next
+// check sees what the executor released). With the AM the only victim from
+// the start, it is.
+func TestRealKernelExecuteNoAMAfterItsExecutors(t *testing.T) {
+	kerneltest.RequireCgroupV1(t, "cpu", "memory")
+	kerneltest.UseHostRoots(t)
+	hier := kerneltest.UniqueRoot(t) + "/hadoop-yarn"
+	ex := realContainer(t, hier, "container_e17_1700000000000_0042_01_000002", true)
+	am := realContainer(t, hier, "container_e17_1700000000000_0042_01_000001", true)
+	am.IsAM = true
+	e := newExecuteEnv(t, hier)
+
+	done, released, _ := e.run([]Victim{ContainerVictim(ex, 0, 100<<20, 0), ContainerVictim(am, 0, 900<<20, 0)}, 500<<20)
+	assert.Equal(t, []string{ex.Name}, names(done))
+	assert.Equal(t, int64(100<<20), released)
+	assert.True(t, alive(am.Pids[0]), "the AM survives this cycle")
+
+	done, _, _ = e.run([]Victim{ContainerVictim(am, 0, 900<<20, 0)}, 500<<20)
+	assert.Equal(t, []string{am.Name}, names(done), "the last resort")
+}
+
 // TestRealKernelOneKillPerContainer: the memory and the CPU strategy pick
 // the same container at the same moment: one kill, one Event, one count;
 // the container is then out of the victim lists.

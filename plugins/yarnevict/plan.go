@@ -20,9 +20,10 @@ import (
 //     (k: the k largest cover it, k−1 do not).
 //  3. Preferred: each of the k places goes to the first victim, in the
 //     order lower level, cause of the pressure (see MarkMemoryCause), least
-//     lost work (CPU-seconds spent, compared by powers of two so that
-//     noise does not override the rank), then rank, whose choice still
-//     lets the places left cover the rest of the need.
+//     lost work (CPU-seconds spent, compared by powers of two of
+//     LostWorkUnit so that small differences do not override the rank),
+//     then rank, whose choice still lets the places left cover the rest of
+//     the need.
 //
 // So a victim of a lower priority goes first when it can help cover the
 // need within the fewest evictions, and is spared when the need has to
@@ -112,10 +113,15 @@ func Plan(ranked []Victim, need int64, usage func(*Victim) int64) (chosen []Vict
 	return chosen, covered
 }
 
-// lostWorkClass is floor(log2(1 + CPU-seconds spent)): work lost compared
-// by order of magnitude.
+// LostWorkUnit is the CPU time below which a victim's lost work counts as
+// none: a replacement container's start-up costs about as much.
+const LostWorkUnit = 10.0
+
+// lostWorkClass is floor(log2(1 + CPU-seconds spent ÷ LostWorkUnit)): work
+// lost compared by order of magnitude (under 10 CPU-s: 0; 10–30: 1; 30–70:
+// 2; …).
 func lostWorkClass(v *Victim) int {
-	return bits.Len64(uint64(max(v.CPUSeconds, 0)+1)) - 1
+	return bits.Len64(uint64(max(v.CPUSeconds, 0)/LostWorkUnit+1)) - 1
 }
 
 // bestCoverable returns the first victim in order, not yet taken, after
