@@ -209,12 +209,23 @@ func ContainerAllocVictim(kind AllocKind, c *store.Container, nmPriority int32, 
 	return v
 }
 
-// RankAllocatable orders the victims as upstream's allocatable trigger
-// does — lower priority first, then lower koordinator.sh/priority label,
-// then larger request — with ApplicationMasters last and, between equals,
-// the newest first (then the larger YARN id), so that the allocation that
-// came last is released first.
+// RankAllocatable orders the victims of an allocatable trigger. With no
+// YARN container among them it is upstream's order exactly — lower
+// priority first, then lower koordinator.sh/priority label, then larger
+// request — so the trigger evicts what upstream's would. With YARN
+// containers it is the order of the usage strategies (Rank) with the label
+// priority after the priority: ApplicationMasters last, lower priority,
+// lower label, then the newest first (then the larger YARN id, then the
+// larger request), so that the allocation that over-committed the node,
+// whichever scheduler placed it, is released first.
 func RankAllocatable(vs []AllocVictim) {
+	newestFirst := false
+	for i := range vs {
+		if vs[i].Container != nil {
+			newestFirst = true
+			break
+		}
+	}
 	sort.SliceStable(vs, func(i, j int) bool {
 		a, b := &vs[i], &vs[j]
 		if a.IsAM != b.IsAM {
@@ -226,14 +237,19 @@ func RankAllocatable(vs []AllocVictim) {
 		if a.LabelPriority != b.LabelPriority {
 			return a.LabelPriority < b.LabelPriority
 		}
+		if newestFirst {
+			if !a.Started.Equal(b.Started) {
+				return a.Started.After(b.Started)
+			}
+			if (a.Container == nil) != (b.Container == nil) {
+				return a.Container == nil
+			}
+			if a.Container != nil && a.Container.ID != b.Container.ID {
+				return idLess(b.Container.ID, a.Container.ID)
+			}
+		}
 		if a.Request != b.Request {
 			return a.Request > b.Request
-		}
-		if !a.Started.Equal(b.Started) {
-			return a.Started.After(b.Started)
-		}
-		if a.Container != nil && b.Container != nil && a.Container.ID != b.Container.ID {
-			return idLess(b.Container.ID, a.Container.ID)
 		}
 		return a.Name() < b.Name()
 	})

@@ -236,25 +236,28 @@ func TestRankAndPlanAllocatable(t *testing.T) {
 	midPod := mockPodWithPriority("mid", apiext.QoSLS, apiext.PriorityMidValueMin, corev1.ResourceList{apiext.MidMemory: resource.MustParse("8Gi")}, nil, corev1.PodRunning)
 	mid := PodAllocVictim(AllocMemory, midPod)
 
+	// Pods only: upstream's order (larger request first).
+	pods := []AllocVictim{labelledPod, mid, bigPod, lowPod}
+	RankAllocatable(pods)
+	assert.Equal(t, []string{"test-ns/low", "test-ns/big", "test-ns/labelled", "test-ns/mid"}, allocNames(pods))
+
+	// With YARN containers: newest first after the priorities; AMs last.
+	bigPod.Started, lowPod.Started, labelledPod.Started, mid.Started = now.Add(-2*time.Hour), now.Add(-2*time.Hour), now.Add(-2*time.Hour), now.Add(-2*time.Hour)
 	vs := []AllocVictim{am, older, labelledPod, mid, newest, bigPod, lowPod}
 	RankAllocatable(vs)
-	var order []string
-	for _, v := range vs {
-		order = append(order, v.Name())
-	}
-	assert.Equal(t, []string{"test-ns/low", "test-ns/big", newest.Name(), older.Name(), "test-ns/labelled", "test-ns/mid", am.Name()}, order,
-		"lower priority, lower label priority, larger request, newest; AMs last")
+	assert.Equal(t, []string{"test-ns/low", newest.Name(), older.Name(), "test-ns/big", "test-ns/labelled", "test-ns/mid", am.Name()}, allocNames(vs),
+		"lower priority, lower label priority, newest; AMs last")
 
 	cases := []struct {
 		name string
 		need map[corev1.ResourceName]int64
 		want []string
 	}{
-		{"covered by the first batch victims", map[corev1.ResourceName]int64{apiext.BatchMemory: 5 << 30}, []string{"test-ns/low", "test-ns/big"}},
-		{"newest YARN allocation next", map[corev1.ResourceName]int64{apiext.BatchMemory: 6 << 30}, []string{"test-ns/low", "test-ns/big", newest.Name()}},
+		{"the newest YARN allocation first", map[corev1.ResourceName]int64{apiext.BatchMemory: 3 << 30}, []string{"test-ns/low", newest.Name()}},
+		{"then the older one", map[corev1.ResourceName]int64{apiext.BatchMemory: 4 << 30}, []string{"test-ns/low", newest.Name(), older.Name()}},
 		{"victims releasing nothing needed are skipped", map[corev1.ResourceName]int64{apiext.MidMemory: 1}, []string{"test-ns/mid"}},
 		{"AM only when nothing else releases", map[corev1.ResourceName]int64{apiext.BatchMemory: 100 << 30},
-			[]string{"test-ns/low", "test-ns/big", newest.Name(), older.Name(), "test-ns/labelled"}},
+			[]string{"test-ns/low", newest.Name(), older.Name(), "test-ns/big", "test-ns/labelled"}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -279,4 +282,12 @@ func TestYARNAllocatedForArbitration(t *testing.T) {
 	}
 	assert.Equal(t, int64(3000), yarnAllocated(AllocCPU, cs))
 	assert.Equal(t, int64(3<<30), yarnAllocated(AllocMemory, cs))
+}
+
+func allocNames(vs []AllocVictim) []string {
+	var out []string
+	for _, v := range vs {
+		out = append(out, v.Name())
+	}
+	return out
 }
