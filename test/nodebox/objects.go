@@ -146,6 +146,9 @@ type PodSpec struct {
 	HostNetwork     bool
 	// CPU and Memory are the container's requests = limits; empty for BestEffort.
 	CPU, Memory string
+	// Extended are extra requests = limits (e.g. kubernetes.io/batch-cpu,
+	// kubernetes.io/batch-memory); they do not change the pod's QoS class.
+	Extended corev1.ResourceList
 }
 
 // runningPod is a pod as the kubelet stub reports it, with its cgroups.
@@ -162,6 +165,14 @@ func createPod(ctx context.Context, kube kubernetes.Interface, l Layout, node st
 		rl := corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(spec.CPU), corev1.ResourceMemory: resource.MustParse(spec.Memory)}
 		c.Resources = corev1.ResourceRequirements{Requests: rl, Limits: rl}
 		qos = corev1.PodQOSGuaranteed
+	}
+	if len(spec.Extended) > 0 {
+		if c.Resources.Requests == nil {
+			c.Resources.Requests, c.Resources.Limits = corev1.ResourceList{}, corev1.ResourceList{}
+		}
+		for name, q := range spec.Extended {
+			c.Resources.Requests[name], c.Resources.Limits[name] = q, q
+		}
 	}
 	pod := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Namespace: spec.Namespace, Name: spec.Name, Labels: spec.Labels},
