@@ -40,7 +40,7 @@ func (fw *Framework) installLedger(reg prometheus.Registerer) error {
 		Pods:          fw.Handles.Pods,
 		Client:        fw.Handles.KubeClient,
 		NodeName:      os.Getenv("NODE_NAME"),
-		PatchInterval: fw.Config.Ledger.PatchInterval,
+		PatchInterval: func() time.Duration { return fw.Config.Ledger.PatchInterval },
 		Metrics:       metrics,
 	})
 	fw.rmSync = yarnledger.NewRMSync(yarnledger.RMSyncOptions{
@@ -52,10 +52,11 @@ func (fw *Framework) installLedger(reg prometheus.Registerer) error {
 			return fw.Informer.NodeID()
 		},
 		View:     func() yarnledger.View { v, _ := fw.Ledger.View(); return v },
-		Interval: fw.Config.Ledger.RMSyncInterval,
+		Interval: func() time.Duration { return fw.Config.Ledger.RMSyncInterval },
 		Metrics:  metrics,
 		NodeName: os.Getenv("NODE_NAME"),
 	})
+	fw.Informer.AfterResync = fw.Ledger.Notify
 	fw.loops = append(fw.loops, fw.Ledger, fw.rmSync)
 	options.RegisterHTTPHandler(LedgerPath, fw.ledgerHandler)
 	return nil

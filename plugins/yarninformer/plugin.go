@@ -69,6 +69,10 @@ type Plugin struct {
 	// lets plugins run).
 	AfterFirstSync func(stopCh <-chan struct{})
 
+	// AfterResync, when set, is called at the end of every resync, once the
+	// store and Status describe it (the batch ledger reads both).
+	AfterResync func()
+
 	// resyncReq holds a resync asked for by RequestResync (one at most).
 	resyncReq chan struct{}
 
@@ -275,6 +279,9 @@ func (p *Plugin) Resync(ctx context.Context) (st store.Stats) {
 		s.LastResyncDuration = end.Sub(start)
 		s.Containers = p.store.Len()
 	})
+	if p.AfterResync != nil {
+		p.AfterResync()
+	}
 	if st.Added+st.Updated+st.Removed > 0 {
 		klog.V(3).Infof("yarn: resync: %d added, %d updated, %d removed, %d containers", st.Added, st.Updated, st.Removed, p.store.Len())
 	}

@@ -37,8 +37,9 @@ type Options struct {
 	// Client is koordlet's Kubernetes client (nil until koordlet made it).
 	Client   func() kubernetes.Interface
 	NodeName string
-	// PatchInterval: at most one patch per interval.
-	PatchInterval time.Duration
+	// PatchInterval returns the patch interval (at most one patch per
+	// interval); it is read at each patch, after koordlet parsed its flags.
+	PatchInterval func() time.Duration
 	Metrics       *Metrics
 	// Patch turns the Node patch on (gate YARNBatchLedger); nil: the gate.
 	Patch func() bool
@@ -55,7 +56,7 @@ type Ledger struct {
 	// failed writes (backoff); errKinds the kinds of error already logged.
 	failures int
 	errKinds map[string]bool
-	// subscribed: the loop is woken by store events.
+	// wake is signalled after each container resync (Notify).
 	wake chan struct{}
 }
 
@@ -88,8 +89,8 @@ type AnnotationStatus struct {
 
 // New returns the ledger.
 func New(opts Options) *Ledger {
-	if opts.PatchInterval <= 0 {
-		opts.PatchInterval = time.Second
+	if opts.PatchInterval == nil {
+		opts.PatchInterval = func() time.Duration { return time.Second }
 	}
 	if opts.Patch == nil {
 		opts.Patch = func() bool { return features.Enabled(features.YARNBatchLedger) }
@@ -120,18 +121,18 @@ func (l *Ledger) Status() Status {
 	return s
 }
 
+// Notify wakes the ledger; the informer calls it after each resync, once
+// the store and its NM status describe the same NM answer.
+func (l *Ledger) Notify() {
+	select {
+	case l.wake <- struct{}{}:
+	default:
+	}
+}
+
 // Run starts the loop; it ends when stopCh closes.
 func (l *Ledger) Run(stopCh <-chan struct{}) {
-	unsubscribe := l.opts.Store.Subscribe("yarnledger", func(store.Event) {
-		select {
-		case l.wake <- struct{}{}:
-		default:
-		}
-	})
-	go func() {
-		defer unsubscribe()
-		l.loop(stopCh)
-	}()
+	go l.loop(stopCh)
 }
 
 func (l *Ledger) loop(stopCh <-chan struct{}) {
@@ -165,8 +166,10 @@ func (l *Ledger) loop(stopCh <-chan struct{}) {
 }
 
 // Refresh recomputes the view from the store, the NM's health, the Node
-// and the pods. The YARN allocated value changes only while the NM
-// answers; otherwise the last one is kept with its time.
+// and the pods. The YARN allocated value is recomputed only when the NM
+// answered a list since the value was taken (the store then holds that
+// answer); while it does not answer, the last value is kept with its time,
+// whatever the cgroup scan removed meanwhile.
 func (l *Ledger) Refresh(now time.Time) View {
 	lastOK, nmOK := l.opts.NM()
 	var pods []*corev1.Pod
@@ -180,7 +183,7 @@ func (l *Ledger) Refresh(now time.Time) View {
 	origin, originKnown, originErr := Origin(l.opts.Node())
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if nmOK && !lastOK.IsZero() {
+	if nmOK && lastOK.After(l.st.YARNAllocatedAsOf) {
 		l.st.YARNAllocated = YARNAllocated(l.opts.Store.Snapshot())
 		l.st.YARNAllocatedKnown, l.st.YARNAllocatedAsOf = true, lastOK
 	}
@@ -236,7 +239,7 @@ func (l *Ledger) Sync(ctx context.Context, now time.Time) time.Duration {
 		client = l.opts.Client()
 	}
 	if client == nil || l.opts.NodeName == "" {
-		return l.opts.PatchInterval
+		return l.opts.PatchInterval()
 	}
 	w := &NodeWriter{Client: client, NodeName: l.opts.NodeName}
 	wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
@@ -277,11 +280,12 @@ func (l *Ledger) Sync(ctx context.Context, now time.Time) time.Duration {
 // backoff is the patch interval, doubled per consecutive failure up to
 // maxBackoff; called with mu held.
 func (l *Ledger) backoff() time.Duration {
-	d := l.opts.PatchInterval
+	base := l.opts.PatchInterval()
+	d := base
 	for i := 0; i < l.failures && d < maxBackoff; i++ {
 		d *= 2
 	}
-	return min(d, max(maxBackoff, l.opts.PatchInterval))
+	return min(d, max(maxBackoff, base))
 }
 
 func (l *Ledger) count(result string) {

@@ -30,7 +30,7 @@ func newLedger(t *testing.T, st *store.Store, nm *fakeNM, client kubernetes.Inte
 		Node:   func() *corev1.Node { return nil },
 		Pods:   func() []*statesinformer.PodMeta { return nil },
 		Client: func() kubernetes.Interface { return client }, NodeName: "n1",
-		PatchInterval: interval, Patch: func() bool { return true },
+		PatchInterval: func() time.Duration { return interval }, Patch: func() bool { return true },
 	})
 }
 
@@ -59,6 +59,7 @@ func TestLedgerFollowsNMAndKeepsValueWhileDown(t *testing.T) {
 	l := newLedger(t, st, nm, client, 50*time.Millisecond)
 	ctx := context.Background()
 	t0 := time.Now()
+	tNM := t0.Add(-time.Minute) // when the NM answered
 
 	// The NM never answered: nothing is known, nothing written.
 	l.Refresh(t0)
@@ -71,7 +72,7 @@ func TestLedgerFollowsNMAndKeepsValueWhileDown(t *testing.T) {
 		nmc(t, "container_1700000000000_0001_01_000002", yarn.StateLocalizing, 2, 2048),
 		nmc(t, "container_1700000000000_0001_01_000003", yarn.StateExitedWithSuccess, 4, 4096),
 	})
-	nm.last, nm.ok = t0, true
+	nm.last, nm.ok = tNM, true
 	v := l.Refresh(t0)
 	assert.Equal(t, Batch{MilliCPU: 3000, MemoryBytes: 3072 << 20}, v.YARNAllocated)
 	assert.Zero(t, l.Sync(ctx, t0))
@@ -81,6 +82,9 @@ func TestLedgerFollowsNMAndKeepsValueWhileDown(t *testing.T) {
 
 	// Churn inside the interval is coalesced: one pending write, later.
 	resync(t, st, []yarn.NMContainer{nmc(t, "container_1700000000000_0001_01_000001", yarn.StateRunning, 1, 1024)})
+	l.Refresh(t0)
+	assert.Equal(t, int64(3000), l.Status().YARNAllocated.MilliCPU, "no new NM answer: the value stays")
+	nm.last = tNM.Add(time.Second)
 	l.Refresh(t0)
 	wait := l.Sync(ctx, time.Now())
 	assert.Greater(t, wait, time.Duration(0))
@@ -101,13 +105,13 @@ func TestLedgerFollowsNMAndKeepsValueWhileDown(t *testing.T) {
 	s := l.Status()
 	assert.False(t, s.NodeManagerOK)
 	assert.True(t, s.YARNAllocatedKnown)
-	assert.Equal(t, t0, s.YARNAllocatedAsOf)
+	assert.Equal(t, tNM.Add(time.Second), s.YARNAllocatedAsOf)
 	assert.GreaterOrEqual(t, s.YARNAllocatedAgeSeconds, 0.05)
 	got, _ = annotation(t, client)
 	assert.Equal(t, int64(1000), got.MilliCPU)
 
 	// Back: the empty node is written.
-	nm.last, nm.ok = time.Now(), true
+	nm.last, nm.ok = tNM.Add(2*time.Second), true
 	l.Refresh(time.Now())
 	assert.Zero(t, l.Sync(ctx, time.Now()))
 	got, ok = annotation(t, client)

@@ -25,8 +25,10 @@ type RMSyncOptions struct {
 	// NodeID returns the YARN node id ("" when not known yet).
 	NodeID func() string
 	// View returns the ledger's current view.
-	View     func() View
-	Interval time.Duration
+	View func() View
+	// Interval returns how often the capacity is compared with what was
+	// pushed; read when the loop starts, after koordlet parsed its flags.
+	Interval func() time.Duration
 	Timeout  time.Duration
 	Metrics  *Metrics
 	NodeName string
@@ -61,8 +63,8 @@ type RMSyncStatus struct {
 
 // NewRMSync returns the push.
 func NewRMSync(opts RMSyncOptions) *RMSync {
-	if opts.Interval <= 0 {
-		opts.Interval = 10 * time.Second
+	if opts.Interval == nil {
+		opts.Interval = func() time.Duration { return 10 * time.Second }
 	}
 	if opts.Timeout <= 0 {
 		opts.Timeout = 30 * time.Second
@@ -108,7 +110,7 @@ func (r *RMSync) Run(stopCh <-chan struct{}) {
 		cancel()
 	}()
 	go func() {
-		t := time.NewTicker(r.opts.Interval)
+		t := time.NewTicker(r.opts.Interval())
 		defer t.Stop()
 		for {
 			r.Step(ctx, time.Now())
@@ -162,7 +164,7 @@ func (r *RMSync) Step(ctx context.Context, now time.Time) {
 			return
 		}
 		r.failures++
-		d := r.opts.Interval
+		d := r.opts.Interval()
 		for i := 1; i < r.failures && d < maxRMBackoff; i++ {
 			d *= 2
 		}

@@ -30,7 +30,7 @@ func TestRMSync(t *testing.T) {
 	view := View{}
 	nodeID := ""
 	s := NewRMSync(RMSyncOptions{Client: func() *yarn.RMClient { return client }, NodeID: func() string { return nodeID }, View: func() View { return view },
-		Interval: 100 * time.Millisecond})
+		Interval: func() time.Duration { return 100 * time.Millisecond }})
 	ctx := context.Background()
 	now := time.Now()
 
