@@ -55,6 +55,13 @@ type Thresholds struct {
 	UpstreamCPUSuppressPercent, PluginCPUSuppressPercent int64
 	// MemoryEvictPercent is memoryEvictThresholdPercent in both.
 	MemoryEvictPercent int64
+	// PluginCPUEvict also turns on the YARN-aware BE CPU evict in
+	// configuration 4 (BECPUEvict, YARNBECPUEvict) with the satisfaction
+	// band 40–60% at a BE usage of 90% of its limit. Off by default: the
+	// rule compares BE's quota with YARN's requests, and the batch here
+	// requests more vcores than the node has, so it would evict by design
+	// (arbitration of an over-committed node, not co-location).
+	PluginCPUEvict bool
 }
 
 // DefaultThresholds: configuration 3 keeps Koordinator's default CPU
@@ -74,13 +81,16 @@ var (
 )
 
 // KoordletArgs are koordlet's extra flags in c.
-func (c Config) KoordletArgs() []string {
+func (c Config) KoordletArgs(t Thresholds) []string {
 	var gates []string
 	switch c {
 	case UpstreamBest:
 		gates = upstreamGates
 	case PluginSet:
 		gates = pluginGates
+		if t.PluginCPUEvict {
+			gates = append(append([]string(nil), gates...), "BECPUEvict", "YARNBECPUEvict")
+		}
 	default:
 		return nil
 	}
@@ -120,6 +130,12 @@ func (c Config) NodeSLO(t Thresholds) slov1alpha1.NodeSLOSpec {
 			CPUSuppressPolicy:           slov1alpha1.CPUCfsQuotaPolicy,
 			MemoryEvictThresholdPercent: ptr.To(t.MemoryEvictPercent),
 		},
+	}
+	if c == PluginSet && t.PluginCPUEvict {
+		r := spec.ResourceUsedThresholdWithBE
+		r.CPUEvictBESatisfactionLowerPercent = ptr.To[int64](40)
+		r.CPUEvictBESatisfactionUpperPercent = ptr.To[int64](60)
+		r.CPUEvictBEUsageThresholdPercent = ptr.To[int64](90)
 	}
 	if c == PluginSet {
 		policy := slov1alpha1.CPUQOSPolicyCoreSched

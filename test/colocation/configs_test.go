@@ -13,16 +13,23 @@ import (
 func TestConfigsGatesAndNodeSLO(t *testing.T) {
 	th := DefaultThresholds
 	for _, c := range []Config{LSAlone, NoQoS} {
-		assert.Empty(t, c.KoordletArgs(), c.String())
+		assert.Empty(t, c.KoordletArgs(th), c.String())
 		assert.Equal(t, slov1alpha1.NodeSLOSpec{}, c.NodeSLO(th), c.String())
 	}
-	up := UpstreamBest.KoordletArgs()[0]
+	up := UpstreamBest.KoordletArgs(th)[0]
 	assert.Equal(t, "--feature-gates=BECPUSuppress=true,BEMemoryEvict=true", up)
 	assert.NotContains(t, up, "YARN", "upstream's best has none of our gates")
-	plugin := PluginSet.KoordletArgs()[0]
+	plugin := PluginSet.KoordletArgs(th)[0]
 	for _, g := range []string{"YARNCPUQoS", "YARNBECPUSuppress", "YARNBEMemoryEvict", "YARNNodeManagerGuard", "BECPUSuppress", "BEMemoryEvict"} {
 		assert.Contains(t, plugin, g+"=true")
 	}
+	assert.NotContains(t, plugin, "CPUEvict")
+	assert.Nil(t, PluginSet.NodeSLO(th).ResourceUsedThresholdWithBE.CPUEvictBESatisfactionLowerPercent)
+	withEvict := th
+	withEvict.PluginCPUEvict = true
+	assert.Contains(t, PluginSet.KoordletArgs(withEvict)[0], ",BECPUEvict=true,YARNBECPUEvict=true")
+	assert.NotContains(t, UpstreamBest.KoordletArgs(withEvict)[0], "CPUEvict")
+	assert.Equal(t, int64(40), *PluginSet.NodeSLO(withEvict).ResourceUsedThresholdWithBE.CPUEvictBESatisfactionLowerPercent)
 
 	u, p := UpstreamBest.NodeSLO(th), PluginSet.NodeSLO(th)
 	for _, s := range []slov1alpha1.NodeSLOSpec{u, p} {

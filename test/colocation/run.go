@@ -227,7 +227,7 @@ func (h *harness) calibrateRequestCPU(ctx context.Context) (time.Duration, error
 // kubelet's values, the NodeSLO is set and koordlet starts with c's gates.
 // Configurations with the same koordlet flags and NodeSLO share a koordlet.
 func (h *harness) configure(ctx context.Context, c Config) error {
-	if reflect.DeepEqual(c.KoordletArgs(), h.koordletConfig.KoordletArgs()) &&
+	if reflect.DeepEqual(c.KoordletArgs(h.opts.Thresholds), h.koordletConfig.KoordletArgs(h.opts.Thresholds)) &&
 		reflect.DeepEqual(c.NodeSLO(h.opts.Thresholds), h.koordletConfig.NodeSLO(h.opts.Thresholds)) {
 		return nil
 	}
@@ -239,7 +239,7 @@ func (h *harness) configure(ctx context.Context, c Config) error {
 	if err := h.box.UpdateNodeSLO(ctx, func(s *slov1alpha1.NodeSLOSpec) { *s = spec }); err != nil {
 		return fmt.Errorf("set the NodeSLO of %s: %w", c, err)
 	}
-	h.box.SetKoordletArgs(c.KoordletArgs())
+	h.box.SetKoordletArgs(c.KoordletArgs(h.opts.Thresholds))
 	if err := h.box.StartKoordlet(); err != nil {
 		return fmt.Errorf("start koordlet for %s: %w", c, err)
 	}

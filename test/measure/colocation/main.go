@@ -35,6 +35,7 @@ func main() {
 	flag.Int64Var(&o.Thresholds.UpstreamCPUSuppressPercent, "upstream-suppress", o.Thresholds.UpstreamCPUSuppressPercent, "cpuSuppressThresholdPercent in configuration 3")
 	flag.Int64Var(&o.Thresholds.PluginCPUSuppressPercent, "plugin-suppress", o.Thresholds.PluginCPUSuppressPercent, "cpuSuppressThresholdPercent in configuration 4")
 	flag.Int64Var(&o.Thresholds.MemoryEvictPercent, "memory-evict", o.Thresholds.MemoryEvictPercent, "memoryEvictThresholdPercent in configurations 3 and 4")
+	flag.BoolVar(&o.Thresholds.PluginCPUEvict, "plugin-cpu-evict", false, "also turn on the YARN-aware BE CPU evict in configuration 4 (satisfaction 40–60%, usage 90%)")
 	flag.Parse()
 	if err := parseLists(&o, *levels, *configs); err != nil {
 		fmt.Fprintln(os.Stderr, "colocation:", err)
