@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+
+	"golang.org/x/sys/unix"
 )
 
 // helperProc is a re-executed copy of this binary in a helper role
@@ -21,8 +23,10 @@ type helperProc struct {
 }
 
 // startHelper starts this binary with env added, moves it into every
-// cgroup directory of dirs (absolute), and only then lets it start.
-func startHelper(env []string, dirs []string) (*helperProc, error) {
+// cgroup directory of dirs (absolute), makes its threads SCHED_FIFO when
+// realtime (threads it makes later inherit the policy), and only then lets
+// it start.
+func startHelper(env []string, dirs []string, realtime bool) (*helperProc, error) {
 	self, err := os.Executable()
 	if err != nil {
 		return nil, err
@@ -49,11 +53,39 @@ func startHelper(env []string, dirs []string) (*helperProc, error) {
 			return nil, fmt.Errorf("move helper %d into %s: %w", cmd.Process.Pid, d, err)
 		}
 	}
+	if realtime {
+		if err := setFIFO(cmd.Process.Pid); err != nil {
+			p.kill()
+			return nil, err
+		}
+	}
 	if _, err := io.WriteString(stdin, "go\n"); err != nil {
 		p.kill()
 		return nil, fmt.Errorf("start helper: %w", err)
 	}
 	return p, nil
+}
+
+// fifoPriority is the load generator's real-time priority (any: it is the
+// only real-time task the harness makes).
+const fifoPriority = 10
+
+// setFIFO makes every thread of pid SCHED_FIFO.
+func setFIFO(pid int) error {
+	tasks, err := os.ReadDir(filepath.Join("/proc", strconv.Itoa(pid), "task"))
+	if err != nil {
+		return err
+	}
+	for _, t := range tasks {
+		tid, err := strconv.Atoi(t.Name())
+		if err != nil {
+			continue
+		}
+		if err := unix.SchedSetAttr(tid, &unix.SchedAttr{Policy: unix.SCHED_FIFO, Priority: fifoPriority}, 0); err != nil {
+			return fmt.Errorf("make thread %d of %d SCHED_FIFO: %w", tid, pid, err)
+		}
+	}
+	return nil
 }
 
 // line reads the helper's next line of output.

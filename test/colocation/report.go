@@ -271,6 +271,11 @@ func (r Report) Print(w io.Writer) {
 	for _, l := range levels {
 		fmt.Fprintf(w, " %s = %d req/s", pct(l), r.Rates[l])
 	}
+	client := "SCHED_FIFO"
+	if !r.ClientRealtime {
+		client = "SCHED_OTHER"
+	}
+	fmt.Fprintf(w, "; load generator %s", client)
 	fmt.Fprintf(w, "\n%d repeats of %v measured after %v of warm-up; medians (min–max); LS errors: the worst repeat; batch ÷ idle: batch CPU-s ÷ the CPU-s left idle with LS alone\n\n",
 		r.Opts.Repeats, r.Opts.Window, r.Opts.Warmup)
 	PrintTable(w, r.Rows)
