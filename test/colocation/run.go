@@ -287,6 +287,20 @@ func (h *harness) resetKnobs() error {
 	return h.box.ApplyKubeletCPUShares()
 }
 
+// setBEIdle writes the besteffort QoS cgroup's cpu.idle (the experiment
+// PluginSetBEIdle; 0 otherwise, as the box made it).
+func (h *harness) setBEIdle(on bool) error {
+	v := "0"
+	if on {
+		v = "1"
+	}
+	p := filepath.Join(h.box.CgroupRoot(), "cpu", filepath.Dir(h.box.Hierarchy()), "cpu.idle")
+	if err := os.WriteFile(p, []byte(v), 0o644); err != nil {
+		return fmt.Errorf("besteffort cpu.idle: %w", err)
+	}
+	return nil
+}
+
 // counters are the cumulative figures an episode's window is the
 // difference of.
 type counters struct {
@@ -324,7 +338,8 @@ func (h *harness) knobs() string {
 		return strings.TrimSpace(string(b))
 	}
 	yarn := h.box.Hierarchy()
-	return fmt.Sprintf("besteffort cfs_quota_us %s, YARN root cpu.idle %s", read(filepath.Dir(yarn), "cpu.cfs_quota_us"), read(yarn, "cpu.idle"))
+	be := filepath.Dir(yarn)
+	return fmt.Sprintf("besteffort cfs_quota_us %s cpu.idle %s, YARN root cpu.idle %s", read(be, "cpu.cfs_quota_us"), read(be, "cpu.idle"), read(yarn, "cpu.idle"))
 }
 
 // attack runs the load generator at rate for d; at began+offset of each
@@ -393,6 +408,9 @@ func (h *harness) episode(ctx context.Context, c Config, level float64, rate, re
 	ep := Episode{Config: c, Level: level, Repeat: repeat, Window: h.opts.Window, CPUs: h.cpus}
 	h.episodes++
 	if err := h.markEvents(ctx); err != nil {
+		return ep, err
+	}
+	if err := h.setBEIdle(c == PluginSetBEIdle); err != nil {
 		return ep, err
 	}
 	var b *batch

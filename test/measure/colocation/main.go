@@ -26,7 +26,7 @@ func main() {
 	colocation.RunHelperIfRequested()
 	o := colocation.DefaultOptions()
 	levels := flag.String("levels", "0.3,0.6", "LS load levels, shares of the node's CPU")
-	configs := flag.String("configs", "1,2,3,4", "configurations to run (1 LS alone, 2 no QoS, 3 upstream's best, 4 this plugin set)")
+	configs := flag.String("configs", "1,2,3,4", "configurations to run (1 LS alone, 2 no QoS, 3 upstream's best, 4 this plugin set; 5, an experiment: 4 with cpu.idle also on the besteffort QoS cgroup)")
 	flag.IntVar(&o.Repeats, "repeats", o.Repeats, "repeats of every configuration and level")
 	flag.DurationVar(&o.Warmup, "warmup", o.Warmup, "load and batch before the measured window")
 	flag.DurationVar(&o.Window, "window", o.Window, "measured window of an episode")
@@ -59,8 +59,8 @@ func parseLists(o *colocation.Options, levels, configs string) error {
 	}
 	for _, s := range strings.Split(configs, ",") {
 		c, err := strconv.Atoi(strings.TrimSpace(s))
-		if err != nil || c < 1 || c > len(colocation.AllConfigs) {
-			return fmt.Errorf("bad configuration %q (1–%d)", s, len(colocation.AllConfigs))
+		if err != nil || c < int(colocation.LSAlone) || c > int(colocation.PluginSetBEIdle) {
+			return fmt.Errorf("bad configuration %q (1–%d)", s, int(colocation.PluginSetBEIdle))
 		}
 		o.Configs = append(o.Configs, colocation.Config(c))
 	}
