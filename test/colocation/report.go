@@ -52,10 +52,12 @@ type Row struct {
 	NodeUtilisation   Spread
 	LoadgenCPUSeconds Spread
 	PacerLagP99       Spread // milliseconds
-	// IdleCPUSeconds is the CPU left idle in the window (from NodeUtilisation).
-	IdleCPUSeconds Spread
-	Evicted        int
-	Events         map[string]int
+	// IdleCPUSeconds is the CPU left idle in the window (from
+	// NodeUtilisation), of CapacityCPUSeconds (CPUs × window).
+	IdleCPUSeconds     Spread
+	CapacityCPUSeconds float64
+	Evicted            int
+	Events             map[string]int
 	// P99Ratio is the median p99 ÷ the median p99 of LS alone at the same
 	// level; BatchShare the median batch CPU-seconds ÷ the median CPU left
 	// idle with LS alone (NaN where there is no LS-alone row).
@@ -109,6 +111,7 @@ func Rows(eps []Episode) []Row {
 				return IdleCPUSeconds(e.NodeUtilisation, e.CPUs, e.Window)
 			}),
 		}
+		r.CapacityCPUSeconds = float64(g[0].CPUs) * g[0].Window.Seconds()
 		for _, e := range g {
 			r.Evicted += e.Evicted
 			for reason, n := range e.Events {
@@ -122,7 +125,9 @@ func Rows(eps []Episode) []Row {
 		for _, alone := range rows {
 			if alone.Config == LSAlone && alone.Level == rows[i].Level {
 				rows[i].P99Ratio = Ratio(rows[i].P99.Median, alone.P99.Median)
-				rows[i].BatchShare = Ratio(rows[i].BatchCPUSeconds.Median, alone.IdleCPUSeconds.Median)
+				if alone.IdleCPUSeconds.Median >= MinIdleShare*alone.CapacityCPUSeconds {
+					rows[i].BatchShare = Ratio(rows[i].BatchCPUSeconds.Median, alone.IdleCPUSeconds.Median)
+				}
 			}
 		}
 	}
@@ -139,6 +144,9 @@ type Target struct {
 
 // Limits of the targets.
 const (
+	// MinIdleShare: below this share of the node idle with LS alone (a
+	// machine busy with other work) batch ÷ idle is not computed.
+	MinIdleShare  = 0.05
 	MaxP99Ratio   = 1.1
 	MinBatchShare = 0.9
 )

@@ -40,6 +40,9 @@ func TestRowsRatiosAgainstLSAlone(t *testing.T) {
 	assert.Equal(t, map[string]int{"YARNContainerEvicted": 1}, plugin.Events)
 	assert.Equal(t, 0.6, noqos.Level)
 	assert.True(t, math.IsNaN(noqos.P99Ratio), "no LS-alone row at 60%")
+
+	busy := Rows([]Episode{ep(LSAlone, 0.3, time.Millisecond, 0, 0.99), ep(NoQoS, 0.3, time.Millisecond, 5, 1)})
+	assert.True(t, math.IsNaN(busy[1].BatchShare), "1% idle with LS alone: the machine was busy, no share")
 }
 
 func TestTargets(t *testing.T) {
