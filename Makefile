@@ -99,6 +99,17 @@ COLOC_REPEATS ?= 3
 COLOC_WARMUP ?= 5s
 COLOC_WINDOW ?= 15s
 COLOC_ARGS ?=
+# The batch ledger and arbitration (YARNBatchLedger, YARNAllocatableEvict) in
+# the node in a box with default intervals: container allocated → Node
+# annotation updated, patches per minute under churn, over-commit → resolved
+# (root, cgroup v1; about 4 minutes).
+LEDGER_CONTAINERS ?= 40
+LEDGER_CHURN_RATE ?= 10
+LEDGER_EPISODES ?= 5
+.PHONY: measure-ledger
+measure-ledger: deps
+	$(GO) run ./test/measure/ledger -containers $(LEDGER_CONTAINERS) -churn-rate $(LEDGER_CHURN_RATE) -episodes $(LEDGER_EPISODES)
+
 .PHONY: measure-colocation
 measure-colocation: deps
 	$(GO) run ./test/measure/colocation -levels $(COLOC_LEVELS) -repeats $(COLOC_REPEATS) -warmup $(COLOC_WARMUP) -window $(COLOC_WINDOW) $(COLOC_ARGS)
