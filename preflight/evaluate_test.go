@@ -161,7 +161,11 @@ func TestGateEffects(t *testing.T) {
 	}{
 		{"informer with NM", func(*Facts) {}, "YARNContainerInformer", "with user, state and requests from http://10.0.0.1:8042"},
 		{"informer without NM", func(f *Facts) { f.NM.Err = "refused" }, "YARNContainerInformer", "not reachable"},
-		{"collector on CPU-only", func(f *Facts) { f.Managed = []string{"cpu"} }, "YARNMetricsCollector", "summed over each container's processes"},
+		{"collector on CPU-only", func(f *Facts) { f.Managed = []string{"cpu", "cpuacct"} }, "YARNMetricsCollector", "CPU and throttling; memory summed over each container's processes"},
+		{"collector without cpuacct", func(f *Facts) {
+			f.Managed = []string{"cpu"}
+			f.Controllers[0].CoMounted = nil
+		}, "YARNMetricsCollector", "no CPU usage"},
 		{"eBPF falls back", func(f *Facts) { f.EBPFErr = "no BTF" }, "YARNEBPFDiscovery", "inotify"},
 		{"memory evict without upstream", func(f *Facts) { f.Gates["YARNBEMemoryEvict"] = true }, "YARNBEMemoryEvict", "nothing: BEMemoryEvict is off"},
 		{"memory evict", func(f *Facts) { f.Gates["YARNBEMemoryEvict"], f.Gates["BEMemoryEvict"] = true, true }, "YARNBEMemoryEvict", "memory from its cgroup"},

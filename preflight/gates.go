@@ -48,10 +48,14 @@ func gateEffect(g string, f Facts) string {
 		if len(f.Managed) == 0 {
 			return "per-container CPU, memory and throttling into the metric cache and koordlet_yarn_* series, once YARN makes its cgroups"
 		}
-		if memcg {
-			return "per-container CPU, memory (memory cgroups) and throttling into the metric cache and koordlet_yarn_* series"
+		cpu := "per-container CPU and throttling"
+		if !f.CgroupV2 && !slices.Contains(f.Managed, "cpuacct") && !coMounted(f, "cpu", "cpuacct") {
+			cpu = "per-container throttling (no CPU usage: no cpuacct cgroups)"
 		}
-		return "per-container CPU and throttling; memory summed over each container's processes (no memory cgroup)"
+		if memcg {
+			return cpu + " and memory (memory cgroups) into the metric cache and koordlet_yarn_* series"
+		}
+		return cpu + "; memory summed over each container's processes (no memory cgroup)"
 	case string(features.YARNEBPFDiscovery):
 		if f.EBPFTried && f.EBPFErr == "" {
 			return "learns of container cgroups from eBPF at their mkdir (no polling delay)"
