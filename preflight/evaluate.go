@@ -285,6 +285,10 @@ func evalGateDependencies(f Facts, add addFunc) {
 				"--feature-gates=...,"+d.needs+"=true")
 		}
 	}
+	if f.Gates[string(features.YARNMemoryEvictTrigger)] && !f.Gates[string(features.YARNBEMemoryEvict)] {
+		add("feature gates", Block, "YARNMemoryEvictTrigger is on but YARNBEMemoryEvict is off: there is nothing for it to wake",
+			"--feature-gates=...,YARNBEMemoryEvict=true,BEMemoryEvict=true")
+	}
 	alloc := string(features.YARNAllocatableEvict)
 	if f.Gates[alloc] && !f.Gates["MemoryAllocatableEvict"] && !f.Gates["CPUAllocatableEvict"] {
 		add("feature gates", Block, alloc+" is on but neither of koordlet's MemoryAllocatableEvict and CPUAllocatableEvict is: no allocatable trigger runs",

@@ -100,6 +100,8 @@ func TestEvaluate(t *testing.T) {
 		{name: "allocatable evict beside upstream's BE trigger", mutate: func(f *Facts) {
 			f.Gates["YARNAllocatableEvict"], f.Gates["MemoryAllocatableEvict"], f.Gates["BEMemoryEvict"] = true, true, true
 		}, check: "feature gates", want: Warn, fix: "YARNBEMemoryEvict=true"},
+		{name: "memory evict trigger without the YARN memory evict", mutate: func(f *Facts) { f.Gates["YARNMemoryEvictTrigger"] = true },
+			check: "feature gates", want: Block, fix: "YARNBEMemoryEvict=true", blocks: 1},
 		{name: "RM sync without an RM", mutate: func(f *Facts) { f.Gates["YARNRMNodeResourceSync"] = true },
 			check: "feature gates", want: Block, fix: "--yarn-rm-endpoints", blocks: 1},
 		{name: "RM sync with an RM", mutate: func(f *Facts) {

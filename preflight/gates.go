@@ -12,7 +12,7 @@ import (
 // report's order; the informer first (the others read its store).
 var knownGates = []string{
 	string(features.YARNContainerInformer), string(features.YARNMetricsCollector), string(features.YARNEBPFDiscovery),
-	string(features.YARNBEMemoryEvict), string(features.YARNBECPUEvict), string(features.YARNAllocatableEvict),
+	string(features.YARNBEMemoryEvict), string(features.YARNMemoryEvictTrigger), string(features.YARNBECPUEvict), string(features.YARNAllocatableEvict),
 	string(features.YARNBECPUSuppress), string(features.YARNNodeManagerGuard), string(features.YARNCPUQoS),
 	string(features.YARNMemoryQoS), string(features.YARNMemoryCgroup), string(features.YARNResctrlQoS),
 	string(features.YARNBatchLedger), string(features.YARNRMNodeResourceSync),
@@ -69,6 +69,11 @@ func gateEffect(g string, f Facts) string {
 			return "BE memory evict ranks BE pods and YARN containers together and kills one container at a time (memory from its cgroup)"
 		}
 		return "BE memory evict ranks BE pods and YARN containers together and kills one container at a time (memory summed over its processes)"
+	case string(features.YARNMemoryEvictTrigger):
+		if !f.Gates[string(features.YARNBEMemoryEvict)] || !f.Gates["BEMemoryEvict"] {
+			return "nothing: it wakes the YARN-aware BE memory evict, which is off"
+		}
+		return "wakes BE memory evict as node memory crosses its threshold (cgroup v1 memory thresholds, a PSI trigger where the kernel accepts one), besides the periodic check"
 	case string(features.YARNBECPUEvict):
 		if !f.Gates["BECPUEvict"] {
 			return "nothing: BECPUEvict is off"
