@@ -12,7 +12,7 @@
 # must be the one go.mod pins (a test checks the default).
 ARG KOORDLET_IMAGE=registry.cn-beijing.aliyuncs.com/koordinator-sh/koordlet
 ARG KOORDINATOR_VERSION=v1.8.0
-ARG GO_IMAGE=golang:1.26-bookworm
+ARG GO_IMAGE=golang:1.26
 # The stock image is Ubuntu 22.04 (nvidia/cuda:11.8.0-base-ubuntu22.04):
 # the binary is built on the same release so that it links against the C
 # library it runs with (a newer builder's glibc could need symbols 22.04

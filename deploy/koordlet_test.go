@@ -225,6 +225,11 @@ func TestOverlay(t *testing.T) {
 		}
 	}
 
+	// Applied over a chart-installed koordlet: the DaemonSet's selector is
+	// immutable, so it must not change.
+	assert.Equal(t, base.Spec.Selector, ds.Spec.Selector)
+	assert.Equal(t, base.Namespace, ds.Namespace)
+
 	// The chart's host access and mounts are kept.
 	spec := ds.Spec.Template.Spec
 	assert.True(t, spec.HostPID, "hostPID: /proc of every host process")
