@@ -20,6 +20,7 @@ import (
 
 	"github.com/koordlet-yarn/koordlet-yarn/framework/cgroups"
 	"github.com/koordlet-yarn/koordlet-yarn/framework/features"
+	"github.com/koordlet-yarn/koordlet-yarn/framework/policy"
 	"github.com/koordlet-yarn/koordlet-yarn/framework/store"
 )
 
@@ -47,6 +48,9 @@ type Options struct {
 	OnApplied func(c *store.Container, at time.Time)
 	// Registerer receives koordlet_yarn_qos_writes_total (nil: none).
 	Registerer prometheus.Registerer
+	// Policy gives containers their YARN QoS policy tier, whose CPU and
+	// Memory QoS override the BE class's (nil: the BE class for all).
+	Policy *policy.Resolver
 }
 
 // Applier applies the BE QoS to YARN containers.
@@ -210,6 +214,7 @@ func (a *Applier) Apply(c *store.Container) int {
 	if spec == nil {
 		return 0
 	}
+	spec = TierSpec(spec, a.opts.Policy.For(c).Effective)
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	var ups []resourceexecutor.ResourceUpdater

@@ -3,6 +3,7 @@ package yarnevict
 import (
 	"errors"
 	"slices"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/tools/record"
@@ -12,6 +13,7 @@ import (
 	qmutil "github.com/koordinator-sh/koordinator/pkg/koordlet/qosmanager/plugins/util"
 	"github.com/koordinator-sh/koordinator/pkg/koordlet/statesinformer"
 
+	"github.com/koordlet-yarn/koordlet-yarn/framework/policy"
 	"github.com/koordlet-yarn/koordlet-yarn/framework/store"
 )
 
@@ -54,10 +56,41 @@ func candidates(deps Deps, executor qmutil.EvictionExecutor, pods []*statesinfor
 			continue
 		}
 		if v, ok := containerVictim(c, nmPriority); ok {
+			ApplyPolicy(&v, deps.Policy.For(c), nmPriority)
 			out = append(out, v)
 		}
 	}
 	return out
+}
+
+// ApplyPolicy gives a container victim what the YARN QoS policy resolved
+// for it: its priority, whether its tier goes before pods, a label naming
+// the rule, and the AM the ResourceManager names (amContainerLogs) when the
+// node's environment did not decide.
+func ApplyPolicy(v *Victim, r policy.Resolved, nmPriority int64) {
+	c := v.Container
+	if c == nil {
+		return
+	}
+	if r.AppKnown && r.App.AMContainer != "" && c.AMSource != store.AMFromEnvironment {
+		v.IsAM = c.Name == r.App.AMContainer
+	}
+	v.Priority = policy.EffectivePriority(r.Effective, c.ExecutionType, nmPriority)
+	v.EvictBeforePods = r.EvictBeforePods
+	var parts []string
+	if c.ExecutionType != "" {
+		parts = append(parts, c.ExecutionType)
+	}
+	if r.AppKnown && r.App.Queue != "" {
+		parts = append(parts, "queue "+r.App.Queue)
+	}
+	if r.Rule != "" {
+		parts = append(parts, "policy rule "+r.Rule)
+	}
+	if r.Tier != "" {
+		parts = append(parts, "tier "+r.Tier)
+	}
+	v.Label = strings.Join(parts, ", ")
 }
 
 // execute evicts from the ranked victims what they release (by measure)

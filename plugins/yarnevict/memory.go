@@ -22,6 +22,7 @@ import (
 
 	"github.com/koordlet-yarn/koordlet-yarn/framework/cgroups"
 	"github.com/koordlet-yarn/koordlet-yarn/framework/features"
+	"github.com/koordlet-yarn/koordlet-yarn/framework/policy"
 	"github.com/koordlet-yarn/koordlet-yarn/framework/store"
 	"github.com/koordlet-yarn/koordlet-yarn/plugins/yarnevict/memtrigger"
 )
@@ -48,6 +49,9 @@ type Deps struct {
 	// namespace) for reading the processes of containers without a memory
 	// cgroup; ok is false until it is known. nil: the killer's.
 	CgroupHierarchy func() (cgroups.Hierarchy, bool)
+	// Policy gives YARN containers their priority and tier from the YARN
+	// QoS policy (nil: none, the NodeManager pod's priority).
+	Policy *policy.Resolver
 }
 
 // MemoryEvict is the YARN-aware BE memory evict strategy. It takes koordlet's

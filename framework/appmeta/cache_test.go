@@ -1,0 +1,111 @@
+package appmeta
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/koordlet-yarn/koordlet-yarn/framework/yarn"
+	"github.com/koordlet-yarn/koordlet-yarn/test/rmemu"
+)
+
+const app1 = "application_1700000000000_0007"
+
+func startRM(t *testing.T) (*rmemu.Server, *yarn.RMClient) {
+	rm, err := rmemu.Start()
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = rm.Close() })
+	c, err := yarn.NewRMClient(yarn.RMOptions{Endpoints: []string{rm.URL}, Timeout: 300 * time.Millisecond})
+	require.NoError(t, err)
+	return rm, c
+}
+
+func run(t *testing.T, c *Cache) {
+	stop := make(chan struct{})
+	t.Cleanup(func() { close(stop) })
+	go c.Run(stop)
+}
+
+// eventually looks id up until it is known.
+func eventually(t *testing.T, c *Cache, id string, within time.Duration) (App, bool) {
+	var app App
+	ok := assert.Eventually(t, func() bool {
+		var known bool
+		app, known = c.Lookup(id)
+		return known
+	}, within, 10*time.Millisecond)
+	return app, ok
+}
+
+func TestCacheFetchesOnceAndKeeps(t *testing.T) {
+	rm, client := startRM(t)
+	rm.AddApp(rmemu.App{ID: app1, User: "alice", Queue: "root.transcode", ApplicationType: "MAPREDUCE",
+		Tags: []string{"daily", "video"}, Priority: 3, AMContainer: "container_e17_1700000000000_0007_01_000001"})
+	c := New(client, 0, time.Second)
+	fetched := make(chan string, 4)
+	c.OnFetched(func(id string) { fetched <- id })
+
+	_, known := c.Lookup(app1)
+	assert.False(t, known, "a miss answers unknown at once and queues a fetch")
+	run(t, c)
+	app, ok := eventually(t, c, app1, 2*time.Second)
+	require.True(t, ok)
+	assert.Equal(t, App{ID: app1, Queue: "root.transcode", Priority: 3, ApplicationType: "MAPREDUCE", Tags: []string{"daily", "video"},
+		User: "alice", State: "RUNNING", AMContainer: "container_e17_1700000000000_0007_01_000001"}, app)
+	assert.Equal(t, app1, <-fetched)
+
+	rm.SetMode(rmemu.ModeError, "")
+	_, known = c.Lookup(app1)
+	assert.True(t, known, "kept: fetched once")
+
+	c.Retain(map[string]bool{})
+	assert.Zero(t, c.Len(), "dropped when no container of it is left")
+}
+
+// TestCacheRMFaults: an RM that is down, standby, slow or answering garbage
+// leaves the application unknown (NodeManager-only behaviour) without
+// blocking lookups; once it answers, the data comes.
+func TestCacheRMFaults(t *testing.T) {
+	for _, mode := range []rmemu.Mode{rmemu.ModeStandby, rmemu.ModeSlow, rmemu.ModeGarbage, rmemu.ModeError} {
+		t.Run(string(mode), func(t *testing.T) {
+			rm, client := startRM(t)
+			rm.AddApp(rmemu.App{ID: app1, User: "u", Queue: "root.a"})
+			rm.SetMode(mode, "")
+			c := New(client, 0, time.Second)
+			run(t, c)
+			deadline := time.Now().Add(1500 * time.Millisecond)
+			for time.Now().Before(deadline) {
+				start := time.Now()
+				_, known := c.Lookup(app1)
+				require.False(t, known)
+				require.Less(t, time.Since(start), 5*time.Millisecond, "a lookup never waits for the RM")
+				time.Sleep(20 * time.Millisecond)
+			}
+			rm.SetMode(rmemu.ModeActive, "")
+			app, ok := eventually(t, c, app1, 5*time.Second)
+			require.True(t, ok, "retried with backoff until the RM answers")
+			assert.Equal(t, "root.a", app.Queue)
+		})
+	}
+}
+
+func TestCacheUnknownAppAndBound(t *testing.T) {
+	rm, client := startRM(t)
+	c := New(client, 2, time.Second)
+	run(t, c)
+	_, known := c.Lookup(app1)
+	assert.False(t, known)
+	require.Eventually(t, func() bool { return c.Len() == 1 }, 2*time.Second, 10*time.Millisecond, "a 404 is remembered")
+	_, known = c.Lookup(app1)
+	assert.False(t, known, "unknown to the RM: not asked again at once")
+
+	for i := 1; i <= 3; i++ {
+		id := yarn.ContainerID{ClusterTimestamp: 1700000000000, AppID: int64(100 + i), AttemptID: 1, Sequence: 1}.ApplicationID()
+		rm.AddApp(rmemu.App{ID: id, Queue: "root.q"})
+		_, ok := eventually(t, c, id, 2*time.Second)
+		require.True(t, ok)
+	}
+	assert.Equal(t, 2, c.Len(), "bounded: the least recently used go")
+}

@@ -1,0 +1,69 @@
+package policy
+
+import (
+	"github.com/koordlet-yarn/koordlet-yarn/framework/appmeta"
+	"github.com/koordlet-yarn/koordlet-yarn/framework/store"
+	"github.com/koordlet-yarn/koordlet-yarn/framework/yarn"
+)
+
+// Resolver gives each container what the policy in use says of it, with
+// its application's data from the ResourceManager when known. A nil
+// Resolver (no policy configured) gives nothing: today's behaviour.
+type Resolver struct {
+	holder *Holder
+	// apps looks an application up without waiting (nil: no RM).
+	apps func(appID string) (appmeta.App, bool)
+}
+
+// NewResolver resolves with the policy of h and the applications of apps
+// (nil: NodeManager data only).
+func NewResolver(h *Holder, apps func(appID string) (appmeta.App, bool)) *Resolver {
+	return &Resolver{holder: h, apps: apps}
+}
+
+// Resolved is a container's policy outcome and the data it was matched on.
+type Resolved struct {
+	Effective
+	// App is the application's data (zero while unknown).
+	App      appmeta.App `json:"-"`
+	AppKnown bool        `json:"-"`
+}
+
+// For resolves c. It never waits for the ResourceManager.
+func (r *Resolver) For(c *store.Container) Resolved {
+	if r == nil || c == nil {
+		return Resolved{}
+	}
+	var out Resolved
+	if r.apps != nil {
+		out.App, out.AppKnown = r.apps(c.ApplicationID)
+	}
+	p := r.holder.Policy()
+	if p == nil {
+		return out
+	}
+	s := Subject{AppKnown: out.AppKnown, Queue: out.App.Queue, ApplicationType: out.App.ApplicationType,
+		Tags: out.App.Tags, AppUser: out.App.User, User: c.User, ExecutionType: c.ExecutionType}
+	out.Effective = p.Resolve(s)
+	return out
+}
+
+// Holder returns the policy holder (nil for a nil Resolver).
+func (r *Resolver) Holder() *Holder {
+	if r == nil {
+		return nil
+	}
+	return r.holder
+}
+
+// EffectivePriority is the koord priority a YARN container ranks with: the
+// policy's, else the NodeManager pod's, one less for OPPORTUNISTIC.
+func EffectivePriority(e Effective, executionType string, nmPriority int64) int64 {
+	if e.Priority != nil {
+		return *e.Priority
+	}
+	if executionType == yarn.ExecutionOpportunistic {
+		return nmPriority - 1
+	}
+	return nmPriority
+}
