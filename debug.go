@@ -7,8 +7,10 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/koordlet-yarn/koordlet-yarn/collectors/yarnusage"
+	"github.com/koordlet-yarn/koordlet-yarn/framework/policy"
 	"github.com/koordlet-yarn/koordlet-yarn/framework/store"
 	"github.com/koordlet-yarn/koordlet-yarn/plugins/yarninformer"
+	"github.com/koordlet-yarn/koordlet-yarn/plugins/yarnpolicy"
 )
 
 // ContainersPath is the debug endpoint on koordlet's HTTP server that lists
@@ -28,7 +30,12 @@ type ContainersResponse struct {
 	// memory is charged to; each container says its own in
 	// "memoryAccounting" (cgroup, processes or none).
 	MemoryAccounting *yarnusage.MemoryAccountingStatus `json:"memoryAccounting,omitempty"`
-	Containers       []*store.Container                `json:"containers"`
+	// Policy is the YARN QoS policy in use (YARNQoSPolicy with a file).
+	Policy *policy.Status `json:"policy,omitempty"`
+	// QoS is each container's queue (from the ResourceManager), policy
+	// rule and tier, and the priority it ranks with for eviction, by id.
+	QoS        map[string]yarnpolicy.ContainerQoS `json:"qos,omitempty"`
+	Containers []*store.Container                 `json:"containers"`
 }
 
 func (fw *Framework) containersHandler() http.HandlerFunc {
@@ -46,6 +53,11 @@ func (fw *Framework) containersHandler() http.HandlerFunc {
 		if mem, ok := fw.Usage.LastMemoryAccounting(); ok {
 			resp.MemoryAccounting = &mem
 		}
+		if h := fw.policy.Holder(); h != nil {
+			st := h.Status()
+			resp.Policy = &st
+		}
+		resp.QoS = yarnpolicy.Describe(fw.policy, resp.Containers, fw.nmPriority())
 		w.Header().Set("Content-Type", "application/json")
 		enc := json.NewEncoder(w)
 		enc.SetIndent("", "  ")

@@ -16,6 +16,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/klog/v2"
 
+	"github.com/koordinator-sh/koordinator/apis/extension"
 	"github.com/koordinator-sh/koordinator/cmd/koordlet/options"
 	koordmetrics "github.com/koordinator-sh/koordinator/pkg/koordlet/metrics"
 	qmplugins "github.com/koordinator-sh/koordinator/pkg/koordlet/qosmanager/plugins"
@@ -30,12 +31,14 @@ import (
 	"github.com/koordlet-yarn/koordlet-yarn/framework/config"
 	"github.com/koordlet-yarn/koordlet-yarn/framework/features"
 	"github.com/koordlet-yarn/koordlet-yarn/framework/handles"
+	"github.com/koordlet-yarn/koordlet-yarn/framework/policy"
 	"github.com/koordlet-yarn/koordlet-yarn/framework/store"
 	"github.com/koordlet-yarn/koordlet-yarn/hooks/yarnmemcg"
 	"github.com/koordlet-yarn/koordlet-yarn/hooks/yarnqos"
 	"github.com/koordlet-yarn/koordlet-yarn/plugins/yarnevict"
 	"github.com/koordlet-yarn/koordlet-yarn/plugins/yarninformer"
 	"github.com/koordlet-yarn/koordlet-yarn/plugins/yarnledger"
+	"github.com/koordlet-yarn/koordlet-yarn/plugins/yarnpolicy"
 	"github.com/koordlet-yarn/koordlet-yarn/plugins/yarnsuppress"
 )
 
@@ -50,6 +53,10 @@ type Framework struct {
 	Watch    *cgroupwatch.Watcher
 	Ledger   *yarnledger.Ledger
 	rmSync   *yarnledger.RMSync
+	// Policy is the YARN QoS policy loop; policy the resolver it binds,
+	// shared by the evict strategies, the QoS appliers and the endpoint.
+	Policy *yarnpolicy.Plugin
+	policy *policy.Resolver
 
 	// kills coordinates kills across the evict strategies and koordlet's
 	// shutdown; journal records kills in progress on the containers'
@@ -81,7 +88,7 @@ func install(fs *flag.FlagSet, reg prometheus.Registerer) (*Framework, error) {
 	cfg.InitFlags(fs)
 
 	fw := &Framework{Config: cfg, Store: store.New(), Handles: &handles.Handles{},
-		kills: yarnevict.NewFlights(evictedKeep), journal: yarnevict.NewJournal()}
+		kills: yarnevict.NewFlights(evictedKeep), journal: yarnevict.NewJournal(), policy: policy.NewResolver(nil, nil)}
 	fw.initPreflightFlag(fs)
 	fw.Informer = yarninformer.New(cfg, fw.Store, fw.Handles.Pods)
 
@@ -103,7 +110,8 @@ func install(fs *flag.FlagSet, reg prometheus.Registerer) (*Framework, error) {
 		CgroupHierarchy: fw.Informer.Hierarchy,
 	})
 	fw.QoS = yarnqos.New(yarnqos.Options{Store: fw.Store, StatesInformer: fw.Handles.StatesInformer,
-		Hierarchy: fw.Informer.HierarchyDir, Locate: fw.Informer.Hierarchy, Interval: cfg.QoSReconcileInterval, Registerer: reg})
+		Hierarchy: fw.Informer.HierarchyDir, Locate: fw.Informer.Hierarchy, Interval: cfg.QoSReconcileInterval, Registerer: reg,
+		Policy: fw.policy})
 	fw.Watch = cgroupwatch.New(cgroupwatch.Options{Store: fw.Store, Hierarchy: fw.Informer.Hierarchy, ResyncInterval: cfg.ResyncInterval, Resync: fw.Informer.RequestResync, Registerer: reg})
 	fw.Informer.AfterFirstSync = func(stopCh <-chan struct{}) {
 		fw.recoverKills()
@@ -111,6 +119,13 @@ func install(fs *flag.FlagSet, reg prometheus.Registerer) (*Framework, error) {
 	}
 	fw.loops = append(fw.loops, fw.Usage, fw.QoS)
 	fw.loops = append(fw.loops, yarnmemcg.New(yarnmemcg.Options{Store: fw.Store, Hierarchy: fw.Informer.Hierarchy, Interval: cfg.QoSReconcileInterval, Registerer: reg}))
+
+	if fw.Policy, err = yarnpolicy.New(yarnpolicy.Options{Store: fw.Store, Resolver: fw.policy,
+		File: func() string { return cfg.QoSPolicyFile }, RM: fw.RMClient, RMTimeout: func() time.Duration { return cfg.RM.Timeout },
+		Reapply: fw.reapplyQoS, NMPriority: fw.nmPriority, Interval: 5 * time.Second, Registerer: reg, NodeName: os.Getenv("NODE_NAME")}); err != nil {
+		return nil, fmt.Errorf("register YARN QoS policy metrics: %w", err)
+	}
+	fw.loops = append(fw.loops, fw.Policy)
 
 	if err := fw.installLedger(reg); err != nil {
 		return nil, fmt.Errorf("install the YARN batch ledger: %w", err)
@@ -128,6 +143,7 @@ func install(fs *flag.FlagSet, reg prometheus.Registerer) (*Framework, error) {
 		NodeName:         os.Getenv("NODE_NAME"),
 		Hierarchy:        fw.Informer.HierarchyDir,
 		CgroupHierarchy:  fw.Informer.Hierarchy,
+		Policy:           fw.policy,
 	}
 	qmplugins.StrategyPlugins[memoryevict.MemoryEvictName] = yarnevict.NewMemoryEvictFactory(evictDeps)
 	qmplugins.StrategyPlugins[cpuevict.CPUEvictName] = yarnevict.NewCPUEvictFactory(evictDeps)
@@ -138,6 +154,30 @@ func install(fs *flag.FlagSet, reg prometheus.Registerer) (*Framework, error) {
 	qmplugins.StrategyPlugins[StrategyName] = fw.newLoopRunner
 	options.RegisterHTTPHandler(ContainersPath, fw.containersHandler)
 	return fw, nil
+}
+
+// reapplyQoS applies the QoS (with its policy tier) to the containers
+// again, after a policy reload or when their application's data came.
+func (fw *Framework) reapplyQoS(cs []*store.Container) {
+	if !fw.QoS.Enabled() {
+		return
+	}
+	for _, c := range cs {
+		fw.QoS.Apply(c)
+	}
+}
+
+// nmPriority is the NodeManager pod's koord priority (koord-batch's lowest
+// before the pod is known), which YARN containers rank with by default.
+func (fw *Framework) nmPriority() int64 {
+	if si := fw.Handles.StatesInformer(); si != nil {
+		for _, pm := range si.GetAllPods() {
+			if pm != nil && pm.Pod != nil && fw.Informer.IsNodeManagerPod(pm.Pod) {
+				return int64(*extension.GetPodPriorityValueWithDefault(pm.Pod))
+			}
+		}
+	}
+	return int64(extension.PriorityBatchValueMin)
 }
 
 // killer returns the YARN container killer, or nil before the informer

@@ -49,6 +49,9 @@ type Config struct {
 	RM RM
 	// Ledger configures the batch ledger and the RM node resource sync.
 	Ledger Ledger
+	// QoSPolicyFile is the YARN QoS policy (gate YARNQoSPolicy), typically
+	// a mounted ConfigMap; empty: none.
+	QoSPolicyFile string
 }
 
 // NewDefault returns the default configuration.
@@ -88,6 +91,8 @@ func (c *Config) InitFlags(fs *flag.FlagSet) {
 		"Time an evicted YARN container's processes get between SIGTERM and SIGKILL (YARN's sleep-delay-before-sigkill).")
 	c.RM.initFlags(fs)
 	c.Ledger.initFlags(fs)
+	fs.StringVar(&c.QoSPolicyFile, "yarn-qos-policy-file", c.QoSPolicyFile,
+		"YARN QoS policy file (YAML; typically a mounted ConfigMap), reloaded when it changes; used with the YARNQoSPolicy gate. Empty: none.")
 }
 
 // Validate checks the configuration and says which flag is wrong.

@@ -80,6 +80,13 @@ const (
 	// alpha: v0.1
 	YARNMemoryEvictTrigger featuregate.Feature = "YARNMemoryEvictTrigger"
 
+	// YARNQoSPolicy applies the YARN QoS policy file (--yarn-qos-policy-file):
+	// per-application priorities and QoS tiers, with the applications'
+	// queue, type and tags from the ResourceManager (--yarn-rm-endpoints).
+	// owner: koordlet-yarn
+	// alpha: v0.1
+	YARNQoSPolicy featuregate.Feature = "YARNQoSPolicy"
+
 	// YARNNodeManagerGuard makes koordlet's pod eviction refuse the
 	// NodeManager pod while it has live YARN containers.
 	// owner: koordlet-yarn
@@ -132,6 +139,7 @@ var Specs = map[featuregate.Feature]featuregate.FeatureSpec{
 	YARNRMNodeResourceSync: {Default: false, PreRelease: featuregate.Alpha},
 	YARNAllocatableEvict:   {Default: false, PreRelease: featuregate.Alpha},
 	YARNMemoryEvictTrigger: {Default: false, PreRelease: featuregate.Alpha},
+	YARNQoSPolicy:          {Default: false, PreRelease: featuregate.Alpha},
 }
 
 // Register adds the koordlet-yarn gates to koordlet's mutable feature gate.

@@ -1,6 +1,8 @@
 package policy
 
 import (
+	"sync"
+
 	"github.com/koordlet-yarn/koordlet-yarn/framework/appmeta"
 	"github.com/koordlet-yarn/koordlet-yarn/framework/store"
 	"github.com/koordlet-yarn/koordlet-yarn/framework/yarn"
@@ -10,15 +12,24 @@ import (
 // its application's data from the ResourceManager when known. A nil
 // Resolver (no policy configured) gives nothing: today's behaviour.
 type Resolver struct {
+	mu     sync.RWMutex
 	holder *Holder
 	// apps looks an application up without waiting (nil: no RM).
 	apps func(appID string) (appmeta.App, bool)
 }
 
 // NewResolver resolves with the policy of h and the applications of apps
-// (nil: NodeManager data only).
+// (nil: NodeManager data only). Both may be bound later with Bind.
 func NewResolver(h *Holder, apps func(appID string) (appmeta.App, bool)) *Resolver {
 	return &Resolver{holder: h, apps: apps}
+}
+
+// Bind sets the holder and the application lookup (once the flags are
+// parsed and the ResourceManager client exists).
+func (r *Resolver) Bind(h *Holder, apps func(appID string) (appmeta.App, bool)) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.holder, r.apps = h, apps
 }
 
 // Resolved is a container's policy outcome and the data it was matched on.
@@ -34,11 +45,14 @@ func (r *Resolver) For(c *store.Container) Resolved {
 	if r == nil || c == nil {
 		return Resolved{}
 	}
+	r.mu.RLock()
+	h, apps := r.holder, r.apps
+	r.mu.RUnlock()
 	var out Resolved
-	if r.apps != nil {
-		out.App, out.AppKnown = r.apps(c.ApplicationID)
+	if apps != nil {
+		out.App, out.AppKnown = apps(c.ApplicationID)
 	}
-	p := r.holder.Policy()
+	p := h.Policy()
 	if p == nil {
 		return out
 	}
@@ -53,6 +67,8 @@ func (r *Resolver) Holder() *Holder {
 	if r == nil {
 		return nil
 	}
+	r.mu.RLock()
+	defer r.mu.RUnlock()
 	return r.holder
 }
 

@@ -8,6 +8,9 @@ import (
 
 	"github.com/koordinator-sh/koordinator/apis/extension"
 
+	"github.com/koordlet-yarn/koordlet-yarn/framework/appmeta"
+	"github.com/koordlet-yarn/koordlet-yarn/framework/policy"
+	"github.com/koordlet-yarn/koordlet-yarn/framework/store"
 	"github.com/koordlet-yarn/koordlet-yarn/framework/yarn"
 )
 
@@ -223,4 +226,33 @@ func TestMarkCause(t *testing.T) {
 	c.MilliCPUUsed = 900
 	MarkCPUCause(&c)
 	assert.False(t, c.Cause)
+}
+
+// TestApplyPolicy: a policy rule's priority and tier decide a container's
+// place against pods and other containers; the ResourceManager's AM wins
+// over the sequence rule, not over the node's environment.
+func TestApplyPolicy(t *testing.T) {
+	p5100 := int64(5100)
+	nm := int64(extension.PriorityBatchValueMin)
+	transcode := ctr(7, yarn.ExecutionGuaranteed, t0)
+	v := ContainerVictim(transcode, nm, 800*mi, 0)
+	ApplyPolicy(&v, policy.Resolved{Effective: policy.Effective{Rule: "transcode-first", Tier: "transcode", Priority: &p5100, EvictBeforePods: true},
+		AppKnown: true, App: appmeta.App{Queue: "root.transcode"}}, nm)
+	assert.Equal(t, int64(5100), v.Priority)
+	assert.True(t, v.EvictBeforePods)
+	assert.Equal(t, "GUARANTEED, queue root.transcode, policy rule transcode-first, tier transcode", v.Label)
+
+	oppo := ContainerVictim(ctr(8, yarn.ExecutionOpportunistic, t0), nm, 100*mi, 0)
+	ApplyPolicy(&oppo, policy.Resolved{}, nm)
+	assert.Equal(t, nm-1, oppo.Priority, "no rule: the NodeManager pod's, one less for OPPORTUNISTIC")
+
+	seq1 := ctr(1, yarn.ExecutionGuaranteed, t0)
+	am := ContainerVictim(seq1, nm, 100*mi, 0)
+	require.True(t, am.IsAM)
+	ApplyPolicy(&am, policy.Resolved{AppKnown: true, App: appmeta.App{AMContainer: ctr(9, "", t0).Name}}, nm)
+	assert.False(t, am.IsAM, "the RM names another AM (an epoch after an RM restart)")
+	seq1.AMSource = store.AMFromEnvironment
+	am = ContainerVictim(seq1, nm, 100*mi, 0)
+	ApplyPolicy(&am, policy.Resolved{AppKnown: true, App: appmeta.App{AMContainer: ctr(9, "", t0).Name}}, nm)
+	assert.True(t, am.IsAM, "the node's environment decided")
 }
