@@ -16,6 +16,7 @@ var knownGates = []string{
 	string(features.YARNBECPUSuppress), string(features.YARNNodeManagerGuard), string(features.YARNCPUQoS),
 	string(features.YARNMemoryQoS), string(features.YARNMemoryCgroup), string(features.YARNResctrlQoS),
 	string(features.YARNBatchLedger), string(features.YARNRMNodeResourceSync),
+	string(features.YARNQoSPolicy),
 }
 
 // gateOrder is knownGates, then any other gate of the plugin set by name.
@@ -133,6 +134,11 @@ func gateEffect(g string, f Facts) string {
 			return "nothing: no --yarn-rm-endpoints"
 		}
 		return "pushes YARN's capacity on this node to the ResourceManager (" + strings.Join(f.RMEndpoints, ", ") + ") when it changes"
+	case string(features.YARNQoSPolicy):
+		if len(f.RMEndpoints) == 0 {
+			return "applies --yarn-qos-policy-file with the NodeManager's data only (rules on queue, type and tags need --yarn-rm-endpoints)"
+		}
+		return "applies --yarn-qos-policy-file: per-application priorities and tiers, applications read from " + strings.Join(f.RMEndpoints, ", ")
 	}
 	return unknownEffect
 }
