@@ -278,12 +278,12 @@ func (a *Applier) cpuUpdaters(c *store.Container, rule CPURule) []resourceexecut
 		return nil
 	}
 	var ups []resourceexecutor.ResourceUpdater
-	if a.supported(system.CPUBVTWarpNs, ref.Dir, "Group Identity") {
+	if r, ok := resourceOf(system.CPUBVTWarpNsName); ok && a.supported(r, ref.Dir, "Group Identity") {
 		if u, err := resourceexecutor.NewCommonCgroupUpdater(system.CPUBVTWarpNsName, ref.Dir, strconv.FormatInt(rule.BVT, 10), nil); err == nil {
 			ups = append(ups, u)
 		}
 	}
-	if a.supported(system.CPUIdle, ref.Dir, "cgroup sched-idle") {
+	if r, ok := resourceOf(system.CPUIdleName); ok && a.supported(r, ref.Dir, "cgroup sched-idle") {
 		if u, err := resourceexecutor.NewCommonCgroupUpdater(system.CPUIdleName, ref.Dir, strconv.FormatInt(rule.Idle, 10), nil); err == nil {
 			ups = append(ups, u)
 		}
@@ -320,19 +320,22 @@ func (a *Applier) memoryUpdaters(c *store.Container, spec *slov1alpha1.NodeSLOSp
 	}
 	var ups []resourceexecutor.ResourceUpdater
 	for _, f := range []struct {
-		res       system.Resource
+		name      system.ResourceType
 		value     *int64
 		mergeable bool
 	}{
-		{system.MemoryMin, v.Min, true}, {system.MemoryLow, v.Low, true}, {system.MemoryHigh, v.High, true},
-		{system.MemoryWmarkRatio, v.WmarkRatio, false}, {system.MemoryWmarkScaleFactor, v.WmarkScaleFactor, false},
-		{system.MemoryWmarkMinAdj, v.WmarkMinAdj, false}, {system.MemoryPriority, v.Priority, false},
-		{system.MemoryUsePriorityOom, v.UsePriorityOom, false}, {system.MemoryOomGroup, v.OomGroup, false},
+		{system.MemoryMinName, v.Min, true}, {system.MemoryLowName, v.Low, true}, {system.MemoryHighName, v.High, true},
+		{system.MemoryWmarkRatioName, v.WmarkRatio, false}, {system.MemoryWmarkScaleFactorName, v.WmarkScaleFactor, false},
+		{system.MemoryWmarkMinAdjName, v.WmarkMinAdj, false}, {system.MemoryPriorityName, v.Priority, false},
+		{system.MemoryUsePriorityOomName, v.UsePriorityOom, false}, {system.MemoryOomGroupName, v.OomGroup, false},
 	} {
-		if f.value == nil || !a.supported(f.res, ref.Dir, "Memory QoS") {
+		if f.value == nil {
 			continue
 		}
-		name := f.res.ResourceType()
+		if r, ok := resourceOf(f.name); !ok || !a.supported(r, ref.Dir, "Memory QoS") {
+			continue
+		}
+		name := f.name
 		value := strconv.FormatInt(*f.value, 10)
 		var u resourceexecutor.ResourceUpdater
 		if f.mergeable {
@@ -345,6 +348,14 @@ func (a *Applier) memoryUpdaters(c *store.Container, spec *slov1alpha1.NodeSLOSp
 		}
 	}
 	return ups
+}
+
+// resourceOf returns koordlet's resource of type t for this host's cgroup
+// version (the v1 and v2 files of one type live at different paths; the
+// executor writes the current version's), false when the version has none.
+func resourceOf(t system.ResourceType) (system.Resource, bool) {
+	r, err := system.GetCgroupResource(t)
+	return r, err == nil
 }
 
 // joinResctrl moves the container's tasks not yet in koordlet's BE resctrl
