@@ -42,6 +42,7 @@ func (fw *Framework) installLedger(reg prometheus.Registerer) error {
 		NodeName:      os.Getenv("NODE_NAME"),
 		PatchInterval: func() time.Duration { return fw.Config.Ledger.PatchInterval },
 		Metrics:       metrics,
+		RequestResync: fw.Informer.RequestResync,
 	})
 	fw.rmSync = yarnledger.NewRMSync(yarnledger.RMSyncOptions{
 		Client: fw.RMClient,

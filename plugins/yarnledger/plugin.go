@@ -43,6 +43,11 @@ type Options struct {
 	Metrics       *Metrics
 	// Patch turns the Node patch on (gate YARNBatchLedger); nil: the gate.
 	Patch func() bool
+	// RequestResync asks the informer for a container resync (NM list);
+	// the ledger asks when a container appears in cgroups before the NM
+	// listed it (its request is then known at once, not at the next
+	// periodic resync), at most once per patch interval.
+	RequestResync func()
 }
 
 // Ledger computes the node's batch ledger and keeps the hadoop-yarn entry
@@ -58,6 +63,11 @@ type Ledger struct {
 	errKinds map[string]bool
 	// wake is signalled after each container resync (Notify).
 	wake chan struct{}
+	// lastAsk is when the ledger last asked for a resync.
+	askMu   sync.Mutex
+	lastAsk time.Time
+	// askPending: a deferred request is scheduled.
+	askPending bool
 }
 
 // Status is the ledger's state, served at /yarn/ledger.
@@ -132,7 +142,40 @@ func (l *Ledger) Notify() {
 
 // Run starts the loop; it ends when stopCh closes.
 func (l *Ledger) Run(stopCh <-chan struct{}) {
-	go l.loop(stopCh)
+	unsubscribe := l.opts.Store.Subscribe("yarnledger", l.onEvent)
+	go func() {
+		defer unsubscribe()
+		l.loop(stopCh)
+	}()
+}
+
+// onEvent asks for a resync when a container appears that the NM has not
+// listed yet (found by its cgroup): YARN allocated it, the ledger needs
+// its request.
+func (l *Ledger) onEvent(ev store.Event) {
+	if ev.Type != store.Added || ev.Container == nil || ev.Container.Source&store.SourceNM != 0 || l.opts.RequestResync == nil {
+		return
+	}
+	l.askMu.Lock()
+	defer l.askMu.Unlock()
+	if l.askPending {
+		return
+	}
+	wait := l.opts.PatchInterval() - time.Since(l.lastAsk)
+	if wait <= 0 {
+		l.lastAsk = time.Now()
+		l.opts.RequestResync()
+		return
+	}
+	// Asked a moment ago: once more when the interval has passed, so a
+	// container found meanwhile waits no longer than that.
+	l.askPending = true
+	time.AfterFunc(wait, func() {
+		l.askMu.Lock()
+		l.askPending, l.lastAsk = false, time.Now()
+		l.askMu.Unlock()
+		l.opts.RequestResync()
+	})
 }
 
 func (l *Ledger) loop(stopCh <-chan struct{}) {

@@ -2,6 +2,7 @@ package yarnledger
 
 import (
 	"context"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -136,4 +137,28 @@ func TestLedgerBacksOffAndKeepsMalformed(t *testing.T) {
 	assert.Equal(t, "garbage", node.Annotations[AnnotationKey])
 	// Within the backoff nothing is attempted.
 	assert.Greater(t, l.Sync(context.Background(), time.Now()), time.Duration(0))
+}
+
+func TestLedgerAsksForResyncOnNewCgroups(t *testing.T) {
+	var asks atomic.Int32
+	l := New(Options{Store: store.New(), PatchInterval: func() time.Duration { return 100 * time.Millisecond },
+		RequestResync: func() { asks.Add(1) }})
+	id, err := yarn.ParseContainerID("container_1700000000000_0001_01_000002")
+	require.NoError(t, err)
+	cgroupOnly := &store.Container{Name: id.String(), ID: id, Source: store.SourceCgroup}
+	listed := &store.Container{Name: id.String(), ID: id, Source: store.SourceBoth}
+
+	l.onEvent(store.Event{Type: store.Added, Container: listed})
+	l.onEvent(store.Event{Type: store.Removed, Container: cgroupOnly})
+	assert.Zero(t, asks.Load(), "only containers the NM has not listed yet")
+	l.onEvent(store.Event{Type: store.Added, Container: cgroupOnly})
+	assert.EqualValues(t, 1, asks.Load())
+	for i := 0; i < 5; i++ {
+		l.onEvent(store.Event{Type: store.Added, Container: cgroupOnly})
+	}
+	assert.EqualValues(t, 1, asks.Load(), "at most one per interval")
+	assert.Eventually(t, func() bool { return asks.Load() == 2 }, time.Second, 10*time.Millisecond,
+		"the ones found meanwhile are asked for once the interval has passed")
+	time.Sleep(200 * time.Millisecond)
+	assert.EqualValues(t, 2, asks.Load())
 }

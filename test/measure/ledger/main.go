@@ -25,9 +25,11 @@ import (
 	"math/rand"
 	"os"
 	"os/exec"
+	"os/signal"
 	"sort"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -155,6 +157,14 @@ func run(containers, rate int, churn time.Duration, episodes int) error {
 		return err
 	}
 	defer box.Stop()
+	// Interrupted: the box removes what it made before the command exits.
+	sig := make(chan os.Signal, 1)
+	signal.Notify(sig, os.Interrupt, syscall.SIGTERM)
+	go func() {
+		<-sig
+		box.Stop()
+		os.Exit(130)
+	}()
 	log := &entryLog{}
 	log.cond = sync.NewCond(&log.mu)
 	if err := watchEntry(ctx, box, log); err != nil {
