@@ -181,14 +181,14 @@ func Targets(rows []Row) []Target {
 			out = append(out, Target{
 				Name:     fmt.Sprintf("experiment at %s: plugin set + besteffort cpu.idle (not a target)", pct(l)),
 				Met:      x.P99Ratio <= MaxP99Ratio && x.BatchShare >= MinBatchShare,
-				Measured: fmt.Sprintf("p99 %.2f ms = %.2f× alone; batch %.1f CPU-s = %.0f%% of idle", x.P99.Median, x.P99Ratio, x.BatchCPUSeconds.Median, 100*x.BatchShare),
+				Measured: fmt.Sprintf("p99 %.2f ms = %.2f× alone; batch %.1f CPU-s = %s of idle", x.P99.Median, x.P99Ratio, x.BatchCPUSeconds.Median, shareText(x.BatchShare)),
 			})
 		}
 		out = append(out, Target{
 			Name: fmt.Sprintf("plugin set at %s: LS p99 ≤ %.1f× alone, batch ≥ %.0f%% of idle CPU", pct(l), MaxP99Ratio, 100*MinBatchShare),
 			Met:  p.P99Ratio <= MaxP99Ratio && p.BatchShare >= MinBatchShare,
-			Measured: fmt.Sprintf("p99 %.2f ms = %.2f× alone; batch %.1f CPU-s = %.0f%% of idle",
-				p.P99.Median, p.P99Ratio, p.BatchCPUSeconds.Median, 100*p.BatchShare),
+			Measured: fmt.Sprintf("p99 %.2f ms = %.2f× alone; batch %.1f CPU-s = %s of idle",
+				p.P99.Median, p.P99Ratio, p.BatchCPUSeconds.Median, shareText(p.BatchShare)),
 		})
 		u, ok := byKey[UpstreamBest][l]
 		if !ok {
@@ -206,6 +206,14 @@ func Targets(rows []Row) []Target {
 	out = append(out, Target{Name: "no YARN container evicted (CPU-only episodes)", Met: evicted == 0,
 		Measured: fmt.Sprintf("%d evicted", evicted)})
 	return out
+}
+
+// shareText prints a batch share, or why there is none.
+func shareText(v float64) string {
+	if math.IsNaN(v) {
+		return "n/a (LS alone left the node under 5% idle)"
+	}
+	return fmt.Sprintf("%.0f%%", 100*v)
 }
 
 func pct(level float64) string { return fmt.Sprintf("%.0f%%", 100*level) }
