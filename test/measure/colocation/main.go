@@ -12,8 +12,10 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"os/signal"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/koordlet-yarn/koordlet-yarn/test/colocation"
@@ -91,7 +93,9 @@ func run(o colocation.Options) error {
 	if err := nodebox.EnsureBinaries(top, os.Stderr); err != nil {
 		return err
 	}
-	ctx := context.Background()
+	// An interrupt ends the run through its clean-up (processes, cgroups, the box).
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
 	bo := colocation.BoxOptions()
 	bo.Top = top
 	bo.LockWait = 30 * time.Minute
