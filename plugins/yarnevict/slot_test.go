@@ -181,3 +181,32 @@ func TestSlotAllocatableCountsYARN(t *testing.T) {
 		})
 	}
 }
+
+// Upstream's CPUEvict trigger keeps running in the YARN CPU slot: node CPU
+// at 95% of 10 cores, threshold 80%, lower 70%: 2.5 cores of usage to
+// release from the pods within the priority threshold, larger usage first.
+func TestSlotRunsUpstreamCPUUsageTrigger(t *testing.T) {
+	setGates(t, map[string]bool{string(features.YARNBECPUEvict): true, string(koordfeatures.CPUEvict): true})
+	node := &corev1.Node{Status: corev1.NodeStatus{Capacity: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("10")}}}
+	slo := &slov1alpha1.NodeSLO{Spec: slov1alpha1.NodeSLOSpec{ResourceUsedThresholdWithBE: &slov1alpha1.ResourceThresholdStrategy{
+		Enable: ptr.To(true), CPUEvictThresholdPercent: ptr.To[int64](80), CPUEvictLowerPercent: ptr.To[int64](70),
+		EvictEnabledPriorityThreshold: ptr.To[int32](apiext.PriorityBatchValueMax)}}}
+	big := mockBEPodForCPUEvict("batch-big", 1000, apiext.PriorityBatchValueMin, corev1.PodRunning)
+	small := mockBEPodForCPUEvict("batch-small", 1000, apiext.PriorityBatchValueMin, corev1.PodRunning)
+	idle := mockBEPodForCPUEvict("batch-idle", 1000, apiext.PriorityBatchValueMin, corev1.PodRunning)
+	prod := mockPodWithPriority("prod", apiext.QoSLS, apiext.PriorityProdValueMin, nil, nil, corev1.PodRunning)
+	unlabelled := mockBEPodForCPUEvict("batch-not-enabled", 1000, apiext.PriorityBatchValueMin, corev1.PodRunning)
+	for _, p := range []*corev1.Pod{big, small, idle, prod} {
+		p.Labels[apiext.LabelPodEvictEnabled] = "true"
+	}
+	env := newSlotEnv(t, AllocCPU, node, slo, []*corev1.Pod{small, prod, big, idle, unlabelled}, store.New(), func(add func(metriccache.MetricResource, map[metriccache.MetricProperty]string, float64)) {
+		add(metriccache.NodeCPUUsageMetric, nil, 9.5)
+		add(metriccache.PodCPUUsageMetric, metriccache.MetricPropertiesFunc.Pod(string(big.UID)), 2)
+		add(metriccache.PodCPUUsageMetric, metriccache.MetricPropertiesFunc.Pod(string(small.UID)), 1)
+		add(metriccache.PodCPUUsageMetric, metriccache.MetricPropertiesFunc.Pod(string(idle.UID)), 0.1)
+		add(metriccache.PodCPUUsageMetric, metriccache.MetricPropertiesFunc.Pod(string(prod.UID)), 5)
+		add(metriccache.PodCPUUsageMetric, metriccache.MetricPropertiesFunc.Pod(string(unlabelled.UID)), 4)
+	})
+	env.slot.Cycle(time.Now())
+	assert.Equal(t, []string{"batch-big:evicted", "batch-small:evicted"}, env.exec.evicted)
+}
