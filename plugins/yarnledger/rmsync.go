@@ -44,6 +44,8 @@ type RMSync struct {
 	st       RMSyncStatus
 	failures int
 	errKinds map[string]bool
+	// warnOnce says once that the gate is on without an RM.
+	warnOnce sync.Once
 }
 
 // RMSyncStatus is the push's state, served at /yarn/ledger.
@@ -81,7 +83,9 @@ func (r *RMSync) Enabled() bool {
 		return false
 	}
 	if r.opts.Client == nil || r.opts.Client() == nil {
-		klog.Warningf("yarn: %s is on but no ResourceManager is configured (--yarn-rm-endpoints): YARN's capacity is not pushed", features.YARNRMNodeResourceSync)
+		r.warnOnce.Do(func() {
+			klog.Warningf("yarn: %s is on but no ResourceManager is configured (--yarn-rm-endpoints): YARN's capacity is not pushed", features.YARNRMNodeResourceSync)
+		})
 		return false
 	}
 	return true
