@@ -166,7 +166,9 @@ func (a *Applier) ReconcileAll() (written int) {
 }
 
 // ApplyRoot writes the CPU QoS to the YARN hierarchy root (all of it is BE
-// work), and returns how many files changed.
+// work), and sched-idle also to the besteffort QoS cgroup and any level
+// between when the hierarchy lies below it (idleAncestors), and returns how
+// many files changed.
 func (a *Applier) ApplyRoot() int {
 	if a.opts.Hierarchy == nil || !features.Enabled(features.YARNCPUQoS) {
 		return 0
@@ -180,8 +182,9 @@ func (a *Applier) ApplyRoot() int {
 	defer a.mu.Unlock()
 	root := &store.Container{Name: dir, Source: store.SourceCgroup}
 	root.Cgroups[cgroups.CPU] = cgroups.Ref{Dir: dir, Owned: true}
-	written := 0
-	for _, u := range a.cpuUpdaters(root, CPURuleOf(spec)) {
+	rule := CPURuleOf(spec)
+	written := a.applyAncestorsIdle(dir, rule)
+	for _, u := range a.cpuUpdaters(root, rule) {
 		if updated, err := a.executor.Update(true, u); err == nil && updated {
 			written++
 			a.wrote(string(u.ResourceType()), 1)

@@ -26,17 +26,9 @@ const (
 	UpstreamBest
 	// PluginSet: this plugin set with the gates a user turns on.
 	PluginSet
-	// PluginSetBEIdle is an experiment, run only when asked for: the
-	// plugin set with cpu.idle=1 also on the besteffort QoS cgroup, the
-	// YARN hierarchy's parent, written by the harness. sched-idle acts
-	// between siblings, and the LS pod's sibling is besteffort, not the
-	// YARN root; upstream's core-scheduling hook writes exactly this for
-	// a sched-idle BE class on kernels with core scheduling (not this one).
-	PluginSetBEIdle
 )
 
-// AllConfigs lists the compared configurations in run order (the
-// experiment PluginSetBEIdle runs only when asked for).
+// AllConfigs lists every configuration in run order.
 var AllConfigs = []Config{LSAlone, NoQoS, UpstreamBest, PluginSet}
 
 func (c Config) String() string {
@@ -49,8 +41,6 @@ func (c Config) String() string {
 		return "3 + YARN, upstream's best"
 	case PluginSet:
 		return "4 + YARN, this plugin set"
-	case PluginSetBEIdle:
-		return "5 = 4 + besteffort cpu.idle"
 	}
 	return fmt.Sprintf("config %d", int(c))
 }
@@ -90,17 +80,8 @@ var (
 		"YARNCPUQoS", "YARNNodeManagerGuard"}
 )
 
-// koordlet is the configuration whose koordlet flags and NodeSLO c uses.
-func (c Config) koordlet() Config {
-	if c == PluginSetBEIdle {
-		return PluginSet
-	}
-	return c
-}
-
 // KoordletArgs are koordlet's extra flags in c.
 func (c Config) KoordletArgs(t Thresholds) []string {
-	c = c.koordlet()
 	var gates []string
 	switch c {
 	case UpstreamBest:
@@ -130,7 +111,6 @@ func yarnHostApp() slov1alpha1.HostApplicationSpec {
 
 // NodeSLO is the node's NodeSLO spec in c.
 func (c Config) NodeSLO(t Thresholds) slov1alpha1.NodeSLOSpec {
-	c = c.koordlet()
 	suppress := t.UpstreamCPUSuppressPercent
 	if c == PluginSet {
 		suppress = t.PluginCPUSuppressPercent

@@ -47,11 +47,3 @@ func TestConfigsGatesAndNodeSLO(t *testing.T) {
 	assert.Equal(t, int64(1), *p.ResourceQOSStrategy.BEClass.CPUQOS.SchedIdle)
 	assert.Equal(t, slov1alpha1.CPUQOSPolicyCoreSched, *p.ResourceQOSStrategy.Policies.CPUPolicy)
 }
-
-func TestExperimentSharesThePluginSetsKoordlet(t *testing.T) {
-	th := DefaultThresholds
-	assert.Equal(t, PluginSet.KoordletArgs(th), PluginSetBEIdle.KoordletArgs(th))
-	assert.Equal(t, PluginSet.NodeSLO(th), PluginSetBEIdle.NodeSLO(th))
-	assert.True(t, PluginSetBEIdle.Batch())
-	assert.NotContains(t, AllConfigs, PluginSetBEIdle, "an experiment, run only when asked for")
-}

@@ -177,13 +177,6 @@ func Targets(rows []Row) []Target {
 		if !ok {
 			continue
 		}
-		if x, ok := byKey[PluginSetBEIdle][l]; ok {
-			out = append(out, Target{
-				Name:     fmt.Sprintf("experiment at %s: plugin set + besteffort cpu.idle (not a target)", pct(l)),
-				Met:      x.P99Ratio <= MaxP99Ratio && x.BatchShare >= MinBatchShare,
-				Measured: fmt.Sprintf("p99 %.2f ms = %.2f× alone; batch %.1f CPU-s = %s of idle", x.P99.Median, x.P99Ratio, x.BatchCPUSeconds.Median, shareText(x.BatchShare)),
-			})
-		}
 		out = append(out, Target{
 			Name: fmt.Sprintf("plugin set at %s: LS p99 ≤ %.1f× alone, batch ≥ %.0f%% of idle CPU", pct(l), MaxP99Ratio, 100*MinBatchShare),
 			Met:  p.P99Ratio <= MaxP99Ratio && p.BatchShare >= MinBatchShare,

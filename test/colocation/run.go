@@ -287,20 +287,6 @@ func (h *harness) resetKnobs() error {
 	return h.box.ApplyKubeletCPUShares()
 }
 
-// setBEIdle writes the besteffort QoS cgroup's cpu.idle (the experiment
-// PluginSetBEIdle; 0 otherwise, as the box made it).
-func (h *harness) setBEIdle(on bool) error {
-	v := "0"
-	if on {
-		v = "1"
-	}
-	p := filepath.Join(h.box.CgroupRoot(), "cpu", filepath.Dir(h.box.Hierarchy()), "cpu.idle")
-	if err := os.WriteFile(p, []byte(v), 0o644); err != nil {
-		return fmt.Errorf("besteffort cpu.idle: %w", err)
-	}
-	return nil
-}
-
 // counters are the cumulative figures an episode's window is the
 // difference of.
 type counters struct {
@@ -408,9 +394,6 @@ func (h *harness) episode(ctx context.Context, c Config, level float64, rate, re
 	ep := Episode{Config: c, Level: level, Repeat: repeat, Window: h.opts.Window, CPUs: h.cpus}
 	h.episodes++
 	if err := h.markEvents(ctx); err != nil {
-		return ep, err
-	}
-	if err := h.setBEIdle(c == PluginSetBEIdle); err != nil {
 		return ep, err
 	}
 	var b *batch

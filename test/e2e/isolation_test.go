@@ -20,8 +20,9 @@ import (
 
 // TestIsolation: with YARNCPUQoS on and the BE class asking for sched-idle,
 // the real koordlet writes cpu.idle=1 to every new YARN container's real
-// cgroup and to the YARN hierarchy root, and resets them when the BE class
-// turns CPU QoS off. (Group Identity, Memory QoS and resctrl are not on
+// cgroup, to the YARN hierarchy root and to the besteffort QoS cgroup above
+// it (the LS pods' sibling), and resets them when the BE class turns CPU
+// QoS off. (Group Identity, Memory QoS and resctrl are not on
 // this kernel; their appliers are tested on fake roots.)
 func TestIsolation(t *testing.T) {
 	b := startBox(t, nodebox.Options{KoordletArgs: []string{"--feature-gates=YARNCPUQoS=true", "--yarn-qos-reconcile-interval=1s"}})
@@ -59,8 +60,8 @@ func TestIsolation(t *testing.T) {
 				return false
 			}
 		}
-		return idle(root) == "1"
-	}, 30*time.Second, 200*time.Millisecond, "cpu.idle=1 on every container and on the YARN root")
+		return idle(root) == "1" && idle(filepath.Dir(root)) == "1"
+	}, 30*time.Second, 200*time.Millisecond, "cpu.idle=1 on every container, on the YARN root and on the besteffort QoS cgroup above it")
 
 	setIdle(false)
 	require.Eventually(t, func() bool {
@@ -69,6 +70,6 @@ func TestIsolation(t *testing.T) {
 				return false
 			}
 		}
-		return idle(root) == "0"
+		return idle(root) == "0" && idle(filepath.Dir(root)) == "0"
 	}, 30*time.Second, 200*time.Millisecond, "reset when the BE class turns CPU QoS off")
 }

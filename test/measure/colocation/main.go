@@ -28,7 +28,7 @@ func main() {
 	colocation.RunHelperIfRequested()
 	o := colocation.DefaultOptions()
 	levels := flag.String("levels", "0.3,0.6", "LS load levels, shares of the node's CPU")
-	configs := flag.String("configs", "1,2,3,4", "configurations to run (1 LS alone, 2 no QoS, 3 upstream's best, 4 this plugin set; 5, an experiment: 4 with cpu.idle also on the besteffort QoS cgroup)")
+	configs := flag.String("configs", "1,2,3,4", "configurations to run (1 LS alone, 2 no QoS, 3 upstream's best, 4 this plugin set)")
 	flag.IntVar(&o.Repeats, "repeats", o.Repeats, "repeats of every configuration and level")
 	flag.DurationVar(&o.Warmup, "warmup", o.Warmup, "load and batch before the measured window")
 	flag.DurationVar(&o.Window, "window", o.Window, "measured window of an episode")
@@ -61,8 +61,8 @@ func parseLists(o *colocation.Options, levels, configs string) error {
 	}
 	for _, s := range strings.Split(configs, ",") {
 		c, err := strconv.Atoi(strings.TrimSpace(s))
-		if err != nil || c < int(colocation.LSAlone) || c > int(colocation.PluginSetBEIdle) {
-			return fmt.Errorf("bad configuration %q (1–%d)", s, int(colocation.PluginSetBEIdle))
+		if err != nil || c < int(colocation.LSAlone) || c > int(colocation.PluginSet) {
+			return fmt.Errorf("bad configuration %q (1–%d)", s, int(colocation.PluginSet))
 		}
 		o.Configs = append(o.Configs, colocation.Config(c))
 	}
