@@ -550,3 +550,11 @@ func (b *Box) Stop() {
 		_ = os.RemoveAll(b.dir)
 	}
 }
+
+// KoordletPID returns koordlet's process id (0 when it is not running).
+func (b *Box) KoordletPID() int {
+	if b.koordlet == nil || b.koordlet.cmd == nil || b.koordlet.cmd.Process == nil {
+		return 0
+	}
+	return b.koordlet.cmd.Process.Pid
+}
