@@ -61,6 +61,17 @@ RUNS ?= 6
 measure-evict: deps
 	$(GO) run ./test/measure/evictlatency -runs $(RUNS)
 
+# Pressure episodes (a growing executor among idle ones; an idle OPPORTUNISTIC
+# beside a growing GUARANTEED; one large vs many small; a transcode-queue
+# application beside a Spark one under a policy; an AM that is the only
+# candidate), each with the event trigger and with the periodic check alone:
+# killed vs the minimum that covers the need, lost CPU-seconds, AM kills,
+# crossing → eviction and → released (root, cgroup v1).
+SCENARIO_RUNS ?= 2
+.PHONY: measure-evict-scenarios
+measure-evict-scenarios: deps
+	$(GO) run ./test/measure/evictscenarios -runs $(SCENARIO_RUNS)
+
 # LS throughput beside YARN CPU hogs with the CPU QoS applier off and on, and
 # the applier's latency over 200 containers (root, cgroup v1, cpu.idle).
 measure-isolation: deps
