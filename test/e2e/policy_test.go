@@ -86,9 +86,10 @@ func TestPolicyEvictionOrder(t *testing.T) {
 		p2, q2, ok2 := effective(spark)
 		return ok1 && ok2 && p1 == 5100 && p2 == 5900 && q1 == "root.transcode" && q2 == "root.etl"
 	}, 60*time.Second, 250*time.Millisecond, "the RM's queues and the policy's priorities in /yarn/containers")
-	v, ok := value(scrape(t, b), "koordlet_yarn_container_effective_priority", map[string]string{"container_id": transcode, "queue": "root.transcode", "rule": "transcode-first", "tier": "transcode"})
-	assert.True(t, ok)
-	assert.Equal(t, 5100.0, v)
+	assert.Eventually(t, func() bool {
+		v, ok := value(scrape(t, b), "koordlet_yarn_container_effective_priority", map[string]string{"container_id": transcode, "queue": "root.transcode", "rule": "transcode-first", "tier": "transcode"})
+		return ok && v == 5100
+	}, 15*time.Second, 500*time.Millisecond, "the series shows queue, rule, tier and the effective priority")
 
 	// Pressure: a growing Spark executor crosses the threshold by ~200 MiB.
 	pressure := func(app, seq int64) string {
