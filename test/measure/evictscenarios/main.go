@@ -3,7 +3,8 @@
 // containers killed against the fewest that cover koordlet's need, the
 // CPU-seconds the victims had spent, ApplicationMaster kills, and the time
 // from the crossing of the memory evict threshold to the first eviction
-// (the victim's first process exits: the workloads die on SIGTERM) and to
+// (the killer's journal appears on the victim's cgroup, just before its
+// first signal; else the victim's exit) and to
 // the memory being released (node usage back below the threshold). It runs
 // every episode with the event trigger (YARNMemoryEvictTrigger) and with the
 // periodic check alone. Episodes:
@@ -38,6 +39,7 @@ import (
 
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
+	"golang.org/x/sys/unix"
 	"k8s.io/utils/ptr"
 
 	slov1alpha1 "github.com/koordinator-sh/koordinator/apis/slo/v1alpha1"
@@ -50,6 +52,10 @@ import (
 )
 
 const clusterTS = 1700000000000
+
+// journalXattr is the killer's journal on a container's cgroup
+// (plugins/yarnevict), set just before the first signal.
+const journalXattr = "trusted.koordlet-yarn.evict"
 
 // errNotObserved: the crossing, eviction or release did not happen in time.
 var errNotObserved = errors.New("not observed")
@@ -298,24 +304,36 @@ func runEpisode(ctx context.Context, box *nodebox.Box, rm *rmemu.Server, ep epis
 		}
 	}
 	if ep.ballast {
-		ballast = exec.Command(os.Args[0])
-		ballast.Env = append(os.Environ(), "KOORDLET_YARN_TEST_HELPER="+spec)
+		// Held at a gate until it is in the kubepods memory cgroup (a
+		// pod's process that is no BE candidate: growth inside kubepods,
+		// where the event trigger watches), so all it allocates is charged
+		// there.
+		self, err := os.Executable()
+		if err != nil {
+			return res, err
+		}
+		ballast = exec.Command("sh", "-c", fmt.Sprintf("read gate; exec env KOORDLET_YARN_TEST_HELPER=%s %q", spec, self))
+		gate, err := ballast.StdinPipe()
+		if err != nil {
+			return res, err
+		}
 		if err := ballast.Start(); err != nil {
 			return res, err
 		}
 		defer func() { _ = ballast.Process.Kill(); _ = ballast.Wait() }()
-		// In the kubepods memory cgroup (the box's), as a pod's process
-		// that is no BE candidate: growth inside kubepods, where the event
-		// trigger watches.
 		procs := filepath.Join(box.CgroupRoot(), "memory", "kubepods", "cgroup.procs")
 		if err := os.WriteFile(procs, []byte(strconv.Itoa(ballast.Process.Pid)), 0o644); err != nil {
 			return res, fmt.Errorf("move the ballast into kubepods: %w", err)
+		}
+		if _, err := gate.Write([]byte("go\n")); err != nil {
+			return res, err
 		}
 	}
 
 	last := map[string]sample{}
 	dead := map[string]time.Time{}
-	var crossed, firstKill, released time.Time
+	var crossed, started, firstKill, released time.Time
+	xbuf := make([]byte, 256)
 	deadline := time.Now().Add(40 * time.Second)
 	var settleUntil time.Time
 	for time.Now().Before(deadline) {
@@ -330,6 +348,13 @@ func runEpisode(ctx context.Context, box *nodebox.Box, rm *rmemu.Server, ep epis
 		for _, id := range all {
 			if _, gone := dead[id]; gone {
 				continue
+			}
+			// The killer journals on the container's cgroup just before
+			// its first signal: that is when the eviction starts.
+			if started.IsZero() {
+				if n, err := unix.Getxattr(box.NM.CgroupDir("cpu", id), journalXattr, xbuf); err == nil && n > 0 {
+					started = now
+				}
 			}
 			select {
 			case <-box.NM.Exited(id):
@@ -362,12 +387,22 @@ func runEpisode(ctx context.Context, box *nodebox.Box, rm *rmemu.Server, ep epis
 		time.Sleep(5 * time.Millisecond)
 	}
 	if crossed.IsZero() || firstKill.IsZero() || released.IsZero() {
+		if os.Getenv("SCENARIO_DEBUG") != "" {
+			if resp, err := box.Containers(); err == nil {
+				for _, c := range resp.Containers {
+					fmt.Printf("  debug: %s am=%v pids=%v accounting=%s cgroups=%+v qos=%+v\n", c.Name, c.IsAM, c.Pids, c.MemoryAccounting(), c.Cgroups, resp.QoS[c.Name])
+				}
+			}
+		}
 		return res, fmt.Errorf("crossing %v, eviction %v, release %v: %w", !crossed.IsZero(), !firstKill.IsZero(), !released.IsZero(), errNotObserved)
 	}
 	time.Sleep(1500 * time.Millisecond)
 	_, needed1 := counters(box)
 	res.need = needed1 - needed0
-	res.toEviction = firstKill.Sub(crossed)
+	if started.IsZero() || started.After(firstKill) {
+		started = firstKill // the journal was missed between two samples
+	}
+	res.toEviction = started.Sub(crossed)
 	res.toRel = released.Sub(crossed)
 
 	// The minimum: the fewest candidates (non-AM ones while any exists)
