@@ -64,6 +64,8 @@ type Framework struct {
 	kills   *yarnevict.Flights
 	journal *yarnevict.Journal
 
+	memcg *yarnmemcg.Applier
+
 	loops []Loop
 	rm    rmClient
 
@@ -118,7 +120,8 @@ func install(fs *flag.FlagSet, reg prometheus.Registerer) (*Framework, error) {
 		fw.Watch.Run(stopCh)
 	}
 	fw.loops = append(fw.loops, fw.Usage, fw.QoS)
-	fw.loops = append(fw.loops, yarnmemcg.New(yarnmemcg.Options{Store: fw.Store, Hierarchy: fw.Informer.Hierarchy, Interval: cfg.QoSReconcileInterval, Registerer: reg}))
+	fw.memcg = yarnmemcg.New(yarnmemcg.Options{Store: fw.Store, Hierarchy: fw.Informer.Hierarchy, Interval: cfg.QoSReconcileInterval, Registerer: reg})
+	fw.loops = append(fw.loops, fw.memcg)
 
 	if fw.Policy, err = yarnpolicy.New(yarnpolicy.Options{Store: fw.Store, Resolver: fw.policy,
 		File: func() string { return cfg.QoSPolicyFile }, RM: fw.RMClient, RMTimeout: func() time.Duration { return cfg.RM.Timeout },
@@ -218,5 +221,13 @@ func (fw *Framework) ShutdownTimeout() time.Duration {
 
 // Validate checks the parsed flags.
 func (fw *Framework) Validate() error {
-	return fw.Config.Validate()
+	if err := fw.Config.Validate(); err != nil {
+		return err
+	}
+	// The loops were built at Install, before the flags were parsed: give
+	// them the parsed intervals.
+	fw.QoS.SetInterval(fw.Config.QoSReconcileInterval)
+	fw.memcg.SetInterval(fw.Config.QoSReconcileInterval)
+	fw.Watch.SetResyncInterval(fw.Config.ResyncInterval)
+	return nil
 }

@@ -31,9 +31,14 @@ func TestInstall(t *testing.T) {
 
 	// Gates, flags and registries.
 	assert.True(t, koordfeatures.DefaultKoordletFeatureGate.Enabled(features.YARNContainerInformer))
-	require.NoError(t, fs.Parse([]string{"--yarn-nm-endpoint=http://127.0.0.1:18042", "--yarn-cgroup-hierarchy=/hadoop-yarn", "--yarn-resync-interval=2s"}))
+	require.NoError(t, fs.Parse([]string{"--yarn-nm-endpoint=http://127.0.0.1:18042", "--yarn-cgroup-hierarchy=/hadoop-yarn", "--yarn-resync-interval=2s",
+		"--yarn-qos-reconcile-interval=3s"}))
 	require.NoError(t, fw.Validate())
 	assert.Equal(t, "http://127.0.0.1:18042", fw.Config.NMEndpoint)
+	// The loops built before the flags were parsed run with the parsed values.
+	assert.Equal(t, 3*time.Second, fw.QoS.Interval())
+	assert.Equal(t, 3*time.Second, fw.memcg.Interval())
+	assert.Equal(t, 2*time.Second, fw.Watch.ResyncInterval())
 	assert.Same(t, fw.Informer, impl.DefaultPluginRegistry[yarninformer.Name])
 	require.Contains(t, qmplugins.StrategyPlugins, StrategyName)
 	require.Contains(t, options.ExtendedHTTPHandlerRegistry, ContainersPath)

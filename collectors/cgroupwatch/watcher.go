@@ -731,3 +731,15 @@ func onCgroupFS(h cgroups.Hierarchy) error {
 	}
 	return nil
 }
+
+// SetResyncInterval sets the informer's resync period (the polling
+// fallback); call it before Run (koordlet's flags are parsed after the
+// watcher is built).
+func (w *Watcher) SetResyncInterval(d time.Duration) {
+	if d > 0 {
+		w.opts.ResyncInterval = d
+	}
+}
+
+// ResyncInterval returns the informer's resync period the watcher assumes.
+func (w *Watcher) ResyncInterval() time.Duration { return w.opts.ResyncInterval }

@@ -669,3 +669,14 @@ func (a *Applier) String() string {
 	defer a.mu.Unlock()
 	return fmt.Sprintf("memory cgroups made: %d, removals pending: %d, charge moving: %d", len(a.ours), len(a.pending), a.chargeMove)
 }
+
+// SetInterval sets the periodic reconcile; call it before Run (koordlet's
+// flags are parsed after the applier is built).
+func (a *Applier) SetInterval(d time.Duration) {
+	if d > 0 {
+		a.opts.Interval = d
+	}
+}
+
+// Interval returns the periodic reconcile.
+func (a *Applier) Interval() time.Duration { return a.opts.Interval }

@@ -433,3 +433,14 @@ func (a *Applier) joinResctrl(c *store.Container) int {
 	}
 	return len(pinned)
 }
+
+// SetInterval sets the periodic reconcile; call it before Run (koordlet's
+// flags are parsed after the applier is built).
+func (a *Applier) SetInterval(d time.Duration) {
+	if d > 0 {
+		a.opts.Interval = d
+	}
+}
+
+// Interval returns the periodic reconcile.
+func (a *Applier) Interval() time.Duration { return a.opts.Interval }
