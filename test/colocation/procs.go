@@ -11,6 +11,7 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/prometheus/procfs"
 	"golang.org/x/sys/unix"
 )
 
@@ -152,4 +153,24 @@ func cpuacctSeconds(dir string) (float64, error) {
 		return 0, fmt.Errorf("%s/cpuacct.usage: %w", dir, err)
 	}
 	return float64(ns) / 1e9, nil
+}
+
+// processCPUSeconds is the CPU time (user + system, all threads) process
+// pid has spent; 0 when pid is 0 or gone (koordlet between restarts).
+func processCPUSeconds(pid int) (float64, error) {
+	if pid <= 0 {
+		return 0, nil
+	}
+	p, err := procfs.NewProc(pid)
+	if err != nil {
+		return 0, nil
+	}
+	st, err := p.Stat()
+	if err != nil {
+		if os.IsNotExist(err) {
+			return 0, nil
+		}
+		return 0, fmt.Errorf("process %d: %w", pid, err)
+	}
+	return st.CPUTime(), nil
 }

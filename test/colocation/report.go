@@ -28,6 +28,10 @@ type Episode struct {
 	// LSCPUSeconds and LoadgenCPUSeconds are the CPU time of the LS pod
 	// and of the load generator in the window.
 	LSCPUSeconds, LoadgenCPUSeconds float64
+	// KoordletCPUSeconds is koordlet's CPU time in the window (user +
+	// system of its process; it runs outside kubepods, as a host process
+	// competing with LS at normal weight).
+	KoordletCPUSeconds float64
 	// NodeUtilisation is the busy share of all CPUs in the window (/proc/stat).
 	NodeUtilisation float64
 	// CPUs is the node's CPU count.
@@ -44,14 +48,15 @@ type Episode struct {
 
 // Row aggregates the repeats of one configuration at one load level.
 type Row struct {
-	Config            Config
-	Level             float64
-	P50, P99, P999    Spread // milliseconds
-	ErrorRate         Spread
-	BatchCPUSeconds   Spread
-	NodeUtilisation   Spread
-	LoadgenCPUSeconds Spread
-	PacerLagP99       Spread // milliseconds
+	Config             Config
+	Level              float64
+	P50, P99, P999     Spread // milliseconds
+	ErrorRate          Spread
+	BatchCPUSeconds    Spread
+	NodeUtilisation    Spread
+	LoadgenCPUSeconds  Spread
+	KoordletCPUSeconds Spread
+	PacerLagP99        Spread // milliseconds
 	// IdleCPUSeconds is the CPU left idle in the window (from
 	// NodeUtilisation), of CapacityCPUSeconds (CPUs × window).
 	IdleCPUSeconds     Spread
@@ -99,14 +104,15 @@ func Rows(eps []Episode) []Row {
 	for _, k := range keys {
 		g := groups[k]
 		r := Row{Config: k.c, Level: k.l, Events: map[string]int{},
-			P50:               spread(g, func(e Episode) float64 { return ms(e.LS.P50) }),
-			P99:               spread(g, func(e Episode) float64 { return ms(e.LS.P99) }),
-			P999:              spread(g, func(e Episode) float64 { return ms(e.LS.P999) }),
-			ErrorRate:         spread(g, func(e Episode) float64 { return e.LS.ErrorRate() }),
-			BatchCPUSeconds:   spread(g, func(e Episode) float64 { return e.BatchCPUSeconds }),
-			NodeUtilisation:   spread(g, func(e Episode) float64 { return e.NodeUtilisation }),
-			LoadgenCPUSeconds: spread(g, func(e Episode) float64 { return e.LoadgenCPUSeconds }),
-			PacerLagP99:       spread(g, func(e Episode) float64 { return ms(e.PacerLagP99) }),
+			P50:                spread(g, func(e Episode) float64 { return ms(e.LS.P50) }),
+			P99:                spread(g, func(e Episode) float64 { return ms(e.LS.P99) }),
+			P999:               spread(g, func(e Episode) float64 { return ms(e.LS.P999) }),
+			ErrorRate:          spread(g, func(e Episode) float64 { return e.LS.ErrorRate() }),
+			BatchCPUSeconds:    spread(g, func(e Episode) float64 { return e.BatchCPUSeconds }),
+			NodeUtilisation:    spread(g, func(e Episode) float64 { return e.NodeUtilisation }),
+			LoadgenCPUSeconds:  spread(g, func(e Episode) float64 { return e.LoadgenCPUSeconds }),
+			KoordletCPUSeconds: spread(g, func(e Episode) float64 { return e.KoordletCPUSeconds }),
+			PacerLagP99:        spread(g, func(e Episode) float64 { return ms(e.PacerLagP99) }),
 			IdleCPUSeconds: spread(g, func(e Episode) float64 {
 				return IdleCPUSeconds(e.NodeUtilisation, e.CPUs, e.Window)
 			}),
@@ -250,10 +256,10 @@ func eventsCell(ev map[string]int) string {
 // PrintTable writes rows as a Markdown table: medians with (min–max) over
 // the repeats.
 func PrintTable(w io.Writer, rows []Row) {
-	fmt.Fprintln(w, "| configuration | LS load | LS p50 ms | LS p99 ms | LS p99.9 ms | p99 ÷ alone | LS errors | batch CPU-s | batch ÷ idle | node CPU | evicted | Events |")
-	fmt.Fprintln(w, "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
+	fmt.Fprintln(w, "| configuration | LS load | LS p50 ms | LS p99 ms | LS p99.9 ms | p99 ÷ alone | LS errors | batch CPU-s | batch ÷ idle | node CPU | koordlet CPU-s | evicted | Events |")
+	fmt.Fprintln(w, "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
 	for _, r := range rows {
-		fmt.Fprintf(w, "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %d | %s |\n",
+		fmt.Fprintf(w, "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %d | %s |\n",
 			r.Config, pct(r.Level),
 			spreadCell(r.P50, "%.2f"), spreadCell(r.P99, "%.2f"), spreadCell(r.P999, "%.2f"),
 			ratioCell(r.P99Ratio, "%.2f×"),
@@ -261,6 +267,7 @@ func PrintTable(w io.Writer, rows []Row) {
 			spreadCell(r.BatchCPUSeconds, "%.1f"),
 			ratioCell(100*r.BatchShare, "%.0f%%"),
 			spreadCell(scale(r.NodeUtilisation, 100), "%.0f%%"),
+			spreadCell(r.KoordletCPUSeconds, "%.2f"),
 			r.Evicted, eventsCell(r.Events))
 	}
 }

@@ -72,10 +72,11 @@ func TestPrintTable(t *testing.T) {
 		ep(NoQoS, 0.3, 40*time.Millisecond, 10, 1)}
 	eps[2].LS.Errors = 3
 	eps[2].Events = map[string]int{"b": 2, "a": 1}
+	eps[0].KoordletCPUSeconds, eps[1].KoordletCPUSeconds, eps[2].KoordletCPUSeconds = 0.1, 0.2, 0.3
 	var b strings.Builder
 	PrintTable(&b, Rows(eps))
 	lines := strings.Split(strings.TrimSpace(b.String()), "\n")
 	require.Len(t, lines, 4)
-	assert.Equal(t, "| 1 LS alone | 30% | 1.25 (1.00–1.50) | 5.00 (4.00–6.00) | 10.00 (8.00–12.00) | 1.00× | 0.00% | 0.0 (0.0–0.0) | 0% | 30% (30%–30%) | 0 | 0 |", lines[2])
-	assert.Equal(t, "| 2 + YARN, no QoS | 30% | 10.00 | 40.00 | 80.00 | 8.00× | 3.00% | 10.0 | 71% | 100% | 0 | a×1, b×2 |", lines[3])
+	assert.Equal(t, "| 1 LS alone | 30% | 1.25 (1.00–1.50) | 5.00 (4.00–6.00) | 10.00 (8.00–12.00) | 1.00× | 0.00% | 0.0 (0.0–0.0) | 0% | 30% (30%–30%) | 0.15 (0.10–0.20) | 0 | 0 |", lines[2])
+	assert.Equal(t, "| 2 + YARN, no QoS | 30% | 10.00 | 40.00 | 80.00 | 8.00× | 3.00% | 10.0 | 71% | 100% | 0.30 | 0 | a×1, b×2 |", lines[3])
 }

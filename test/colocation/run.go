@@ -200,9 +200,9 @@ func Run(ctx context.Context, box *nodebox.Box, opts Options) (rep Report, err e
 					return rep, fmt.Errorf("%s at %s, repeat %d: %w", c, pct(l), r, err)
 				}
 				rep.Episodes = append(rep.Episodes, ep)
-				fmt.Fprintf(opts.Log, "repeat %d, %s, LS %s: p50 %.2f p99 %.2f p99.9 %.2f ms, errors %d/%d, pacer lag p99 %.2f ms; batch %.1f CPU-s, LS %.1f, loadgen %.1f; node CPU %.0f%%; evicted %d; events %v; %s\n",
+				fmt.Fprintf(opts.Log, "repeat %d, %s, LS %s: p50 %.2f p99 %.2f p99.9 %.2f ms, errors %d/%d, pacer lag p99 %.2f ms; batch %.1f CPU-s, LS %.1f, loadgen %.1f, koordlet %.2f; node CPU %.0f%%; evicted %d; events %v; %s\n",
 					r, c, pct(l), ms(ep.LS.P50), ms(ep.LS.P99), ms(ep.LS.P999), ep.LS.Errors, ep.LS.Requests, ms(ep.PacerLagP99),
-					ep.BatchCPUSeconds, ep.LSCPUSeconds, ep.LoadgenCPUSeconds, 100*ep.NodeUtilisation, ep.Evicted, ep.Events, ep.Knobs)
+					ep.BatchCPUSeconds, ep.LSCPUSeconds, ep.LoadgenCPUSeconds, ep.KoordletCPUSeconds, 100*ep.NodeUtilisation, ep.Evicted, ep.Events, ep.Knobs)
 			}
 		}
 	}
@@ -290,9 +290,9 @@ func (h *harness) resetKnobs() error {
 // counters are the cumulative figures an episode's window is the
 // difference of.
 type counters struct {
-	cpu                CPUTimes
-	batch, ls, loadgen float64
-	knobs              string
+	cpu                          CPUTimes
+	batch, ls, loadgen, koordlet float64
+	knobs                        string
 }
 
 func (h *harness) sample() (counters, error) {
@@ -307,7 +307,10 @@ func (h *harness) sample() (counters, error) {
 	if c.ls, err = cpuacctSeconds(h.lsAcct); err != nil {
 		return c, err
 	}
-	c.loadgen, err = cpuacctSeconds(h.loadgenAcct)
+	if c.loadgen, err = cpuacctSeconds(h.loadgenAcct); err != nil {
+		return c, err
+	}
+	c.koordlet, err = processCPUSeconds(h.box.KoordletPID())
 	c.knobs = h.knobs()
 	return c, err
 }
@@ -435,6 +438,7 @@ func (h *harness) episode(ctx context.Context, c Config, level float64, rate, re
 	ep.BatchCPUSeconds = to.batch - from.batch
 	ep.LSCPUSeconds = to.ls - from.ls
 	ep.LoadgenCPUSeconds = to.loadgen - from.loadgen
+	ep.KoordletCPUSeconds = to.koordlet - from.koordlet
 	ep.NodeUtilisation = Utilisation(from.cpu, to.cpu)
 	ep.Knobs = to.knobs
 	if ep.Events, err = h.newEvents(ctx); err != nil {
