@@ -4,6 +4,7 @@ import (
 	"errors"
 	"slices"
 	"strings"
+	"sync"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/tools/record"
@@ -132,16 +133,16 @@ func execute(deps Deps, executor qmutil.EvictionExecutor, rec record.EventRecord
 			allowAM = !slices.ContainsFunc(chosen, func(v Victim) bool { return !v.IsAM })
 		}
 		failed := false
+		outcomes := evictRound(deps, executor, rec, nmPod, node, chosen, reason, podMessage)
 		for i := range chosen {
 			v := &chosen[i]
 			tried[v.Name()] = true
-			ok, skipped := evictOne(deps, executor, rec, nmPod, node, v, reason, podMessage)
-			attempted = attempted || !skipped
+			attempted = attempted || !outcomes[i].skipped
 			switch {
-			case ok:
+			case outcomes[i].ok:
 				done = append(done, *v)
 				released += measure(v)
-			case !skipped:
+			case !outcomes[i].skipped:
 				failed = true
 			}
 		}
@@ -151,6 +152,43 @@ func execute(deps Deps, executor qmutil.EvictionExecutor, rec record.EventRecord
 		allowAM = false
 	}
 	return done, released, attempted
+}
+
+// outcome is what evicting one victim came to.
+type outcome struct{ ok, skipped bool }
+
+// evictRound evicts the victims of one plan: pods one after the other
+// through koordlet's executor (its eviction returns once asked), YARN
+// containers all at once, each kill in its own goroutine: a kill waits out
+// its SIGTERM grace and its processes' exit, so killing a plan's containers
+// one after the other would delay the last one's release by a grace per
+// victim before it. Reports are made as each kill ends.
+func evictRound(deps Deps, executor qmutil.EvictionExecutor, rec record.EventRecorder, nmPod *corev1.Pod, node *corev1.Node,
+	chosen []Victim, reason string, podMessage func(*Victim) string) []outcome {
+	out := make([]outcome, len(chosen))
+	var containers []int
+	for i := range chosen {
+		if chosen[i].Pod != nil {
+			out[i].ok, out[i].skipped = evictOne(deps, executor, rec, nmPod, node, &chosen[i], reason, podMessage)
+		} else {
+			containers = append(containers, i)
+		}
+	}
+	if len(containers) == 1 {
+		i := containers[0]
+		out[i].ok, out[i].skipped = evictOne(deps, executor, rec, nmPod, node, &chosen[i], reason, podMessage)
+		return out
+	}
+	var wg sync.WaitGroup
+	for _, i := range containers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			out[i].ok, out[i].skipped = evictOne(deps, executor, rec, nmPod, node, &chosen[i], reason, podMessage)
+		}()
+	}
+	wg.Wait()
+	return out
 }
 
 // evictOne evicts one victim; skipped is true when nothing was attempted
@@ -164,8 +202,7 @@ func evictOne(deps Deps, executor qmutil.EvictionExecutor, rec record.EventRecor
 	if k == nil {
 		return false, true
 	}
-	k.Reason = reason
-	res, err := k.Kill(v.Container)
+	res, err := k.KillFor(v.Container, reason)
 	if errors.Is(err, ErrInFlight) || errors.Is(err, ErrAlreadyEvicted) {
 		klog.V(3).Infof("yarn: %s skips container %s: %v", reason, v.Container.Name, err)
 		return false, true

@@ -242,3 +242,52 @@ func TestYARNRootLimitAddsTheYARNShare(t *testing.T) {
 	assert.Equal(t, 0.0, c.yarnRootMilliLimit(dir), "unlimited adds nothing")
 	assert.Equal(t, 0.0, c.yarnRootMilliLimit(""))
 }
+
+// TestRealKernelExecuteKillsAPlanAtOnce: a plan of two containers kills
+// both at once. Each kill, once its SIGTERM is sent, waits in the hook
+// until the other's SIGTERM is sent too: one after the other, the first
+// would wait alone until the barrier gives up and the test fails.
+func TestRealKernelExecuteKillsAPlanAtOnce(t *testing.T) {
+	kerneltest.RequireCgroupV1(t, "cpu", "memory")
+	kerneltest.UseHostRoots(t)
+	hier := kerneltest.UniqueRoot(t) + "/hadoop-yarn"
+	a := realContainer(t, hier, "container_e17_1700000000000_0042_01_000002", true)
+	b := realContainer(t, hier, "container_e17_1700000000000_0042_01_000003", true)
+	e := newExecuteEnv(t, hier)
+	var mu sync.Mutex
+	termSent := 0
+	both := make(chan struct{})
+	met := true
+	base := e.deps.Killer
+	e.deps.Killer = func() *Killer {
+		k := base()
+		k.Hook = func(s Step) {
+			if s != StepTermSent {
+				return
+			}
+			mu.Lock()
+			termSent++
+			if termSent == 2 {
+				close(both)
+			}
+			mu.Unlock()
+			select {
+			case <-both:
+			case <-time.After(10 * time.Second):
+				mu.Lock()
+				met = false
+				mu.Unlock()
+			}
+		}
+		return k
+	}
+	done, released, attempted := e.run([]Victim{ContainerVictim(a, 0, 100<<20, 0), ContainerVictim(b, 0, 100<<20, 0)}, 200<<20)
+	assert.True(t, attempted)
+	assert.Len(t, done, 2)
+	assert.Equal(t, int64(200<<20), released)
+	mu.Lock()
+	defer mu.Unlock()
+	assert.True(t, met, "both kills had sent SIGTERM before either went on")
+	assert.False(t, alive(a.Pids[0]) || alive(b.Pids[0]), "both containers' processes are gone")
+	assert.Len(t, e.events(), 2, "one Event per evicted container")
+}

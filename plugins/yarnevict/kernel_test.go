@@ -294,8 +294,20 @@ func TestRealKernelMemoryEvict(t *testing.T) {
 	}
 	assert.Equal(t, 1.0, testutil.ToFloat64(metrics.Evictions.WithLabelValues("n1", ReasonBEMemoryEvict, "succeeded")))
 
-	// Cooling: the next cycle right after does nothing.
-	assert.Empty(t, m.Cycle(now.Add(time.Second)))
+	// No cooling after an eviction of YARN containers only (their memory
+	// is free when the kill returns): when node memory is above the
+	// threshold again a second later, the next check evicts at once, the
+	// older executor and still not the AM.
+	mi, err = koordletutil.GetMemInfo()
+	require.NoError(t, err)
+	capacity = (int64(mi.MemUsageBytes()) - 80<<20) * 100 / 98
+	node.Status.Capacity = corev1.ResourceList{corev1.ResourceMemory: *resource.NewQuantity(capacity, resource.BinarySI)}
+	second := m.Cycle(now.Add(time.Second))
+	require.Len(t, second, 1, "the next check is not held by the cooling")
+	assert.Equal(t, n.old, second[0].Name())
+	for _, pid := range amPids {
+		assert.True(t, alive(pid), "the AM survives")
+	}
 }
 
 func itoa(i int) string { return strconv.Itoa(i) }

@@ -51,7 +51,7 @@ type Killer struct {
 	// Hook, when set, is called after each step of a kill; tests stop the
 	// killing process there.
 	Hook func(Step)
-	// Reason is recorded in the journal.
+	// Reason is recorded in the journal by Kill (KillFor takes its own).
 	Reason string
 }
 
@@ -106,9 +106,16 @@ func (k *Killer) ownDir(c *store.Container) (cgroups.Controller, string, error) 
 	return 0, "", fmt.Errorf("container %s: %w", c.Name, ErrNotYARN)
 }
 
-// Kill ends every process of container c. It succeeds only when the
-// processes it found are gone or exiting.
+// Kill ends every process of container c, journaled with k.Reason. It
+// succeeds only when the processes it found are gone or exiting.
 func (k *Killer) Kill(c *store.Container) (KillResult, error) {
+	return k.KillFor(c, k.Reason)
+}
+
+// KillFor is Kill with the reason journaled given here, so that strategies
+// (and the kills of one plan, run at once) share the killer without
+// writing to it.
+func (k *Killer) KillFor(c *store.Container, reason string) (KillResult, error) {
 	var res KillResult
 	ctrl, dir, err := k.ownDir(c)
 	if err != nil {
@@ -133,13 +140,13 @@ func (k *Killer) Kill(c *store.Container) (KillResult, error) {
 	}
 	signalled := map[int]bool{}
 
-	k.Journal.record(abs, StepJournaled, k.Reason)
+	k.Journal.record(abs, StepJournaled, reason)
 	k.hook(StepJournaled)
 
 	// 1. SIGTERM: let the JVM run its shutdown hooks.
 	k.signalAll(abs, ctrl, dir, unix.SIGTERM, signalled)
 	if len(signalled) > 0 {
-		k.Journal.record(abs, StepTermSent, k.Reason)
+		k.Journal.record(abs, StepTermSent, reason)
 	}
 	k.hook(StepTermSent)
 	if len(signalled) > 0 && k.Grace > 0 {
@@ -154,7 +161,7 @@ func (k *Killer) Kill(c *store.Container) (KillResult, error) {
 
 	// 2. Everything left dies: cgroup.kill on v2, SIGKILL passes until the
 	// cgroup is empty otherwise (and after cgroup.kill, harmlessly).
-	k.Journal.record(abs, StepKillSent, k.Reason)
+	k.Journal.record(abs, StepKillSent, reason)
 	if k.H.V2 {
 		if err := os.WriteFile(filepath.Join(abs, "cgroup.kill"), []byte("1"), 0o644); err == nil {
 			res.Atomic = true

@@ -201,22 +201,49 @@ func (m *MemoryEvict) Cycle(now time.Time) []Victim {
 		m.arm(used, level)
 		return nil
 	}
+	decideStart := time.Now()
 	victims := m.victims(si.GetAllPods())
 	Rank(victims, MemoryUsage)
 	_, covered := PlanProtectingAMs(victims, need, MemoryUsage)
-	klog.Infof("yarn: node memory above the BE evict threshold: need to release %dMi; %d candidates, the plan covers %dMi",
-		need>>20, len(victims), covered>>20)
+	// The times say where a reaction goes: reading the candidates and
+	// planning, then the kills.
+	klog.Infof("yarn: node memory above the BE evict threshold: need to release %dMi; %d candidates, the plan covers %dMi (decided in %v)",
+		need>>20, len(victims), covered>>20, time.Since(decideStart).Round(time.Microsecond))
 	evicted, released, attempted := m.evict(node, victims, need)
+	if attempted {
+		klog.V(2).Infof("yarn: memory evict done %v after the check began: %d evicted, %dMi released", time.Since(now).Round(time.Millisecond), len(evicted), released>>20)
+	}
 	if attempted && m.deps.Metrics != nil {
 		m.deps.Metrics.Needed.WithLabelValues(m.deps.NodeName, ReasonBEMemoryEvict, "memory").Add(float64(need))
 	}
-	if len(evicted) > 0 {
+	if ReleasesLater(evicted) {
 		m.lastEvict = now
 	}
 	if attempted && released < need {
 		klog.Warningf("yarn: memory evict released %dMi of the %dMi needed", released>>20, need>>20)
 	}
 	return evicted
+}
+
+// ReleasesLater reports whether some of the evicted release their memory
+// after the check that evicted them: a pod, evicted through the API and
+// ended by the kubelet. The cooling (memoryEvictCoolTimeSeconds) exists for
+// those: it keeps the next checks from taking more victims before the
+// first ones' memory is free. A YARN container's kill returns only once its
+// processes are gone (or in exit, past freeing their memory), so what it
+// released is in /proc/meminfo, read by the very next check: after a cycle
+// that evicted only YARN containers, the next check (event or interval)
+// comes without the cooling and evicts again only if memory is still above
+// the threshold. With the event trigger a first plan that fell short (the
+// node's memory moved while the victims were killed) is thus completed at
+// the next interval, not one cooling later.
+func ReleasesLater(evicted []Victim) bool {
+	for _, v := range evicted {
+		if v.Pod != nil {
+			return true
+		}
+	}
+	return false
 }
 
 // arm sets the event trigger (if any) to wake at the threshold level.

@@ -128,10 +128,14 @@ func (s *Slot) Cycle(now time.Time) {
 	evicted := false
 	var released int64
 	if s.be != nil && gateOn(s.gates[0]) {
-		for _, v := range s.be.Cycle(now) {
-			evicted = true
+		victims := s.be.Cycle(now)
+		for _, v := range victims {
 			released += v.MemoryUsed
 		}
+		// Memory released by YARN kills is free when they return: no
+		// cooling for it (see ReleasesLater); CPU satisfaction is read from
+		// the collector's samples, so CPU evictions cool as upstream's.
+		evicted = len(victims) > 0 && (s.kind == AllocCPU || ReleasesLater(victims))
 	}
 	node, slo := si.GetNode(), si.GetNodeSLO()
 	if node == nil || slo == nil {

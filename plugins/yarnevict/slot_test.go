@@ -210,3 +210,50 @@ func TestSlotRunsUpstreamCPUUsageTrigger(t *testing.T) {
 	env.slot.Cycle(time.Now())
 	assert.Equal(t, []string{"batch-big:evicted", "batch-small:evicted"}, env.exec.evicted)
 }
+
+// fakeBE is a BE trigger that evicts what it is told, counting its checks.
+type fakeBE struct {
+	checks  int
+	victims []Victim
+}
+
+func (f *fakeBE) Setup(*qmframework.Context) {}
+
+func (f *fakeBE) Cycle(time.Time) []Victim {
+	f.checks++
+	return f.victims
+}
+
+// The memory slot cools after evicting a pod (its memory is freed later, by
+// the kubelet) but not after YARN kills, which return once the processes
+// are gone; the CPU slot cools after either (CPU is judged from samples).
+func TestSlotCoolsOnlyForLaterReleases(t *testing.T) {
+	setGates(t, map[string]bool{string(features.YARNBEMemoryEvict): true, string(koordfeatures.BEMemoryEvict): true,
+		string(features.YARNBECPUEvict): true, string(koordfeatures.BECPUEvict): true})
+	node := &corev1.Node{Status: corev1.NodeStatus{Capacity: corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("120G")}}}
+	slo := &slov1alpha1.NodeSLO{Spec: slov1alpha1.NodeSLOSpec{ResourceUsedThresholdWithBE: &slov1alpha1.ResourceThresholdStrategy{Enable: ptr.To(true)}}}
+	container := Victim{Container: &store.Container{Name: "container_1700000000000_0042_01_000002"}, MemoryUsed: 1 << 30}
+	pod := Victim{Pod: memPod("batch-a", apiext.PriorityBatchValueMin, 1), MemoryUsed: 1 << 30}
+	for _, tc := range []struct {
+		name       string
+		kind       AllocKind
+		victims    []Victim
+		wantChecks int
+	}{
+		{"memory, YARN containers only: no cooling", AllocMemory, []Victim{container}, 3},
+		{"memory, a pod among them: cooling", AllocMemory, []Victim{container, pod}, 1},
+		{"memory, nothing evicted", AllocMemory, nil, 3},
+		{"CPU, YARN containers: cooling", AllocCPU, []Victim{container}, 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			env := newSlotEnv(t, tc.kind, node, slo, nil, store.New(), func(func(metriccache.MetricResource, map[metriccache.MetricProperty]string, float64)) {})
+			be := &fakeBE{victims: tc.victims}
+			env.slot.be, env.slot.cooling = be, 4*time.Second
+			start := time.Now()
+			for i := 0; i < 3; i++ {
+				env.slot.Cycle(start.Add(time.Duration(i) * time.Second))
+			}
+			assert.Equal(t, tc.wantChecks, be.checks)
+		})
+	}
+}
