@@ -58,7 +58,8 @@ func (fw *Framework) installLedger(reg prometheus.Registerer) error {
 		NodeName: os.Getenv("NODE_NAME"),
 	})
 	fw.Informer.AfterResync = fw.Ledger.Notify
-	fw.loops = append(fw.loops, fw.Ledger, fw.rmSync)
+	stale := &yarnledger.StaleEntry{Client: fw.Handles.KubeClient, NodeName: os.Getenv("NODE_NAME")}
+	fw.loops = append(fw.loops, fw.Ledger, fw.rmSync, stale)
 	options.RegisterHTTPHandler(LedgerPath, fw.ledgerHandler)
 	return nil
 }

@@ -112,3 +112,54 @@ func Entry(current string) (Batch, bool, error) {
 	}
 	return Batch{}, false, nil
 }
+
+// RemoveEntry returns the thirdPartyAllocations annotation value without
+// the hadoop-yarn entry; drop is true when nothing else is left in it (no
+// other entry, no other field), so the annotation itself can go. changed is
+// false when there was no such entry. Every other entry and field is kept
+// byte for byte; a malformed value is an error and is left as it is.
+func RemoveEntry(current string) (value string, drop, changed bool, err error) {
+	if len(bytes.TrimSpace([]byte(current))) == 0 {
+		return current, false, false, nil
+	}
+	doc := map[string]json.RawMessage{}
+	if err := json.Unmarshal([]byte(current), &doc); err != nil || doc == nil {
+		return "", false, false, fmt.Errorf("annotation %s is not a JSON object, left as it is: %v", AnnotationKey, err)
+	}
+	var entries []json.RawMessage
+	if raw, ok := doc["allocations"]; ok && !bytes.Equal(bytes.TrimSpace(raw), []byte("null")) {
+		if err := json.Unmarshal(raw, &entries); err != nil {
+			return "", false, false, fmt.Errorf("annotation %s: allocations is not an array, left as it is: %w", AnnotationKey, err)
+		}
+	}
+	kept := make([]json.RawMessage, 0, len(entries))
+	for i, raw := range entries {
+		var head struct {
+			Name string `json:"name"`
+		}
+		if err := json.Unmarshal(raw, &head); err != nil {
+			return "", false, false, fmt.Errorf("annotation %s: allocation %d is not an object, left as it is: %w", AnnotationKey, i, err)
+		}
+		if head.Name == EntryName {
+			changed = true
+			continue
+		}
+		kept = append(kept, raw)
+	}
+	if !changed {
+		return current, false, false, nil
+	}
+	if len(kept) == 0 && len(doc) == 1 {
+		return "", true, true, nil
+	}
+	list, err := json.Marshal(kept)
+	if err != nil {
+		return "", false, false, fmt.Errorf("encode allocations: %w", err)
+	}
+	doc["allocations"] = list
+	out, err := json.Marshal(doc)
+	if err != nil {
+		return "", false, false, fmt.Errorf("encode annotation %s: %w", AnnotationKey, err)
+	}
+	return string(out), false, true, nil
+}

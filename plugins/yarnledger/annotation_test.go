@@ -69,3 +69,40 @@ func TestSetEntry(t *testing.T) {
 		})
 	}
 }
+
+func TestRemoveEntry(t *testing.T) {
+	const ours = `{"name":"hadoop-yarn","priority":"koord-batch","resources":{"kubernetes.io/batch-cpu":"3k"}}`
+	const other = `{"name":"flink-session","priority":"koord-batch","resources":{"kubernetes.io/batch-cpu":"1k"},"extra":{"kept":true}}`
+	cases := []struct {
+		name          string
+		current, want string
+		drop, changed bool
+		wantErr       bool
+	}{
+		{name: "empty", current: ""},
+		{name: "no entry of ours", current: `{"allocations":[` + other + `]}`, want: `{"allocations":[` + other + `]}`},
+		{name: "ours alone: the annotation goes", current: `{"allocations":[` + ours + `]}`, drop: true, changed: true},
+		{name: "others kept byte for byte", current: `{"allocations":[` + other + `,` + ours + `],"note":"x"}`,
+			want: `{"allocations":[` + other + `],"note":"x"}`, changed: true},
+		{name: "ours alone beside another field: kept with no allocations", current: `{"allocations":[` + ours + `],"note":"x"}`,
+			want: `{"allocations":[],"note":"x"}`, changed: true},
+		{name: "not JSON", current: `hadoop-yarn`, wantErr: true},
+		{name: "allocations not an array", current: `{"allocations":{}}`, wantErr: true},
+		{name: "an allocation not an object", current: `{"allocations":[1]}`, wantErr: true},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			got, drop, changed, err := RemoveEntry(tc.current)
+			if tc.wantErr {
+				require.Error(t, err)
+				return
+			}
+			require.NoError(t, err)
+			assert.Equal(t, tc.drop, drop)
+			assert.Equal(t, tc.changed, changed)
+			if tc.changed && !tc.drop {
+				assert.Equal(t, tc.want, got)
+			}
+		})
+	}
+}

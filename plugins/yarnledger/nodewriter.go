@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
@@ -63,4 +64,75 @@ func (w *NodeWriter) Write(ctx context.Context, alloc Batch) (patched bool, err 
 		return nil
 	})
 	return patched, err
+}
+
+// LastWrittenByUs reports whether the Node's managed fields name this
+// ledger (FieldManager) as the owner of the thirdPartyAllocations
+// annotation: the API server moves a field's ownership to whoever writes
+// it next, so ours means that no other writer (koord-yarn-operator, a
+// person) has set the annotation since koordlet-yarn did.
+func LastWrittenByUs(node *corev1.Node) bool {
+	for _, mf := range node.ManagedFields {
+		if mf.Manager != FieldManager || mf.FieldsV1 == nil {
+			continue
+		}
+		var fields map[string]map[string]map[string]json.RawMessage
+		if err := json.Unmarshal(mf.FieldsV1.Raw, &fields); err != nil {
+			continue
+		}
+		if _, ok := fields["f:metadata"]["f:annotations"]["f:"+AnnotationKey]; ok {
+			return true
+		}
+	}
+	return false
+}
+
+// RemoveOurs removes the hadoop-yarn entry from the Node's
+// thirdPartyAllocations when this ledger wrote the annotation last
+// (LastWrittenByUs), keeping every other entry; the annotation goes when
+// nothing else is in it. Like Write it patches with the Node's
+// resourceVersion and retries on conflict. removed is false when there was
+// nothing of ours to remove; kept says why when an entry is there but is
+// not ours to remove.
+func (w *NodeWriter) RemoveOurs(ctx context.Context) (removed bool, kept string, err error) {
+	nodes := w.Client.CoreV1().Nodes()
+	err = retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		removed, kept = false, ""
+		node, err := nodes.Get(ctx, w.NodeName, metav1.GetOptions{})
+		if err != nil {
+			return fmt.Errorf("get node %s: %w", w.NodeName, err)
+		}
+		current, present := node.Annotations[AnnotationKey]
+		if !present {
+			return nil
+		}
+		value, drop, changed, err := RemoveEntry(current)
+		if err != nil {
+			return fmt.Errorf("node %s: %w: %w", w.NodeName, ErrMalformed, err)
+		}
+		if !changed {
+			return nil
+		}
+		if !LastWrittenByUs(node) {
+			kept = "another writer set the annotation after koordlet-yarn (or koordlet-yarn never did)"
+			return nil
+		}
+		var annotation any = value
+		if drop {
+			annotation = nil // JSON merge patch: remove the annotation
+		}
+		patch, err := json.Marshal(map[string]any{"metadata": map[string]any{
+			"resourceVersion": node.ResourceVersion,
+			"annotations":     map[string]any{AnnotationKey: annotation},
+		}})
+		if err != nil {
+			return fmt.Errorf("encode node patch: %w", err)
+		}
+		if _, err := nodes.Patch(ctx, w.NodeName, types.MergePatchType, patch, metav1.PatchOptions{FieldManager: FieldManager}); err != nil {
+			return fmt.Errorf("patch node %s annotation %s: %w", w.NodeName, AnnotationKey, err)
+		}
+		removed = true
+		return nil
+	})
+	return removed, kept, err
 }

@@ -88,3 +88,60 @@ func quote(s string) string {
 	b, _ := json.Marshal(s)
 	return string(b)
 }
+
+func TestLastWrittenByUs(t *testing.T) {
+	fields := func(key string) *metav1.FieldsV1 {
+		return &metav1.FieldsV1{Raw: []byte(`{"f:metadata":{"f:annotations":{"f:` + key + `":{}}}}`)}
+	}
+	cases := []struct {
+		name    string
+		managed []metav1.ManagedFieldsEntry
+		want    bool
+	}{
+		{"none", nil, false},
+		{"ours", []metav1.ManagedFieldsEntry{{Manager: FieldManager, FieldsV1: fields(AnnotationKey)}}, true},
+		{"ours on another annotation only", []metav1.ManagedFieldsEntry{{Manager: FieldManager, FieldsV1: fields("example.com/x")},
+			{Manager: "koord-yarn-operator", FieldsV1: fields(AnnotationKey)}}, false},
+		{"another writer's", []metav1.ManagedFieldsEntry{{Manager: "kubectl-edit", FieldsV1: fields(AnnotationKey)}}, false},
+		{"garbage fields", []metav1.ManagedFieldsEntry{{Manager: FieldManager, FieldsV1: &metav1.FieldsV1{Raw: []byte(`[`)}}}, false},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			n := testNode(nil)
+			n.ManagedFields = tc.managed
+			assert.Equal(t, tc.want, LastWrittenByUs(n))
+		})
+	}
+}
+
+func TestRemoveOurs(t *testing.T) {
+	const ours = `{"name":"hadoop-yarn","priority":"koord-batch","resources":{"kubernetes.io/batch-cpu":"3k"}}`
+	value := `{"allocations":[` + otherEntry + `,` + ours + `]}`
+	for _, tc := range []struct {
+		name        string
+		manager     string
+		wantRemoved bool
+	}{
+		{"written last by koordlet-yarn", FieldManager, true},
+		{"written last by someone else", "koord-yarn-operator", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			n := testNode(map[string]string{AnnotationKey: value, "keep": "me"})
+			n.ManagedFields = []metav1.ManagedFieldsEntry{{Manager: tc.manager,
+				FieldsV1: &metav1.FieldsV1{Raw: []byte(`{"f:metadata":{"f:annotations":{"f:` + AnnotationKey + `":{}}}}`)}}}
+			client := fake.NewClientset(n)
+			removed, kept, err := (&NodeWriter{Client: client, NodeName: "n1"}).RemoveOurs(context.Background())
+			require.NoError(t, err)
+			assert.Equal(t, tc.wantRemoved, removed)
+			assert.Equal(t, !tc.wantRemoved, kept != "")
+			got, err := client.CoreV1().Nodes().Get(context.Background(), "n1", metav1.GetOptions{})
+			require.NoError(t, err)
+			assert.Equal(t, "me", got.Annotations["keep"])
+			if tc.wantRemoved {
+				assert.Equal(t, `{"allocations":[`+otherEntry+`]}`, got.Annotations[AnnotationKey])
+			} else {
+				assert.Equal(t, value, got.Annotations[AnnotationKey])
+			}
+		})
+	}
+}

@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"encoding/json"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -197,4 +198,39 @@ func TestBatchLedger(t *testing.T) {
 	_, _, ann := nodeEntry(t, b)
 	assert.Equal(t, "me", ann["example.com/keep"])
 	assert.True(t, strings.Contains(ann[yarnledger.AnnotationKey], otherAllocation))
+
+	restartWithoutLedger := func(t *testing.T) {
+		b.StopKoordlet()
+		b.SetKoordletArgs([]string{"--yarn-rm-endpoints=" + rm1.URL + "," + rm2.URL})
+		require.NoError(t, b.StartKoordlet())
+	}
+	koordletSaid := func(t *testing.T, line string) {
+		require.Eventually(t, func() bool {
+			log, err := os.ReadFile(b.KoordletLog())
+			return err == nil && strings.Contains(string(log), line)
+		}, 20*time.Second, 100*time.Millisecond, "koordlet logs %q", line)
+	}
+
+	t.Run("gate off: the entry koordlet-yarn wrote last is removed, the rest kept", func(t *testing.T) {
+		_, ok, _ := nodeEntry(t, b)
+		require.True(t, ok)
+		restartWithoutLedger(t)
+		require.Eventually(t, func() bool {
+			_, ok, _ := nodeEntry(t, b)
+			return !ok
+		}, 20*time.Second, 100*time.Millisecond, "the stale entry goes")
+		_, _, ann := nodeEntry(t, b)
+		assert.Equal(t, "me", ann["example.com/keep"])
+		assert.Equal(t, `{"allocations":[`+otherAllocation+`]}`, ann[yarnledger.AnnotationKey], "another scheduler's entry is kept byte for byte")
+	})
+
+	t.Run("gate off: an entry another writer set is left alone", func(t *testing.T) {
+		mine := `{"name":"hadoop-yarn","priority":"koord-batch","resources":{"kubernetes.io/batch-cpu":"2k","kubernetes.io/batch-memory":"4Gi"}}`
+		value := `{"allocations":[` + otherAllocation + `,` + mine + `]}`
+		setNodeAnnotations(t, b, map[string]string{yarnledger.AnnotationKey: value}) // e.g. koord-yarn-operator
+		restartWithoutLedger(t)
+		koordletSaid(t, "is left as it is: another writer set the annotation")
+		_, _, ann := nodeEntry(t, b)
+		assert.Equal(t, value, ann[yarnledger.AnnotationKey])
+	})
 }
