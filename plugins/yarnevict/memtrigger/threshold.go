@@ -69,8 +69,12 @@ func (t *Threshold) Usage() (int64, error) {
 
 // Arm wakes when node memory used reaches level: the threshold is set on
 // the usage file at ThresholdFor(usage now, usedNow, level), replacing an
-// armed one that differs by more than RearmSlack. A level already reached
-// disarms.
+// armed one that differs by more than RearmSlack or that the usage has
+// already reached. The kernel signals a threshold as the usage crosses it,
+// so one reached is spent: it fired early (the usage file moved ahead of
+// node memory, e.g. by page cache) and the check found the node still
+// below the level, and kept, it would not fire again at the real crossing.
+// A level already reached disarms.
 func (t *Threshold) Arm(usedNow, level int64) error {
 	usage, err := t.Usage()
 	if err != nil {
@@ -83,7 +87,7 @@ func (t *Threshold) Arm(usedNow, level int64) error {
 		t.disarmLocked()
 		return nil
 	}
-	if t.ev != nil && abs(th-t.armed) <= RearmSlack {
+	if t.ev != nil && keepArmed(t.armed, th, usage) {
 		return nil
 	}
 	ev, err := t.register(th)
@@ -166,6 +170,14 @@ func (t *Threshold) wait(ev *os.File) {
 		}
 		t.fire()
 	}
+}
+
+// keepArmed tells whether the armed threshold can stay for a new one at
+// th, the usage being usage now: close enough (RearmSlack) and not yet
+// reached (a reached threshold has fired, or will only fire on the way
+// down).
+func keepArmed(armed, th, usage int64) bool {
+	return abs(th-armed) <= RearmSlack && usage < armed
 }
 
 func abs(v int64) int64 {

@@ -52,6 +52,25 @@ func waitFire(ch <-chan struct{}, d time.Duration) bool {
 // of the test's own fires once a process in it allocates across the level,
 // not before; re-arming within the slack keeps the registration; a level
 // already reached disarms; after Disarm nothing fires.
+func TestKeepArmed(t *testing.T) {
+	const mi = 1 << 20
+	cases := []struct {
+		name             string
+		armed, th, usage int64
+		want             bool
+	}{
+		{"within the slack, not reached: kept", 100 * mi, 104 * mi, 90 * mi, true},
+		{"moved beyond the slack: registered again", 100 * mi, 120 * mi, 90 * mi, false},
+		{"within the slack but reached (fired early): registered again", 100 * mi, 104 * mi, 102 * mi, false},
+		{"at the armed value: reached", 100 * mi, 101 * mi, 100 * mi, false},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			assert.Equal(t, tc.want, keepArmed(tc.armed, tc.th, tc.usage))
+		})
+	}
+}
+
 func TestRealKernelThresholdFires(t *testing.T) {
 	kerneltest.RequireCgroupV1(t, "memory")
 	dir := kerneltest.MakeCgroup(t, "memory", kerneltest.UniqueRoot(t))
@@ -77,6 +96,21 @@ func TestRealKernelThresholdFires(t *testing.T) {
 	t.Logf("usage %d -> %d, armed %d", usage, u2, th.Armed())
 	require.True(t, ok, "crossing 64 MiB fires")
 	t.Logf("64 MiB crossed and signalled %v after the allocator started", time.Since(start).Round(time.Millisecond))
+
+	// The crossed threshold is spent: re-armed above the usage now, it is
+	// registered again and fires at the next crossing (keepArmed decides
+	// the case within the slack).
+	require.Eventually(t, func() bool { u, _ := th.Usage(); return u >= 256<<20 }, 5*time.Second, 10*time.Millisecond,
+		"the first allocator holds its 256 MiB")
+	usage, err = th.Usage()
+	require.NoError(t, err)
+	spent := th.Armed()
+	require.Less(t, spent, usage)
+	require.NoError(t, th.Arm(usage, usage+4<<20))
+	require.NotEqual(t, spent, th.Armed(), "a threshold already reached is registered again")
+	assert.InDelta(t, usage+4<<20, th.Armed(), 2<<20)
+	require.NoError(t, kerneltest.Start(t, kerneltest.HelperScript("grow=64@512"), dir).Release())
+	require.True(t, waitFire(fired, 5*time.Second), "the new threshold fires at the next crossing")
 
 	usage, err = th.Usage()
 	require.NoError(t, err)
