@@ -234,6 +234,9 @@ func RankAllocatable(vs []AllocVictim) {
 		if a.Priority != b.Priority {
 			return a.Priority < b.Priority
 		}
+		if a.EvictBeforePods != b.EvictBeforePods {
+			return a.EvictBeforePods // a policy tier that goes before pods of its priority
+		}
 		if a.LabelPriority != b.LabelPriority {
 			return a.LabelPriority < b.LabelPriority
 		}

@@ -2,6 +2,8 @@ package yarnevict
 
 import (
 	"fmt"
+	"os"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -15,8 +17,13 @@ import (
 
 	apiext "github.com/koordinator-sh/koordinator/apis/extension"
 	slov1alpha1 "github.com/koordinator-sh/koordinator/apis/slo/v1alpha1"
+	ma "github.com/koordinator-sh/koordinator/pkg/koordlet/metricsadvisor/framework"
+	qmframework "github.com/koordinator-sh/koordinator/pkg/koordlet/qosmanager/framework"
 	"github.com/koordinator-sh/koordinator/pkg/koordlet/util/testutil"
 
+	"github.com/koordlet-yarn/koordlet-yarn/framework/appmeta"
+	"github.com/koordlet-yarn/koordlet-yarn/framework/cgroups"
+	"github.com/koordlet-yarn/koordlet-yarn/framework/policy"
 	"github.com/koordlet-yarn/koordlet-yarn/framework/store"
 	"github.com/koordlet-yarn/koordlet-yarn/framework/yarn"
 )
@@ -290,4 +297,51 @@ func allocNames(vs []AllocVictim) []string {
 		out = append(out, v.Name())
 	}
 	return out
+}
+
+// The allocatable trigger sees the YARN QoS policy as the usage strategies
+// do: a transcode container (priority 5100, a tier evicted before pods) goes
+// before the BE pod and the other YARN containers, and a container the
+// policy raises above the priority threshold is not a victim.
+func TestAllocatableVictimsFollowThePolicy(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "policy.yaml")
+	require.NoError(t, os.WriteFile(path, []byte(`tiers:
+  transcode: {evictBeforePods: true}
+rules:
+- name: transcode-first
+  match: {queue: root.transcode}
+  priority: 5100
+  tier: transcode
+- name: streaming-protected
+  match: {queue: root.streaming}
+  priority: 7000
+`), 0o644))
+	h, err := policy.NewHolder(path, nil)
+	require.NoError(t, err)
+	queues := map[string]string{"application_1700000000000_0001": "root.transcode", "application_1700000000000_0002": "root.streaming",
+		"application_1700000000000_0003": "root.default"}
+	resolver := policy.NewResolver(h, func(app string) (appmeta.App, bool) {
+		q, ok := queues[app]
+		return appmeta.App{ID: app, Queue: q}, ok
+	})
+	now := time.Now()
+	ctr := func(app, seq int, started time.Time) *store.Container {
+		name := fmt.Sprintf("container_1700000000000_%04d_01_%06d", app, seq)
+		id, err := yarn.ParseContainerID(name)
+		require.NoError(t, err)
+		c := &store.Container{Name: name, ID: id, State: yarn.StateRunning, Source: store.SourceBoth, RequestMemoryBytes: 1 << 30,
+			Started: started, Pids: []int{1}, ApplicationID: id.ApplicationID()}
+		c.Cgroups[cgroups.CPU] = cgroups.Ref{Dir: "hadoop-yarn/" + name, Owned: true}
+		return c
+	}
+	transcode, streaming, spark := ctr(1, 2, now.Add(-time.Hour)), ctr(2, 2, now), ctr(3, 2, now.Add(-time.Minute))
+	a := &AllocatableEvict{Kind: AllocMemory, Deps: Deps{Policy: resolver}, Opts: &qmframework.Options{MetricAdvisorConfig: &ma.Config{CollectResUsedInterval: time.Second}}}
+	cfg := AllocConfig{Threshold: 90, Lower: 80, PriorityThreshold: apiext.PriorityBatchValueMax}
+	nmPod := memPod("nodemanager", apiext.PriorityBatchValueMin+400, 1) // koord-batch 5400
+	vs := a.victims(cfg, nil, nmPod, true, []*store.Container{transcode, streaming, spark})
+	bePod := PodAllocVictim(AllocMemory, memPod("batch-a", apiext.PriorityBatchValueMin+100, 1)) // 5100, like the transcode rule
+	vs = append(vs, bePod)
+	RankAllocatable(vs)
+	assert.Equal(t, []string{transcode.Name, "test-ns/batch-a", spark.Name}, allocNames(vs),
+		"the transcode tier before the pod of its priority; the streaming container (7000) above the threshold is no victim")
 }

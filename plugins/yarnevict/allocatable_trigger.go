@@ -166,7 +166,20 @@ func (a *AllocatableEvict) victims(cfg AllocConfig, pods []*statesinformer.PodMe
 		if !c.HasCgroup() || len(c.Pids) == 0 || c.Source&store.SourceNM == 0 || yarn.IsTerminalState(c.State) || flights.Busy(c.Name) {
 			continue
 		}
-		out = append(out, ContainerAllocVictim(a.Kind, c, nmPriority, nmLabel))
+		v := ContainerAllocVictim(a.Kind, c, nmPriority, nmLabel)
+		// The YARN QoS policy's priority, as the usage strategies see it: a
+		// rule's priority also stands for the label priority, and a
+		// container it puts above the priority threshold is protected like
+		// a pod there.
+		r := a.Deps.Policy.For(c)
+		ApplyPolicy(&v.Victim, r, int64(nmPriority))
+		if r.Effective.Priority != nil {
+			v.LabelPriority = v.Priority
+		}
+		if v.Priority > int64(cfg.PriorityThreshold) {
+			continue
+		}
+		out = append(out, v)
 	}
 	return out
 }
