@@ -20,7 +20,8 @@ type BatchShape struct {
 	// HogThreads are the CPU-burning threads of a CPU executor.
 	HogThreads int
 	// MemoryMiB is what a memory executor allocates (at 256 MiB/s, then
-	// holds); every third executor is one, with one burning thread.
+	// holds); every third executor is one, with one burning thread (0:
+	// none, CPU executors only).
 	MemoryMiB int
 	// MinLife and MaxLife bound an executor's lifetime.
 	MinLife, MaxLife time.Duration
@@ -68,7 +69,7 @@ func startBatch(nm *nmemu.NM, shape BatchShape, app int64, seed int64) (*batch, 
 func (b *batch) executorScript(n int) string {
 	burn := kerneltest.HelperScript("burn")
 	threads := make([]string, 0, b.shape.HogThreads+1)
-	if n%3 == 2 {
+	if n%3 == 2 && b.shape.MemoryMiB > 0 {
 		threads = append(threads, kerneltest.HelperScript(fmt.Sprintf("grow=%d@256", b.shape.MemoryMiB)), burn)
 	} else {
 		for i := 0; i < b.shape.HogThreads; i++ {
