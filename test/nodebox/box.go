@@ -54,6 +54,9 @@ type Options struct {
 	NodeSLO slov1alpha1.NodeSLOSpec
 	// KoordletArgs are extra koordlet flags (e.g. --feature-gates=...).
 	KoordletArgs []string
+	// ExtraCRDs are more of the koordinator module's CRD files
+	// (config/crd/bases) to install, e.g. for koord-manager.
+	ExtraCRDs []string
 	// Layout is the node's cgroup layout (zero value: LayoutCgroupfs).
 	Layout Layout
 	// LockWait is how long Start waits for another box on this machine to
@@ -229,7 +232,7 @@ func Start(ctx context.Context, opts Options) (b *Box, err error) {
 	if err != nil {
 		return b, err
 	}
-	if err = applyCRDs(ctx, cfg, crdDir); err != nil {
+	if err = applyCRDs(ctx, cfg, crdDir, append(append([]string(nil), crdFiles...), opts.ExtraCRDs...)); err != nil {
 		return b, err
 	}
 	if err = createNode(ctx, b.Kube, NodeName); err != nil {
@@ -407,6 +410,9 @@ func (b *Box) SysFSRoot() string { return b.sysFSRoot }
 
 // KoordletLog is the path of koordlet's log.
 func (b *Box) KoordletLog() string { return b.koordlet.log }
+
+// KubeconfigPath is the kubeconfig of the box's API server (admin).
+func (b *Box) KubeconfigPath() string { return b.cp.kubeconfig }
 
 // Dir is the box's work directory (logs, kubeconfig).
 func (b *Box) Dir() string { return b.dir }

@@ -34,12 +34,12 @@ var crdFiles = []string{
 	"scheduling.koordinator.sh_devices.yaml",
 }
 
-func applyCRDs(ctx context.Context, cfg *rest.Config, crdDir string) error {
+func applyCRDs(ctx context.Context, cfg *rest.Config, crdDir string, files []string) error {
 	client, err := apiextensionsclient.NewForConfig(cfg)
 	if err != nil {
 		return err
 	}
-	for _, f := range crdFiles {
+	for _, f := range files {
 		b, err := os.ReadFile(filepath.Join(crdDir, f))
 		if err != nil {
 			return fmt.Errorf("read CRD: %w", err)
