@@ -8,7 +8,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
 	"os/signal"
 	"path/filepath"
 	"strings"
@@ -16,8 +15,6 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/prometheus/common/expfmt"
-	"github.com/prometheus/common/model"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
@@ -39,15 +36,9 @@ func main() {
 }
 
 func run() error {
-	if err := nodebox.Prerequisites(); err != nil {
-		return err
-	}
-	top, err := repoTop()
-	if err != nil {
-		return err
-	}
 	step("building bin/koordlet and the cached kube-apiserver and etcd")
-	if err := nodebox.EnsureBinaries(top, os.Stderr); err != nil {
+	top, err := nodebox.Prepare(os.Stderr)
+	if err != nil {
 		return err
 	}
 	ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -219,12 +210,7 @@ type used struct{ cpu, mem string }
 // scrapeUsage reads the per-container usage koordlet exports on /metrics.
 func scrapeUsage(box *nodebox.Box) map[string]used {
 	out := map[string]used{}
-	text, err := box.Metrics()
-	if err != nil {
-		return out
-	}
-	parser := expfmt.NewTextParser(model.UTF8Validation)
-	fams, err := parser.TextToMetricFamilies(strings.NewReader(text))
+	fams, err := box.MetricFamilies()
 	if err != nil {
 		return out
 	}
@@ -250,12 +236,4 @@ func scrapeUsage(box *nodebox.Box) map[string]used {
 		}
 	}
 	return out
-}
-
-func repoTop() (string, error) {
-	out, err := exec.Command("go", "list", "-m", "-f", "{{.Dir}}").Output()
-	if err != nil {
-		return "", fmt.Errorf("locate the repository: %w", err)
-	}
-	return strings.TrimSpace(string(out)), nil
 }

@@ -28,9 +28,6 @@ import (
 	"sync"
 	"time"
 
-	dto "github.com/prometheus/client_model/go"
-	"github.com/prometheus/common/expfmt"
-	"github.com/prometheus/common/model"
 	"k8s.io/utils/ptr"
 
 	slov1alpha1 "github.com/koordinator-sh/koordinator/apis/slo/v1alpha1"
@@ -702,13 +699,9 @@ func (k *koordlet) sample(alive int, dir, name string) (Sample, error) {
 		}
 		s.HeapLive, s.HeapTSDB, s.HeapInuse = h.live, h.tsdb, h.inuse
 		s.HeapOther = h.live - min(h.tsdb, h.live)
-		text, err := k.box.Metrics()
+		fams, err := k.box.MetricFamilies()
 		if err != nil {
-			return s, fmt.Errorf("soak: koordlet's /metrics: %w", err)
-		}
-		fams, err := parseMetrics(text)
-		if err != nil {
-			return s, fmt.Errorf("soak: parse /metrics: %w", err)
+			return s, fmt.Errorf("soak: %w", err)
 		}
 		gauge := func(name string) (float64, error) {
 			f, ok := fams[name]
@@ -941,26 +934,12 @@ func (k *koordlet) store() (ids, dirs []string, err error) {
 	return ids, dirs, nil
 }
 
-// evictions sums koordlet_yarn_container_evictions_total.
+// evictions sums koordlet_yarn_container_evictions_total (-1 when
+// koordlet's /metrics cannot be read).
 func (k *koordlet) evictions() float64 {
-	text, err := k.box.Metrics()
+	fams, err := k.box.MetricFamilies()
 	if err != nil {
 		return -1
 	}
-	fams, err := parseMetrics(text)
-	if err != nil {
-		return -1
-	}
-	n := 0.0
-	if f, ok := fams["koordlet_yarn_container_evictions_total"]; ok {
-		for _, m := range f.Metric {
-			n += m.GetCounter().GetValue()
-		}
-	}
-	return n
-}
-
-func parseMetrics(text string) (map[string]*dto.MetricFamily, error) {
-	parser := expfmt.NewTextParser(model.UTF8Validation)
-	return parser.TextToMetricFamilies(strings.NewReader(text))
+	return nodebox.CounterSum(fams, "koordlet_yarn_container_evictions_total", "", "")
 }

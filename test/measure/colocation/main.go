@@ -11,7 +11,6 @@ import (
 	"flag"
 	"fmt"
 	"os"
-	"os/exec"
 	"os/signal"
 	"strconv"
 	"strings"
@@ -85,15 +84,8 @@ func loadavg() string {
 }
 
 func run(o colocation.Options) error {
-	if err := nodebox.Prerequisites(); err != nil {
-		return err
-	}
-	out, err := exec.Command("go", "list", "-m", "-f", "{{.Dir}}").Output()
+	top, err := nodebox.Prepare(os.Stderr)
 	if err != nil {
-		return err
-	}
-	top := strings.TrimSpace(string(out))
-	if err := nodebox.EnsureBinaries(top, os.Stderr); err != nil {
 		return err
 	}
 	// An interrupt ends the run through its clean-up (processes, cgroups, the box).

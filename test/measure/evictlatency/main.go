@@ -19,11 +19,8 @@ import (
 	"os"
 	"os/exec"
 	"sort"
-	"strings"
 	"time"
 
-	"github.com/prometheus/common/expfmt"
-	"github.com/prometheus/common/model"
 	"k8s.io/utils/ptr"
 
 	slov1alpha1 "github.com/koordinator-sh/koordinator/apis/slo/v1alpha1"
@@ -44,15 +41,8 @@ func main() {
 }
 
 func run(runs int) error {
-	if err := nodebox.Prerequisites(); err != nil {
-		return err
-	}
-	out, err := exec.Command("go", "list", "-m", "-f", "{{.Dir}}").Output()
+	top, err := nodebox.Prepare(os.Stderr)
 	if err != nil {
-		return err
-	}
-	top := strings.TrimSpace(string(out))
-	if err := nodebox.EnsureBinaries(top, os.Stderr); err != nil {
 		return err
 	}
 	ctx := context.Background()
@@ -175,31 +165,12 @@ func run(runs int) error {
 	return nil
 }
 
-// counters returns koordlet's released and needed memory totals for BE memory evict.
+// counters returns koordlet's released and needed memory totals.
 func counters(box *nodebox.Box) (released, needed float64) {
-	text, err := box.Metrics()
+	fams, err := box.MetricFamilies()
 	if err != nil {
 		return 0, 0
 	}
-	parser := expfmt.NewTextParser(model.UTF8Validation)
-	fams, err := parser.TextToMetricFamilies(strings.NewReader(text))
-	if err != nil {
-		return 0, 0
-	}
-	sum := func(name string) float64 {
-		f, ok := fams[name]
-		if !ok {
-			return 0
-		}
-		v := 0.0
-		for _, m := range f.Metric {
-			for _, l := range m.Label {
-				if l.GetName() == "resource" && l.GetValue() == "memory" {
-					v += m.GetCounter().GetValue()
-				}
-			}
-		}
-		return v
-	}
-	return sum("koordlet_yarn_evicted_resource_total"), sum("koordlet_yarn_evict_needed_resource_total")
+	return nodebox.CounterSum(fams, "koordlet_yarn_evicted_resource_total", "resource", "memory"),
+		nodebox.CounterSum(fams, "koordlet_yarn_evict_needed_resource_total", "resource", "memory")
 }

@@ -41,8 +41,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/prometheus/common/expfmt"
-	"github.com/prometheus/common/model"
 	"golang.org/x/sys/unix"
 	"k8s.io/utils/ptr"
 
@@ -122,15 +120,8 @@ type result struct {
 }
 
 func run(runs int, only string, modes []string) error {
-	if err := nodebox.Prerequisites(); err != nil {
-		return err
-	}
-	out, err := exec.Command("go", "list", "-m", "-f", "{{.Dir}}").Output()
+	top, err := nodebox.Prepare(os.Stderr)
 	if err != nil {
-		return err
-	}
-	top := strings.TrimSpace(string(out))
-	if err := nodebox.EnsureBinaries(top, os.Stderr); err != nil {
 		return err
 	}
 	rm, err := rmemu.Start()
@@ -453,27 +444,10 @@ func readInt(dir, file string) int64 {
 
 // counters returns koordlet's released and needed memory totals.
 func counters(box *nodebox.Box) (released, needed float64) {
-	text, err := box.Metrics()
+	fams, err := box.MetricFamilies()
 	if err != nil {
 		return 0, 0
 	}
-	parser := expfmt.NewTextParser(model.UTF8Validation)
-	fams, err := parser.TextToMetricFamilies(strings.NewReader(text))
-	if err != nil {
-		return 0, 0
-	}
-	sum := func(name string) float64 {
-		v := 0.0
-		if f, ok := fams[name]; ok {
-			for _, m := range f.Metric {
-				for _, l := range m.Label {
-					if l.GetName() == "resource" && l.GetValue() == "memory" {
-						v += m.GetCounter().GetValue()
-					}
-				}
-			}
-		}
-		return v
-	}
-	return sum("koordlet_yarn_evicted_resource_total"), sum("koordlet_yarn_evict_needed_resource_total")
+	return nodebox.CounterSum(fams, "koordlet_yarn_evicted_resource_total", "resource", "memory"),
+		nodebox.CounterSum(fams, "koordlet_yarn_evict_needed_resource_total", "resource", "memory")
 }

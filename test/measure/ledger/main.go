@@ -24,10 +24,8 @@ import (
 	"fmt"
 	"math/rand"
 	"os"
-	"os/exec"
 	"os/signal"
 	"sort"
-	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -133,15 +131,8 @@ func watchEntry(ctx context.Context, box *nodebox.Box, log *entryLog) error {
 }
 
 func run(containers, rate int, churn time.Duration, episodes int) error {
-	if err := nodebox.Prerequisites(); err != nil {
-		return err
-	}
-	out, err := exec.Command("go", "list", "-m", "-f", "{{.Dir}}").Output()
+	top, err := nodebox.Prepare(os.Stderr)
 	if err != nil {
-		return err
-	}
-	top := strings.TrimSpace(string(out))
-	if err := nodebox.EnsureBinaries(top, os.Stderr); err != nil {
 		return err
 	}
 	ctx, cancel := context.WithCancel(context.Background())

@@ -16,7 +16,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strings"
 	"time"
 
 	"github.com/koordlet-yarn/koordlet-yarn/test/nodebox"
@@ -43,15 +42,8 @@ func main() {
 }
 
 func run(containers int, duration time.Duration, concurrency int, linger time.Duration, profiles string) (bool, error) {
-	if err := nodebox.Prerequisites(); err != nil {
-		return false, err
-	}
-	out, err := exec.Command("go", "list", "-m", "-f", "{{.Dir}}").Output()
+	top, err := nodebox.Prepare(os.Stderr)
 	if err != nil {
-		return false, err
-	}
-	top := strings.TrimSpace(string(out))
-	if err := nodebox.EnsureBinaries(top, os.Stderr); err != nil {
 		return false, err
 	}
 	if profiles == "" {
