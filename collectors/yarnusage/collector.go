@@ -9,6 +9,7 @@
 package yarnusage
 
 import (
+	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -321,7 +322,7 @@ func (c *Collector) readFailed(ct *store.Container, what string, err error) {
 func (c *Collector) seriesOf(ct *store.Container) *series {
 	want := []string{c.opts.NodeName, ct.Name, ct.ApplicationID, ct.User, strconv.FormatBool(ct.IsAM)}
 	old, ok := c.series[ct.Name]
-	if ok && equalStrings(old.labels, want) {
+	if ok && slices.Equal(old.labels, want) {
 		return old
 	}
 	if ok {
@@ -395,16 +396,4 @@ func (c *Collector) checkAccounting() {
 	} else {
 		klog.Warningf("yarn: %s (declare it in slo-controller-config host-application-config; see the README)", acc.Reason)
 	}
-}
-
-func equalStrings(a, b []string) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }

@@ -8,6 +8,7 @@ package yarnpolicy
 
 import (
 	"context"
+	"slices"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -166,7 +167,7 @@ func (p *Plugin) Export() {
 		live[c.Name] = true
 		r := p.opts.Resolver.For(c)
 		labels := []string{p.opts.NodeName, c.Name, c.ApplicationID, r.App.Queue, r.Rule, r.Tier}
-		if old, ok := p.series[c.Name]; ok && !equal(old, labels) {
+		if old, ok := p.series[c.Name]; ok && !slices.Equal(old, labels) {
 			p.prio.DeleteLabelValues(old...)
 		}
 		p.series[c.Name] = labels
@@ -181,18 +182,6 @@ func (p *Plugin) Export() {
 	if p.apps != nil {
 		p.apps.Retain(apps)
 	}
-}
-
-func equal(a, b []string) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
 
 // ContainerQoS is what /yarn/containers shows of one container's policy.
