@@ -21,6 +21,13 @@ type Loop interface {
 	Run(stopCh <-chan struct{})
 }
 
+// Restorer is a loop that, while disabled, undoes once what it wrote when
+// it was enabled (a koordlet restarted with its gate off): RestoreDisabled
+// returns how many values it changed.
+type Restorer interface {
+	RestoreDisabled() int
+}
+
 // loopRunner is the qosmanager strategy that runs the framework's loops.
 type loopRunner struct{ fw *Framework }
 
@@ -30,10 +37,10 @@ func (fw *Framework) newLoopRunner(opts *qmframework.Options) qmframework.QOSStr
 	return &loopRunner{fw: fw}
 }
 
-// Enabled is true when any loop is enabled.
+// Enabled is true when any loop is enabled or can restore what it wrote.
 func (r *loopRunner) Enabled() bool {
 	for _, l := range r.fw.loops {
-		if l.Enabled() {
+		if _, ok := l.(Restorer); ok || l.Enabled() {
 			return true
 		}
 	}
@@ -47,6 +54,11 @@ func (r *loopRunner) Run(stopCh <-chan struct{}) {
 	for _, l := range r.fw.loops {
 		if !l.Enabled() {
 			klog.Infof("yarn: %s disabled", l.Name())
+			if rs, ok := l.(Restorer); ok {
+				if n := rs.RestoreDisabled(); n > 0 {
+					klog.Infof("yarn: %s disabled: %d values it wrote earlier restored", l.Name(), n)
+				}
+			}
 			continue
 		}
 		klog.Infof("yarn: starting %s", l.Name())

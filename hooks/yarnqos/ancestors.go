@@ -2,25 +2,60 @@ package yarnqos
 
 import (
 	"path/filepath"
-	"strconv"
+	"regexp"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/klog/v2"
 
-	"github.com/koordinator-sh/koordinator/pkg/koordlet/resourceexecutor"
 	koordletutil "github.com/koordinator-sh/koordinator/pkg/koordlet/util"
-	"github.com/koordinator-sh/koordinator/pkg/koordlet/util/system"
 )
 
-// idleAncestors returns the cgroups between the YARN hierarchy root
+// The kubelet (and the container runtime) write cpu.shares (v2 cpu.weight)
+// to the kubepods cgroup, its QoS cgroups and every pod cgroup: when pods
+// come and go, every minute, and on an in-place resize. The kernel refuses
+// those writes (EINVAL) to a group whose cpu.idle is 1, and the kubelet's QoS
+// update stops at the first error. So koordlet-yarn never makes such a
+// cgroup idle: sched-idle goes to the YARN hierarchy root only (YARN itself
+// writes nothing but the CFS quota there) and, for the containers, to their
+// tasks as the SCHED_IDLE policy (schedidle.go): the LinuxContainerExecutor
+// writes cpu.shares (v2 cpu.weight) to a container's cgroup right after
+// creating it and fails the launch when that write fails.
+
+// podCgroupName matches a pod's cgroup: cgroupfs "pod<uid>", systemd
+// "kubepods[-<qos>]-pod<uid with _>.slice".
+var podCgroupName = regexp.MustCompile(`^(pod[0-9a-fA-F-]{36}|kubepods(-besteffort|-burstable)?-pod[0-9a-fA-F_]{36}\.slice)$`)
+
+// KubeletManaged reports whether the cgroup dir (relative to the controller
+// mount) is one the kubelet writes CPU weights to: the kubepods cgroup, a
+// QoS cgroup, a pod cgroup or anything inside a pod cgroup (the runtime's
+// containers), or a level above kubepods (the root, its slices).
+func KubeletManaged(dir string) bool {
+	d := strings.Trim(filepath.Clean("/"+dir), "/")
+	if d == "" {
+		return true
+	}
+	for _, qos := range []corev1.PodQOSClass{corev1.PodQOSGuaranteed, corev1.PodQOSBurstable, corev1.PodQOSBestEffort} {
+		q := strings.Trim(filepath.Clean(koordletutil.GetPodQoSRelativePath(qos)), "/")
+		if q == "" || q == "." {
+			continue
+		}
+		if d == q || strings.HasPrefix(q, d+"/") {
+			return true // a QoS cgroup, kubepods, or above them
+		}
+	}
+	for _, part := range strings.Split(d, "/") {
+		if podCgroupName.MatchString(part) {
+			return true
+		}
+	}
+	return false
+}
+
+// qosAncestors returns the cgroups between the YARN hierarchy root
 // (excluded) and the besteffort QoS cgroup (included) when the hierarchy
-// lies below that QoS cgroup, deepest first; nil otherwise. sched-idle acts
-// between siblings: an LS pod's cgroup is a sibling of the besteffort QoS
-// cgroup (or of its parent, the burstable one), never of the YARN root
-// below it, so the YARN root alone being idle leaves the besteffort QoS
-// cgroup competing with LS pods as a normal group.
-func idleAncestors(hierarchy string) []string {
+// lies below that QoS cgroup, deepest first; nil otherwise. Versions before
+// 0.9 made them idle; they are reset at start (resetLegacyIdle).
+func qosAncestors(hierarchy string) []string {
 	be := strings.Trim(filepath.Clean(koordletutil.GetPodQoSRelativePath(corev1.PodQOSBestEffort)), "/")
 	h := strings.Trim(filepath.Clean(hierarchy), "/")
 	if be == "" || be == "." || !strings.HasPrefix(h, be+"/") {
@@ -33,29 +68,4 @@ func idleAncestors(hierarchy string) []string {
 			return out
 		}
 	}
-}
-
-// applyAncestorsIdle writes the rule's cpu.idle to idleAncestors of the
-// YARN root (Group Identity's bvt of the QoS cgroup is koordlet's own
-// groupidentity hook's; its cpu.idle is written by koordlet's core
-// scheduling hook only on kernels with core scheduling), and returns how
-// many files changed. The caller holds a.mu.
-func (a *Applier) applyAncestorsIdle(hierarchy string, rule CPURule) int {
-	written := 0
-	for _, dir := range idleAncestors(hierarchy) {
-		if !a.supported(system.CPUIdle, dir, "cgroup sched-idle") {
-			return written
-		}
-		u, err := resourceexecutor.NewCommonCgroupUpdater(system.CPUIdleName, dir, strconv.FormatInt(rule.Idle, 10), nil)
-		if err != nil {
-			continue
-		}
-		if updated, err := a.executor.Update(true, u); err != nil {
-			klog.V(4).Infof("yarn: apply cpu.idle to %s, above the YARN hierarchy: %v", dir, err)
-		} else if updated {
-			written++
-			a.wrote(string(u.ResourceType()), 1)
-		}
-	}
-	return written
 }

@@ -18,28 +18,58 @@ import (
 	"github.com/koordlet-yarn/koordlet-yarn/framework/store"
 )
 
-func TestIdleAncestors(t *testing.T) {
+func TestQoSAncestors(t *testing.T) {
 	old := system.CgroupPathFormatter
 	t.Cleanup(func() { system.CgroupPathFormatter = old })
 
 	system.SetupCgroupPathFormatter(system.Cgroupfs)
-	assert.Equal(t, []string{"kubepods/besteffort"}, idleAncestors("kubepods/besteffort/hadoop-yarn"))
-	assert.Equal(t, []string{"kubepods/besteffort"}, idleAncestors("/kubepods/besteffort/hadoop-yarn/"))
-	assert.Equal(t, []string{"kubepods/besteffort/yarn", "kubepods/besteffort"}, idleAncestors("kubepods/besteffort/yarn/hadoop-yarn"))
-	assert.Nil(t, idleAncestors("hadoop-yarn"), "beside kubepods: the YARN root is the LS pods' kind of sibling itself")
-	assert.Nil(t, idleAncestors("kubepods/besteffort"))
-	assert.Nil(t, idleAncestors("kubepods/besteffort-other/hadoop-yarn"))
-	assert.Nil(t, idleAncestors("kubepods/burstable/hadoop-yarn"))
+	assert.Equal(t, []string{"kubepods/besteffort"}, qosAncestors("kubepods/besteffort/hadoop-yarn"))
+	assert.Equal(t, []string{"kubepods/besteffort"}, qosAncestors("/kubepods/besteffort/hadoop-yarn/"))
+	assert.Equal(t, []string{"kubepods/besteffort/yarn", "kubepods/besteffort"}, qosAncestors("kubepods/besteffort/yarn/hadoop-yarn"))
+	assert.Nil(t, qosAncestors("hadoop-yarn"))
+	assert.Nil(t, qosAncestors("kubepods/besteffort"))
+	assert.Nil(t, qosAncestors("kubepods/besteffort-other/hadoop-yarn"))
+	assert.Nil(t, qosAncestors("kubepods/burstable/hadoop-yarn"))
 
 	system.SetupCgroupPathFormatter(system.Systemd)
 	assert.Equal(t, []string{"kubepods.slice/kubepods-besteffort.slice"},
-		idleAncestors("kubepods.slice/kubepods-besteffort.slice/hadoop-yarn"))
+		qosAncestors("kubepods.slice/kubepods-besteffort.slice/hadoop-yarn"))
 }
 
-// TestApplyRootMakesBesteffortIdle: with the YARN hierarchy below the
-// besteffort QoS cgroup, a sched-idle BE class makes that QoS cgroup idle
-// too (the LS pods' sibling), not kubepods; turning CPU QoS off resets it.
-func TestApplyRootMakesBesteffortIdle(t *testing.T) {
+func TestKubeletManaged(t *testing.T) {
+	old := system.CgroupPathFormatter
+	t.Cleanup(func() { system.CgroupPathFormatter = old })
+	for _, tc := range []struct {
+		driver system.CgroupDriverType
+		dir    string
+		want   bool
+	}{
+		{system.Cgroupfs, "kubepods/besteffort/hadoop-yarn", false},
+		{system.Cgroupfs, "/hadoop-yarn", false},
+		{system.Cgroupfs, "kubepods/besteffort/yarn/hadoop-yarn", false},
+		{system.Cgroupfs, "kubepods/besteffort", true},
+		{system.Cgroupfs, "/kubepods/burstable/", true},
+		{system.Cgroupfs, "kubepods", true},
+		{system.Cgroupfs, "/", true},
+		{system.Cgroupfs, "kubepods/besteffort/pod0a1b2c3d-0000-1111-2222-333344445555", true},
+		{system.Cgroupfs, "kubepods/besteffort/pod0a1b2c3d-0000-1111-2222-333344445555/hadoop-yarn", true},
+		{system.Systemd, "kubepods.slice/kubepods-besteffort.slice/hadoop-yarn", false},
+		{system.Systemd, "kubepods.slice/kubepods-besteffort.slice", true},
+		{system.Systemd, "kubepods.slice", true},
+		{system.Systemd, "kubepods.slice/kubepods-besteffort.slice/kubepods-besteffort-pod0a1b2c3d_0000_1111_2222_333344445555.slice/hadoop-yarn", true},
+		{system.Systemd, "kubepods.slice/kubepods-pod0a1b2c3d_0000_1111_2222_333344445555.slice", true},
+	} {
+		system.SetupCgroupPathFormatter(tc.driver)
+		assert.Equal(t, tc.want, KubeletManaged(tc.dir), "%s %s", tc.driver, tc.dir)
+	}
+}
+
+// TestApplyRootLeavesBesteffortAlone: with the YARN hierarchy below the
+// besteffort QoS cgroup, a sched-idle BE class makes the YARN root idle and
+// never the QoS cgroup (the kubelet writes its cpu.shares, which the kernel
+// refuses while cpu.idle=1); a besteffort cgroup an earlier version made
+// idle is reset to 0 once; turning CPU QoS off resets the root.
+func TestApplyRootLeavesBesteffortAlone(t *testing.T) {
 	gates(t, string(features.YARNCPUQoS))
 	helper := system.NewFileTestUtil(t)
 	t.Cleanup(helper.Cleanup)
@@ -47,9 +77,11 @@ func TestApplyRootMakesBesteffortIdle(t *testing.T) {
 	system.SetupCgroupPathFormatter(system.Cgroupfs)
 	t.Cleanup(func() { system.CgroupPathFormatter = old })
 	const yarnRoot = "kubepods/besteffort/hadoop-yarn"
-	for _, d := range []string{"kubepods", "kubepods/besteffort", yarnRoot} {
+	for _, d := range []string{"kubepods", yarnRoot} {
 		helper.WriteCgroupFileContents(d, system.CPUIdle, "0")
 	}
+	helper.WriteCgroupFileContents("kubepods/besteffort", system.CPUIdle, "1") // an earlier version's
+	helper.WriteCgroupFileContents(yarnRoot+"/container_1700000000000_0001_01_000002", system.CPUIdle, "1")
 	helper.SetResourcesSupported(true, system.CPUIdle)
 
 	spec := beSpec(slov1alpha1.CPUQOSPolicyCoreSched)
@@ -62,14 +94,39 @@ func TestApplyRootMakesBesteffortIdle(t *testing.T) {
 	t.Cleanup(func() { close(stop) })
 	a.executor.Run(stop)
 
-	assert.Equal(t, 2, a.ApplyRoot())
+	assert.Equal(t, 3, a.ApplyRoot(), "the root made idle, the two legacy values reset")
 	assert.Equal(t, "1", helper.ReadCgroupFileContents(yarnRoot, system.CPUIdle))
-	assert.Equal(t, "1", helper.ReadCgroupFileContents("kubepods/besteffort", system.CPUIdle), "the LS pods' sibling is idle")
-	assert.Equal(t, "0", helper.ReadCgroupFileContents("kubepods", system.CPUIdle), "kubepods itself is not BE")
+	assert.Equal(t, "0", helper.ReadCgroupFileContents("kubepods/besteffort", system.CPUIdle), "the kubelet's QoS cgroup is never idle")
+	assert.Equal(t, "0", helper.ReadCgroupFileContents(yarnRoot+"/container_1700000000000_0001_01_000002", system.CPUIdle), "the LCE writes cpu.shares there")
+	assert.Equal(t, "0", helper.ReadCgroupFileContents("kubepods", system.CPUIdle))
 	assert.Equal(t, 0, a.ApplyRoot(), "unchanged: nothing written")
 
 	spec.ResourceQOSStrategy.BEClass.CPUQOS.Enable = ptr.To(false)
-	assert.Equal(t, 2, a.ApplyRoot())
-	assert.Equal(t, "0", helper.ReadCgroupFileContents("kubepods/besteffort", system.CPUIdle))
+	assert.Equal(t, 1, a.ApplyRoot())
 	assert.Equal(t, "0", helper.ReadCgroupFileContents(yarnRoot, system.CPUIdle))
+}
+
+// TestApplyRootKubeletManagedRoot: a YARN hierarchy that is itself a
+// kubelet-managed cgroup (here the besteffort QoS cgroup) is never made
+// idle.
+func TestApplyRootKubeletManagedRoot(t *testing.T) {
+	gates(t, string(features.YARNCPUQoS))
+	helper := system.NewFileTestUtil(t)
+	t.Cleanup(helper.Cleanup)
+	old := system.CgroupPathFormatter
+	system.SetupCgroupPathFormatter(system.Cgroupfs)
+	t.Cleanup(func() { system.CgroupPathFormatter = old })
+	helper.WriteCgroupFileContents("kubepods/besteffort", system.CPUIdle, "0")
+	helper.SetResourcesSupported(true, system.CPUIdle)
+	spec := beSpec(slov1alpha1.CPUQOSPolicyCoreSched)
+	si := mockstatesinformer.NewMockStatesInformer(gomock.NewController(t))
+	si.EXPECT().GetNodeSLO().Return(&slov1alpha1.NodeSLO{Spec: *spec}).AnyTimes()
+	si.EXPECT().GetNode().Return(&corev1.Node{}).AnyTimes()
+	a := New(Options{Store: store.New(), StatesInformer: func() statesinformer.StatesInformer { return si },
+		Hierarchy: func() string { return "kubepods/besteffort" }, Interval: time.Hour})
+	stop := make(chan struct{})
+	t.Cleanup(func() { close(stop) })
+	a.executor.Run(stop)
+	assert.Equal(t, 0, a.ApplyRoot())
+	assert.Equal(t, "0", helper.ReadCgroupFileContents("kubepods/besteffort", system.CPUIdle))
 }

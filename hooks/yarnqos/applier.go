@@ -61,6 +61,14 @@ type Applier struct {
 
 	mu          sync.Mutex // serialises applies (events, callbacks, reconcile)
 	unsupported map[string]bool
+	// schedIdleOff: the node cannot have SCHED_IDLE given to YARN tasks
+	// (no CAP_SYS_NICE, no xattrs on cgroups); said once.
+	schedIdleOff bool
+	// legacyDone: the cpu.idle values of earlier versions were reset.
+	legacyDone bool
+	// rootSaid: the YARN root is kubelet-managed and was said to be left
+	// alone.
+	rootSaid bool
 	// writes counts changed files by resource (resctrl: tasks moved).
 	writes *prometheus.CounterVec
 }
@@ -73,7 +81,7 @@ const ResctrlTasksResource = "resctrl_tasks"
 func New(opts Options) *Applier {
 	a := &Applier{opts: opts, executor: resourceexecutor.NewResourceUpdateExecutor(), unsupported: map[string]bool{},
 		writes: prometheus.NewCounterVec(prometheus.CounterOpts{Subsystem: koordmetrics.KoordletSubsystem, Name: "yarn_qos_writes_total",
-			Help: "QoS values the YARN appliers changed, by resource (a cgroup file such as cpu.idle or memory.min; resctrl_tasks: tasks moved into the resctrl BE group). Unchanged values are not written again."},
+			Help: "QoS values the YARN appliers changed, by resource (a cgroup file such as cpu.idle or memory.min; resctrl_tasks: tasks moved into the resctrl BE group; sched_policy: YARN tasks given SCHED_IDLE or back SCHED_OTHER). Unchanged values are not written again."},
 			[]string{"resource"})}
 	if opts.Registerer != nil {
 		if err := opts.Registerer.Register(a.writes); err != nil {
@@ -106,6 +114,13 @@ func (a *Applier) Enabled() bool {
 // Run applies on every added or updated container, on NodeSLO changes and
 // every interval, until stopCh closes. It returns at once.
 func (a *Applier) Run(stopCh <-chan struct{}) {
+	if features.Enabled(features.YARNCPUQoS) {
+		klog.Infof("yarn: YARN CPU QoS: a sched-idle BE class makes the YARN hierarchy root cpu.idle=1 and YARN container tasks SCHED_IDLE; " +
+			"the besteffort QoS cgroup, pod cgroups and the YARN containers' own cgroups are never made idle, because the kubelet and YARN's " +
+			"LinuxContainerExecutor write cpu.shares/cpu.weight there and the kernel refuses those writes while cpu.idle=1")
+	} else if n := a.RestoreDisabled(); n > 0 {
+		klog.Infof("yarn: YARNCPUQoS is off: %d CPU QoS values written earlier restored", n)
+	}
 	a.executor.Run(stopCh)
 	a.ApplyRoot()
 	unsubscribe := a.opts.Store.Subscribe("yarn-qos", func(ev store.Event) {
@@ -166,9 +181,11 @@ func (a *Applier) ReconcileAll() (written int) {
 }
 
 // ApplyRoot writes the CPU QoS to the YARN hierarchy root (all of it is BE
-// work), and sched-idle also to the besteffort QoS cgroup and any level
-// between when the hierarchy lies below it (idleAncestors), and returns how
-// many files changed.
+// work: sched-idle and Group Identity act between siblings, so the root
+// must be BE towards its own siblings) and returns how many files changed.
+// A root that is itself a cgroup the kubelet writes shares to (see
+// KubeletManaged) is left alone. The first call also resets the cpu.idle
+// that earlier versions wrote where the kubelet or the LCE writes shares.
 func (a *Applier) ApplyRoot() int {
 	if a.opts.Hierarchy == nil || !features.Enabled(features.YARNCPUQoS) {
 		return 0
@@ -180,11 +197,17 @@ func (a *Applier) ApplyRoot() int {
 	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
+	written := a.resetLegacyIdle(dir)
+	if KubeletManaged(dir) {
+		if !a.rootSaid {
+			a.rootSaid = true
+			klog.Warningf("yarn: the YARN hierarchy %s is a cgroup the kubelet writes cpu.shares/cpu.weight to; YARN CPU QoS leaves it as it is (cpu.idle=1 there would make the kernel refuse the kubelet's writes)", dir)
+		}
+		return written
+	}
 	root := &store.Container{Name: dir, Source: store.SourceCgroup}
 	root.Cgroups[cgroups.CPU] = cgroups.Ref{Dir: dir, Owned: true}
-	rule := CPURuleOf(spec)
-	written := a.applyAncestorsIdle(dir, rule)
-	for _, u := range a.cpuUpdaters(root, rule) {
+	for _, u := range a.cpuUpdaters(root, CPURuleOf(spec), true) {
 		if updated, err := a.executor.Update(true, u); err == nil && updated {
 			written++
 			a.wrote(string(u.ResourceType()), 1)
@@ -221,13 +244,18 @@ func (a *Applier) Apply(c *store.Container) int {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	var ups []resourceexecutor.ResourceUpdater
+	written := 0
 	if features.Enabled(features.YARNCPUQoS) {
-		ups = append(ups, a.cpuUpdaters(c, CPURuleOf(spec))...)
+		rule := CPURuleOf(spec)
+		ups = append(ups, a.cpuUpdaters(c, rule, false)...)
+		if n := a.applySchedIdle(c, rule.Idle == 1); n > 0 {
+			written += n
+			a.wrote(SchedPolicyResource, n)
+		}
 	}
 	if features.Enabled(features.YARNMemoryQoS) {
 		ups = append(ups, a.memoryUpdaters(c, spec, node)...)
 	}
-	written := 0
 	for _, u := range ups {
 		updated, err := a.executor.Update(true, u)
 		if err != nil {
@@ -275,7 +303,9 @@ func (a *Applier) supported(r system.Resource, dir, what string) bool {
 	return ok
 }
 
-func (a *Applier) cpuUpdaters(c *store.Container, rule CPURule) []resourceexecutor.ResourceUpdater {
+// cpuUpdaters returns the Group Identity value of the container's own cpu
+// cgroup and, with withIdle (the YARN root only), its cpu.idle.
+func (a *Applier) cpuUpdaters(c *store.Container, rule CPURule, withIdle bool) []resourceexecutor.ResourceUpdater {
 	ref := c.Cgroups[cgroups.CPU]
 	if !ref.Owned {
 		return nil
@@ -286,7 +316,7 @@ func (a *Applier) cpuUpdaters(c *store.Container, rule CPURule) []resourceexecut
 			ups = append(ups, u)
 		}
 	}
-	if r, ok := resourceOf(system.CPUIdleName); ok && a.supported(r, ref.Dir, "cgroup sched-idle") {
+	if r, ok := resourceOf(system.CPUIdleName); withIdle && ok && a.supported(r, ref.Dir, "cgroup sched-idle") {
 		if u, err := resourceexecutor.NewCommonCgroupUpdater(system.CPUIdleName, ref.Dir, strconv.FormatInt(rule.Idle, 10), nil); err == nil {
 			ups = append(ups, u)
 		}
@@ -380,10 +410,7 @@ func (a *Applier) joinResctrl(c *store.Container) int {
 	if !ref.Owned {
 		return 0
 	}
-	if a.reader == nil {
-		a.reader = resourceexecutor.NewCgroupReader()
-	}
-	tasks, err := a.reader.ReadCPUTasks(ref.Dir)
+	tasks, err := a.cgroupReader().ReadCPUTasks(ref.Dir)
 	if err != nil {
 		return 0
 	}
@@ -404,12 +431,7 @@ func (a *Applier) joinResctrl(c *store.Container) int {
 	// The resctrl tasks file takes numbers: pin each task (pidfd, start
 	// time) and check it is the container's before the write, and that
 	// each number still named it after.
-	h := cgroups.Hierarchy{ProcRoot: system.Conf.ProcRootDir, V2: system.GetCurrentCgroupVersion() == system.CgroupVersionV2}
-	if a.opts.Locate != nil {
-		if located, ok := a.opts.Locate(); ok {
-			h = located
-		}
-	}
+	h := a.hierarchy()
 	pinned := pinTasks(h, fresh, cgroups.CPU, ref.Dir)
 	if len(pinned) == 0 {
 		return 0
@@ -432,6 +454,25 @@ func (a *Applier) joinResctrl(c *store.Container) int {
 		return 0
 	}
 	return len(pinned)
+}
+
+// cgroupReader returns koordlet's cgroup reader. The caller holds a.mu.
+func (a *Applier) cgroupReader() resourceexecutor.CgroupReader {
+	if a.reader == nil {
+		a.reader = resourceexecutor.NewCgroupReader()
+	}
+	return a.reader
+}
+
+// hierarchy returns the located YARN hierarchy, whose cgroup namespace
+// reads /proc/<pid>/cgroup, or the host's.
+func (a *Applier) hierarchy() cgroups.Hierarchy {
+	if a.opts.Locate != nil {
+		if located, ok := a.opts.Locate(); ok {
+			return located
+		}
+	}
+	return cgroups.Hierarchy{ProcRoot: system.Conf.ProcRootDir, V2: system.GetCurrentCgroupVersion() == system.CgroupVersionV2}
 }
 
 // SetInterval sets the periodic reconcile; call it before Run (koordlet's

@@ -134,13 +134,13 @@ func TestApplyBVTOnFakeRoot(t *testing.T) {
 	helper.WriteCgroupFileContents("kubepods", system.CPUIdle, "0")
 	helper.WriteCgroupFileContents(c.Cgroups[cgroups.CPU].Dir, system.CPUIdle, "0")
 	helper.SetResourcesSupported(true, system.CPUBVTWarpNs, system.CPUIdle)
-	assert.Equal(t, 2, a.Apply(c), "the first apply writes both files")
+	assert.Equal(t, 1, a.Apply(c), "the first apply writes bvt; cpu.idle is never written to a container's cgroup (the LCE writes its cpu.shares)")
 	assert.Equal(t, "-1", helper.ReadCgroupFileContents(c.Cgroups[cgroups.CPU].Dir, system.CPUBVTWarpNs))
 	assert.Equal(t, "0", helper.ReadCgroupFileContents(c.Cgroups[cgroups.CPU].Dir, system.CPUIdle), "groupIdentity policy: no sched-idle")
 	assert.Equal(t, 0, a.ReconcileAll(), "nothing changed: nothing written")
 	// koordlet_yarn_qos_writes_total counts what changed, once.
 	assert.Equal(t, float64(1), testutil.ToFloat64(a.writes.WithLabelValues(string(system.CPUBVTWarpNsName))))
-	assert.Equal(t, float64(1), testutil.ToFloat64(a.writes.WithLabelValues(string(system.CPUIdleName))))
+	assert.Equal(t, float64(0), testutil.ToFloat64(a.writes.WithLabelValues(string(system.CPUIdleName))))
 }
 
 func TestApplyMemoryQoSOnFakeRoots(t *testing.T) {

@@ -9,12 +9,12 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
-	"path/filepath"
 	"strings"
 	"syscall"
 	"text/tabwriter"
 	"time"
 
+	"golang.org/x/sys/unix"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
@@ -178,7 +178,7 @@ func show(box *nodebox.Box) error {
 	fmt.Printf("  koordlet GET %s: %d containers; NM %s (pod %s)\n", koordletyarn.ContainersPath, len(resp.Containers), resp.Informer.NMEndpoint, resp.Informer.NMPod)
 	tw := tabwriter.NewWriter(os.Stdout, 2, 4, 2, ' ', 0)
 	usage := scrapeUsage(box)
-	fmt.Fprintln(tw, "  CONTAINER\tAM\tUSER\tSTATE\tEXEC\tSEEN IN\tREQ CPU\tREQ MEM\tUSED CPU\tUSED MEM\tPIDS\tOWN CGROUPS\tCPU.IDLE")
+	fmt.Fprintln(tw, "  CONTAINER\tAM\tUSER\tSTATE\tEXEC\tSEEN IN\tREQ CPU\tREQ MEM\tUSED CPU\tUSED MEM\tPIDS\tOWN CGROUPS\tSCHED")
 	for _, c := range resp.Containers {
 		var owned []string
 		for i, r := range c.Cgroups {
@@ -187,10 +187,15 @@ func show(box *nodebox.Box) error {
 			}
 		}
 		u := usage[c.Name]
+		// The scheduling policy of the container's first task: YARN CPU
+		// QoS makes YARN tasks SCHED_IDLE.
 		idle := "-"
-		if ref := c.Cgroups[cgroups.CPU]; ref.Owned {
-			if b, err := os.ReadFile(filepath.Join(nodebox.CgroupRoot, "cpu", ref.Dir, "cpu.idle")); err == nil {
-				idle = strings.TrimSpace(string(b))
+		if len(c.Pids) > 0 {
+			if attr, err := unix.SchedGetAttr(c.Pids[0], 0); err == nil {
+				idle = "other"
+				if attr.Policy == unix.SCHED_IDLE {
+					idle = "idle"
+				}
 			}
 		}
 		fmt.Fprintf(tw, "  %s\t%v\t%s\t%s\t%s\t%s\t%dm\t%dMi\t%s\t%s\t%v\t%s\t%s\n", c.Name, c.IsAM, c.User, c.State, c.ExecutionType,

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"golang.org/x/sys/unix"
 	"k8s.io/utils/ptr"
 
 	slov1alpha1 "github.com/koordinator-sh/koordinator/apis/slo/v1alpha1"
@@ -18,12 +19,18 @@ import (
 	"github.com/koordlet-yarn/koordlet-yarn/test/nodebox"
 )
 
-// TestIsolation: with YARNCPUQoS on and the BE class asking for sched-idle,
-// the real koordlet writes cpu.idle=1 to every new YARN container's real
-// cgroup, to the YARN hierarchy root and to the besteffort QoS cgroup above
-// it (the LS pods' sibling), and resets them when the BE class turns CPU
-// QoS off. (Group Identity, Memory QoS and resctrl are not on
-// this kernel; their appliers are tested on fake roots.)
+// TestIsolation: with YARNCPUQoS on and the BE class asking for sched-idle
+// (cpuPolicy coreSched, schedIdle 1), the real koordlet makes the YARN
+// hierarchy root cpu.idle=1 and every YARN container's tasks SCHED_IDLE,
+// while the cgroups whose cpu.shares another owner writes stay non-idle: the
+// besteffort QoS cgroup above the YARN root (the kubelet) and each
+// container's own cgroup (the LinuxContainerExecutor). The box's kubelet
+// writes its QoS and pod cgroups' cpu.shares throughout, and the scenario
+// fails on any refused write (startBox); earlier versions made besteffort
+// idle and the kernel refused them with EINVAL. Turning CPU QoS off in the
+// NodeSLO resets the root and gives the tasks SCHED_OTHER back. (Group
+// Identity, Memory QoS and resctrl are not on this kernel; their appliers
+// are tested on fake roots.)
 func TestIsolation(t *testing.T) {
 	b := startBox(t, nodebox.Options{KoordletArgs: []string{"--feature-gates=YARNCPUQoS=true", "--yarn-qos-reconcile-interval=1s"}})
 	if _, err := os.Stat(filepath.Join(nodebox.CgroupRoot, "cpu", "kubepods", "cpu.idle")); err != nil {
@@ -47,29 +54,55 @@ func TestIsolation(t *testing.T) {
 		}
 		return strings.TrimSpace(string(v))
 	}
+	// policies are the scheduling policies of the container's tasks.
+	policies := func(dir string) (idle, other int) {
+		for _, pid := range kerneltest.Pids(dir) {
+			attr, err := unix.SchedGetAttr(pid, 0)
+			if err != nil {
+				continue
+			}
+			if attr.Policy == unix.SCHED_IDLE {
+				idle++
+			} else {
+				other++
+			}
+		}
+		return idle, other
+	}
 	var ids []string
 	for seq := int64(1); seq <= 3; seq++ {
-		id, err := b.NM.Launch(nmemu.Spec{AppID: 11, Attempt: 1, Sequence: seq, User: "spark", MemoryMB: 512, VCores: 1, Script: "exec sleep 3600"})
+		id, err := b.NM.Launch(nmemu.Spec{AppID: 11, Attempt: 1, Sequence: seq, User: "spark", MemoryMB: 512, VCores: 1, Script: "sleep 3600 & exec sleep 3600"})
 		require.NoError(t, err)
 		ids = append(ids, id)
 	}
 	root := filepath.Join(nodebox.CgroupRoot, "cpu", nodebox.YARNHierarchy)
 	require.Eventually(t, func() bool {
 		for _, id := range ids {
-			if idle(b.NM.CgroupDir("cpu", id)) != "1" {
+			if n, other := policies(b.NM.CgroupDir("cpu", id)); n != 2 || other != 0 {
 				return false
 			}
 		}
-		return idle(root) == "1" && idle(filepath.Dir(root)) == "1"
-	}, 30*time.Second, 200*time.Millisecond, "cpu.idle=1 on every container, on the YARN root and on the besteffort QoS cgroup above it")
+		return idle(root) == "1"
+	}, 30*time.Second, 200*time.Millisecond, "every container's tasks SCHED_IDLE and the YARN root cpu.idle=1")
+	for _, id := range ids {
+		require.Equal(t, "0", idle(b.NM.CgroupDir("cpu", id)), "a container's own cgroup is never made idle (the LCE writes its cpu.shares)")
+	}
+	require.Equal(t, "0", idle(filepath.Dir(root)), "the besteffort QoS cgroup is never made idle (the kubelet writes its cpu.shares)")
+	// The kubelet's rounds while sched-idle is on all succeed.
+	_, before := b.KubeletErrors()
+	require.Eventually(t, func() bool { _, r := b.KubeletErrors(); return r >= before+2 }, 20*time.Second, 200*time.Millisecond)
+	errs, _ := b.KubeletErrors()
+	require.Empty(t, errs, "the kubelet's cpu.shares writes")
+	// The LCE's write of a container's cpu.shares.
+	require.NoError(t, os.WriteFile(filepath.Join(b.NM.CgroupDir("cpu", ids[0]), "cpu.shares"), []byte("1024"), 0o644))
 
 	setIdle(false)
 	require.Eventually(t, func() bool {
 		for _, id := range ids {
-			if idle(b.NM.CgroupDir("cpu", id)) != "0" {
+			if n, other := policies(b.NM.CgroupDir("cpu", id)); n != 0 || other != 2 {
 				return false
 			}
 		}
-		return idle(root) == "0" && idle(filepath.Dir(root)) == "0"
+		return idle(root) == "0"
 	}, 30*time.Second, 200*time.Millisecond, "reset when the BE class turns CPU QoS off")
 }

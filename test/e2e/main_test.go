@@ -68,6 +68,9 @@ func startBox(t *testing.T, opts nodebox.Options) *nodebox.Box {
 		if b.KoordletCrashed() {
 			t.Errorf("koordlet exited during the test (see its log below)")
 		}
+		if errs, rounds := b.KubeletErrors(); len(errs) > 0 {
+			t.Errorf("the box's kubelet could not write its QoS and pod cgroups' cpu.shares (%d failed in %d rounds): %s", len(errs), rounds, strings.Join(errs, "\n"))
+		}
 		if t.Failed() {
 			if log, err := os.ReadFile(b.KoordletLog()); err == nil {
 				lines := strings.Split(string(log), "\n")

@@ -72,8 +72,10 @@ type Options struct {
 	// kubelet stub); PodCgroup names their container cgroup.
 	Pods []PodSpec
 	// KubeletCPUShares sets cpu.shares on the QoS and pod cgroups as the
-	// kubelet does (see ApplyKubeletCPUShares); off, every cgroup keeps
-	// the kernel's 1024.
+	// kubelet does (see ApplyKubeletCPUShares), at start and every
+	// KubeletSyncPeriod; off, every cgroup keeps the kernel's 1024, which
+	// the box's kubelet still writes back every KubeletSyncPeriod (see
+	// KubeletErrors).
 	KubeletCPUShares bool
 }
 
@@ -87,13 +89,16 @@ type Box struct {
 	token string
 	// created records the host cgroup directories this run created: Stop
 	// removes those and nothing else.
-	created  cgtree.Tracker
-	cp       *controlPlane
-	Kube     kubernetes.Interface
-	Koord    koordclient.Interface
-	kubelet  *kubeletStub
-	pods     map[string]*runningPod
-	podProcs map[string]*exec.Cmd
+	created cgtree.Tracker
+	cp      *controlPlane
+	Kube    kubernetes.Interface
+	Koord   koordclient.Interface
+	kubelet *kubeletStub
+	// kubeletWriter writes the QoS and pod cgroups' cpu.shares as the
+	// kubelet does.
+	kubeletWriter *kubeletWriter
+	pods          map[string]*runningPod
+	podProcs      map[string]*exec.Cmd
 	// NM is the NodeManager emulator.
 	NM *nmemu.NM
 	// NMAddr is the emulator's REST address (host:port).
@@ -287,6 +292,7 @@ func Start(ctx context.Context, opts Options) (b *Box, err error) {
 			return b, err
 		}
 	}
+	b.startKubeletWriter()
 
 	nmCfg := nmemu.Config{
 		CgroupRoot: b.cgroupRoot, Hierarchy: l.Hierarchy(), Controllers: l.yarnControllers(),
@@ -542,6 +548,7 @@ func (b *Box) Stop() {
 		_ = cmd.Process.Kill()
 		_ = cmd.Wait()
 	}
+	b.kubeletWriter.close()
 	b.kubelet.stop()
 	b.cp.stop()
 	// Only what this run created; nothing at all when Start refused.
