@@ -54,6 +54,7 @@ func (fw *Framework) installLedger(reg prometheus.Registerer) error {
 		},
 		View:     func() yarnledger.View { v, _ := fw.Ledger.View(); return v },
 		Interval: func() time.Duration { return fw.Config.Ledger.RMSyncInterval },
+		ReadBack: func() time.Duration { return fw.Config.Ledger.RMReadBack },
 		Metrics:  metrics,
 		NodeName: os.Getenv("NODE_NAME"),
 	})

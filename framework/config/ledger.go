@@ -15,6 +15,9 @@ type Ledger struct {
 	// RMSyncInterval is how often YARN's capacity is compared with what
 	// was last pushed to the ResourceManager (pushed only on a change).
 	RMSyncInterval time.Duration
+	// RMReadBack is how often what the ResourceManager holds for the node
+	// is read back while nothing changed here (also after any RM error).
+	RMReadBack time.Duration
 	// RMNodeID is the YARN node id (host:port) of this node's NodeManager;
 	// empty: the NodeManager pod's annotation yarn.hadoop.apache.org/node-id,
 	// else the NM's /ws/v1/node/info.
@@ -25,6 +28,7 @@ type Ledger struct {
 const (
 	DefaultLedgerPatchInterval = time.Second
 	DefaultRMSyncInterval      = 10 * time.Second
+	DefaultRMReadBack          = 2 * time.Minute
 )
 
 func (l *Ledger) initFlags(fs *flag.FlagSet) {
@@ -32,6 +36,8 @@ func (l *Ledger) initFlags(fs *flag.FlagSet) {
 		"At most one patch of the Node's thirdPartyAllocations annotation (YARNBatchLedger) per interval; changes in between are coalesced.")
 	fs.DurationVar(&l.RMSyncInterval, "yarn-rm-sync-interval", l.RMSyncInterval,
 		"How often YARN's capacity on the node is compared with what was last pushed to the ResourceManager (YARNRMNodeResourceSync); pushed only when it changed.")
+	fs.DurationVar(&l.RMReadBack, "yarn-rm-read-back-interval", l.RMReadBack,
+		"How often the node's resource is read back from the ResourceManager (GET /ws/v1/cluster/nodes/{id}) while YARN's capacity did not change (YARNRMNodeResourceSync); also after any RM error. An RM restart, a failover or the NodeManager registering again resets the node to its yarn-site capacity: the read-back finds it and pushes again.")
 	fs.StringVar(&l.RMNodeID, "yarn-rm-node-id", l.RMNodeID,
 		"YARN node id (host:port) of this node's NodeManager for the ResourceManager. Empty: the NodeManager pod's annotation yarn.hadoop.apache.org/node-id, else the NodeManager's /ws/v1/node/info.")
 }
@@ -42,6 +48,9 @@ func (l *Ledger) validate() error {
 	}
 	if l.RMSyncInterval < 100*time.Millisecond {
 		return fmt.Errorf("--yarn-rm-sync-interval %v: must be at least 100ms", l.RMSyncInterval)
+	}
+	if l.RMReadBack < time.Second {
+		return fmt.Errorf("--yarn-rm-read-back-interval %v: must be at least 1s", l.RMReadBack)
 	}
 	if strings.ContainsAny(l.RMNodeID, "/?#% ") {
 		return fmt.Errorf("--yarn-rm-node-id %q: not a YARN node id (host:port)", l.RMNodeID)

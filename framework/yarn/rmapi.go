@@ -3,6 +3,7 @@ package yarn
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -167,4 +168,62 @@ func (c *RMClient) UpdateNodeResource(ctx context.Context, nodeID string, r Node
 		return fmt.Errorf("update YARN node %s resource to %d MB, %d vcores: %w", nodeID, r.MemoryMB, r.VCores, err)
 	}
 	return nil
+}
+
+// rmNode is the part of the RM's NodeInfo (GET /ws/v1/cluster/nodes/{id})
+// the read-back needs: totalResource (Hadoop 2.8 and later), else the used
+// and available memory and vcores, whose sums are the total.
+type rmNode struct {
+	Node *struct {
+		ID            string        `json:"id"`
+		TotalResource *NodeResource `json:"totalResource"`
+		UsedMemoryMB  *int64        `json:"usedMemoryMB"`
+		AvailMemoryMB *int64        `json:"availMemoryMB"`
+		UsedVCores    *int64        `json:"usedVirtualCores"`
+		AvailVCores   *int64        `json:"availableVirtualCores"`
+	} `json:"node"`
+}
+
+// NodeResource returns the total resource the RM holds for the YARN node
+// nodeID (GET /ws/v1/cluster/nodes/{nodeId}): what updateNodeResource set,
+// or, after an RM restart, a failover or the NodeManager registering again,
+// the NodeManager's own configured capacity.
+func (c *RMClient) NodeResource(ctx context.Context, nodeID string) (NodeResource, error) {
+	if nodeID == "" || strings.ContainsAny(nodeID, "/?#%") {
+		return NodeResource{}, fmt.Errorf("invalid YARN node id %q", nodeID)
+	}
+	body, err := c.Do(ctx, http.MethodGet, "/ws/v1/cluster/nodes/"+url.PathEscape(nodeID), nil)
+	if err != nil {
+		return NodeResource{}, fmt.Errorf("read YARN node %s from the ResourceManager: %w", nodeID, err)
+	}
+	r, err := DecodeRMNodeResource(body)
+	if err != nil {
+		return NodeResource{}, fmt.Errorf("read YARN node %s from the ResourceManager: %w", nodeID, err)
+	}
+	return r, nil
+}
+
+// DecodeRMNodeResource decodes a node's total resource from the RM's
+// NodeInfo JSON.
+func DecodeRMNodeResource(body []byte) (NodeResource, error) {
+	var n rmNode
+	if err := json.Unmarshal(body, &n); err != nil {
+		return NodeResource{}, fmt.Errorf("decode node info: %w", err)
+	}
+	if n.Node == nil {
+		return NodeResource{}, errors.New("decode node info: no \"node\" object")
+	}
+	var r NodeResource
+	switch {
+	case n.Node.TotalResource != nil:
+		r = *n.Node.TotalResource
+	case n.Node.UsedMemoryMB != nil && n.Node.AvailMemoryMB != nil && n.Node.UsedVCores != nil && n.Node.AvailVCores != nil:
+		r = NodeResource{MemoryMB: *n.Node.UsedMemoryMB + *n.Node.AvailMemoryMB, VCores: *n.Node.UsedVCores + *n.Node.AvailVCores}
+	default:
+		return NodeResource{}, errors.New("decode node info: neither totalResource nor used and available memory and vcores")
+	}
+	if r.MemoryMB < 0 || r.VCores < 0 {
+		return NodeResource{}, fmt.Errorf("decode node info: negative resource %+v", r)
+	}
+	return r, nil
 }

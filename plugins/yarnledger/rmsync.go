@@ -29,6 +29,12 @@ type RMSyncOptions struct {
 	// Interval returns how often the capacity is compared with what was
 	// pushed; read when the loop starts, after koordlet parsed its flags.
 	Interval func() time.Duration
+	// ReadBack returns how often what the RM holds for the node is read
+	// back (GET /ws/v1/cluster/nodes/{id}) while nothing changed on this
+	// side; it is also read back after any RM error. An RM restart, a
+	// failover or the NodeManager registering again resets the node to its
+	// yarn-site capacity: the read-back finds that and pushes again.
+	ReadBack func() time.Duration
 	Timeout  time.Duration
 	Metrics  *Metrics
 	NodeName string
@@ -46,6 +52,8 @@ type RMSync struct {
 	errKinds map[string]bool
 	// warnOnce says once that the gate is on without an RM.
 	warnOnce sync.Once
+	// readBackNow: an RM error happened since the last read-back.
+	readBackNow bool
 }
 
 // RMSyncStatus is the push's state, served at /yarn/ledger.
@@ -61,6 +69,13 @@ type RMSyncStatus struct {
 	Pushes     int                `json:"pushes"`
 	Skipped    string             `json:"skipped,omitempty"`
 	LastChange time.Time          `json:"lastChange,omitzero"`
+	// RMHas is what the RM held for the node at the last read-back.
+	RMHas        *yarn.NodeResource `json:"rmHas,omitempty"`
+	LastReadBack time.Time          `json:"lastReadBack,omitzero"`
+	ReadBacks    int                `json:"readBacks"`
+	// Drifts counts the read-backs that found the RM holding something
+	// else than was pushed (then pushed again).
+	Drifts int `json:"drifts"`
 }
 
 // NewRMSync returns the push.
@@ -70,6 +85,9 @@ func NewRMSync(opts RMSyncOptions) *RMSync {
 	}
 	if opts.Timeout <= 0 {
 		opts.Timeout = 30 * time.Second
+	}
+	if opts.ReadBack == nil {
+		opts.ReadBack = func() time.Duration { return DefaultRMReadBack }
 	}
 	return &RMSync{opts: opts, errKinds: map[string]bool{}}
 }
@@ -133,8 +151,40 @@ func Capacity(b Batch) yarn.NodeResource {
 	return yarn.NodeResource{MemoryMB: b.MemoryBytes >> 20, VCores: b.MilliCPU / 1000}
 }
 
-// Step pushes the capacity when it differs from what the RM last accepted
-// and no backoff is pending.
+// DefaultRMReadBack is the default period of the read-back: with 5,000
+// nodes, about 42 GETs a second on the RM.
+const DefaultRMReadBack = 2 * time.Minute
+
+// Action is what one step does.
+type Action int
+
+// The actions of a step.
+const (
+	// Wait: nothing to do now.
+	Wait Action = iota
+	// Push: the wanted capacity differs from what the RM last accepted.
+	Push
+	// ReadBack: nothing changed here, but what the RM holds is due to be
+	// checked (periodically, or after an RM error).
+	ReadBack
+)
+
+// NextAction decides a step: push when the wanted capacity differs from
+// what was pushed; else read back when the last read-back is older than
+// period or an RM error happened since.
+func NextAction(pushed *yarn.NodeResource, want yarn.NodeResource, lastReadBack, now time.Time, period time.Duration, errorSince bool) Action {
+	switch {
+	case pushed == nil || *pushed != want:
+		return Push
+	case errorSince || !now.Before(lastReadBack.Add(period)):
+		return ReadBack
+	}
+	return Wait
+}
+
+// Step pushes the capacity when it differs from what the RM last accepted,
+// or when a read-back finds the RM holding something else (see
+// NextAction), and no backoff is pending.
 func (r *RMSync) Step(ctx context.Context, now time.Time) {
 	v := r.opts.View()
 	nodeID := r.opts.NodeID()
@@ -149,14 +199,40 @@ func (r *RMSync) Step(ctx context.Context, now time.Time) {
 		r.st.Skipped = ""
 	}
 	want := Capacity(v.YARNCapacity)
-	if r.st.Skipped != "" || (r.st.Pushed != nil && *r.st.Pushed == want) || now.Before(r.st.NextTry) {
+	action := NextAction(r.st.Pushed, want, r.st.LastReadBack, now, r.opts.ReadBack(), r.readBackNow)
+	if r.st.Skipped != "" || action == Wait || now.Before(r.st.NextTry) {
 		r.mu.Unlock()
 		return
 	}
 	r.mu.Unlock()
 
-	cctx, cancel := context.WithTimeout(ctx, r.opts.Timeout)
 	client := r.opts.Client()
+	if action == ReadBack {
+		cctx, cancel := context.WithTimeout(ctx, r.opts.Timeout)
+		has, err := client.NodeResource(cctx, nodeID)
+		cancel()
+		r.mu.Lock()
+		r.st.Active = client.Active()
+		if err != nil {
+			r.failed(ctx, err)
+			r.mu.Unlock()
+			return
+		}
+		r.readBackNow = false
+		r.st.RMHas, r.st.LastReadBack = &has, now
+		r.st.ReadBacks++
+		if has == want {
+			r.mu.Unlock()
+			return
+		}
+		r.st.Drifts++
+		r.count("drift")
+		klog.Warningf("yarn: the ResourceManager %s holds %d MB, %d vcores for node %s, not the %d MB, %d vcores pushed (an RM restart, a failover or the NodeManager registering again); pushing again",
+			r.st.Active, has.MemoryMB, has.VCores, nodeID, want.MemoryMB, want.VCores)
+		r.mu.Unlock()
+	}
+
+	cctx, cancel := context.WithTimeout(ctx, r.opts.Timeout)
 	err := client.UpdateNodeResource(cctx, nodeID, want)
 	cancel()
 	end := time.Now()
@@ -164,23 +240,7 @@ func (r *RMSync) Step(ctx context.Context, now time.Time) {
 	defer r.mu.Unlock()
 	r.st.Active = client.Active()
 	if err != nil {
-		if ctx.Err() != nil {
-			return
-		}
-		r.failures++
-		d := r.opts.Interval()
-		for i := 1; i < r.failures && d < maxRMBackoff; i++ {
-			d *= 2
-		}
-		d = min(d, maxRMBackoff)
-		r.st.NextTry = end.Add(d)
-		r.st.LastError = err.Error()
-		r.count("error")
-		kind := rmErrorKind(err)
-		if !r.errKinds[kind] {
-			r.errKinds[kind] = true
-			klog.Errorf("yarn: cannot push YARN's capacity to the ResourceManager (%s; retried with backoff, logged once per kind): %v", kind, err)
-		}
+		r.failed(ctx, err)
 		return
 	}
 	if r.failures > 0 {
@@ -188,9 +248,32 @@ func (r *RMSync) Step(ctx context.Context, now time.Time) {
 	}
 	r.failures, r.errKinds, r.st.LastError, r.st.NextTry = 0, map[string]bool{}, "", time.Time{}
 	r.st.Pushed, r.st.LastPush, r.st.LastChange = &want, end, end
+	r.st.RMHas, r.st.LastReadBack = &want, now
 	r.st.Pushes++
 	r.count("ok")
 	klog.V(2).Infof("yarn: pushed node %s resource %d MB, %d vcores to the ResourceManager %s", nodeID, want.MemoryMB, want.VCores, r.st.Active)
+}
+
+// failed records an RM error: backoff, a read-back at the next try, one log
+// line per kind of error. The caller holds r.mu.
+func (r *RMSync) failed(ctx context.Context, err error) {
+	if ctx.Err() != nil {
+		return
+	}
+	r.readBackNow = true
+	r.failures++
+	d := r.opts.Interval()
+	for i := 1; i < r.failures && d < maxRMBackoff; i++ {
+		d *= 2
+	}
+	r.st.NextTry = time.Now().Add(min(d, maxRMBackoff))
+	r.st.LastError = err.Error()
+	r.count("error")
+	kind := rmErrorKind(err)
+	if !r.errKinds[kind] {
+		r.errKinds[kind] = true
+		klog.Errorf("yarn: cannot push YARN's capacity to the ResourceManager or read it back (%s; retried with backoff, logged once per kind): %v", kind, err)
+	}
 }
 
 func (r *RMSync) count(result string) {

@@ -78,3 +78,79 @@ func TestRMSync(t *testing.T) {
 	assert.Equal(t, yarn.NodeResource{MemoryMB: 16 << 10, VCores: 8}, got)
 	assert.Empty(t, s.Status().LastError)
 }
+
+func TestNextAction(t *testing.T) {
+	now := time.Unix(1700000000, 0)
+	want := yarn.NodeResource{MemoryMB: 4096, VCores: 4}
+	other := yarn.NodeResource{MemoryMB: 8192, VCores: 4}
+	for _, tc := range []struct {
+		name       string
+		pushed     *yarn.NodeResource
+		lastRead   time.Time
+		errorSince bool
+		want       Action
+	}{
+		{"never pushed", nil, now, false, Push},
+		{"changed", &other, now, false, Push},
+		{"unchanged, read back recently", &want, now.Add(-time.Minute), false, Wait},
+		{"unchanged, read-back due", &want, now.Add(-2 * time.Minute), false, ReadBack},
+		{"unchanged, an RM error since", &want, now, true, ReadBack},
+	} {
+		assert.Equal(t, tc.want, NextAction(tc.pushed, want, tc.lastRead, now, 2*time.Minute, tc.errorSince), tc.name)
+	}
+}
+
+// TestRMSyncPushesAgainAfterTheRMForgets: the RM resets the node to its
+// yarn-site capacity (an RM restart, a failover, the NM re-registering);
+// the periodic read-back finds it and pushes again. The code before pushed
+// only when its own last push differed from the wanted value: never again.
+func TestRMSyncPushesAgainAfterTheRMForgets(t *testing.T) {
+	rm, err := rmemu.Start()
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = rm.Close() })
+	client, err := yarn.NewRMClient(yarn.RMOptions{Endpoints: []string{rm.URL}, User: "yarn", Timeout: 300 * time.Millisecond})
+	require.NoError(t, err)
+	const node = "nm-host:45454"
+	yarnSite := yarn.NodeResource{MemoryMB: 16 << 10, VCores: 8}
+	rm.RegisterNode(node, yarnSite)
+	view := Compute(Batch{MilliCPU: 8000, MemoryBytes: 16 << 30}, true, Batch{MilliCPU: 2500, MemoryBytes: 4 << 30}, Batch{})
+	s := NewRMSync(RMSyncOptions{Client: func() *yarn.RMClient { return client }, NodeID: func() string { return node },
+		View: func() View { return view }, Interval: func() time.Duration { return time.Second },
+		ReadBack: func() time.Duration { return time.Minute }})
+	ctx := context.Background()
+	now := time.Now()
+
+	s.Step(ctx, now)
+	require.Len(t, rm.Calls(), 1)
+	wanted := yarn.NodeResource{MemoryMB: 12 << 10, VCores: 5}
+	got, _ := rm.Node(node)
+	require.Equal(t, wanted, got)
+
+	s.Step(ctx, now.Add(10*time.Second))
+	assert.Len(t, rm.Calls(), 1, "unchanged and the read-back not due: nothing sent")
+	assert.Equal(t, 0, rm.NodeReads())
+
+	rm.RegisterNode(node, yarnSite) // the NM reconnects
+	s.Step(ctx, now.Add(30*time.Second))
+	assert.Len(t, rm.Calls(), 1, "not found before the read-back is due")
+	s.Step(ctx, now.Add(61*time.Second))
+	assert.Equal(t, 1, rm.NodeReads())
+	require.Len(t, rm.Calls(), 2, "the read-back found the yarn-site capacity and pushed again")
+	got, _ = rm.Node(node)
+	assert.Equal(t, wanted, got)
+	st := s.Status()
+	assert.Equal(t, 1, st.Drifts)
+	assert.Equal(t, 1, st.ReadBacks)
+
+	// An RM error: the next try reads back first, even before the period.
+	rm.SetMode(rmemu.ModeError, "")
+	s.Step(ctx, now.Add(200*time.Second))
+	require.NotEmpty(t, s.Status().LastError)
+	rm.SetMode(rmemu.ModeActive, "")
+	rm.RegisterNode(node, yarnSite) // a restarted RM
+	s.Step(ctx, s.Status().NextTry.Add(time.Millisecond))
+	require.Len(t, rm.Calls(), 3, "read back after the error, found reset, pushed")
+	assert.Empty(t, s.Status().LastError)
+	got, _ = rm.Node(node)
+	assert.Equal(t, wanted, got)
+}

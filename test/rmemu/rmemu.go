@@ -69,6 +69,7 @@ type RM struct {
 	apps        map[string]App
 	calls       []Call
 	nodes       map[string]yarn.NodeResource
+	nodeReads   int
 }
 
 // New returns an active RM with no applications.
@@ -114,6 +115,22 @@ func (rm *RM) Node(nodeID string) (yarn.NodeResource, bool) {
 	return r, ok
 }
 
+// RegisterNode sets nodeID's resource as a NodeManager's (re-)registration
+// does: the capacity from its yarn-site, whatever updateNodeResource set
+// before (what an RM restart, a failover or an NM reconnect leaves).
+func (rm *RM) RegisterNode(nodeID string, r yarn.NodeResource) {
+	rm.mu.Lock()
+	rm.nodes[nodeID] = r
+	rm.mu.Unlock()
+}
+
+// NodeReads counts the GET /ws/v1/cluster/nodes/{id} requests answered.
+func (rm *RM) NodeReads() int {
+	rm.mu.Lock()
+	defer rm.mu.Unlock()
+	return rm.nodeReads
+}
+
 // ServeHTTP answers one REST request.
 func (rm *RM) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	rm.mu.Lock()
@@ -155,6 +172,8 @@ func (rm *RM) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			"id": 1700000000000, "state": "STARTED", "haState": "ACTIVE", "resourceManagerVersion": "3.3.6-emulated"}})
 	case strings.HasPrefix(path, "/ws/v1/cluster/apps/") && r.Method == http.MethodGet:
 		rm.serveApp(w, strings.TrimPrefix(path, "/ws/v1/cluster/apps/"))
+	case strings.HasPrefix(path, "/ws/v1/cluster/nodes/") && !strings.Contains(strings.TrimPrefix(path, "/ws/v1/cluster/nodes/"), "/") && r.Method == http.MethodGet:
+		rm.serveNode(w, strings.TrimPrefix(path, "/ws/v1/cluster/nodes/"))
 	case strings.HasPrefix(path, "/ws/v1/cluster/nodes/") && strings.HasSuffix(path, "/resource"):
 		if r.Method != http.MethodPost {
 			remoteException(w, http.StatusMethodNotAllowed, "WebApplicationException", "method not allowed")
@@ -202,6 +221,26 @@ func (rm *RM) record(r *http.Request, mode Mode, path string) (Call, error) {
 		rm.nodes[nodeID] = opt.Resource
 	}
 	return c, nil
+}
+
+// serveNode answers GET /ws/v1/cluster/nodes/{nodeid} as RMWebServices.getNode
+// does: {"node": NodeInfo} with totalResource and the used/available
+// memory and vcores (nothing allocated here), 404 for an unknown node.
+func (rm *RM) serveNode(w http.ResponseWriter, escaped string) {
+	id, err := url.PathUnescape(escaped)
+	rm.mu.Lock()
+	rm.nodeReads++
+	res, ok := rm.nodes[id]
+	rm.mu.Unlock()
+	if err != nil || !ok {
+		remoteException(w, http.StatusNotFound, "NotFoundException", "nodeId, "+escaped+", is not found")
+		return
+	}
+	host, _, _ := strings.Cut(id, ":")
+	writeJSON(w, http.StatusOK, map[string]any{"node": map[string]any{
+		"rack": "/default-rack", "state": "RUNNING", "id": id, "nodeHostName": host, "healthStatus": "Healthy",
+		"usedMemoryMB": 0, "availMemoryMB": res.MemoryMB, "usedVirtualCores": 0, "availableVirtualCores": res.VCores,
+		"numContainers": 0, "totalResource": map[string]any{"memory": res.MemoryMB, "vCores": res.VCores}}})
 }
 
 func (rm *RM) serveApp(w http.ResponseWriter, id string) {
