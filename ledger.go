@@ -41,6 +41,7 @@ func (fw *Framework) installLedger(reg prometheus.Registerer) error {
 		Client:        fw.Handles.KubeClient,
 		NodeName:      os.Getenv("NODE_NAME"),
 		PatchInterval: func() time.Duration { return fw.Config.Ledger.PatchInterval },
+		Expiry:        func() time.Duration { return fw.Config.Ledger.Expiry },
 		Metrics:       metrics,
 		RequestResync: fw.Informer.RequestResync,
 	})

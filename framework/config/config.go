@@ -65,7 +65,7 @@ func NewDefault() *Config {
 		EvictGracePeriod:     DefaultEvictGracePeriod,
 		QoSReconcileInterval: 10 * time.Second,
 		RM:                   RM{Timeout: yarn.DefaultRMTimeout, MaxResponseBytes: yarn.DefaultRMMaxResponseBytes},
-		Ledger:               Ledger{PatchInterval: DefaultLedgerPatchInterval, RMSyncInterval: DefaultRMSyncInterval, RMReadBack: DefaultRMReadBack},
+		Ledger:               Ledger{PatchInterval: DefaultLedgerPatchInterval, RMSyncInterval: DefaultRMSyncInterval, RMReadBack: DefaultRMReadBack, Expiry: DefaultLedgerExpiry},
 	}
 }
 

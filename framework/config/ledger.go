@@ -12,6 +12,9 @@ type Ledger struct {
 	// PatchInterval: at most one patch of the Node's thirdPartyAllocations
 	// per interval (changes in between are coalesced).
 	PatchInterval time.Duration
+	// Expiry is how long the NodeManager may be gone (not answering, no
+	// YARN container left) before the hadoop-yarn entry is withdrawn.
+	Expiry time.Duration
 	// RMSyncInterval is how often YARN's capacity is compared with what
 	// was last pushed to the ResourceManager (pushed only on a change).
 	RMSyncInterval time.Duration
@@ -29,11 +32,14 @@ const (
 	DefaultLedgerPatchInterval = time.Second
 	DefaultRMSyncInterval      = 10 * time.Second
 	DefaultRMReadBack          = 2 * time.Minute
+	DefaultLedgerExpiry        = 10 * time.Minute
 )
 
 func (l *Ledger) initFlags(fs *flag.FlagSet) {
 	fs.DurationVar(&l.PatchInterval, "yarn-ledger-patch-interval", l.PatchInterval,
 		"At most one patch of the Node's thirdPartyAllocations annotation (YARNBatchLedger) per interval; changes in between are coalesced.")
+	fs.DurationVar(&l.Expiry, "yarn-ledger-expiry", l.Expiry,
+		"How long the NodeManager may be gone (not answering, no YARN container left on the node) before the ledger withdraws the Node's hadoop-yarn entry, so that its batch capacity comes back (YARNBatchLedger); written again when the NodeManager answers.")
 	fs.DurationVar(&l.RMSyncInterval, "yarn-rm-sync-interval", l.RMSyncInterval,
 		"How often YARN's capacity on the node is compared with what was last pushed to the ResourceManager (YARNRMNodeResourceSync); pushed only when it changed.")
 	fs.DurationVar(&l.RMReadBack, "yarn-rm-read-back-interval", l.RMReadBack,
@@ -48,6 +54,9 @@ func (l *Ledger) validate() error {
 	}
 	if l.RMSyncInterval < 100*time.Millisecond {
 		return fmt.Errorf("--yarn-rm-sync-interval %v: must be at least 100ms", l.RMSyncInterval)
+	}
+	if l.Expiry < time.Second {
+		return fmt.Errorf("--yarn-ledger-expiry %v: must be at least 1s", l.Expiry)
 	}
 	if l.RMReadBack < time.Second {
 		return fmt.Errorf("--yarn-rm-read-back-interval %v: must be at least 1s", l.RMReadBack)

@@ -39,7 +39,7 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 		Age: prometheus.NewGaugeVec(prometheus.GaugeOpts{Subsystem: koordmetrics.KoordletSubsystem, Name: "yarn_batch_yarn_allocated_age_seconds",
 			Help: "Age of the YARN allocated value: time since the NodeManager last answered."}, []string{"node"}),
 		Patches: prometheus.NewCounterVec(prometheus.CounterOpts{Subsystem: koordmetrics.KoordletSubsystem, Name: "yarn_batch_ledger_patches_total",
-			Help: "Patches of the Node's thirdPartyAllocations hadoop-yarn entry, by result (patched, unchanged, error)."}, []string{"node", "result"}),
+			Help: "Patches of the Node's thirdPartyAllocations hadoop-yarn entry, by result (patched, unchanged, error; corrected: the Node held another hadoop-yarn value than the ledger had written; expired: the entry was withdrawn because the NodeManager is gone)."}, []string{"node", "result"}),
 		RMUpdates: prometheus.NewCounterVec(prometheus.CounterOpts{Subsystem: koordmetrics.KoordletSubsystem, Name: "yarn_rm_node_resource_updates_total",
 			Help: "updateNodeResource calls to the ResourceManager, by result (ok, error; drift: a read-back found the RM holding another resource than was pushed, then pushed again)."}, []string{"node", "result"}),
 	}

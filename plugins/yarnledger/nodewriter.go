@@ -20,6 +20,40 @@ var ErrMalformed = errors.New("malformed thirdPartyAllocations")
 // FieldManager names koordlet-yarn's writes in the Node's managed fields.
 const FieldManager = "koordlet-yarn-ledger"
 
+// AnnotationWritten records, next to thirdPartyAllocations, the hadoop-yarn
+// entry koordlet-yarn last wrote ({"milliCPU":…,"memoryBytes":…}). The entry
+// is koordlet-yarn's while it still holds that value (OwnedByUs): this
+// proof survives what managed fields do not (the API server folds more than
+// ten update managers into one "ancient-changes" entry).
+const AnnotationWritten = "yarn.koordlet-yarn.io/ledger-written"
+
+// writtenRecord encodes alloc for AnnotationWritten.
+func writtenRecord(alloc Batch) string {
+	return fmt.Sprintf(`{"milliCPU":%d,"memoryBytes":%d}`, alloc.MilliCPU, alloc.MemoryBytes)
+}
+
+// OwnedByUs reports whether the Node's hadoop-yarn entry is koordlet-yarn's:
+// it holds the value AnnotationWritten records, or, for an entry written
+// by a version without that record, the managed fields name this ledger
+// (LastWrittenByUs).
+func OwnedByUs(node *corev1.Node) bool {
+	if node == nil {
+		return false
+	}
+	if rec, ok := node.Annotations[AnnotationWritten]; ok {
+		var w struct {
+			MilliCPU    *int64 `json:"milliCPU"`
+			MemoryBytes *int64 `json:"memoryBytes"`
+		}
+		if err := json.Unmarshal([]byte(rec), &w); err != nil || w.MilliCPU == nil || w.MemoryBytes == nil {
+			return false
+		}
+		cur, present, err := Entry(node.Annotations[AnnotationKey])
+		return err == nil && present && cur == Batch{MilliCPU: *w.MilliCPU, MemoryBytes: *w.MemoryBytes}
+	}
+	return LastWrittenByUs(node)
+}
+
 // NodeWriter keeps the hadoop-yarn entry of one Node's
 // thirdPartyAllocations annotation.
 type NodeWriter struct {
@@ -46,12 +80,13 @@ func (w *NodeWriter) Write(ctx context.Context, alloc Batch) (patched bool, err 
 		if err != nil {
 			return fmt.Errorf("node %s: %w: %w", w.NodeName, ErrMalformed, err)
 		}
-		if !changed {
+		record := writtenRecord(alloc)
+		if !changed && node.Annotations[AnnotationWritten] == record {
 			return nil
 		}
 		patch, err := json.Marshal(map[string]any{"metadata": map[string]any{
 			"resourceVersion": node.ResourceVersion,
-			"annotations":     map[string]string{AnnotationKey: value},
+			"annotations":     map[string]string{AnnotationKey: value, AnnotationWritten: record},
 		}})
 		if err != nil {
 			return fmt.Errorf("encode node patch: %w", err)
@@ -88,8 +123,8 @@ func LastWrittenByUs(node *corev1.Node) bool {
 }
 
 // RemoveOurs removes the hadoop-yarn entry from the Node's
-// thirdPartyAllocations when this ledger wrote the annotation last
-// (LastWrittenByUs), keeping every other entry; the annotation goes when
+// thirdPartyAllocations (and AnnotationWritten) when the entry is
+// koordlet-yarn's (OwnedByUs), keeping every other entry; the annotation goes when
 // nothing else is in it. Like Write it patches with the Node's
 // resourceVersion and retries on conflict. removed is false when there was
 // nothing of ours to remove; kept says why when an entry is there but is
@@ -113,8 +148,8 @@ func (w *NodeWriter) RemoveOurs(ctx context.Context) (removed bool, kept string,
 		if !changed {
 			return nil
 		}
-		if !LastWrittenByUs(node) {
-			kept = "another writer set the annotation after koordlet-yarn (or koordlet-yarn never did)"
+		if !OwnedByUs(node) {
+			kept = "another writer set the entry after koordlet-yarn (or koordlet-yarn never did)"
 			return nil
 		}
 		var annotation any = value
@@ -123,7 +158,7 @@ func (w *NodeWriter) RemoveOurs(ctx context.Context) (removed bool, kept string,
 		}
 		patch, err := json.Marshal(map[string]any{"metadata": map[string]any{
 			"resourceVersion": node.ResourceVersion,
-			"annotations":     map[string]any{AnnotationKey: annotation},
+			"annotations":     map[string]any{AnnotationKey: annotation, AnnotationWritten: nil},
 		}})
 		if err != nil {
 			return fmt.Errorf("encode node patch: %w", err)

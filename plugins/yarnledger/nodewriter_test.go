@@ -53,7 +53,7 @@ func TestNodeWriterRetriesOnConflict(t *testing.T) {
 	require.True(t, ok)
 	assert.Equal(t, Batch{MilliCPU: 1000, MemoryBytes: 1 << 30}, got)
 
-	// The patch sent carries the resourceVersion it was based on and only our annotation.
+	// The patch sent carries the resourceVersion it was based on and only our annotations.
 	var last k8stesting.PatchAction
 	for _, a := range client.Actions() {
 		if p, ok := a.(k8stesting.PatchAction); ok {
@@ -61,7 +61,9 @@ func TestNodeWriterRetriesOnConflict(t *testing.T) {
 		}
 	}
 	require.NotNil(t, last)
-	assert.JSONEq(t, `{"metadata":{"resourceVersion":"2","annotations":{"`+AnnotationKey+`":`+quote(node.Annotations[AnnotationKey])+`}}}`, string(last.GetPatch()))
+	assert.JSONEq(t, `{"metadata":{"resourceVersion":"2","annotations":{"`+AnnotationKey+`":`+quote(node.Annotations[AnnotationKey])+
+		`,"`+AnnotationWritten+`":`+quote(`{"milliCPU":1000,"memoryBytes":1073741824}`)+`}}}`, string(last.GetPatch()))
+	assert.True(t, OwnedByUs(node))
 
 	// Unchanged: no patch.
 	before := patches.Load()
@@ -111,6 +113,37 @@ func TestLastWrittenByUs(t *testing.T) {
 			n.ManagedFields = tc.managed
 			assert.Equal(t, tc.want, LastWrittenByUs(n))
 		})
+	}
+}
+
+// TestOwnedByUs: the written record decides; managed fields only for an
+// entry written without one. A Node whose managed fields the API server
+// folded ("ancient-changes", more than ten update managers) still proves
+// ownership by the record: the managed-fields check alone missed it.
+func TestOwnedByUs(t *testing.T) {
+	const ours = `{"name":"hadoop-yarn","priority":"koord-batch","resources":{"kubernetes.io/batch-cpu":"3k","kubernetes.io/batch-memory":"1Gi"}}`
+	value := `{"allocations":[` + otherEntry + `,` + ours + `]}`
+	rec := `{"milliCPU":3000,"memoryBytes":1073741824}`
+	folded := []metav1.ManagedFieldsEntry{{Manager: "ancient-changes", Operation: metav1.ManagedFieldsOperationUpdate,
+		FieldsV1: &metav1.FieldsV1{Raw: []byte(`{"f:metadata":{"f:annotations":{"f:` + AnnotationKey + `":{},"f:` + AnnotationWritten + `":{}}}}`)}}}
+	for _, tc := range []struct {
+		name    string
+		ann     map[string]string
+		managed []metav1.ManagedFieldsEntry
+		want    bool
+	}{
+		{"record matches, managed fields folded", map[string]string{AnnotationKey: value, AnnotationWritten: rec}, folded, true},
+		{"record matches", map[string]string{AnnotationKey: value, AnnotationWritten: rec}, nil, true},
+		{"another writer changed the entry", map[string]string{AnnotationKey: value, AnnotationWritten: `{"milliCPU":2000,"memoryBytes":1073741824}`}, nil, false},
+		{"record malformed", map[string]string{AnnotationKey: value, AnnotationWritten: `{`}, nil, false},
+		{"no entry", map[string]string{AnnotationKey: `{"allocations":[` + otherEntry + `]}`, AnnotationWritten: rec}, nil, false},
+		{"no record, managed fields ours (older version)", map[string]string{AnnotationKey: value},
+			[]metav1.ManagedFieldsEntry{{Manager: FieldManager, FieldsV1: &metav1.FieldsV1{Raw: []byte(`{"f:metadata":{"f:annotations":{"f:` + AnnotationKey + `":{}}}}`)}}}, true},
+		{"no record, folded", map[string]string{AnnotationKey: value}, folded, false},
+	} {
+		n := testNode(tc.ann)
+		n.ManagedFields = tc.managed
+		assert.Equal(t, tc.want, OwnedByUs(n), tc.name)
 	}
 }
 

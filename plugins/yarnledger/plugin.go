@@ -3,6 +3,7 @@ package yarnledger
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"time"
 
@@ -43,6 +44,10 @@ type Options struct {
 	Metrics       *Metrics
 	// Patch turns the Node patch on (gate YARNBatchLedger); nil: the gate.
 	Patch func() bool
+	// Expiry returns how long the NodeManager may be gone (not answering,
+	// no YARN container left on the node) before the entry is withdrawn so
+	// that batch capacity comes back (nil: DefaultExpiry).
+	Expiry func() time.Duration
 	// RequestResync asks the informer for a container resync (NM list);
 	// the ledger asks when a container appears in cgroups before the NM
 	// listed it (its request is then known at once, not at the next
@@ -68,7 +73,22 @@ type Ledger struct {
 	lastAsk time.Time
 	// askPending: a deferred request is scheduled.
 	askPending bool
+	// started is when the ledger was made: the NodeManager's absence is
+	// counted from it when it never answered.
+	started time.Time
+	// corrected counts corrections of the Node's entry (logged in full
+	// the first time).
+	corrected int
 }
+
+// DefaultExpiry is how long the NodeManager may be gone before the entry
+// is withdrawn.
+const DefaultExpiry = 10 * time.Minute
+
+// cacheLag is how long a value the ledger wrote is trusted over the Node
+// koordlet's informer shows (which may not have caught up with the write
+// yet); after that, the informer's Node decides.
+const cacheLag = 10 * time.Second
 
 // Status is the ledger's state, served at /yarn/ledger.
 type Status struct {
@@ -95,6 +115,13 @@ type AnnotationStatus struct {
 	Patches      int       `json:"patches"`
 	LastError    string    `json:"lastError,omitempty"`
 	PendingSince time.Time `json:"pendingSince,omitzero"`
+	// Corrections counts the times the Node held another hadoop-yarn
+	// value than the ledger had written (a re-registered Node, a hand
+	// edit, another writer) and the ledger wrote it again.
+	Corrections int `json:"corrections"`
+	// Expired is set while the entry is withdrawn because the NodeManager
+	// is gone (see Options.Expiry).
+	Expired bool `json:"expired,omitempty"`
 }
 
 // New returns the ledger.
@@ -105,7 +132,10 @@ func New(opts Options) *Ledger {
 	if opts.Patch == nil {
 		opts.Patch = func() bool { return features.Enabled(features.YARNBatchLedger) }
 	}
-	return &Ledger{opts: opts, errKinds: map[string]bool{}, wake: make(chan struct{}, 1)}
+	if opts.Expiry == nil {
+		opts.Expiry = func() time.Duration { return DefaultExpiry }
+	}
+	return &Ledger{opts: opts, errKinds: map[string]bool{}, wake: make(chan struct{}, 1), started: time.Now()}
 }
 
 // Name names the loop in logs.
@@ -252,22 +282,93 @@ func (l *Ledger) View() (v View, ok bool) {
 	return l.st.View, l.st.YARNAllocatedKnown
 }
 
-// Sync patches the Node when the YARN allocated value differs from the one
-// last written and the patch interval (longer after failures) has passed;
-// it returns how long to wait before the next attempt is allowed when one
-// is pending (0: none pending).
+// NeedsWrite decides whether the Node's hadoop-yarn entry must be written:
+// true when the Node as koordlet's informer shows it (node; nil: not known
+// yet) does not hold want with the ledger's record of it, whatever the
+// ledger wrote before (a re-registered Node, a hand edit or another writer
+// of the entry is corrected). A value the ledger wrote less than cacheLag
+// ago is trusted over the informer, which may not show the write yet.
+// correction is true when the ledger had written want and the Node shows
+// something else.
+func NeedsWrite(node *corev1.Node, want Batch, written *Batch, lastWrite, now time.Time) (write, correction bool) {
+	wroteWant := written != nil && *written == want
+	if wroteWant && now.Sub(lastWrite) < cacheLag {
+		return false, false
+	}
+	if node == nil {
+		return !wroteWant, false
+	}
+	cur, present, err := Entry(node.Annotations[AnnotationKey])
+	if err == nil && present && cur == want && node.Annotations[AnnotationWritten] == writtenRecord(want) {
+		return false, false
+	}
+	return true, wroteWant
+}
+
+// Expired reports whether the entry is to be withdrawn: the NodeManager has
+// not answered for longer than expiry (counted from its last answer, or
+// from since when it never answered) and no YARN container is left on the
+// node. While containers remain their allocation stays in the entry.
+func Expired(lastOK, since, now time.Time, nmOK bool, containers int, expiry time.Duration) bool {
+	if nmOK || containers > 0 || expiry <= 0 {
+		return false
+	}
+	if lastOK.After(since) {
+		since = lastOK
+	}
+	return now.Sub(since) > expiry
+}
+
+// Sync patches the Node when its hadoop-yarn entry (as koordlet's informer
+// shows it, see NeedsWrite) differs from the YARN allocated value and the
+// patch interval (longer after failures) has passed, and withdraws the
+// entry when the NodeManager is gone (Expired); it returns how long to wait
+// before the next attempt is allowed when one is pending (0: none pending).
 func (l *Ledger) Sync(ctx context.Context, now time.Time) time.Duration {
 	if !l.opts.Patch() {
 		return 0
 	}
+	lastOK, nmOK := l.opts.NM()
+	if Expired(lastOK, l.started, now, nmOK, l.containersOnNode(), l.opts.Expiry()) {
+		return l.expire(ctx, now)
+	}
+	var node *corev1.Node
+	if l.opts.Node != nil {
+		node = l.opts.Node()
+	}
 	l.mu.Lock()
 	l.st.Annotation.Enabled = true
+	if l.st.Annotation.Expired {
+		l.st.Annotation.Expired = false
+		klog.Infof("yarn: the NodeManager is back: the ledger writes the Node's %s entry again", EntryName)
+	}
 	want, known := l.st.YARNAllocated, l.st.YARNAllocatedKnown
-	written := l.st.Annotation.Written
-	if !known || (written != nil && *written == want) {
+	write, correction := NeedsWrite(node, want, l.st.Annotation.Written, l.st.Annotation.LastWrite, now)
+	if !known || !write {
+		if known && node != nil {
+			l.st.Annotation.Written = &want // found there
+		}
 		l.st.Annotation.PendingSince = time.Time{}
 		l.mu.Unlock()
 		return 0
+	}
+	if correction {
+		l.corrected++
+		l.st.Annotation.Corrections++
+		l.count("corrected")
+		cur := "none"
+		if b, ok, err := Entry(node.Annotations[AnnotationKey]); err != nil {
+			cur = "malformed"
+		} else if ok {
+			cur = fmt.Sprintf("%dm CPU, %d bytes", b.MilliCPU, b.MemoryBytes)
+		}
+		msg := fmt.Sprintf("yarn: the Node's %s entry holds %s, not the %dm CPU, %d bytes the ledger wrote (a re-registered Node, a hand edit or another writer such as koord-yarn-operator); writing it again",
+			EntryName, cur, want.MilliCPU, want.MemoryBytes)
+		if l.corrected == 1 {
+			klog.Warning(msg)
+		} else {
+			klog.V(2).Info(msg)
+		}
 	}
 	if l.st.Annotation.PendingSince.IsZero() {
 		l.st.Annotation.PendingSince = now
@@ -317,6 +418,76 @@ func (l *Ledger) Sync(ctx context.Context, now time.Time) time.Duration {
 	} else {
 		l.count("unchanged")
 	}
+	return 0
+}
+
+// containersOnNode counts the YARN containers found on the node (a cgroup
+// or processes): what the NM listed before it went away does not count.
+func (l *Ledger) containersOnNode() int {
+	n := 0
+	for _, c := range l.opts.Store.Snapshot() {
+		if c.HasCgroup() || len(c.Pids) > 0 {
+			n++
+		}
+	}
+	return n
+}
+
+// expire withdraws the entry (once; again only if the Node shows it back)
+// while the NodeManager is gone.
+func (l *Ledger) expire(ctx context.Context, now time.Time) time.Duration {
+	var node *corev1.Node
+	if l.opts.Node != nil {
+		node = l.opts.Node()
+	}
+	l.mu.Lock()
+	l.st.Annotation.Enabled = true
+	present := true
+	if node != nil {
+		_, present, _ = Entry(node.Annotations[AnnotationKey])
+	}
+	if l.st.Annotation.Expired && !present {
+		l.mu.Unlock()
+		return 0
+	}
+	wait := l.st.Annotation.LastAttempt.Add(l.backoff()).Sub(now)
+	l.mu.Unlock()
+	if wait > 0 {
+		return wait
+	}
+	var client kubernetes.Interface
+	if l.opts.Client != nil {
+		client = l.opts.Client()
+	}
+	if client == nil || l.opts.NodeName == "" {
+		return l.opts.PatchInterval()
+	}
+	wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	removed, kept, err := (&NodeWriter{Client: client, NodeName: l.opts.NodeName}).RemoveOurs(wctx)
+	cancel()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.st.Annotation.LastAttempt = time.Now()
+	if err != nil {
+		l.failures++
+		l.st.Annotation.LastError = err.Error()
+		l.count("error")
+		return l.backoff()
+	}
+	l.failures, l.st.Annotation.LastError = 0, ""
+	if !l.st.Annotation.Expired {
+		l.st.Annotation.Expired = true
+		switch {
+		case removed:
+			l.count("expired")
+			klog.Infof("yarn: the NodeManager has been gone for more than %v and no YARN container is left: the %s entry is withdrawn from the Node's %s, so its batch capacity comes back",
+				l.opts.Expiry(), EntryName, AnnotationKey)
+		case kept != "":
+			klog.Infof("yarn: the NodeManager is gone; the Node's %s entry is left as it is: %s", EntryName, kept)
+		}
+	}
+	l.st.Annotation.Written = nil
+	l.st.YARNAllocated, l.st.YARNAllocatedKnown = Batch{}, false
 	return 0
 }
 

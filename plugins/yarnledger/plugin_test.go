@@ -162,3 +162,145 @@ func TestLedgerAsksForResyncOnNewCgroups(t *testing.T) {
 	time.Sleep(200 * time.Millisecond)
 	assert.EqualValues(t, 2, asks.Load())
 }
+
+func TestNeedsWrite(t *testing.T) {
+	now := time.Unix(1700000000, 0)
+	want := Batch{MilliCPU: 3000, MemoryBytes: 1 << 30}
+	other := Batch{MilliCPU: 1000, MemoryBytes: 1 << 30}
+	nodeWith := func(b *Batch, record bool) *corev1.Node {
+		ann := map[string]string{}
+		if b != nil {
+			v, _, err := SetEntry("", false, *b)
+			require.NoError(t, err)
+			ann[AnnotationKey] = v
+			if record {
+				ann[AnnotationWritten] = writtenRecord(*b)
+			}
+		}
+		return testNode(ann)
+	}
+	old := now.Add(-time.Minute)
+	for _, tc := range []struct {
+		name              string
+		node              *corev1.Node
+		written           *Batch
+		lastWrite         time.Time
+		write, correction bool
+	}{
+		{"nothing written, no node yet", nil, nil, time.Time{}, true, false},
+		{"written, no node yet", nil, &want, old, false, false},
+		{"the Node holds it", nodeWith(&want, true), nil, time.Time{}, false, false},
+		{"the Node holds it without the record", nodeWith(&want, false), &want, old, true, true},
+		{"written a moment ago, the informer behind", nodeWith(&other, true), &want, now.Add(-time.Second), false, false},
+		{"re-registered Node without the entry", nodeWith(nil, false), &want, old, true, true},
+		{"another writer changed it", nodeWith(&other, false), &want, old, true, true},
+		{"a new value", nodeWith(&other, true), &other, old, true, false},
+	} {
+		w, c := NeedsWrite(tc.node, want, tc.written, tc.lastWrite, now)
+		assert.Equal(t, tc.write, w, tc.name)
+		assert.Equal(t, tc.correction, c, tc.name)
+	}
+}
+
+func TestExpired(t *testing.T) {
+	now := time.Unix(1700000000, 0)
+	for _, tc := range []struct {
+		name       string
+		lastOK     time.Time
+		nmOK       bool
+		containers int
+		want       bool
+	}{
+		{"NM answering", now.Add(-time.Hour), true, 0, false},
+		{"gone for longer, nothing left", now.Add(-11 * time.Minute), false, 0, true},
+		{"gone for longer, containers left", now.Add(-11 * time.Minute), false, 2, false},
+		{"gone briefly", now.Add(-time.Minute), false, 0, false},
+		{"never answered since start, long ago", time.Time{}, false, 0, true},
+	} {
+		assert.Equal(t, tc.want, Expired(tc.lastOK, now.Add(-20*time.Minute), now, tc.nmOK, tc.containers, 10*time.Minute), tc.name)
+	}
+	assert.False(t, Expired(time.Time{}, now.Add(-time.Minute), now, false, 0, 10*time.Minute), "never answered, koordlet just started")
+}
+
+// TestLedgerCorrectsTheNode: the ledger compares with the Node as the
+// informer shows it: an entry changed behind its back (a re-registered
+// Node, a hand edit, another writer) is written again. The code before
+// compared with its own last write only and never corrected it.
+func TestLedgerCorrectsTheNode(t *testing.T) {
+	client := fake.NewClientset(testNode(nil))
+	st := store.New()
+	nm := &fakeNM{last: time.Now(), ok: true}
+	l := newLedger(t, st, nm, client, 10*time.Millisecond)
+	l.opts.Node = func() *corev1.Node {
+		n, err := client.CoreV1().Nodes().Get(context.Background(), "n1", metav1.GetOptions{})
+		require.NoError(t, err)
+		return n
+	}
+	ctx := context.Background()
+	resync(t, st, []yarn.NMContainer{nmc(t, "container_1700000000000_0001_01_000002", yarn.StateRunning, 2, 2048)})
+	now := time.Now()
+	l.Refresh(now)
+	assert.Zero(t, l.Sync(ctx, now))
+	want := Batch{MilliCPU: 2000, MemoryBytes: 2048 << 20}
+	got, ok := annotation(t, client)
+	require.True(t, ok)
+	require.Equal(t, want, got)
+
+	// Another writer sets the entry.
+	n, err := client.CoreV1().Nodes().Get(ctx, "n1", metav1.GetOptions{})
+	require.NoError(t, err)
+	n.Annotations[AnnotationKey], _, err = SetEntry(n.Annotations[AnnotationKey], true, Batch{MilliCPU: 500})
+	require.NoError(t, err)
+	_, err = client.CoreV1().Nodes().Update(ctx, n, metav1.UpdateOptions{})
+	require.NoError(t, err)
+
+	later := now.Add(cacheLag + time.Second)
+	l.Refresh(later)
+	assert.Zero(t, l.Sync(ctx, later))
+	got, _ = annotation(t, client)
+	assert.Equal(t, want, got, "corrected")
+	assert.Equal(t, 1, l.Status().Annotation.Corrections)
+	assert.Zero(t, l.Sync(ctx, later.Add(time.Minute)))
+	assert.Equal(t, 1, l.Status().Annotation.Corrections, "in sync: nothing more")
+}
+
+// TestLedgerExpiresWhenTheNMIsGone: the NodeManager gone for longer than
+// the expiry and no container left: the entry is withdrawn (batch capacity
+// comes back); it is written again when the NM is back. The code before
+// kept the entry forever.
+func TestLedgerExpiresWhenTheNMIsGone(t *testing.T) {
+	client := fake.NewClientset(testNode(nil))
+	st := store.New()
+	nm := &fakeNM{last: time.Now(), ok: true}
+	l := newLedger(t, st, nm, client, 10*time.Millisecond)
+	l.opts.Expiry = func() time.Duration { return 10 * time.Minute }
+	ctx := context.Background()
+	resync(t, st, []yarn.NMContainer{nmc(t, "container_1700000000000_0001_01_000002", yarn.StateRunning, 2, 2048)})
+	now := time.Now()
+	l.Refresh(now)
+	assert.Zero(t, l.Sync(ctx, now))
+	_, ok := annotation(t, client)
+	require.True(t, ok)
+
+	// The NM pod is deleted; its containers are gone from the node.
+	nm.ok = false
+	st.Resync(store.Observation{NMOK: false, ScanOK: true, Started: time.Now()}, time.Now())
+	l.Refresh(now.Add(5 * time.Minute))
+	assert.Zero(t, l.Sync(ctx, now.Add(5*time.Minute)))
+	_, ok = annotation(t, client)
+	assert.True(t, ok, "within the expiry: kept")
+	l.Refresh(now.Add(11 * time.Minute))
+	l.Sync(ctx, now.Add(11*time.Minute))
+	_, ok = annotation(t, client)
+	assert.False(t, ok, "expired: withdrawn")
+	assert.True(t, l.Status().Annotation.Expired)
+
+	nm.last, nm.ok = time.Now().Add(time.Second), true
+	resync(t, st, nil)
+	l.Refresh(now.Add(12 * time.Minute))
+	assert.Zero(t, l.Sync(ctx, now.Add(12*time.Minute)))
+	got, ok := annotation(t, client)
+	assert.True(t, ok, "the NM is back: written again")
+	assert.Equal(t, Batch{}, got)
+	assert.False(t, l.Status().Annotation.Expired)
+}

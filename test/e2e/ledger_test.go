@@ -229,7 +229,7 @@ func TestBatchLedger(t *testing.T) {
 		value := `{"allocations":[` + otherAllocation + `,` + mine + `]}`
 		setNodeAnnotations(t, b, map[string]string{yarnledger.AnnotationKey: value}) // e.g. koord-yarn-operator
 		restartWithoutLedger(t)
-		koordletSaid(t, "is left as it is: another writer set the annotation")
+		koordletSaid(t, "is left as it is: another writer set the entry")
 		_, _, ann := nodeEntry(t, b)
 		assert.Equal(t, value, ann[yarnledger.AnnotationKey])
 	})
