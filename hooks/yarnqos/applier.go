@@ -66,6 +66,8 @@ type Applier struct {
 	schedIdleOff bool
 	// legacyDone: the cpu.idle values of earlier versions were reset.
 	legacyDone bool
+	// priorSaid: recording Memory QoS prior values failed and was said.
+	priorSaid bool
 	// rootSaid: the YARN root is kubelet-managed and was said to be left
 	// alone.
 	rootSaid bool
@@ -118,8 +120,9 @@ func (a *Applier) Run(stopCh <-chan struct{}) {
 		klog.Infof("yarn: YARN CPU QoS: a sched-idle BE class makes the YARN hierarchy root cpu.idle=1 and YARN container tasks SCHED_IDLE; " +
 			"the besteffort QoS cgroup, pod cgroups and the YARN containers' own cgroups are never made idle, because the kubelet and YARN's " +
 			"LinuxContainerExecutor write cpu.shares/cpu.weight there and the kernel refuses those writes while cpu.idle=1")
-	} else if n := a.RestoreDisabled(); n > 0 {
-		klog.Infof("yarn: YARNCPUQoS is off: %d CPU QoS values written earlier restored", n)
+	}
+	if n := a.RestoreDisabled(); n > 0 {
+		klog.Infof("yarn: %d QoS values written earlier under gates now off restored", n)
 	}
 	a.executor.Run(stopCh)
 	a.ApplyRoot()
@@ -254,7 +257,7 @@ func (a *Applier) Apply(c *store.Container) int {
 		}
 	}
 	if features.Enabled(features.YARNMemoryQoS) {
-		ups = append(ups, a.memoryUpdaters(c, spec, node)...)
+		written += a.applyMemory(c, a.memoryUpdaters(c, spec, node))
 	}
 	for _, u := range ups {
 		updated, err := a.executor.Update(true, u)

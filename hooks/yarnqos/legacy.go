@@ -59,15 +59,17 @@ func (a *Applier) resetLegacyIdle(root string) int {
 	return n
 }
 
-// RestoreDisabled undoes, once, what YARN CPU QoS wrote when the gate
-// YARNCPUQoS is off (koordlet restarted without it): cpu.idle of the YARN
+// RestoreDisabled undoes, once, what the QoS gates that are off wrote when
+// they were on (koordlet restarted without them): with YARNMemoryQoS off,
+// the prior Memory QoS values recorded on each container (MemoryQoSMarker);
+// with YARNCPUQoS off, cpu.idle of the YARN
 // root back to 0 (unless the root is a kubelet-managed cgroup, never
 // written), the tasks of every container cgroup marked SchedIdleMarker back
 // to SCHED_OTHER, and the cpu.idle of earlier versions (resetLegacyIdle).
 // It returns how many values changed. The framework calls it for disabled
 // loops once the hierarchy is known.
 func (a *Applier) RestoreDisabled() int {
-	if features.Enabled(features.YARNCPUQoS) || a.opts.Hierarchy == nil {
+	if a.opts.Hierarchy == nil {
 		return 0
 	}
 	root := a.opts.Hierarchy()
@@ -76,7 +78,17 @@ func (a *Applier) RestoreDisabled() int {
 	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	n := a.resetLegacyIdle(root)
+	n := 0
+	if !features.Enabled(features.YARNMemoryQoS) {
+		if m := a.restoreMemoryDisabled(root); m > 0 {
+			n += m
+			klog.Infof("yarn: YARNMemoryQoS is off: %d Memory QoS values of YARN containers given back their prior values", m)
+		}
+	}
+	if features.Enabled(features.YARNCPUQoS) {
+		return n
+	}
+	n += a.resetLegacyIdle(root)
 	rootAbs := cpuDir(root)
 	if rootAbs == "" {
 		return n
