@@ -151,6 +151,7 @@ func install(fs *flag.FlagSet, reg prometheus.Registerer) (*Framework, error) {
 	qmplugins.StrategyPlugins[memoryevict.MemoryEvictName] = yarnevict.NewMemoryEvictFactory(evictDeps)
 	qmplugins.StrategyPlugins[cpuevict.CPUEvictName] = yarnevict.NewCPUEvictFactory(evictDeps)
 	qmplugins.StrategyPlugins[cpusuppress.CPUSuppressName] = yarnsuppress.NewFactory(yarnsuppress.Deps{Hierarchy: fw.Informer.HierarchyDir, Store: fw.Store})
+	fw.loops = append(fw.loops, &yarnsuppress.Restorer{Hierarchy: fw.Informer.HierarchyDir})
 	qmutil.SetCustomEvictionExecutorInitializer(yarnevict.GuardInitializer(evictDeps))
 
 	impl.DefaultPluginRegistry[yarninformer.Name] = fw.Informer

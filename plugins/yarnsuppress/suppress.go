@@ -152,6 +152,8 @@ type Strategy struct {
 	mu sync.Mutex
 	// applied is the division last written; zero when none.
 	applied division
+	// priorSaid: recording the YARN root's prior quota failed, said once.
+	priorSaid bool
 }
 
 // division is one division of the budget: the quotas written to the
@@ -201,6 +203,9 @@ func (s *Strategy) BindYARN() {
 		if ours { // the hierarchy is below besteffort now: the whole budget goes back
 			s.write(beDir, prev.budget)
 		}
+		if prev.dir != "" {
+			RestorePriorQuota(prev.dir, s.write) // the old root's own quota back
+		}
 		s.applied = division{}
 		return
 	}
@@ -217,10 +222,10 @@ func (s *Strategy) BindYARN() {
 		return
 	}
 	if budget <= 0 { // unlimited: upstream's suppress is off or uses cpusets
-		if yarnCur > 0 && !s.write(h, -1) {
-			return
-		}
-		s.applied = division{budget: budget, yarn: -1, dir: h}
+		// The root's own quota back (YARN's, or unlimited); a quota
+		// koordlet never wrote is YARN's and is left alone.
+		RestorePriorQuota(h, s.write)
+		s.applied = division{budget: budget, yarn: yarnCur, dir: h}
 		return
 	}
 	beSide, yarnSide := s.sides()
@@ -249,6 +254,7 @@ func (s *Strategy) BindYARN() {
 	if yarnQuota-orInf(yarnCur) < beQuota-orInf(cur) {
 		writes[0], writes[1] = writes[1], writes[0]
 	}
+	s.recordPrior(h)
 	written := map[string]bool{}
 	for _, w := range writes {
 		if written[w.dir] = s.write(w.dir, w.quota); !written[w.dir] {

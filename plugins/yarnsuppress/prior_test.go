@@ -1,0 +1,48 @@
+package yarnsuppress
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	koordfeatures "github.com/koordinator-sh/koordinator/pkg/features"
+	"github.com/koordinator-sh/koordinator/pkg/koordlet/util/system"
+
+	"github.com/koordlet-yarn/koordlet-yarn/framework/features"
+)
+
+// TestYARNRootQuotaRestored: the YARN root had its own CFS quota (YARN's
+// percentage-physical-cpu-limit); dividing the BE budget overwrites it, and
+// when the division ends - upstream's suppress off, or koordlet started
+// with YARNBECPUSuppress off - the root gets that quota back. The code
+// before set it unlimited (-1) in the first case and left the division's
+// share in the second.
+func TestYARNRootQuotaRestored(t *testing.T) {
+	n := newBindNode(t, bindCase{budget: 200000, beRequest: 1000, yarnVCores: 1, beUsage: 2, yarnUsage: 2})
+	n.helper.WriteCgroupFileContents(outside, system.CPUCFSQuota, "300000") // YARN's own: 3 of 4 cores
+	n.s.BindYARN()
+	be, ya := n.quotas(t)
+	require.Equal(t, int64(200000), be+ya)
+
+	// Upstream's suppress off: the budget is unlimited.
+	n.helper.WriteCgroupFileContents(n.beDir, system.CPUCFSQuota, "-1")
+	n.s.BindYARN()
+	_, ya = n.quotas(t)
+	assert.Equal(t, int64(300000), ya, "YARN's own quota back")
+	n.s.BindYARN()
+	_, ya = n.quotas(t)
+	assert.Equal(t, int64(300000), ya, "and left alone")
+
+	// Divided again; then a koordlet started with the gate off.
+	n.helper.WriteCgroupFileContents(n.beDir, system.CPUCFSQuota, "200000")
+	n.s.BindYARN()
+	_, ya = n.quotas(t)
+	require.NotEqual(t, int64(300000), ya)
+	require.NoError(t, koordfeatures.DefaultMutableKoordletFeatureGate.SetFromMap(map[string]bool{string(features.YARNBECPUSuppress): false}))
+	r := &Restorer{Hierarchy: func() string { return outside }}
+	assert.Equal(t, 1, r.RestoreDisabled())
+	_, ya = n.quotas(t)
+	assert.Equal(t, int64(300000), ya, "restored from the record after a restart")
+	assert.Equal(t, 0, r.RestoreDisabled(), "once")
+}
