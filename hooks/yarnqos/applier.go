@@ -66,6 +66,8 @@ type Applier struct {
 	schedIdleOff bool
 	// legacyDone: the cpu.idle values of earlier versions were reset.
 	legacyDone bool
+	// resctrlMarkSaid: marking a container for resctrl failed, said once.
+	resctrlMarkSaid bool
 	// priorSaid: recording Memory QoS prior values failed and was said.
 	priorSaid bool
 	// rootSaid: the YARN root is kubelet-managed and was said to be left
@@ -272,8 +274,13 @@ func (a *Applier) Apply(c *store.Container) int {
 			a.wrote(string(u.ResourceType()), 1)
 		}
 	}
-	if features.Enabled(features.YARNResctrlQoS) && ResctrlEnabled(spec) {
-		moved := a.joinResctrl(c)
+	if features.Enabled(features.YARNResctrlQoS) {
+		moved := 0
+		if ResctrlEnabled(spec) {
+			moved = a.joinResctrl(c)
+		} else {
+			moved = a.leaveResctrl(c)
+		}
 		a.wrote(ResctrlTasksResource, moved)
 		written += moved
 	}
@@ -436,9 +443,11 @@ func (a *Applier) joinResctrl(c *store.Container) int {
 	// each number still named it after.
 	h := a.hierarchy()
 	pinned := pinTasks(h, fresh, cgroups.CPU, ref.Dir)
-	if len(pinned) == 0 {
+	if len(pinned) == 0 || !a.markResctrl(ref.Dir) {
+		misplaced(h, pinned, cgroups.CPU, ref.Dir) // closes the pidfds
 		return 0
 	}
+	before := resctrlGroups()
 	u, err := resourceexecutor.CalculateResctrlL3TasksResource(BEResctrlGroup, ids(pinned))
 	if err != nil {
 		misplaced(h, pinned, cgroups.CPU, ref.Dir)
@@ -446,9 +455,18 @@ func (a *Applier) joinResctrl(c *store.Container) int {
 	}
 	_, err = a.executor.Update(false, u)
 	if wrong := misplaced(h, pinned, cgroups.CPU, ref.Dir); len(wrong) > 0 {
-		back, berr := resourceexecutor.CalculateResctrlL3TasksResource("", wrong)
-		if berr == nil {
-			_, berr = a.executor.Update(false, back)
+		var berr error
+		for group, tasks := range homeGroups(h.ProcRoot, before, wrong) {
+			if group == BEResctrlGroup {
+				continue // its creator is BE work: it belongs there
+			}
+			back, err := resourceexecutor.CalculateResctrlL3TasksResource(group, tasks)
+			if err == nil {
+				_, err = a.executor.Update(false, back)
+			}
+			if err != nil {
+				berr = err
+			}
 		}
 		logMisplaced(c.Name, wrong, berr)
 	}

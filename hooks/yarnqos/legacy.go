@@ -85,6 +85,13 @@ func (a *Applier) RestoreDisabled() int {
 			klog.Infof("yarn: YARNMemoryQoS is off: %d Memory QoS values of YARN containers given back their prior values", m)
 		}
 	}
+	if !features.Enabled(features.YARNResctrlQoS) {
+		if m := a.leaveResctrlDisabled(root); m > 0 {
+			n += m
+			a.wrote(ResctrlTasksResource, m)
+			klog.Infof("yarn: YARNResctrlQoS is off: %d YARN container tasks moved out of resctrl %s back to the default group", m, BEResctrlGroup)
+		}
+	}
 	if features.Enabled(features.YARNCPUQoS) {
 		return n
 	}

@@ -2,9 +2,15 @@ package yarnqos
 
 import (
 	"errors"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
 
 	"golang.org/x/sys/unix"
 	"k8s.io/klog/v2"
+
+	"github.com/koordinator-sh/koordinator/pkg/koordlet/util/system"
 
 	"github.com/koordlet-yarn/koordlet-yarn/framework/cgroups"
 )
@@ -98,5 +104,78 @@ func logMisplaced(container string, wrong []int32, err error) {
 		klog.Errorf("yarn: tasks %v were moved to resctrl %s by a reused number while joining %s, and moving them back failed: %v", wrong, BEResctrlGroup, container, err)
 		return
 	}
-	klog.Warningf("yarn: tasks %v were moved to resctrl %s by a reused number while joining %s; moved back to the default group", wrong, BEResctrlGroup, container)
+	klog.Warningf("yarn: tasks %v were moved to resctrl %s by a reused number while joining %s; moved back to the group they came from", wrong, BEResctrlGroup, container)
+}
+
+// resctrlGroups reads the tasks of every resctrl control group ("" is the
+// default group): where each task was before a write, so that a task moved
+// by a reused number goes back to its own group.
+func resctrlGroups() map[string]map[int32]struct{} {
+	out := map[string]map[int32]struct{}{}
+	if m, err := system.ReadResctrlTasksMap(""); err == nil {
+		out[""] = m
+	}
+	entries, _ := os.ReadDir(system.GetResctrlGroupRootDirPath(""))
+	for _, e := range entries {
+		if !e.IsDir() || e.Name() == "info" || strings.HasPrefix(e.Name(), "mon_") {
+			continue
+		}
+		if m, err := system.ReadResctrlTasksMap(e.Name()); err == nil {
+			out[e.Name()] = m
+		}
+	}
+	return out
+}
+
+// GroupOf returns the group whose tasks hold id ("" and false: none).
+func GroupOf(groups map[string]map[int32]struct{}, id int32) (string, bool) {
+	for g, tasks := range groups {
+		if _, ok := tasks[id]; ok {
+			return g, true
+		}
+	}
+	return "", false
+}
+
+// creator returns the task a task took its resctrl group from: its thread
+// group's leader for a thread, its parent for a leader (0 if unknown).
+func creator(procRoot string, id int32) int32 {
+	b, err := os.ReadFile(filepath.Join(procRoot, strconv.Itoa(int(id)), "status"))
+	if err != nil {
+		return 0
+	}
+	var tgid, ppid int64
+	for _, line := range strings.Split(string(b), "\n") {
+		k, v, ok := strings.Cut(line, ":")
+		if !ok {
+			continue
+		}
+		switch k {
+		case "Tgid":
+			tgid, _ = strconv.ParseInt(strings.TrimSpace(v), 10, 32)
+		case "PPid":
+			ppid, _ = strconv.ParseInt(strings.TrimSpace(v), 10, 32)
+		}
+	}
+	if tgid > 0 && int32(tgid) != id {
+		return int32(tgid)
+	}
+	return int32(ppid)
+}
+
+// homeGroups returns, for each task moved into the BE group by a reused
+// number, the group it belongs in: the group its creator was in before the
+// write (a new task inherits its creator's group), else the default group.
+func homeGroups(procRoot string, before map[string]map[int32]struct{}, wrong []int32) map[string][]int32 {
+	out := map[string][]int32{}
+	for _, id := range wrong {
+		g := ""
+		if c := creator(procRoot, id); c > 0 {
+			if cg, ok := GroupOf(before, c); ok {
+				g = cg
+			}
+		}
+		out[g] = append(out[g], id)
+	}
+	return out
 }

@@ -1,0 +1,133 @@
+package yarnqos
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+
+	"golang.org/x/sys/unix"
+	"k8s.io/klog/v2"
+
+	"github.com/koordinator-sh/koordinator/pkg/koordlet/resourceexecutor"
+	"github.com/koordinator-sh/koordinator/pkg/koordlet/util/system"
+
+	"github.com/koordlet-yarn/koordlet-yarn/framework/cgroups"
+	"github.com/koordlet-yarn/koordlet-yarn/framework/store"
+)
+
+// ResctrlMarker is the trusted xattr on a YARN container's cpu cgroup once
+// koordlet moved its tasks into the resctrl BE group: withdrawing L3 CAT /
+// MBA (the gate or the NodeSLO turning it off, even after a restart) moves
+// the tasks of the marked containers back to the default group.
+const ResctrlMarker = "trusted.koordlet-yarn.resctrl"
+
+// markResctrl marks the container's cpu cgroup; false when it cannot (then
+// no task is moved: they could not be moved back after a restart).
+func (a *Applier) markResctrl(rel string) bool {
+	dir := cpuDir(rel)
+	if dir == "" {
+		return false
+	}
+	if _, err := unix.Getxattr(dir, ResctrlMarker, make([]byte, 8)); err == nil {
+		return true
+	}
+	if err := unix.Setxattr(dir, ResctrlMarker, []byte("1"), 0); err != nil {
+		if !a.resctrlMarkSaid {
+			a.resctrlMarkSaid = true
+			klog.Warningf("yarn: L3 CAT / MBA for YARN containers skipped: cannot mark %s (xattr %s: %v); without a marker koordlet could not move the tasks back", dir, ResctrlMarker, err)
+		}
+		return false
+	}
+	return true
+}
+
+// leaveResctrl moves the tasks of a container koordlet moved into the BE
+// group (marked) back to the default group, and returns how many it moved.
+// Each task is pinned and checked as for joining; a number that named
+// another task by the write goes back to its creator's group. The caller
+// holds a.mu.
+func (a *Applier) leaveResctrl(c *store.Container) int {
+	ref := c.Cgroups[cgroups.CPU]
+	if !ref.Owned {
+		return 0
+	}
+	dir := cpuDir(ref.Dir)
+	if dir == "" {
+		return 0
+	}
+	if _, err := unix.Getxattr(dir, ResctrlMarker, make([]byte, 8)); err != nil {
+		return 0
+	}
+	unmark := func() {
+		if err := unix.Removexattr(dir, ResctrlMarker); err != nil && !errors.Is(err, unix.ENODATA) {
+			klog.V(4).Infof("yarn: remove %s from %s: %v", ResctrlMarker, dir, err)
+		}
+	}
+	if _, err := os.Stat(system.GetResctrlGroupRootDirPath(BEResctrlGroup)); err != nil {
+		unmark() // no BE group any more: nothing is in it
+		return 0
+	}
+	tasks, err := a.cgroupReader().ReadCPUTasks(ref.Dir)
+	if err != nil {
+		return 0
+	}
+	in, err := system.ReadResctrlTasksMap(BEResctrlGroup)
+	if err != nil {
+		return 0
+	}
+	var ours []int32
+	for _, id := range tasks {
+		if _, ok := in[id]; ok {
+			ours = append(ours, id)
+		}
+	}
+	if len(ours) == 0 {
+		unmark()
+		return 0
+	}
+	h := a.hierarchy()
+	pinned := pinTasks(h, ours, cgroups.CPU, ref.Dir)
+	before := resctrlGroups()
+	u, err := resourceexecutor.CalculateResctrlL3TasksResource("", ids(pinned))
+	if err == nil {
+		_, err = a.executor.Update(false, u)
+	}
+	if wrong := misplaced(h, pinned, cgroups.CPU, ref.Dir); len(wrong) > 0 {
+		for group, ws := range homeGroups(h.ProcRoot, before, wrong) {
+			if group == "" {
+				continue
+			}
+			if back, berr := resourceexecutor.CalculateResctrlL3TasksResource(group, ws); berr == nil {
+				_, _ = a.executor.Update(false, back)
+			}
+		}
+		klog.Warningf("yarn: tasks %v were moved to the default resctrl group by a reused number while %s left %s; moved back to their creators' groups", wrong, c.Name, BEResctrlGroup)
+	}
+	if err != nil {
+		klog.V(4).Infof("yarn: move %d tasks of %s out of resctrl %s: %v", len(pinned), c.Name, BEResctrlGroup, err)
+		return 0
+	}
+	unmark()
+	return len(pinned)
+}
+
+// leaveResctrlDisabled moves the tasks of every marked container under the
+// YARN root back to the default group (the gate YARNResctrlQoS is off).
+// The caller holds a.mu.
+func (a *Applier) leaveResctrlDisabled(root string) int {
+	rootAbs := cpuDir(root)
+	if rootAbs == "" {
+		return 0
+	}
+	entries, _ := os.ReadDir(rootAbs)
+	n := 0
+	for _, e := range entries {
+		if !e.IsDir() {
+			continue
+		}
+		c := &store.Container{Name: e.Name(), Source: store.SourceCgroup}
+		c.Cgroups[cgroups.CPU] = cgroups.Ref{Dir: filepath.Join(root, e.Name()), Owned: true}
+		n += a.leaveResctrl(c)
+	}
+	return n
+}
