@@ -533,6 +533,7 @@ func (a *Applier) moveOne(h cgroups.Hierarchy, name, own string, pid int) string
 	werr := writeProcs(leaf, pid)
 	if alive() {
 		if h.Contains(pid, cgroups.Memory, own) {
+			recordFrom(leaf, from)
 			return ResultMoved
 		}
 		if werr != nil && !errors.Is(werr, unix.ESRCH) {
@@ -542,9 +543,17 @@ func (a *Applier) moveOne(h cgroups.Hierarchy, name, own string, pid int) string
 	}
 	// The checked process died around the write: the number may have
 	// named another one. A holder now in our leaf but not in the
-	// container's cpu cgroup goes back where the checked process was.
+	// container's cpu cgroup goes back where it was: it is younger than
+	// the checked process, so it was in its creator's memory cgroup (the
+	// checked process's, from, when the creator is unknown).
 	if werr == nil && h.Contains(pid, cgroups.Memory, own) && !h.Contains(pid, cgroups.CPU, own) {
-		back := h.AbsDir(cgroups.Memory, from)
+		home := from
+		if p := creatorPid(h.ProcRoot, pid); p > 0 {
+			if m, ok := memoryPath(h, p); ok && m != own {
+				home = m
+			}
+		}
+		back := h.AbsDir(cgroups.Memory, home)
 		if err := writeProcs(back, pid); err != nil {
 			klog.Warningf("yarn: pid %d was reused during the move into %s and could not be moved back to %s: %v", pid, leaf, back, err)
 			return ResultFailed

@@ -321,3 +321,47 @@ func TestRealKernelOldContainerWithoutChargeMove(t *testing.T) {
 	assert.Equal(t, 0, a.Apply(n.get(big)), "decided once")
 	assert.NoDirExists(t, n.h.AbsDir(cgroups.Memory, relBig))
 }
+
+// TestRealKernelGateOffRestores: with YARNMemoryCgroup off, a koordlet
+// moves the processes of the leaves an earlier one made back to the
+// NodeManager pod's memory cgroup they came from and removes the leaves;
+// the processes live on, nothing frozen or killed. The code before left
+// the leaves and their processes as they were.
+func TestRealKernelGateOffRestores(t *testing.T) {
+	n := newNode(t)
+	name := "container_e17_1700000000000_0042_01_000004"
+	p, rel := n.container(name, "sleep 3600 & exec sleep 3600")
+	require.NoError(t, p.Release())
+	cpu := filepath.Join(kerneltest.CgroupRoot, "cpu", rel)
+	waitFor(t, "two processes", func() bool { return len(kerneltest.Pids(cpu)) == 2 })
+	n.observe()
+	a := n.applier(Options{MaxResidentWithoutChargeMove: -1})
+	require.Equal(t, 2, a.Apply(n.get(name)))
+	leaf := n.h.AbsDir(cgroups.Memory, rel)
+	require.ElementsMatch(t, kerneltest.Pids(cpu), kerneltest.Pids(leaf))
+
+	require.False(t, features.Enabled(features.YARNMemoryCgroup), "the gate's default: off")
+	off := n.applier(Options{})
+	assert.Equal(t, 2, off.RestoreDisabled())
+	assert.NoDirExists(t, leaf)
+	assert.ElementsMatch(t, kerneltest.Pids(cpu), kerneltest.Pids(n.nmMem), "back in the NodeManager pod's memory cgroup")
+	for _, pid := range kerneltest.Pids(cpu) {
+		assert.NoError(t, unix.Kill(pid, 0), "pid %d lives", pid)
+	}
+	assert.Equal(t, 0, off.RestoreDisabled(), "nothing left")
+}
+
+func TestValidOrigin(t *testing.T) {
+	for _, tc := range []struct {
+		from string
+		ok   bool
+	}{
+		{"kubepods/besteffort/pod1/nm", true},
+		{"/kubepods/besteffort/pod1/nm", true},
+		{"hadoop-yarn/container_1", false},
+		{"hadoop-yarn", false},
+		{"kubepods/../hadoop-yarn/x", false},
+	} {
+		assert.Equal(t, tc.ok, ValidOrigin(tc.from, "/hadoop-yarn"), tc.from)
+	}
+}

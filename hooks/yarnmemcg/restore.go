@@ -1,0 +1,154 @@
+package yarnmemcg
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"golang.org/x/sys/unix"
+	"k8s.io/klog/v2"
+
+	"github.com/koordlet-yarn/koordlet-yarn/framework/cgroups"
+	"github.com/koordlet-yarn/koordlet-yarn/framework/features"
+)
+
+// FromMarker is the trusted xattr on a leaf koordlet made that records the
+// memory cgroup (relative to the memory mount) its first process came from:
+// the NodeManager pod's. Turning YARNMemoryCgroup off moves the leaf's
+// processes back there and removes the leaf.
+const FromMarker = "trusted.koordlet-yarn.memcg-from"
+
+// recordFrom records from on leaf once.
+func recordFrom(leaf, from string) {
+	if _, err := unix.Getxattr(leaf, FromMarker, make([]byte, 8)); err == nil {
+		return
+	}
+	if err := unix.Setxattr(leaf, FromMarker, []byte(from), 0); err != nil {
+		klog.V(4).Infof("yarn: record %s on %s: %v", FromMarker, leaf, err)
+	}
+}
+
+// readFrom returns the recorded origin of leaf.
+func readFrom(leaf string) (string, bool) {
+	buf := make([]byte, 4096)
+	n, err := unix.Getxattr(leaf, FromMarker, buf)
+	if err != nil || n == 0 {
+		return "", false
+	}
+	return string(buf[:n]), true
+}
+
+// ValidOrigin reports whether from (a recorded origin) may take processes
+// back: a clean relative path that is not inside the YARN hierarchy dir.
+func ValidOrigin(from, hierarchy string) bool {
+	c := filepath.Clean("/" + from)
+	if c != "/"+strings.Trim(from, "/") || strings.Contains(from, "..") {
+		return false
+	}
+	h := "/" + strings.Trim(filepath.Clean("/"+hierarchy), "/")
+	return c != h && !strings.HasPrefix(c, h+"/")
+}
+
+// creatorPid returns the parent of pid (0 if unknown).
+func creatorPid(procRoot string, pid int) int {
+	b, err := os.ReadFile(filepath.Join(procRoot, strconv.Itoa(pid), "status"))
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, "PPid:"); ok {
+			p, _ := strconv.Atoi(strings.TrimSpace(v))
+			return p
+		}
+	}
+	return 0
+}
+
+// RestoreDisabled, with YARNMemoryCgroup off, moves the processes of every
+// leaf koordlet made (marked) back to the memory cgroup they came from
+// (FromMarker) and removes the leaves, then the hierarchy's memory root if
+// koordlet made it and it is empty. Each process is pinned (pidfd), checked
+// in the leaf before, and verified after. Containers keep running: nothing
+// is frozen or killed. It returns how many processes it moved.
+func (a *Applier) RestoreDisabled() int {
+	if features.Enabled(features.YARNMemoryCgroup) {
+		return 0
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	h, ok := a.hierarchy()
+	if !ok {
+		return 0
+	}
+	root := h.RootDir(cgroups.Memory)
+	entries, err := os.ReadDir(root)
+	if err != nil {
+		return 0
+	}
+	moved, removed := 0, 0
+	for _, e := range entries {
+		if !e.IsDir() || !strings.HasPrefix(e.Name(), "container_") {
+			continue
+		}
+		leaf := filepath.Join(root, e.Name())
+		if m, err := marked(leaf); err != nil || !m {
+			continue // YARN's: never touched
+		}
+		from, ok := readFrom(leaf)
+		if !ok || !ValidOrigin(from, h.Dir) {
+			if len(kernelPids(leaf)) > 0 {
+				klog.Warningf("yarn: YARNMemoryCgroup is off but the memory cgroup %s koordlet made does not record where its processes came from; they stay", leaf)
+				continue
+			}
+		}
+		back := h.AbsDir(cgroups.Memory, from)
+		rel := h.ContainerRelDir(e.Name())
+		for _, pid := range kernelPids(leaf) {
+			if a.moveBack(h, rel, back, pid) {
+				moved++
+			}
+		}
+		if err := unix.Rmdir(leaf); err == nil {
+			removed++
+		} else if !errors.Is(err, unix.ENOENT) {
+			klog.V(2).Infof("yarn: YARNMemoryCgroup is off: memory cgroup %s not removed yet: %v", leaf, err)
+		}
+	}
+	if m, err := marked(root); err == nil && m {
+		_ = unix.Rmdir(root) // only when empty
+	}
+	if moved > 0 || removed > 0 {
+		klog.Infof("yarn: YARNMemoryCgroup is off: %d processes moved back to the memory cgroups they came from, %d memory cgroups koordlet made removed", moved, removed)
+	}
+	return moved
+}
+
+// moveBack moves pid from its leaf (own, relative) to back, pinned and
+// verified; a number reused around the write is sent back to where it was.
+func (a *Applier) moveBack(h cgroups.Hierarchy, own, back string, pid int) bool {
+	fd, err := unix.PidfdOpen(pid, 0)
+	if err != nil {
+		return false
+	}
+	defer unix.Close(fd)
+	alive := func() bool { return unix.PidfdSendSignal(fd, 0, nil, 0) == nil }
+	if !h.Contains(pid, cgroups.Memory, own) || !alive() {
+		return false
+	}
+	werr := writeProcs(back, pid)
+	if alive() {
+		return werr == nil
+	}
+	// The checked process died around the write: a holder of the number
+	// that was not in the leaf goes back to its creator's memory cgroup.
+	if werr == nil {
+		if p := creatorPid(h.ProcRoot, pid); p > 0 {
+			if home, ok := memoryPath(h, p); ok {
+				_ = writeProcs(h.AbsDir(cgroups.Memory, home), pid)
+			}
+		}
+	}
+	return false
+}
