@@ -204,12 +204,20 @@ func (m *MemoryEvict) Cycle(now time.Time) []Victim {
 	decideStart := time.Now()
 	victims := m.victims(si.GetAllPods())
 	Rank(victims, MemoryUsage)
-	_, covered := PlanProtectingAMs(victims, need, MemoryUsage)
+	// Planned for the growth of what stays until the release is done and
+	// the next check (ProjectNeed): a grower spared now would take the
+	// node across again a moment later.
+	var grace time.Duration
+	if k := m.killer(); k != nil {
+		grace = k.Grace
+	}
+	projected, measure := ProjectNeed(victims, need, ReleaseHorizon(grace, m.interval), MemoryUsage)
+	_, covered := PlanProtectingAMs(victims, projected, measure)
 	// The times say where a reaction goes: reading the candidates and
 	// planning, then the kills.
-	klog.Infof("yarn: node memory above the BE evict threshold: need to release %dMi; %d candidates, the plan covers %dMi (decided in %v)",
-		need>>20, len(victims), covered>>20, time.Since(decideStart).Round(time.Microsecond))
-	evicted, released, attempted := m.evict(node, victims, need)
+	klog.Infof("yarn: node memory above the BE evict threshold: need to release %dMi (%dMi with the growth expected before the release is done); %d candidates, the plan covers %dMi (decided in %v)",
+		need>>20, projected>>20, len(victims), covered>>20, time.Since(decideStart).Round(time.Microsecond))
+	evicted, released, attempted := m.evict(node, victims, projected, measure)
 	if attempted {
 		klog.V(2).Infof("yarn: memory evict done %v after the check began: %d evicted, %dMi released", time.Since(now).Round(time.Millisecond), len(evicted), released>>20)
 	}
@@ -219,8 +227,8 @@ func (m *MemoryEvict) Cycle(now time.Time) []Victim {
 	if ReleasesLater(evicted) {
 		m.lastEvict = now
 	}
-	if attempted && released < need {
-		klog.Warningf("yarn: memory evict released %dMi of the %dMi needed", released>>20, need>>20)
+	if attempted && released < projected {
+		klog.Warningf("yarn: memory evict released %dMi of the %dMi needed (with the growth expected)", released>>20, projected>>20)
 	}
 	return evicted
 }
@@ -244,6 +252,15 @@ func ReleasesLater(evicted []Victim) bool {
 		}
 	}
 	return false
+}
+
+// killer returns the YARN container killer (nil before the hierarchy is
+// known).
+func (m *MemoryEvict) killer() *Killer {
+	if m.deps.Killer == nil {
+		return nil
+	}
+	return m.deps.Killer()
 }
 
 // arm sets the event trigger (if any) to wake at the threshold level.
@@ -430,8 +447,8 @@ func (m *MemoryEvict) processReader() *cgroups.ProcessMemoryReader {
 }
 
 // evict evicts from the ranked victims until need is released.
-func (m *MemoryEvict) evict(node *corev1.Node, ranked []Victim, need int64) ([]Victim, int64, bool) {
-	return execute(m.deps, m.executor, m.opts.EventRecorder, m.opts.StatesInformer.GetAllPods(), node, ranked, need, MemoryUsage,
+func (m *MemoryEvict) evict(node *corev1.Node, ranked []Victim, need int64, measure func(*Victim) int64) ([]Victim, int64, bool) {
+	return execute(m.deps, m.executor, m.opts.EventRecorder, m.opts.StatesInformer.GetAllPods(), node, ranked, need, measure,
 		ReasonBEMemoryEvict, func(v *Victim) string {
 			return fmt.Sprintf("node memory above the BE evict threshold; pod releases %dMi; chosen because: %s", v.MemoryUsed>>20, v.Why)
 		})
