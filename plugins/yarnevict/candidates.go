@@ -2,9 +2,11 @@ package yarnevict
 
 import (
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"sync"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/tools/record"
@@ -142,6 +144,9 @@ func execute(deps Deps, executor qmutil.EvictionExecutor, rec record.EventRecord
 			case outcomes[i].ok:
 				done = append(done, *v)
 				released += measure(v)
+				if v.releaseMeasured { // what it did not release after all
+					released -= v.MemoryUsed - v.Released
+				}
 			case !outcomes[i].skipped:
 				failed = true
 			}
@@ -206,6 +211,18 @@ func evictOne(deps Deps, executor qmutil.EvictionExecutor, rec record.EventRecor
 	if errors.Is(err, ErrInFlight) || errors.Is(err, ErrAlreadyEvicted) {
 		klog.V(3).Infof("yarn: %s skips container %s: %v", reason, v.Container.Name, err)
 		return false, true
+	}
+	if err == nil && deps.held != nil && v.MemoryUsed > 0 {
+		// Released only when it is: the kill ends when the processes
+		// are gone or exiting, not when their memory is free.
+		released, still, known := MeasureRelease(v.MemoryUsed, func() (Held, bool) { return deps.held(v.Container) }, ReleaseWait, time.Sleep)
+		if known {
+			v.Released, v.Holding, v.releaseMeasured = released, still, true
+			if released <= 0 {
+				err = fmt.Errorf("container %s: its processes were killed but none of its %dMi was released within %v: %w",
+					v.Container.Name, v.MemoryUsed>>20, ReleaseWait, ErrNothingReleased)
+			}
+		}
 	}
 	report(rec, deps.Metrics, deps.NodeName, nmPod, v, reason, res, err)
 	return err == nil, false

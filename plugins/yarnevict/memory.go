@@ -52,6 +52,10 @@ type Deps struct {
 	// Policy gives YARN containers their priority and tier from the YARN
 	// QoS policy (nil: none, the NodeManager pod's priority).
 	Policy *policy.Resolver
+	// held reads what a killed container still holds (memory evictions
+	// measure what they released; nil: not measured). Set by the memory
+	// strategy on its own copy.
+	held func(*store.Container) (Held, bool)
 }
 
 // MemoryEvict is the YARN-aware BE memory evict strategy. It takes koordlet's
@@ -96,8 +100,10 @@ func NewMemoryEvictFactory(deps Deps) qmframework.QOSStrategyFactory {
 		cooling := time.Duration(opts.Config.MemoryEvictCoolTimeSeconds) * time.Second
 		var be beTrigger
 		if features.Enabled(features.YARNBEMemoryEvict) {
-			be = &MemoryEvict{deps: deps, opts: opts, interval: interval, cooling: cooling,
+			m := &MemoryEvict{deps: deps, opts: opts, interval: interval, cooling: cooling,
 				wantTrigger: features.Enabled(features.YARNMemoryEvictTrigger)}
+			m.deps.held = m.heldMemory
+			be = m
 		}
 		return newSlot(AllocMemory, deps, opts, be, interval, cooling)
 	}
@@ -247,8 +253,8 @@ func (m *MemoryEvict) Cycle(now time.Time) []Victim {
 // the next interval, not one cooling later.
 func ReleasesLater(evicted []Victim) bool {
 	for _, v := range evicted {
-		if v.Pod != nil {
-			return true
+		if v.Pod != nil || v.Holding > 0 {
+			return true // a pod, or a container whose exiting processes still hold memory
 		}
 	}
 	return false

@@ -66,6 +66,13 @@ func releaseOf(reason string, v *Victim) (resource string, amount int64, text st
 	if reason == ReasonBECPUEvict || reason == ReasonCPUAllocatableEvict {
 		return "cpu", v.MilliCPURequest, fmt.Sprintf("cpu request %dm", v.MilliCPURequest)
 	}
+	if v.releaseMeasured {
+		text := fmt.Sprintf("memory %dMi", v.Released>>20)
+		if v.Holding > 0 {
+			text += fmt.Sprintf(" (%dMi still held by exiting processes)", v.Holding>>20)
+		}
+		return "memory", v.Released, text
+	}
 	return "memory", v.MemoryUsed, fmt.Sprintf("memory %dMi", v.MemoryUsed>>20)
 }
 

@@ -41,6 +41,11 @@ type Victim struct {
 	// CPUSeconds is the CPU time it has spent so far: the work its
 	// eviction loses.
 	CPUSeconds float64
+	// Released is the memory its eviction released, measured after the
+	// kill, and Holding what it still held then (exiting processes), when
+	// releaseMeasured (memory evictions of YARN containers).
+	Released, Holding int64
+	releaseMeasured   bool
 
 	// Cause marks a victim that is causing the pressure (using more than it
 	// requested, or growing); CauseText says how, for the Event. Set by
