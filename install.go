@@ -116,7 +116,7 @@ func install(fs *flag.FlagSet, reg prometheus.Registerer) (*Framework, error) {
 		Policy: fw.policy})
 	fw.Watch = cgroupwatch.New(cgroupwatch.Options{Store: fw.Store, Hierarchy: fw.Informer.Hierarchy, ResyncInterval: cfg.ResyncInterval, Resync: fw.Informer.RequestResync, Registerer: reg})
 	fw.Informer.AfterFirstSync = func(stopCh <-chan struct{}) {
-		fw.recoverKills()
+		go fw.recoverKills() // off the start-up path, bounded (MaxRecoverTime)
 		fw.Watch.Run(stopCh)
 	}
 	fw.loops = append(fw.loops, fw.Usage, fw.QoS)
@@ -202,7 +202,7 @@ const evictedKeep = 2 * time.Minute
 // thaws the freezer cgroups of earlier versions), once the store is filled.
 func (fw *Framework) recoverKills() {
 	if k := fw.killer(); k != nil {
-		k.Recover(fw.Store.Snapshot())
+		k.Recover(fw.Store.Snapshot(), time.Now().Add(yarnevict.MaxRecoverTime))
 	}
 }
 

@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -14,8 +15,12 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"golang.org/x/sys/unix"
+	"k8s.io/component-base/featuregate"
+
+	koordfeatures "github.com/koordinator-sh/koordinator/pkg/features"
 
 	"github.com/koordlet-yarn/koordlet-yarn/framework/cgroups"
+	"github.com/koordlet-yarn/koordlet-yarn/framework/features"
 	"github.com/koordlet-yarn/koordlet-yarn/framework/store"
 	"github.com/koordlet-yarn/koordlet-yarn/test/kerneltest"
 )
@@ -140,7 +145,13 @@ func TestRealKernelKillerDiesAtEachStep(t *testing.T) {
 			// A restarted koordlet.
 			k := &Killer{H: cgroups.Hierarchy{CgroupRoot: kerneltest.CgroupRoot, ProcRoot: "/proc", Dir: hier}, Journal: NewJournal(), ExitTimeout: 5 * time.Second}
 			own := cgroups.Ref{Dir: hier + "/" + name, Owned: true}
-			rec := k.Recover([]*store.Container{{Name: name, Cgroups: cgroups.Cgroups{cgroups.CPU: own, cgroups.Memory: own}}})
+			// The eviction gate is still on (a kill journaled without a
+			// reason may finish under any YARN eviction gate).
+			require.NoError(t, koordfeatures.DefaultMutableKoordletFeatureGate.SetFromMap(map[string]bool{string(features.YARNBEMemoryEvict): true}))
+			t.Cleanup(func() {
+				_ = koordfeatures.DefaultMutableKoordletFeatureGate.SetFromMap(map[string]bool{string(features.YARNBEMemoryEvict): false})
+			})
+			rec := k.Recover([]*store.Container{{Name: name, Cgroups: cgroups.Cgroups{cgroups.CPU: own, cgroups.Memory: own}}}, time.Time{})
 			require.Len(t, rec, 1)
 			assert.Equal(t, tc.finishedOnRestart, rec[0].Finished)
 			assert.Zero(t, rec[0].Remaining)
@@ -154,7 +165,7 @@ func TestRealKernelKillerDiesAtEachStep(t *testing.T) {
 			assertNoneStopped()
 			_, xerr = unix.Getxattr(dirs[0], journalXattr, buf)
 			assert.ErrorIs(t, xerr, unix.ENODATA, "the journal entry is cleared")
-			assert.Empty(t, k.Recover([]*store.Container{{Name: name, Cgroups: cgroups.Cgroups{cgroups.CPU: own}}}), "recovered once")
+			assert.Empty(t, k.Recover([]*store.Container{{Name: name, Cgroups: cgroups.Cgroups{cgroups.CPU: own}}}, time.Time{}), "recovered once")
 		})
 	}
 }
@@ -196,7 +207,7 @@ func TestRealKernelRecoverThawsOldFreezerLeftovers(t *testing.T) {
 	}
 
 	k := &Killer{H: cgroups.Hierarchy{CgroupRoot: kerneltest.CgroupRoot, ProcRoot: "/proc", Dir: hier}, Journal: NewJournal()}
-	k.Recover(nil)
+	k.Recover(nil, time.Time{})
 	for _, pid := range pids {
 		require.Eventually(t, func() bool { return procState(pid) == "" || procState(pid) == "Z" }, 2*time.Second, 10*time.Millisecond,
 			"the thawed process %d dies of its pending SIGKILL", pid)
@@ -206,4 +217,63 @@ func TestRealKernelRecoverThawsOldFreezerLeftovers(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, "FROZEN", strings.TrimSpace(string(b)), "not ours: untouched")
 	require.NoError(t, os.WriteFile(filepath.Join(other, "freezer.state"), []byte("THAWED"), 0o644))
+}
+
+func TestDecideRecovery(t *testing.T) {
+	now := time.Unix(1700000000, 0)
+	on := func(gates ...featuregate.Feature) func(featuregate.Feature) bool {
+		return func(f featuregate.Feature) bool { return slices.Contains(gates, f) }
+	}
+	for _, tc := range []struct {
+		name  string
+		e     journalEntry
+		gates func(featuregate.Feature) bool
+		want  RecoverAction
+	}{
+		{"begun, gate on", journalEntry{Step: StepKillSent, Reason: ReasonBEMemoryEvict, At: now.Add(-time.Minute)}, on(features.YARNBEMemoryEvict), RecoverFinish},
+		{"begun, rolled back: gate off", journalEntry{Step: StepKillSent, Reason: ReasonBEMemoryEvict, At: now.Add(-time.Minute)}, on(features.YARNBECPUEvict), RecoverGateOff},
+		{"begun long ago", journalEntry{Step: StepTermSent, Reason: ReasonBECPUEvict, At: now.Add(-time.Hour)}, on(features.YARNBECPUEvict), RecoverStale},
+		{"nothing sent", journalEntry{Step: StepJournaled, Reason: ReasonBEMemoryEvict, At: now}, on(features.YARNBEMemoryEvict), RecoverNotStarted},
+		{"arbitration", journalEntry{Step: StepKillSent, Reason: ReasonMemoryAllocatableEvict, At: now}, on(features.YARNAllocatableEvict), RecoverFinish},
+		{"no reason (older version), guard on", journalEntry{Step: StepKillSent, At: now}, on(features.YARNNodeManagerGuard), RecoverFinish},
+		{"no reason, every gate off", journalEntry{Step: StepKillSent, At: now}, on(), RecoverGateOff},
+	} {
+		assert.Equal(t, tc.want, DecideRecovery(tc.e, now, tc.gates), tc.name)
+	}
+}
+
+// TestRealKernelRecoverRespectsGatesAndAge: a kill journaled mid-way by a
+// koordlet that died is not finished by one started with the eviction
+// gate off (a rollback), nor when it is older than MaxRecoverAge; the
+// container runs on and the entry goes. The code before finished both.
+func TestRealKernelRecoverRespectsGatesAndAge(t *testing.T) {
+	kerneltest.RequireCgroupV1(t, "cpu", "memory")
+	kerneltest.UseHostRoots(t)
+	hier := kerneltest.UniqueRoot(t) + "/hadoop-yarn"
+	k := &Killer{H: cgroups.Hierarchy{CgroupRoot: kerneltest.CgroupRoot, ProcRoot: "/proc", Dir: hier}, Journal: NewJournal(), ExitTimeout: 2 * time.Second}
+	for _, tc := range []struct {
+		name string
+		at   time.Time
+		gate bool
+	}{
+		{"gate off", time.Now(), false},
+		{"stale", time.Now().Add(-MaxRecoverAge - time.Minute), true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := realContainer(t, hier, "container_e17_1700000000000_0042_01_00000"+map[bool]string{false: "6", true: "7"}[tc.gate], true)
+			require.NoError(t, koordfeatures.DefaultMutableKoordletFeatureGate.SetFromMap(map[string]bool{string(features.YARNBEMemoryEvict): tc.gate}))
+			t.Cleanup(func() {
+				_ = koordfeatures.DefaultMutableKoordletFeatureGate.SetFromMap(map[string]bool{string(features.YARNBEMemoryEvict): false})
+			})
+			abs := k.H.AbsDir(cgroups.CPU, c.Cgroups[cgroups.CPU].Dir)
+			k.Journal.now = func() time.Time { return tc.at }
+			k.Journal.record(abs, StepKillSent, ReasonBEMemoryEvict)
+			rec := k.Recover([]*store.Container{c}, time.Time{})
+			require.Len(t, rec, 1)
+			assert.False(t, rec[0].Finished)
+			assert.True(t, alive(c.Pids[0]), "the container runs on")
+			_, ok := k.Journal.read(abs)
+			assert.False(t, ok, "the entry goes")
+		})
+	}
 }

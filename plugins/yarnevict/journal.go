@@ -10,9 +10,11 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+	"k8s.io/component-base/featuregate"
 	"k8s.io/klog/v2"
 
 	"github.com/koordlet-yarn/koordlet-yarn/framework/cgroups"
+	"github.com/koordlet-yarn/koordlet-yarn/framework/features"
 	"github.com/koordlet-yarn/koordlet-yarn/framework/store"
 	"github.com/koordlet-yarn/koordlet-yarn/framework/yarn"
 )
@@ -90,6 +92,8 @@ func (j *Journal) read(dir string) (journalEntry, bool) {
 type Recovered struct {
 	Container string
 	Entry     journalEntry
+	// Action is what was done with it (see RecoverAction).
+	Action RecoverAction
 	// Finished is true when the kill had begun and was finished now;
 	// false when nothing had been sent and the container was left alone.
 	Finished  bool
@@ -97,13 +101,78 @@ type Recovered struct {
 	Remaining int
 }
 
+// RecoverAction is what recovery does with a journaled kill.
+type RecoverAction string
+
+// The recovery actions.
+const (
+	// RecoverFinish: the kill had sent a signal; it is finished.
+	RecoverFinish RecoverAction = "finished"
+	// RecoverNotStarted: nothing had been sent; the container is left
+	// running.
+	RecoverNotStarted RecoverAction = "not-started"
+	// RecoverGateOff: the gate of the strategy that began the kill is off
+	// now (a rollback): the container is left running.
+	RecoverGateOff RecoverAction = "gate-off"
+	// RecoverStale: the kill was begun longer ago than MaxRecoverAge: the
+	// pressure it answered is long gone; the container is left running.
+	RecoverStale RecoverAction = "stale"
+	// RecoverLater: the recovery's time bound ran out first; the entry
+	// stays for the next start.
+	RecoverLater RecoverAction = "later"
+)
+
+// MaxRecoverAge is the oldest journaled kill recovery finishes.
+const MaxRecoverAge = 10 * time.Minute
+
+// MaxRecoverTime bounds the whole recovery (it runs in the background,
+// after discovery): entries left when it runs out stay for the next start.
+const MaxRecoverTime = time.Minute
+
+// GatesOfReason returns the gates under which a kill journaled with reason
+// may run: its strategy's YARN gate (a kill the NodeManager guard began,
+// or one journaled by a version that recorded no reason, under any YARN
+// eviction gate).
+func GatesOfReason(reason string) []featuregate.Feature {
+	switch reason {
+	case ReasonBEMemoryEvict:
+		return []featuregate.Feature{features.YARNBEMemoryEvict}
+	case ReasonBECPUEvict:
+		return []featuregate.Feature{features.YARNBECPUEvict}
+	case ReasonMemoryAllocatableEvict, ReasonCPUAllocatableEvict, ReasonMemoryEvict, ReasonCPUEvict:
+		return []featuregate.Feature{features.YARNAllocatableEvict}
+	}
+	return []featuregate.Feature{features.YARNBEMemoryEvict, features.YARNBECPUEvict, features.YARNAllocatableEvict, features.YARNNodeManagerGuard}
+}
+
+// DecideRecovery decides what recovery does with a journaled kill: nothing
+// sent, left running; begun longer than MaxRecoverAge ago, or under a gate
+// that is off now, dropped (left running); else finished.
+func DecideRecovery(e journalEntry, now time.Time, enabled func(featuregate.Feature) bool) RecoverAction {
+	if e.Step == StepJournaled {
+		return RecoverNotStarted
+	}
+	if !e.At.IsZero() && now.Sub(e.At) > MaxRecoverAge {
+		return RecoverStale
+	}
+	for _, g := range GatesOfReason(e.Reason) {
+		if enabled(g) {
+			return RecoverFinish
+		}
+	}
+	return RecoverGateOff
+}
+
 // Recover finishes the kills the journal records on the containers' own
-// cgroups, left by a koordlet that died mid-kill: a kill that had sent a
-// signal is finished (SIGKILL passes until the cgroup is empty), one that
-// had sent nothing is dropped and the container left running. It then
-// thaws and removes the freezer cgroups an earlier version of this killer
-// made. Call it once, after the store has been filled.
-func (k *Killer) Recover(containers []*store.Container) []Recovered {
+// cgroups, left by a koordlet that died mid-kill (see DecideRecovery): a
+// kill that had sent a signal under a gate still on, and begun less than
+// MaxRecoverAge ago, is finished (SIGKILL passes until the cgroup is
+// empty); any other is dropped and the container left running. It stops at
+// deadline (zero: none), leaving the remaining entries for the next start.
+// It then thaws and removes the freezer cgroups an earlier version of this
+// killer made. Call it once, after the store has been filled, off the
+// start-up path.
+func (k *Killer) Recover(containers []*store.Container, deadline time.Time) []Recovered {
 	var out []Recovered
 	if k.Journal != nil {
 		for _, c := range containers {
@@ -112,14 +181,27 @@ func (k *Killer) Recover(containers []*store.Container) []Recovered {
 				continue
 			}
 			r := Recovered{Container: c.Name, Entry: e}
-			if e.Step != StepJournaled {
+			if !deadline.IsZero() && time.Now().After(deadline) {
+				r.Action = RecoverLater
+				klog.Warningf("yarn: the recovery of interrupted kills ran out of time; the kill of container %s stays journaled for the next start", c.Name)
+				out = append(out, r)
+				continue
+			}
+			r.Action = DecideRecovery(e, time.Now(), features.Enabled)
+			switch r.Action {
+			case RecoverFinish:
 				signalled := map[int]bool{}
 				_, r.Remaining = k.killPasses(abs, ctrl, dir, signalled, false)
 				r.Signalled, r.Finished = len(signalled), true
 				klog.Infof("yarn: finished the kill of container %s (%s, interrupted at %s on %s): signalled %d processes, %d left",
 					c.Name, e.Reason, e.Step, e.At.Format(time.RFC3339), r.Signalled, r.Remaining)
-			} else {
+			case RecoverNotStarted:
 				klog.Infof("yarn: the kill of container %s (%s) was interrupted before any signal; the container is left running", c.Name, e.Reason)
+			case RecoverGateOff:
+				klog.Infof("yarn: the interrupted kill of container %s (%s) is not finished: its gate is off now; the container is left running", c.Name, e.Reason)
+			case RecoverStale:
+				klog.Infof("yarn: the interrupted kill of container %s (%s, begun %s) is older than %v and is not finished; the container is left running",
+					c.Name, e.Reason, e.At.Format(time.RFC3339), MaxRecoverAge)
 			}
 			k.Journal.clear(abs)
 			out = append(out, r)
