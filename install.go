@@ -63,6 +63,8 @@ type Framework struct {
 	// cgroups so that a restarted koordlet finishes them.
 	kills   *yarnevict.Flights
 	journal *yarnevict.Journal
+	// audit records every eviction (/yarn/evictions, the audit file).
+	audit *yarnevict.Audit
 
 	memcg *yarnmemcg.Applier
 
@@ -91,6 +93,7 @@ func install(fs *flag.FlagSet, reg prometheus.Registerer) (*Framework, error) {
 
 	fw := &Framework{Config: cfg, Store: store.New(), Handles: &handles.Handles{},
 		kills: yarnevict.NewFlights(evictedKeep), journal: yarnevict.NewJournal(), policy: policy.NewResolver(nil, nil)}
+	fw.audit = yarnevict.NewAudit(func() string { return cfg.EvictAuditFile }, yarnevict.DefaultAuditKeep, yarnevict.DefaultAuditMaxBytes)
 	fw.initPreflightFlag(fs)
 	fw.Informer = yarninformer.New(cfg, fw.Store, fw.Handles.Pods)
 
@@ -143,6 +146,7 @@ func install(fs *flag.FlagSet, reg prometheus.Registerer) (*Framework, error) {
 		Killer:           fw.killer,
 		IsNodeManagerPod: fw.Informer.IsNodeManagerPod,
 		Metrics:          evictMetrics,
+		Audit:            fw.audit,
 		NodeName:         os.Getenv("NODE_NAME"),
 		Hierarchy:        fw.Informer.HierarchyDir,
 		CgroupHierarchy:  fw.Informer.Hierarchy,
@@ -157,6 +161,7 @@ func install(fs *flag.FlagSet, reg prometheus.Registerer) (*Framework, error) {
 	impl.DefaultPluginRegistry[yarninformer.Name] = fw.Informer
 	qmplugins.StrategyPlugins[StrategyName] = fw.newLoopRunner
 	options.RegisterHTTPHandler(ContainersPath, fw.containersHandler)
+	options.RegisterHTTPHandler(EvictionsPath, fw.evictionsHandler)
 	return fw, nil
 }
 

@@ -20,6 +20,9 @@ const (
 	// DefaultEvictGracePeriod matches YARN's own
 	// yarn.nodemanager.sleep-delay-before-sigkill.ms (250 ms).
 	DefaultEvictGracePeriod = 250 * time.Millisecond
+	// DefaultEvictAuditFile is on the host's /var/run/koordlet, which
+	// Koordinator's koordlet DaemonSet mounts read-write there.
+	DefaultEvictAuditFile = "/host-var-run-koordlet/yarn-evictions.jsonl"
 )
 
 // Config is the koordlet-yarn configuration, set from koordlet's flags.
@@ -45,6 +48,9 @@ type Config struct {
 	// EvictGracePeriod is how long an evicted container's processes get
 	// between SIGTERM and SIGKILL.
 	EvictGracePeriod time.Duration
+	// EvictAuditFile is where every eviction is appended as a JSON line
+	// ("" none: /yarn/evictions only).
+	EvictAuditFile string
 	// RM configures the ResourceManager REST client.
 	RM RM
 	// Ledger configures the batch ledger and the RM node resource sync.
@@ -63,6 +69,7 @@ func NewDefault() *Config {
 		NMMaxResponseBytes:   yarn.DefaultNMMaxResponseBytes,
 		ResyncInterval:       DefaultResyncInterval,
 		EvictGracePeriod:     DefaultEvictGracePeriod,
+		EvictAuditFile:       DefaultEvictAuditFile,
 		QoSReconcileInterval: 10 * time.Second,
 		RM:                   RM{Timeout: yarn.DefaultRMTimeout, MaxResponseBytes: yarn.DefaultRMMaxResponseBytes},
 		Ledger:               Ledger{PatchInterval: DefaultLedgerPatchInterval, RMSyncInterval: DefaultRMSyncInterval, RMReadBack: DefaultRMReadBack, Expiry: DefaultLedgerExpiry},
@@ -87,6 +94,8 @@ func (c *Config) InitFlags(fs *flag.FlagSet) {
 		"Period of the full YARN container resync (cgroup scan and NodeManager list).")
 	fs.DurationVar(&c.QoSReconcileInterval, "yarn-qos-reconcile-interval", c.QoSReconcileInterval,
 		"Period at which the YARN QoS appliers re-apply the BE QoS to every container (they also apply at creation and on NodeSLO changes).")
+	fs.StringVar(&c.EvictAuditFile, "yarn-evict-audit-file", c.EvictAuditFile,
+		"File every YARN container eviction is appended to as one JSON line (reason, container, application, user, released, why, outcome); rotated at 10 MiB, one old file (.1) kept. Empty: the last 500 at /yarn/evictions only. Kubernetes Events on the NodeManager pod are merged and dropped by the event correlator in a storm; this record is not.")
 	fs.DurationVar(&c.EvictGracePeriod, "yarn-evict-grace-period", c.EvictGracePeriod,
 		"Time an evicted YARN container's processes get between SIGTERM and SIGKILL (YARN's sleep-delay-before-sigkill).")
 	c.RM.initFlags(fs)

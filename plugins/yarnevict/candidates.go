@@ -224,6 +224,6 @@ func evictOne(deps Deps, executor qmutil.EvictionExecutor, rec record.EventRecor
 			}
 		}
 	}
-	report(rec, deps.Metrics, deps.NodeName, nmPod, v, reason, res, err)
+	report(rec, deps.Metrics, deps.Audit, deps.NodeName, nmPod, v, reason, res, err)
 	return err == nil, false
 }

@@ -42,7 +42,9 @@ type Deps struct {
 	// IsNodeManagerPod tells the NodeManager pod among the node's pods.
 	IsNodeManagerPod func(*corev1.Pod) bool
 	Metrics          *Metrics
-	NodeName         string
+	// Audit keeps a record of every eviction (nil: none).
+	Audit    *Audit
+	NodeName string
 	// Hierarchy returns the YARN hierarchy dir ("" when unknown).
 	Hierarchy func() string
 	// CgroupHierarchy returns the YARN hierarchy (proc root, cgroup

@@ -2,6 +2,7 @@ package yarnevict
 
 import (
 	"fmt"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
@@ -79,9 +80,15 @@ func releaseOf(reason string, v *Victim) (resource string, amount int64, text st
 // report records one YARN container eviction: klog, a Kubernetes Event on
 // the NodeManager pod, and the counters. A failed kill gives a warning
 // Event and result=failed, never a "released" Event or count.
-func report(rec record.EventRecorder, m *Metrics, node string, nmPod *corev1.Pod, v *Victim, reason string, res KillResult, err error) {
+func report(rec record.EventRecorder, m *Metrics, audit *Audit, node string, nmPod *corev1.Pod, v *Victim, reason string, res KillResult, err error) {
 	c := v.Container
 	resource, amount, released := releaseOf(reason, v)
+	ar := AuditRecord{Time: time.Now(), Node: node, Reason: reason, Container: c.Name, Application: c.ApplicationID, User: c.User,
+		AM: c.IsAM, Outcome: "succeeded", Resource: resource, Released: amount, Holding: v.Holding, Why: v.Why}
+	if err != nil {
+		ar.Outcome, ar.Released, ar.Holding, ar.Error = "failed", 0, 0, err.Error()
+	}
+	audit.Record(ar)
 	if err != nil {
 		klog.Errorf("yarn: evict container %s (application %s) for %s failed: %v", c.Name, c.ApplicationID, reason, err)
 		if rec != nil && nmPod != nil {

@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -143,4 +144,20 @@ func pressure(t *testing.T, opts nodebox.Options, ownMemory bool) {
 	n, ok := value(scrape(t, b), "koordlet_yarn_container_evictions_total", map[string]string{"reason": "BEMemoryEvict", "result": "succeeded"})
 	assert.True(t, ok)
 	assert.Equal(t, 1.0, n, "exactly one container evicted")
+
+	// The audit record: at /yarn/evictions and in the audit file, with
+	// what was released (measured after the kill) and why.
+	ev, err := b.Evictions()
+	require.NoError(t, err)
+	require.Len(t, ev.Records, 1)
+	r := ev.Records[0]
+	assert.Equal(t, newest, r.Container)
+	assert.Equal(t, "succeeded", r.Outcome)
+	assert.Equal(t, "BEMemoryEvict", r.Reason)
+	assert.Greater(t, r.Released, int64(0), "released memory, measured")
+	assert.NotEmpty(t, r.Why)
+	audit, err := os.ReadFile(b.EvictionAuditFile())
+	require.NoError(t, err)
+	assert.Equal(t, 1, strings.Count(string(audit), "\n"))
+	assert.Contains(t, string(audit), newest)
 }

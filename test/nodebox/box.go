@@ -453,6 +453,9 @@ func (b *Box) StartKoordlet() error {
 		"--collect-res-used-interval=1s",
 		"--yarn-nm-port=" + nmPort,
 		"--yarn-resync-interval=1s",
+		// The eviction audit file in the box's own directory (the default is
+		// the DaemonSet's host mount).
+		"--yarn-evict-audit-file=" + filepath.Join(b.dir, "yarn-evictions.jsonl"),
 		"--v=3",
 	}
 	args = append(args, b.opts.KoordletArgs...)
@@ -506,6 +509,19 @@ func (b *Box) Containers() (koordletyarn.ContainersResponse, error) {
 	}
 	if err := json.Unmarshal(body, &out); err != nil {
 		return out, fmt.Errorf("decode %s: %w", koordletyarn.ContainersPath, err)
+	}
+	return out, nil
+}
+
+// Evictions fetches koordlet's /yarn/evictions.
+func (b *Box) Evictions() (koordletyarn.EvictionsResponse, error) {
+	var out koordletyarn.EvictionsResponse
+	body, err := b.get(koordletyarn.EvictionsPath)
+	if err != nil {
+		return out, err
+	}
+	if err := json.Unmarshal(body, &out); err != nil {
+		return out, fmt.Errorf("decode %s: %w", koordletyarn.EvictionsPath, err)
 	}
 	return out, nil
 }
@@ -571,3 +587,6 @@ func (b *Box) KoordletPID() int {
 	}
 	return b.koordlet.cmd.Process.Pid
 }
+
+// EvictionAuditFile is the koordlet's eviction audit file in the box.
+func (b *Box) EvictionAuditFile() string { return filepath.Join(b.dir, "yarn-evictions.jsonl") }

@@ -1,0 +1,154 @@
+package yarnevict
+
+import (
+	"encoding/json"
+	"os"
+	"sync"
+	"time"
+
+	"k8s.io/klog/v2"
+)
+
+// AuditRecord is one eviction of a YARN container, as the audit keeps it.
+type AuditRecord struct {
+	Time        time.Time `json:"time"`
+	Node        string    `json:"node,omitempty"`
+	Reason      string    `json:"reason"`
+	Container   string    `json:"container"`
+	Application string    `json:"application,omitempty"`
+	User        string    `json:"user,omitempty"`
+	AM          bool      `json:"am"`
+	// Outcome is succeeded or failed.
+	Outcome string `json:"outcome"`
+	// Resource and Released: what the eviction released, in the unit of
+	// the reason's need (memory bytes, CPU milli-cores); 0 when it failed.
+	Resource string `json:"resource"`
+	Released int64  `json:"released"`
+	// Holding is memory its exiting processes still held when reported.
+	Holding int64 `json:"holding,omitempty"`
+	// Why the plan chose it; Error why it failed.
+	Why   string `json:"why,omitempty"`
+	Error string `json:"error,omitempty"`
+}
+
+// DefaultAuditKeep is how many records the audit serves (/yarn/evictions).
+const DefaultAuditKeep = 500
+
+// DefaultAuditMaxBytes is the size at which the audit file is rotated (one
+// old file kept, ".1").
+const DefaultAuditMaxBytes = 10 << 20
+
+// Audit keeps a record of every eviction where Kubernetes Events cannot:
+// the event correlator merges, then drops, similar Events on one object
+// (the NodeManager pod) after about ten in ten minutes. The recent records
+// are served at /yarn/evictions; with a file, each is also appended as one
+// JSON line (rotated at MaxBytes, one old file kept), which survives
+// koordlet restarts. A nil *Audit records nothing.
+type Audit struct {
+	mu sync.Mutex
+	// pathOf gives the file (read at the first record: koordlet parses
+	// its flags after the framework is built); path is what it gave.
+	pathOf   func() string
+	resolved bool
+	path     string
+	maxBytes int64
+	keep     int
+	ring     []AuditRecord
+	next     int
+	total    int
+	failed   bool
+}
+
+// NewAudit returns an audit keeping keep records in memory and, when path
+// gives a file, appending to it.
+func NewAudit(path func() string, keep int, maxBytes int64) *Audit {
+	if keep <= 0 {
+		keep = DefaultAuditKeep
+	}
+	if maxBytes <= 0 {
+		maxBytes = DefaultAuditMaxBytes
+	}
+	if path == nil {
+		path = func() string { return "" }
+	}
+	return &Audit{pathOf: path, keep: keep, maxBytes: maxBytes}
+}
+
+// Record keeps r.
+func (a *Audit) Record(r AuditRecord) {
+	if a == nil {
+		return
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if len(a.ring) < a.keep {
+		a.ring = append(a.ring, r)
+	} else {
+		a.ring[a.next] = r
+	}
+	a.next = (a.next + 1) % a.keep
+	a.total++
+	a.resolve()
+	if a.path != "" && !a.failed {
+		if err := a.append(r); err != nil {
+			a.failed = true
+			klog.Warningf("yarn: cannot write the eviction audit file %s (%v): evictions are kept in memory only (the last %d, at /yarn/evictions) and in koordlet's log", a.path, err, a.keep)
+		}
+	}
+}
+
+func (a *Audit) append(r AuditRecord) error {
+	b, err := json.Marshal(r)
+	if err != nil {
+		return err
+	}
+	// The directory is not made: a missing one (a host path not mounted)
+	// means memory only, said once, never a new directory on the host.
+	if st, err := os.Stat(a.path); err == nil && st.Size()+int64(len(b))+1 > a.maxBytes {
+		if err := os.Rename(a.path, a.path+".1"); err != nil {
+			return err
+		}
+	}
+	f, err := os.OpenFile(a.path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return err
+	}
+	_, err = f.Write(append(b, '\n'))
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+// Recent returns the records kept in memory, oldest first, and how many
+// were recorded since koordlet started.
+func (a *Audit) Recent() (records []AuditRecord, total int) {
+	if a == nil {
+		return nil, 0
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if len(a.ring) < a.keep {
+		return append([]AuditRecord(nil), a.ring...), a.total
+	}
+	out := append([]AuditRecord(nil), a.ring[a.next:]...)
+	return append(out, a.ring[:a.next]...), a.total
+}
+
+// Path is the audit file ("" when none).
+func (a *Audit) Path() string {
+	if a == nil {
+		return ""
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.resolve()
+	return a.path
+}
+
+// resolve reads the path once. The caller holds a.mu.
+func (a *Audit) resolve() {
+	if !a.resolved {
+		a.resolved, a.path = true, a.pathOf()
+	}
+}
