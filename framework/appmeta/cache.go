@@ -1,9 +1,10 @@
 // Package appmeta caches what the ResourceManager says of the node's YARN
 // applications — queue, priority, type, tags, user and the AM container —
-// for the QoS policy. Each application is fetched once
-// (GET /ws/v1/cluster/apps/{appid}, through the RM client the ledger
-// shares) and kept until no container of it is left on the node; the cache
-// is bounded. Lookups never wait for the RM: a miss queues a fetch and
+// for the QoS policy. Each application is fetched (GET
+// /ws/v1/cluster/apps/{appid}, through the RM client the ledger shares),
+// fetched again when a container of a later attempt than the known AM's
+// appears (a new attempt has a new AM) and every RefreshAfter, and kept
+// until no container of it is left on the node; the cache is bounded. Lookups never wait for the RM: a miss queues a fetch and
 // answers "unknown" (the NodeManager-only behaviour). An RM that is down,
 // slow, standby or answering garbage gets one log line, and the fetches
 // are retried with a backoff; one line says when it answers again.
@@ -31,6 +32,10 @@ const (
 	// notFoundRetry is when an application the RM did not know (404) is
 	// asked again.
 	notFoundRetry = 5 * time.Minute
+	// RefreshAfter is the age at which a known application is fetched
+	// again (its queue, priority or AM may have changed: a move, a new
+	// attempt); the old data is served meanwhile.
+	RefreshAfter = 5 * time.Minute
 )
 
 // App is the ResourceManager's view of one application.
@@ -43,8 +48,9 @@ type App struct {
 	User            string   `json:"user"`
 	State           string   `json:"state"`
 	// AMContainer is the AM container's id (from amContainerLogs); empty
-	// when the RM did not name it.
+	// when the RM did not name it. AMAttempt is its attempt (0: unknown).
 	AMContainer string `json:"amContainer,omitempty"`
+	AMAttempt   int64  `json:"amAttempt,omitempty"`
 }
 
 // Fetcher fetches an application report (yarn.RMClient).
@@ -53,8 +59,9 @@ type Fetcher interface {
 }
 
 type entry struct {
-	app      App
-	known    bool      // app holds the RM's answer
+	app       App
+	known     bool      // app holds the RM's answer
+	fetchedAt time.Time // when the answer came
 	retryAt  time.Time // for an application the RM did not know
 	lastUsed time.Time
 }
@@ -98,8 +105,27 @@ func (c *Cache) OnFetched(f func(appID string)) {
 }
 
 // Lookup returns the application's data when known. It never blocks: a
-// miss queues a fetch (at most once at a time per application).
+// miss queues a fetch (at most once at a time per application), and so does
+// data older than RefreshAfter (served meanwhile).
 func (c *Cache) Lookup(appID string) (App, bool) {
+	return c.LookupAttempt(appID, 0)
+}
+
+// NeedsRefresh reports whether known data fetched at fetchedAt is to be
+// fetched again for a container of attempt (0: unknown): a later attempt
+// than the AM the data names has a new AM, and data older than
+// RefreshAfter may be stale.
+func NeedsRefresh(app App, fetchedAt, now time.Time, attempt int64) bool {
+	if attempt > 0 && app.AMAttempt > 0 && attempt > app.AMAttempt {
+		return true
+	}
+	return now.Sub(fetchedAt) >= RefreshAfter
+}
+
+// LookupAttempt is Lookup for a container of the given attempt: a container
+// of a later attempt than the known AM's queues a fetch at once, so that
+// the new attempt's AM is told apart. It never blocks.
+func (c *Cache) LookupAttempt(appID string, attempt int64) (App, bool) {
 	if c == nil || appID == "" {
 		return App{}, false
 	}
@@ -109,20 +135,29 @@ func (c *Cache) Lookup(appID string) (App, bool) {
 	if e, ok := c.apps[appID]; ok {
 		e.lastUsed = now
 		if e.known {
+			if NeedsRefresh(e.app, e.fetchedAt, now, attempt) {
+				c.enqueue(appID)
+			}
 			return e.app, true
 		}
 		if now.Before(e.retryAt) {
 			return App{}, false
 		}
 	}
-	if !c.pending[appID] {
-		select {
-		case c.queue <- appID:
-			c.pending[appID] = true
-		default: // full: asked again at the next lookup
-		}
-	}
+	c.enqueue(appID)
 	return App{}, false
+}
+
+// enqueue queues a fetch of appID unless one is pending; mu held.
+func (c *Cache) enqueue(appID string) {
+	if c.pending[appID] {
+		return
+	}
+	select {
+	case c.queue <- appID:
+		c.pending[appID] = true
+	default: // full: asked again at the next lookup
+	}
 }
 
 // Len returns the number of applications held.
@@ -199,7 +234,7 @@ func (c *Cache) fetchOne(ctx context.Context, id string) {
 			err = errors.New("the ResourceManager answered for application " + app.ID)
 			break
 		}
-		c.store(id, &entry{app: app, known: true})
+		c.store(id, &entry{app: app, known: true, fetchedAt: c.now()})
 	case errors.As(err, &notFound) && notFound.StatusCode == http.StatusNotFound:
 		delete(c.pending, id)
 		c.store(id, &entry{retryAt: c.now().Add(notFoundRetry)})
@@ -267,7 +302,7 @@ func fromReport(r *yarn.RMApp) App {
 	a := App{ID: r.ID, Queue: r.Queue, Priority: r.Priority, ApplicationType: r.ApplicationType,
 		Tags: r.ApplicationTags, User: r.User, State: r.State}
 	if id, ok := r.AMContainerID(); ok {
-		a.AMContainer = id.String()
+		a.AMContainer, a.AMAttempt = id.String(), id.AttemptID
 	}
 	return a
 }

@@ -53,7 +53,7 @@ func TestCacheFetchesOnceAndKeeps(t *testing.T) {
 	app, ok := eventually(t, c, app1, 2*time.Second)
 	require.True(t, ok)
 	assert.Equal(t, App{ID: app1, Queue: "root.transcode", Priority: 3, ApplicationType: "MAPREDUCE", Tags: []string{"daily", "video"},
-		User: "alice", State: "RUNNING", AMContainer: "container_e17_1700000000000_0007_01_000001"}, app)
+		User: "alice", State: "RUNNING", AMContainer: "container_e17_1700000000000_0007_01_000001", AMAttempt: 1}, app)
 	assert.Equal(t, app1, <-fetched)
 
 	rm.SetMode(rmemu.ModeError, "")
@@ -108,4 +108,47 @@ func TestCacheUnknownAppAndBound(t *testing.T) {
 		require.True(t, ok)
 	}
 	assert.Equal(t, 2, c.Len(), "bounded: the least recently used go")
+}
+
+func TestNeedsRefresh(t *testing.T) {
+	now := time.Unix(1700000000, 0)
+	app := App{AMAttempt: 1}
+	assert.False(t, NeedsRefresh(app, now.Add(-time.Minute), now, 1))
+	assert.True(t, NeedsRefresh(app, now.Add(-time.Minute), now, 2), "a later attempt: a new AM")
+	assert.False(t, NeedsRefresh(App{}, now.Add(-time.Minute), now, 2), "AM unknown: by age only")
+	assert.True(t, NeedsRefresh(app, now.Add(-RefreshAfter), now, 0), "old")
+}
+
+// TestCacheRefreshesOnANewAttempt: the application is fetched while its
+// first attempt runs; its AM fails and the RM starts attempt 2 with a new
+// AM. A container of attempt 2 makes the cache fetch again, and the new AM
+// is named; data older than RefreshAfter is fetched again too. The code
+// before fetched each application once: the new AM was taken for an
+// executor.
+func TestCacheRefreshesOnANewAttempt(t *testing.T) {
+	rm, client := startRM(t)
+	rm.AddApp(rmemu.App{ID: app1, User: "alice", Queue: "root.a", AMContainer: "container_e17_1700000000000_0007_01_000001"})
+	c := New(client, 0, time.Second)
+	now := time.Now()
+	c.now = func() time.Time { return now }
+	run(t, c)
+	app, ok := eventually(t, c, app1, 2*time.Second)
+	require.True(t, ok)
+	assert.Equal(t, int64(1), app.AMAttempt)
+
+	rm.AddApp(rmemu.App{ID: app1, User: "alice", Queue: "root.b", AMContainer: "container_e17_1700000000000_0007_02_000001"})
+	app, _ = c.LookupAttempt(app1, 1)
+	assert.Equal(t, "root.a", app.Queue, "attempt 1: the data is current")
+	require.Eventually(t, func() bool {
+		app, _ = c.LookupAttempt(app1, 2)
+		return app.AMContainer == "container_e17_1700000000000_0007_02_000001"
+	}, 2*time.Second, 10*time.Millisecond, "a container of attempt 2: fetched again")
+	assert.Equal(t, "root.b", app.Queue)
+
+	rm.AddApp(rmemu.App{ID: app1, User: "alice", Queue: "root.c", AMContainer: "container_e17_1700000000000_0007_02_000001"})
+	now = now.Add(RefreshAfter)
+	require.Eventually(t, func() bool {
+		app, _ = c.LookupAttempt(app1, 2)
+		return app.Queue == "root.c"
+	}, 2*time.Second, 10*time.Millisecond, "old data: fetched again")
 }

@@ -14,19 +14,24 @@ import (
 type Resolver struct {
 	mu     sync.RWMutex
 	holder *Holder
-	// apps looks an application up without waiting (nil: no RM).
-	apps func(appID string) (appmeta.App, bool)
+	// apps looks an application up for a container of an attempt without
+	// waiting (nil: no RM).
+	apps AppLookup
 }
+
+// AppLookup looks an application up for a container of the given attempt
+// (appmeta.Cache.LookupAttempt) without waiting.
+type AppLookup func(appID string, attempt int64) (appmeta.App, bool)
 
 // NewResolver resolves with the policy of h and the applications of apps
 // (nil: NodeManager data only). Both may be bound later with Bind.
-func NewResolver(h *Holder, apps func(appID string) (appmeta.App, bool)) *Resolver {
+func NewResolver(h *Holder, apps AppLookup) *Resolver {
 	return &Resolver{holder: h, apps: apps}
 }
 
 // Bind sets the holder and the application lookup (once the flags are
 // parsed and the ResourceManager client exists).
-func (r *Resolver) Bind(h *Holder, apps func(appID string) (appmeta.App, bool)) {
+func (r *Resolver) Bind(h *Holder, apps AppLookup) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.holder, r.apps = h, apps
@@ -50,7 +55,7 @@ func (r *Resolver) For(c *store.Container) Resolved {
 	r.mu.RUnlock()
 	var out Resolved
 	if apps != nil {
-		out.App, out.AppKnown = apps(c.ApplicationID)
+		out.App, out.AppKnown = apps(c.ApplicationID, c.ID.AttemptID)
 	}
 	p := h.Policy()
 	if p == nil {

@@ -320,7 +320,7 @@ rules:
 	require.NoError(t, err)
 	queues := map[string]string{"application_1700000000000_0001": "root.transcode", "application_1700000000000_0002": "root.streaming",
 		"application_1700000000000_0003": "root.default"}
-	resolver := policy.NewResolver(h, func(app string) (appmeta.App, bool) {
+	resolver := policy.NewResolver(h, func(app string, _ int64) (appmeta.App, bool) {
 		q, ok := queues[app]
 		return appmeta.App{ID: app, Queue: q}, ok
 	})

@@ -75,7 +75,10 @@ func ApplyPolicy(v *Victim, r policy.Resolved, nmPriority int64) {
 	if c == nil {
 		return
 	}
-	if r.AppKnown && r.App.AMContainer != "" && c.AMSource != store.AMFromEnvironment {
+	// Data naming an earlier attempt's AM says nothing of a later
+	// attempt's containers (its AM is new): it is fetched again meanwhile.
+	if r.AppKnown && r.App.AMContainer != "" && c.AMSource != store.AMFromEnvironment &&
+		(r.App.AMAttempt == 0 || c.ID.AttemptID <= r.App.AMAttempt) {
 		v.IsAM = c.Name == r.App.AMContainer
 	}
 	v.Priority = policy.EffectivePriority(r.Effective, c.ExecutionType, nmPriority)

@@ -104,11 +104,11 @@ func (p *Plugin) Run(stopCh <-chan struct{}) {
 		p.holder = h
 		h.OnChange(func() { p.reapply(nil) })
 	}
-	var lookup func(string) (appmeta.App, bool)
+	var lookup policy.AppLookup
 	if rm := p.opts.RM(); rm != nil {
 		p.apps = appmeta.New(rm, 0, p.opts.RMTimeout())
 		p.apps.OnFetched(func(appID string) { p.reapply(&appID) })
-		lookup = p.apps.Lookup
+		lookup = p.apps.LookupAttempt
 		go p.apps.Run(stopCh)
 	} else {
 		klog.Infof("yarn: no ResourceManager endpoint (--yarn-rm-endpoints): YARN QoS policy rules on queue, application type and tags do not match")
