@@ -62,8 +62,8 @@ type entry struct {
 	app       App
 	known     bool      // app holds the RM's answer
 	fetchedAt time.Time // when the answer came
-	retryAt  time.Time // for an application the RM did not know
-	lastUsed time.Time
+	retryAt   time.Time // for an application the RM did not know
+	lastUsed  time.Time
 }
 
 // Cache is the application cache. The zero value is not usable: use New.
