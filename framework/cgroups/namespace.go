@@ -102,12 +102,18 @@ func (n *Namespace) Translate(ctrl Controller, p string) (string, bool) {
 	return strings.TrimPrefix(filepath.Clean("/"+root+"/"+p), "/"), true
 }
 
-// mount returns the mount directory of hierarchy k.
+// mount returns the mount directory of hierarchy k, symlinks resolved: on
+// cgroup v1 a co-mounted controller is usually a link to the real mount
+// (cpu -> cpu,cpuacct), and a search that does not follow it finds nothing.
 func (n *Namespace) mount(k string) string {
-	if k == "" {
-		return n.cgroupRoot
+	m := n.cgroupRoot
+	if k != "" {
+		m = filepath.Join(n.cgroupRoot, k)
 	}
-	return filepath.Join(n.cgroupRoot, k)
+	if r, err := filepath.EvalSymlinks(m); err == nil {
+		return r
+	}
+	return m
 }
 
 // find locates the namespace root of hierarchy k. Without evidence of a

@@ -63,3 +63,28 @@ func TestNamespaceTranslate(t *testing.T) {
 	assert.True(t, ok)
 	assert.Equal(t, "a/b", p)
 }
+
+// TestNamespaceFollowsCoMountedLink: on cgroup v1 with cpu and cpuacct
+// co-mounted, the cpu hierarchy is a link (cpu -> cpu,cpuacct); koordlet in
+// a private namespace is still placed by searching the real mount. The
+// search before did not follow the link and found nothing, so every
+// process check failed.
+func TestNamespaceFollowsCoMountedLink(t *testing.T) {
+	dir := t.TempDir()
+	proc, root := filepath.Join(dir, "proc"), filepath.Join(dir, "cgroup")
+	require.NoError(t, os.MkdirAll(filepath.Join(proc, "self"), 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(proc, "self", "cgroup"), []byte("4:cpu,cpuacct:/\n"), 0o644))
+	real := filepath.Join(root, "cpu,cpuacct")
+	own := filepath.Join(real, "kubepods", "burstable", "podK", "ctr")
+	require.NoError(t, os.MkdirAll(own, 0o755))
+	require.NoError(t, os.MkdirAll(filepath.Join(real, "kubepods", "besteffort", "hadoop-yarn", "c"), 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(own, "cgroup.procs"), []byte(strconv.Itoa(os.Getpid())+"\n"), 0o644))
+	require.NoError(t, os.Symlink("cpu,cpuacct", filepath.Join(root, "cpu")))
+	ns := NewNamespace(proc, root, false)
+	got, err := ns.Root(CPU)
+	require.NoError(t, err)
+	assert.Equal(t, "kubepods/burstable/podK/ctr", got)
+	p, ok := ns.Translate(CPU, "/../../../besteffort/hadoop-yarn/c")
+	assert.True(t, ok)
+	assert.Equal(t, "kubepods/besteffort/hadoop-yarn/c", p)
+}
