@@ -199,9 +199,11 @@ func (s *Scanner) amFromProcess(c *Container, pid int, ctrl Controller, dir stri
 			return AMUnknown
 		}
 	}
-	var data []byte
-	var truncated bool
-	data, s.envBuf, truncated, err = readEnviron(filepath.Join(s.h.ProcRoot, strconv.Itoa(pid), "environ"), s.envBuf)
+	data, truncated, err := s.env.Read(filepath.Join(s.h.ProcRoot, strconv.Itoa(pid), "environ"))
+	if errors.Is(err, ErrEnvironTimeout) || errors.Is(err, ErrEnvironBusy) {
+		klog.V(4).Infof("yarn: environment of process %d of %s: %v; tried again at a later scan", pid, c.Name, err)
+		return AMUnknown
+	}
 	if err != nil {
 		if !isGone(err) && !s.environDenied && (errors.Is(err, syscall.EACCES) || errors.Is(err, syscall.EPERM)) {
 			s.environDenied = true

@@ -64,9 +64,10 @@ type Scanner struct {
 	started map[string]time.Time
 	boot    time.Time
 	// am remembers each container's ApplicationMaster decision from its
-	// processes' environment (see fillAM); envBuf is the environ buffer.
+	// processes' environment (see fillAM), read through env (bounded in
+	// time and in stuck reads).
 	am            map[string]amState
-	envBuf        []byte
+	env           *environReader
 	environDenied bool
 }
 
@@ -77,7 +78,8 @@ type procResolution struct {
 
 // NewScanner returns a scanner of h.
 func NewScanner(h Hierarchy) *Scanner {
-	return &Scanner{h: h, buf: make([]byte, 4096), index: map[string]int{}, procCache: map[string]procResolution{}, started: map[string]time.Time{}, am: map[string]amState{}}
+	return &Scanner{h: h, buf: make([]byte, 4096), index: map[string]int{}, procCache: map[string]procResolution{}, started: map[string]time.Time{}, am: map[string]amState{},
+		env: newEnvironReader()}
 }
 
 // Hierarchy returns the scanned hierarchy.
