@@ -9,6 +9,7 @@ import (
 	"sync"
 
 	"golang.org/x/sys/unix"
+	"k8s.io/klog/v2"
 )
 
 // RearmSlack is how far a new threshold may drift from the armed one before
@@ -36,9 +37,13 @@ type Threshold struct {
 	fire func()
 
 	mu sync.Mutex
-	// armed is the registered threshold; ev its eventfd (nil: disarmed).
+	// armed is the registered threshold; ev its eventfd (nil: disarmed);
+	// ino the cgroup directory's inode when it was registered: a cgroup
+	// removed and made again (the NodeManager recreating the YARN root) is
+	// a new cgroup whose usage the old registration never watches.
 	armed int64
 	ev    *os.File
+	ino   uint64
 }
 
 // NewThreshold checks that the memory cgroup dir takes usage thresholds
@@ -81,14 +86,21 @@ func (t *Threshold) Arm(usedNow, level int64) error {
 		return err
 	}
 	th, ok := ThresholdFor(usage, usedNow, level)
+	ino, err := dirIno(t.dir)
+	if err != nil {
+		return err
+	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if !ok {
 		t.disarmLocked()
 		return nil
 	}
-	if t.ev != nil && keepArmed(t.armed, th, usage) {
+	if t.ev != nil && ino == t.ino && keepArmed(t.armed, th, usage) {
 		return nil
+	}
+	if t.ev != nil && ino != t.ino {
+		klog.Infof("yarn: memory cgroup %s was removed and made again: its usage threshold is registered on the new one", t.dir)
 	}
 	ev, err := t.register(th)
 	if err != nil {
@@ -97,8 +109,17 @@ func (t *Threshold) Arm(usedNow, level int64) error {
 	go t.wait(ev)
 	// The new registration is in place before the old one goes: no gap.
 	t.disarmLocked()
-	t.ev, t.armed = ev, th
+	t.ev, t.armed, t.ino = ev, th, ino
 	return nil
+}
+
+// dirIno returns the inode of dir (a cgroup made again has a new one).
+func dirIno(dir string) (uint64, error) {
+	var st unix.Stat_t
+	if err := unix.Stat(dir, &st); err != nil {
+		return 0, fmt.Errorf("stat %s: %w", dir, err)
+	}
+	return st.Ino, nil
 }
 
 // Armed returns the registered threshold (0 when disarmed).

@@ -8,6 +8,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"golang.org/x/sys/unix"
 
 	koordletutil "github.com/koordinator-sh/koordinator/pkg/koordlet/util"
 
@@ -184,4 +185,32 @@ func openFDs(t *testing.T) int {
 	ents, err := os.ReadDir(filepath.Join("/proc", "self", "fd"))
 	require.NoError(t, err)
 	return len(ents)
+}
+
+// TestRealKernelThresholdFollowsARecreatedCgroup: the memory cgroup a
+// threshold watches is removed and made again (the NodeManager recreating
+// the YARN root): the next Arm registers on the new cgroup, and a crossing
+// there fires. The code before kept the old registration (the new usage
+// was within its slack), dead with the old cgroup: no wake-up ever again.
+func TestRealKernelThresholdFollowsARecreatedCgroup(t *testing.T) {
+	kerneltest.RequireCgroupV1(t, "memory")
+	dir := kerneltest.MakeCgroup(t, "memory", kerneltest.UniqueRoot(t))
+	fired := make(chan struct{}, 16)
+	th, err := NewThreshold(dir, func() { fired <- struct{}{} })
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = th.Close() })
+	usage, err := th.Usage()
+	require.NoError(t, err)
+	require.NoError(t, th.Arm(usage, usage+64<<20))
+
+	require.NoError(t, unix.Rmdir(dir))
+	require.NoError(t, os.Mkdir(dir, 0o755))
+	for len(fired) > 0 { // the kernel signals the old registration's removal
+		<-fired
+	}
+	usage, err = th.Usage()
+	require.NoError(t, err)
+	require.NoError(t, th.Arm(usage, usage+64<<20))
+	require.NoError(t, kerneltest.Start(t, kerneltest.HelperScript("grow=256@512"), dir).Release())
+	assert.True(t, waitFire(fired, 5*time.Second), "a crossing in the new cgroup fires")
 }
