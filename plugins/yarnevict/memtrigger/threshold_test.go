@@ -204,13 +204,14 @@ func TestRealKernelThresholdFollowsARecreatedCgroup(t *testing.T) {
 	require.NoError(t, th.Arm(usage, usage+64<<20))
 
 	require.NoError(t, unix.Rmdir(dir))
+	// The kernel signals a registration when its cgroup goes (a moment
+	// later, when the cgroup is offlined).
+	assert.True(t, waitFire(fired, 5*time.Second), "the removal is signalled")
 	require.NoError(t, os.Mkdir(dir, 0o755))
-	for len(fired) > 0 { // the kernel signals the old registration's removal
-		<-fired
-	}
 	usage, err = th.Usage()
 	require.NoError(t, err)
 	require.NoError(t, th.Arm(usage, usage+64<<20))
+	assert.False(t, waitFire(fired, 300*time.Millisecond), "nothing crossed yet")
 	require.NoError(t, kerneltest.Start(t, kerneltest.HelperScript("grow=256@512"), dir).Release())
 	assert.True(t, waitFire(fired, 5*time.Second), "a crossing in the new cgroup fires")
 }
