@@ -4,9 +4,10 @@
 // the same cpu.shares) — its throughput alone, next to YARN CPU hogs without
 // the applier, and next to them with the applier (the BE class asks for
 // sched-idle);
-// (2) the latency from a container cgroup's creation to its settings being
-// written, with the node's best discovery source (eBPF here), over many
-// containers. Needs root and cgroup v1.
+// (2) the latency from a container's first process joining its cgroup (the
+// LinuxContainerExecutor writing it into the cgroup's tasks) to that process
+// running SCHED_IDLE, with the node's best discovery source (eBPF here),
+// over many containers. Needs root and cgroup v1.
 package main
 
 import (
@@ -21,6 +22,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/koordlet-yarn/koordlet-yarn/test/cgtree"
 
@@ -155,11 +158,12 @@ func run(hogs int, window time.Duration, containers int) error {
 	if err != nil {
 		return err
 	}
-	fmt.Printf("LS throughput (loop iterations in %v): alone %d; with %d YARN hogs, applier off %d (%.0f%%); applier on (cpu.idle=1) %d (%.0f%%)\n",
+	fmt.Printf("LS throughput (loop iterations in %v): alone %d; with %d YARN hogs, applier off %d (%.0f%%); applier on (YARN root cpu.idle=1, tasks SCHED_IDLE) %d (%.0f%%)\n",
 		window, alone, hogs, without, 100*float64(without)/float64(alone), with, 100*float64(with)/float64(alone))
 
-	// (2) latency: creation (mkdir) → cpu.idle written, with the best
-	// discovery source of this node feeding the store.
+	// (2) latency: a container's first process joins its cgroup → that
+	// process runs SCHED_IDLE, with the best discovery source of this node
+	// feeding the store.
 	h := cgroups.Hierarchy{CgroupRoot: "/sys/fs/cgroup", ProcRoot: "/proc", Dir: top + "/hadoop-yarn"}
 	w := cgroupwatch.New(cgroupwatch.Options{Store: st, ResyncInterval: time.Hour, Hierarchy: func() (cgroups.Hierarchy, bool) { return h, true }})
 	w.Run(stop)
@@ -170,26 +174,37 @@ func run(hogs int, window time.Duration, containers int) error {
 	for i := 0; i < containers; i++ {
 		id := yarn.ContainerID{Epoch: 17, ClusterTimestamp: 1700000000000, AppID: 2, AttemptID: 1, Sequence: int64(2 + i)}
 		rel := top + "/hadoop-yarn/" + id.String()
-		t0 := time.Now()
 		if err := os.MkdirAll(filepath.Join(root, rel), 0o755); err != nil {
 			return err
 		}
-		timeout := time.After(5 * time.Second)
-	wait:
+		cmd := exec.Command("sleep", "60")
+		if err := cmd.Start(); err != nil {
+			return err
+		}
+		pid := cmd.Process.Pid
+		t0 := time.Now()
+		if err := os.WriteFile(filepath.Join(root, rel, "cgroup.procs"), []byte(strconv.Itoa(pid)), 0o644); err != nil {
+			_ = cmd.Process.Kill()
+			return err
+		}
+		deadline := time.Now().Add(5 * time.Second)
 		for {
-			select {
-			case name := <-applied:
-				if name == id.String() {
-					break wait
-				}
-			case <-timeout:
-				return fmt.Errorf("container %s not applied within 5s", id)
+			attr, err := unix.SchedGetAttr(pid, 0)
+			if err == nil && attr.Policy == unix.SCHED_IDLE {
+				break
 			}
+			if time.Now().After(deadline) {
+				_ = cmd.Process.Kill()
+				return fmt.Errorf("container %s: its process is not SCHED_IDLE within 5s", id)
+			}
+			time.Sleep(50 * time.Microsecond)
 		}
 		lat = append(lat, time.Since(t0))
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
 	}
 	sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })
-	fmt.Printf("creation (mkdir) → cpu.idle written, discovery by %s, %d containers: p50 %v, p99 %v, max %v\n", w.Active(), len(lat),
+	fmt.Printf("first process joins its container cgroup → SCHED_IDLE, discovery by %s, %d containers: p50 %v, p99 %v, max %v\n", w.Active(), len(lat),
 		lat[len(lat)/2].Round(time.Microsecond), lat[len(lat)*99/100].Round(time.Microsecond), lat[len(lat)-1].Round(time.Microsecond))
 	return nil
 }
