@@ -41,6 +41,8 @@ func (fw *Framework) installLedger(reg prometheus.Registerer) error {
 		Client:        fw.Handles.KubeClient,
 		NodeName:      os.Getenv("NODE_NAME"),
 		PatchInterval: func() time.Duration { return fw.Config.Ledger.PatchInterval },
+		Hysteresis:    func() int64 { return fw.Config.Ledger.Hysteresis },
+		MaxAge:        func() time.Duration { return fw.Config.Ledger.MaxAge },
 		Expiry:        func() time.Duration { return fw.Config.Ledger.Expiry },
 		Metrics:       metrics,
 		RequestResync: fw.Informer.RequestResync,

@@ -72,7 +72,7 @@ func NewDefault() *Config {
 		EvictAuditFile:       DefaultEvictAuditFile,
 		QoSReconcileInterval: 10 * time.Second,
 		RM:                   RM{Timeout: yarn.DefaultRMTimeout, MaxResponseBytes: yarn.DefaultRMMaxResponseBytes},
-		Ledger:               Ledger{PatchInterval: DefaultLedgerPatchInterval, RMSyncInterval: DefaultRMSyncInterval, RMReadBack: DefaultRMReadBack, Expiry: DefaultLedgerExpiry},
+		Ledger:               Ledger{PatchInterval: DefaultLedgerPatchInterval, Hysteresis: DefaultLedgerHysteresis, MaxAge: DefaultLedgerMaxAge, RMSyncInterval: DefaultRMSyncInterval, RMReadBack: DefaultRMReadBack, Expiry: DefaultLedgerExpiry},
 	}
 }
 

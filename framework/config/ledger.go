@@ -12,6 +12,11 @@ type Ledger struct {
 	// PatchInterval: at most one patch of the Node's thirdPartyAllocations
 	// per interval (changes in between are coalesced).
 	PatchInterval time.Duration
+	// Hysteresis (percent of the origin batch allocatable) is the growth
+	// written as soon as PatchInterval allows; MaxAge bounds how long any
+	// smaller change or decrease waits.
+	Hysteresis int64
+	MaxAge     time.Duration
 	// Expiry is how long the NodeManager may be gone (not answering, no
 	// YARN container left) before the hadoop-yarn entry is withdrawn.
 	Expiry time.Duration
@@ -29,7 +34,9 @@ type Ledger struct {
 
 // Ledger defaults.
 const (
-	DefaultLedgerPatchInterval = time.Second
+	DefaultLedgerPatchInterval = 5 * time.Second
+	DefaultLedgerHysteresis    = 10
+	DefaultLedgerMaxAge        = time.Minute
 	DefaultRMSyncInterval      = 10 * time.Second
 	DefaultRMReadBack          = 2 * time.Minute
 	DefaultLedgerExpiry        = 10 * time.Minute
@@ -38,6 +45,10 @@ const (
 func (l *Ledger) initFlags(fs *flag.FlagSet) {
 	fs.DurationVar(&l.PatchInterval, "yarn-ledger-patch-interval", l.PatchInterval,
 		"At most one patch of the Node's thirdPartyAllocations annotation (YARNBatchLedger) per interval; changes in between are coalesced.")
+	fs.Int64Var(&l.Hysteresis, "yarn-ledger-hysteresis", l.Hysteresis,
+		"Growth of YARN's allocation (percent of the node's origin batch allocatable, CPU or memory) over the value on the Node that is written as soon as --yarn-ledger-patch-interval allows; smaller changes and decreases wait up to --yarn-ledger-max-age. 0: every growth at once.")
+	fs.DurationVar(&l.MaxAge, "yarn-ledger-max-age", l.MaxAge,
+		"The longest a change of YARN's allocation below the hysteresis (or a decrease) waits before it is written to the Node.")
 	fs.DurationVar(&l.Expiry, "yarn-ledger-expiry", l.Expiry,
 		"How long the NodeManager may be gone (not answering, no YARN container left on the node) before the ledger withdraws the Node's hadoop-yarn entry, so that its batch capacity comes back (YARNBatchLedger); written again when the NodeManager answers.")
 	fs.DurationVar(&l.RMSyncInterval, "yarn-rm-sync-interval", l.RMSyncInterval,
@@ -54,6 +65,12 @@ func (l *Ledger) validate() error {
 	}
 	if l.RMSyncInterval < 100*time.Millisecond {
 		return fmt.Errorf("--yarn-rm-sync-interval %v: must be at least 100ms", l.RMSyncInterval)
+	}
+	if l.Hysteresis < 0 || l.Hysteresis > 100 {
+		return fmt.Errorf("--yarn-ledger-hysteresis %d: must be between 0 and 100", l.Hysteresis)
+	}
+	if l.MaxAge < l.PatchInterval {
+		return fmt.Errorf("--yarn-ledger-max-age %v: must be at least --yarn-ledger-patch-interval %v", l.MaxAge, l.PatchInterval)
 	}
 	if l.Expiry < time.Second {
 		return fmt.Errorf("--yarn-ledger-expiry %v: must be at least 1s", l.Expiry)

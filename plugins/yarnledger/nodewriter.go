@@ -7,6 +7,7 @@ import (
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
@@ -99,6 +100,40 @@ func (w *NodeWriter) Write(ctx context.Context, alloc Batch) (patched bool, err 
 		return nil
 	})
 	return patched, err
+}
+
+// WriteFrom is Write starting from cached, the Node as an informer shows
+// it: the patch carries the cached resourceVersion, so no read precedes it;
+// when the cache was behind, the API server refuses it (409) and Write
+// reads the Node and retries. A nil cached is Write.
+func (w *NodeWriter) WriteFrom(ctx context.Context, cached *corev1.Node, alloc Batch) (patched bool, err error) {
+	if cached == nil {
+		return w.Write(ctx, alloc)
+	}
+	current, present := cached.Annotations[AnnotationKey]
+	value, changed, err := SetEntry(current, present, alloc)
+	if err != nil {
+		return false, fmt.Errorf("node %s: %w: %w", w.NodeName, ErrMalformed, err)
+	}
+	record := writtenRecord(alloc)
+	if !changed && cached.Annotations[AnnotationWritten] == record {
+		return false, nil
+	}
+	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{
+		"resourceVersion": cached.ResourceVersion,
+		"annotations":     map[string]string{AnnotationKey: value, AnnotationWritten: record},
+	}})
+	if err != nil {
+		return false, fmt.Errorf("encode node patch: %w", err)
+	}
+	_, err = w.Client.CoreV1().Nodes().Patch(ctx, w.NodeName, types.MergePatchType, patch, metav1.PatchOptions{FieldManager: FieldManager})
+	switch {
+	case err == nil:
+		return true, nil
+	case apierrors.IsConflict(err):
+		return w.Write(ctx, alloc) // the cache was behind: read, then patch
+	}
+	return false, fmt.Errorf("patch node %s annotation %s: %w", w.NodeName, AnnotationKey, err)
 }
 
 // LastWrittenByUs reports whether the Node's managed fields name this

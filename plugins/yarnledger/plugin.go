@@ -41,7 +41,11 @@ type Options struct {
 	// PatchInterval returns the patch interval (at most one patch per
 	// interval); it is read at each patch, after koordlet parsed its flags.
 	PatchInterval func() time.Duration
-	Metrics       *Metrics
+	// Hysteresis (percent of the origin batch allocatable) and MaxAge
+	// complete the PatchPolicy (nil: DefaultHysteresis, DefaultMaxAge).
+	Hysteresis func() int64
+	MaxAge     func() time.Duration
+	Metrics    *Metrics
 	// Patch turns the Node patch on (gate YARNBatchLedger); nil: the gate.
 	Patch func() bool
 	// Expiry returns how long the NodeManager may be gone (not answering,
@@ -80,6 +84,12 @@ type Ledger struct {
 	// the first time).
 	corrected int
 }
+
+// Defaults of the PatchPolicy (see the fleet measurement in the README).
+const (
+	DefaultHysteresis = 10
+	DefaultMaxAge     = time.Minute
+)
 
 // DefaultExpiry is how long the NodeManager may be gone before the entry
 // is withdrawn.
@@ -134,6 +144,12 @@ func New(opts Options) *Ledger {
 	}
 	if opts.Expiry == nil {
 		opts.Expiry = func() time.Duration { return DefaultExpiry }
+	}
+	if opts.Hysteresis == nil {
+		opts.Hysteresis = func() int64 { return DefaultHysteresis }
+	}
+	if opts.MaxAge == nil {
+		opts.MaxAge = func() time.Duration { return DefaultMaxAge }
 	}
 	return &Ledger{opts: opts, errKinds: map[string]bool{}, wake: make(chan struct{}, 1), started: time.Now()}
 }
@@ -373,7 +389,21 @@ func (l *Ledger) Sync(ctx context.Context, now time.Time) time.Duration {
 	if l.st.Annotation.PendingSince.IsZero() {
 		l.st.Annotation.PendingSince = now
 	}
-	wait := l.st.Annotation.LastAttempt.Add(l.backoff()).Sub(now)
+	// What the Node holds now (the informer's view, else the last write).
+	var onNode Batch
+	present := false
+	if node != nil {
+		if b, ok, err := Entry(node.Annotations[AnnotationKey]); err == nil && ok {
+			onNode, present = b, true
+		}
+	} else if w := l.st.Annotation.Written; w != nil {
+		onNode, present = *w, true
+	}
+	policy := PatchPolicy{MinInterval: l.opts.PatchInterval(), Hysteresis: l.opts.Hysteresis(), MaxAge: l.opts.MaxAge()}
+	wait := policy.Due(onNode, want, l.st.View.Origin, l.st.Annotation.LastWrite, now, correction || !present)
+	if l.failures > 0 {
+		wait = max(wait, l.st.Annotation.LastAttempt.Add(l.backoff()).Sub(now))
+	}
 	l.mu.Unlock()
 	if wait > 0 {
 		return wait
@@ -387,7 +417,7 @@ func (l *Ledger) Sync(ctx context.Context, now time.Time) time.Duration {
 	}
 	w := &NodeWriter{Client: client, NodeName: l.opts.NodeName}
 	wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	patched, err := w.Write(wctx, want)
+	patched, err := w.WriteFrom(wctx, node, want)
 	cancel()
 	end := time.Now()
 	l.mu.Lock()

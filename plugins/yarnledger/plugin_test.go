@@ -32,6 +32,9 @@ func newLedger(t *testing.T, st *store.Store, nm *fakeNM, client kubernetes.Inte
 		Pods:   func() []*statesinformer.PodMeta { return nil },
 		Client: func() kubernetes.Interface { return client }, NodeName: "n1",
 		PatchInterval: func() time.Duration { return interval }, Patch: func() bool { return true },
+		// Every change once the interval passed (the PatchPolicy's
+		// hysteresis and max age have their own test).
+		MaxAge: func() time.Duration { return interval },
 	})
 }
 

@@ -35,7 +35,7 @@ func TestBatchArbitration(t *testing.T) {
 			AllocatableEvictPriorityThreshold:      ptr.To[int32](apiext.PriorityBatchValueMax),
 		}},
 		KoordletArgs: []string{"--feature-gates=YARNBatchLedger=true,YARNAllocatableEvict=true,MemoryAllocatableEvict=true",
-			"--yarn-ledger-patch-interval=300ms"},
+			"--yarn-ledger-patch-interval=300ms", "--yarn-ledger-max-age=300ms"},
 	})
 	setNodeAnnotations(t, b, map[string]string{
 		slov1alpha1.NodeOriginExtendedAllocatableAnnotationKey: originValue(t, 16000, "10Gi"),

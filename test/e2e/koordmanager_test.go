@@ -38,7 +38,7 @@ func TestKoordManagerSubtractsYARN(t *testing.T) {
 	bin := filepath.Join(repoTop(), "build/bin/koord-manager")
 	b := startBox(t, nodebox.Options{
 		ExtraCRDs:    []string{"scheduling.sigs.k8s.io_elasticquotas.yaml"},
-		KoordletArgs: []string{"--feature-gates=YARNBatchLedger=true", "--yarn-ledger-patch-interval=300ms"},
+		KoordletArgs: []string{"--feature-gates=YARNBatchLedger=true", "--yarn-ledger-patch-interval=300ms", "--yarn-ledger-max-age=300ms"},
 	})
 	ctx := context.Background()
 	_, err := b.Kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "koordinator-system"}}, metav1.CreateOptions{})

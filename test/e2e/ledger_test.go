@@ -91,7 +91,7 @@ func TestBatchLedger(t *testing.T) {
 	b := startBox(t, nodebox.Options{
 		Pods: []nodebox.PodSpec{batchPod("spark-driver", 4000, "8Gi")},
 		KoordletArgs: []string{"--feature-gates=YARNBatchLedger=true,YARNRMNodeResourceSync=true",
-			"--yarn-ledger-patch-interval=300ms", "--yarn-rm-sync-interval=300ms",
+			"--yarn-ledger-patch-interval=300ms", "--yarn-ledger-max-age=300ms", "--yarn-rm-sync-interval=300ms",
 			"--yarn-rm-endpoints=" + rm1.URL + "," + rm2.URL, "--yarn-rm-user=yarn", "--yarn-rm-timeout=1s"},
 	})
 	setNodeAnnotations(t, b, map[string]string{
