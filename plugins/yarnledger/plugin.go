@@ -87,8 +87,9 @@ type Ledger struct {
 
 // Defaults of the PatchPolicy (see the fleet measurement in the README).
 const (
-	DefaultHysteresis = 10
-	DefaultMaxAge     = time.Minute
+	DefaultPatchInterval = 5 * time.Second
+	DefaultHysteresis    = 10
+	DefaultMaxAge        = time.Minute
 )
 
 // DefaultExpiry is how long the NodeManager may be gone before the entry
@@ -137,7 +138,7 @@ type AnnotationStatus struct {
 // New returns the ledger.
 func New(opts Options) *Ledger {
 	if opts.PatchInterval == nil {
-		opts.PatchInterval = func() time.Duration { return time.Second }
+		opts.PatchInterval = func() time.Duration { return DefaultPatchInterval }
 	}
 	if opts.Patch == nil {
 		opts.Patch = func() bool { return features.Enabled(features.YARNBatchLedger) }

@@ -65,3 +65,15 @@ func (a *APIServer) Stop() {
 	a.cp.stop()
 	os.RemoveAll(a.dir)
 }
+
+// PIDs returns the kube-apiserver's and etcd's process ids (for CPU
+// accounting by measurements).
+func (a *APIServer) PIDs() (apiserver, etcd int) {
+	if a.cp.apiserver != nil && a.cp.apiserver.cmd.Process != nil {
+		apiserver = a.cp.apiserver.cmd.Process.Pid
+	}
+	if a.cp.etcd != nil && a.cp.etcd.cmd.Process != nil {
+		etcd = a.cp.etcd.cmd.Process.Pid
+	}
+	return apiserver, etcd
+}
