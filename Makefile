@@ -111,7 +111,7 @@ COLOC_WARMUP ?= 5s
 COLOC_WINDOW ?= 15s
 COLOC_ARGS ?=
 # The batch ledger and arbitration (YARNBatchLedger, YARNAllocatableEvict) in
-# the node in a box with default intervals: container allocated → Node
+# the node in a box, every change written each second: container allocated → Node
 # annotation updated, patches per minute under churn, over-commit → resolved
 # (root, cgroup v1; about 4 minutes).
 LEDGER_CONTAINERS ?= 40
@@ -120,6 +120,18 @@ LEDGER_EPISODES ?= 5
 .PHONY: measure-ledger
 measure-ledger: deps
 	$(GO) run ./test/measure/ledger -containers $(LEDGER_CONTAINERS) -churn-rate $(LEDGER_CHURN_RATE) -episodes $(LEDGER_EPISODES)
+
+# The batch ledger's cost across a fleet: FLEET_NODES simulated nodes (each
+# with its own watch on its Node and a ledger writer driven by YARN container
+# churn) against one real kube-apiserver and etcd; the ledger before the patch
+# policy and the defaults now (no root; about 10 minutes at 1,000 nodes).
+FLEET_NODES ?= 1000
+FLEET_WARMUP ?= 150s
+FLEET_DURATION ?= 90s
+FLEET_CONFIGS ?= before,defaults
+.PHONY: measure-fleet
+measure-fleet: deps e2e-tools
+	$(GO) run ./test/measure/fleet -nodes $(FLEET_NODES) -warmup $(FLEET_WARMUP) -duration $(FLEET_DURATION) -configs $(FLEET_CONFIGS)
 
 .PHONY: measure-colocation
 measure-colocation: deps
