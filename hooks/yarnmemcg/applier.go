@@ -547,13 +547,7 @@ func (a *Applier) moveOne(h cgroups.Hierarchy, name, own string, pid int) string
 	// the checked process, so it was in its creator's memory cgroup (the
 	// checked process's, from, when the creator is unknown).
 	if werr == nil && h.Contains(pid, cgroups.Memory, own) && !h.Contains(pid, cgroups.CPU, own) {
-		home := from
-		if p := creatorPid(h.ProcRoot, pid); p > 0 {
-			if m, ok := memoryPath(h, p); ok && m != own {
-				home = m
-			}
-		}
-		back := h.AbsDir(cgroups.Memory, home)
+		back := h.AbsDir(cgroups.Memory, revertTarget(h, pid, from, own))
 		if err := writeProcs(back, pid); err != nil {
 			klog.Warningf("yarn: pid %d was reused during the move into %s and could not be moved back to %s: %v", pid, leaf, back, err)
 			return ResultFailed
@@ -562,6 +556,19 @@ func (a *Applier) moveOne(h cgroups.Hierarchy, name, own string, pid int) string
 		return ResultReverted
 	}
 	return ResultGone
+}
+
+// revertTarget is where a process moved into leaf own by a reused number
+// goes back to: it is younger than the process that was checked, so it was
+// in its creator's memory cgroup; from (the checked process's) when the
+// creator is unknown or is itself in own.
+func revertTarget(h cgroups.Hierarchy, pid int, from, own string) string {
+	if p := creatorPid(h.ProcRoot, pid); p > 0 {
+		if m, ok := memoryPath(h, p); ok && m != own {
+			return m
+		}
+	}
+	return from
 }
 
 // memoryPath reads the process's memory cgroup (relative to the memory
