@@ -261,19 +261,7 @@ func (a *Applier) Apply(c *store.Container) int {
 	if features.Enabled(features.YARNMemoryQoS) {
 		written += a.applyMemory(c, a.memoryUpdaters(c, spec, node))
 	}
-	for _, u := range ups {
-		updated, err := a.executor.Update(true, u)
-		if err != nil {
-			if !os.IsNotExist(err) && !resourceexecutor.IsCgroupDirErr(err) {
-				klog.V(4).Infof("yarn: apply %s to container %s: %v", u.Name(), c.Name, err)
-			}
-			continue
-		}
-		if updated {
-			written++
-			a.wrote(string(u.ResourceType()), 1)
-		}
-	}
+	written += a.update(c.Name, ups)
 	if features.Enabled(features.YARNResctrlQoS) {
 		moved := 0
 		if ResctrlEnabled(spec) {
@@ -286,6 +274,27 @@ func (a *Applier) Apply(c *store.Container) int {
 	}
 	if written > 0 && a.opts.OnApplied != nil {
 		a.opts.OnApplied(c, time.Now())
+	}
+	return written
+}
+
+// update writes ups (cacheable) for container name and returns how many
+// files changed; a container gone meanwhile is not an error. The caller
+// holds a.mu.
+func (a *Applier) update(name string, ups []resourceexecutor.ResourceUpdater) int {
+	written := 0
+	for _, u := range ups {
+		updated, err := a.executor.Update(true, u)
+		if err != nil {
+			if !os.IsNotExist(err) && !resourceexecutor.IsCgroupDirErr(err) {
+				klog.V(4).Infof("yarn: apply %s to container %s: %v", u.Name(), name, err)
+			}
+			continue
+		}
+		if updated {
+			written++
+			a.wrote(string(u.ResourceType()), 1)
+		}
 	}
 	return written
 }

@@ -111,19 +111,40 @@ func (a *Applier) RestoreDisabled() int {
 			}
 		}
 	}
-	entries, _ := os.ReadDir(rootAbs)
 	tasks := 0
-	for _, e := range entries {
-		if !e.IsDir() || !marked(filepath.Join(rootAbs, e.Name())) {
-			continue
+	for _, c := range cpuChildren(root, rootAbs) {
+		if marked(filepath.Join(rootAbs, c.Name)) {
+			tasks += a.applySchedIdle(c, false)
 		}
-		c := &store.Container{Name: e.Name(), Source: store.SourceCgroup}
-		c.Cgroups[cgroups.CPU] = cgroups.Ref{Dir: filepath.Join(root, e.Name()), Owned: true}
-		tasks += a.applySchedIdle(c, false)
 	}
 	if tasks > 0 {
 		a.wrote(SchedPolicyResource, tasks)
 		klog.Infof("yarn: YARNCPUQoS is off: %d YARN container tasks given back SCHED_OTHER", tasks)
 	}
 	return n + tasks
+}
+
+// childDirs lists the names of the directories in abs.
+func childDirs(abs string) []string {
+	entries, _ := os.ReadDir(abs)
+	var out []string
+	for _, e := range entries {
+		if e.IsDir() {
+			out = append(out, e.Name())
+		}
+	}
+	return out
+}
+
+// cpuChildren returns the cgroups below the YARN root (rel root, absolute
+// cpu dir rootAbs) as containers owning their cpu cgroup, for the restores
+// that run without the store.
+func cpuChildren(root, rootAbs string) []*store.Container {
+	var out []*store.Container
+	for _, name := range childDirs(rootAbs) {
+		c := &store.Container{Name: name, Source: store.SourceCgroup}
+		c.Cgroups[cgroups.CPU] = cgroups.Ref{Dir: filepath.Join(root, name), Owned: true}
+		out = append(out, c)
+	}
+	return out
 }

@@ -123,21 +123,7 @@ func (a *Applier) applyMemory(c *store.Container, ups []resourceexecutor.Resourc
 			return 0
 		}
 	}
-	written := 0
-	for _, u := range ups {
-		updated, err := a.executor.Update(true, u)
-		if err != nil {
-			if !os.IsNotExist(err) && !resourceexecutor.IsCgroupDirErr(err) {
-				klog.V(4).Infof("yarn: apply %s to container %s: %v", u.Name(), c.Name, err)
-			}
-			continue
-		}
-		if updated {
-			written++
-			a.wrote(string(u.ResourceType()), 1)
-		}
-	}
-	return written + a.restoreMemory(c.Name, ref.Dir, dir, prior, Withdrawn(prior, wanted))
+	return a.update(c.Name, ups) + a.restoreMemory(c.Name, ref.Dir, dir, prior, Withdrawn(prior, wanted))
 }
 
 // restoreMemory writes back the prior values of files and drops them from
@@ -181,18 +167,12 @@ func (a *Applier) restoreMemoryDisabled(root string) int {
 	if rootAbs == "" {
 		return 0
 	}
-	entries, _ := os.ReadDir(rootAbs)
 	n := 0
-	for _, e := range entries {
-		if !e.IsDir() {
-			continue
+	for _, name := range childDirs(rootAbs) {
+		dir := filepath.Join(rootAbs, name)
+		if prior := readPrior(dir); len(prior) > 0 {
+			n += a.restoreMemory(name, filepath.Join(root, name), dir, prior, Withdrawn(prior, nil))
 		}
-		dir := filepath.Join(rootAbs, e.Name())
-		prior := readPrior(dir)
-		if len(prior) == 0 {
-			continue
-		}
-		n += a.restoreMemory(e.Name(), filepath.Join(root, e.Name()), dir, prior, Withdrawn(prior, nil))
 	}
 	return n
 }

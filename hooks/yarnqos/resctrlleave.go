@@ -3,7 +3,6 @@ package yarnqos
 import (
 	"errors"
 	"os"
-	"path/filepath"
 
 	"golang.org/x/sys/unix"
 	"k8s.io/klog/v2"
@@ -119,14 +118,8 @@ func (a *Applier) leaveResctrlDisabled(root string) int {
 	if rootAbs == "" {
 		return 0
 	}
-	entries, _ := os.ReadDir(rootAbs)
 	n := 0
-	for _, e := range entries {
-		if !e.IsDir() {
-			continue
-		}
-		c := &store.Container{Name: e.Name(), Source: store.SourceCgroup}
-		c.Cgroups[cgroups.CPU] = cgroups.Ref{Dir: filepath.Join(root, e.Name()), Owned: true}
+	for _, c := range cpuChildren(root, rootAbs) {
 		n += a.leaveResctrl(c)
 	}
 	return n
