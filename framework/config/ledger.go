@@ -36,7 +36,7 @@ type Ledger struct {
 const (
 	DefaultLedgerPatchInterval = 5 * time.Second
 	DefaultLedgerHysteresis    = 10
-	DefaultLedgerMaxAge        = time.Minute
+	DefaultLedgerMaxAge        = 2 * time.Minute
 	DefaultRMSyncInterval      = 10 * time.Second
 	DefaultRMReadBack          = 2 * time.Minute
 	DefaultLedgerExpiry        = 10 * time.Minute

@@ -89,7 +89,7 @@ type Ledger struct {
 const (
 	DefaultPatchInterval = 5 * time.Second
 	DefaultHysteresis    = 10
-	DefaultMaxAge        = time.Minute
+	DefaultMaxAge        = 2 * time.Minute
 )
 
 // DefaultExpiry is how long the NodeManager may be gone before the entry
