@@ -369,24 +369,6 @@ func (l *Ledger) Sync(ctx context.Context, now time.Time) time.Duration {
 		l.mu.Unlock()
 		return 0
 	}
-	if correction {
-		l.corrected++
-		l.st.Annotation.Corrections++
-		l.count("corrected")
-		cur := "none"
-		if b, ok, err := Entry(node.Annotations[AnnotationKey]); err != nil {
-			cur = "malformed"
-		} else if ok {
-			cur = fmt.Sprintf("%dm CPU, %d bytes", b.MilliCPU, b.MemoryBytes)
-		}
-		msg := fmt.Sprintf("yarn: the Node's %s entry holds %s, not the %dm CPU, %d bytes the ledger wrote (a re-registered Node, a hand edit or another writer such as koord-yarn-operator); writing it again",
-			EntryName, cur, want.MilliCPU, want.MemoryBytes)
-		if l.corrected == 1 {
-			klog.Warning(msg)
-		} else {
-			klog.V(2).Info(msg)
-		}
-	}
 	if l.st.Annotation.PendingSince.IsZero() {
 		l.st.Annotation.PendingSince = now
 	}
@@ -404,6 +386,9 @@ func (l *Ledger) Sync(ctx context.Context, now time.Time) time.Duration {
 	wait := policy.Due(onNode, want, l.st.View.Origin, l.st.Annotation.LastWrite, now, correction || !present)
 	if l.failures > 0 {
 		wait = max(wait, l.st.Annotation.LastAttempt.Add(l.backoff()).Sub(now))
+	}
+	if wait <= 0 && correction {
+		l.noteCorrection(node, want)
 	}
 	l.mu.Unlock()
 	if wait > 0 {
@@ -450,6 +435,27 @@ func (l *Ledger) Sync(ctx context.Context, now time.Time) time.Duration {
 		l.count("unchanged")
 	}
 	return 0
+}
+
+// noteCorrection counts and logs (in full the first time) a correction of
+// the Node's entry about to be written. The caller holds l.mu.
+func (l *Ledger) noteCorrection(node *corev1.Node, want Batch) {
+	l.corrected++
+	l.st.Annotation.Corrections++
+	l.count("corrected")
+	cur := "none"
+	if b, ok, err := Entry(node.Annotations[AnnotationKey]); err != nil {
+		cur = "malformed"
+	} else if ok {
+		cur = fmt.Sprintf("%dm CPU, %d bytes", b.MilliCPU, b.MemoryBytes)
+	}
+	msg := fmt.Sprintf("yarn: the Node's %s entry holds %s, not the %dm CPU, %d bytes the ledger wrote (a re-registered Node, a hand edit or another writer such as koord-yarn-operator); writing it again",
+		EntryName, cur, want.MilliCPU, want.MemoryBytes)
+	if l.corrected == 1 {
+		klog.Warning(msg)
+	} else {
+		klog.V(2).Info(msg)
+	}
 }
 
 // containersOnNode counts the YARN containers found on the node (a cgroup

@@ -72,7 +72,7 @@ func KoordletArgs(pprofPort int) []string {
 // NodeSLO gives every strategy the gates turn on something to evaluate
 // without making it act on sleeping containers: BE CPU suppress at 65%,
 // memory evict at 95% of node memory, the CPU evict satisfaction band, and
-// the BE class's CPU QoS (sched-idle, cpu.idle on every container), Memory
+// the BE class's CPU QoS (sched-idle: the YARN root idle, every task SCHED_IDLE), Memory
 // QoS and L3 CAT (where the kernel has them).
 func NodeSLO() slov1alpha1.NodeSLOSpec {
 	policy := slov1alpha1.CPUQOSPolicyCoreSched
