@@ -30,11 +30,16 @@ e2e-tools:
 # Each fuzz target mutates its seed corpus (testdata/fuzz/<FuzzName>, which
 # plain go test also runs) for a short while; a failing input is written
 # next to the seeds. One go test -fuzz per target (Go fuzzes one at a time).
-FUZZTIME ?= 20s
+# Budgets are execution counts, not durations: with a duration, Go 1.26's
+# fuzz coordinator can fail a clean run with "context deadline exceeded" when
+# the deadline races a busy worker (golang/go#75804, fixed in Go 1.27); a
+# count has no deadline. Each count is about 20 s on a loaded 2-core runner.
+FUZZ_NM_EXECS ?= 40000x
+FUZZ_ID_EXECS ?= 300000x
 .PHONY: fuzz
 fuzz: deps
-	$(GO) test -run '^$$' -fuzz '^FuzzNMResponse$$' -fuzztime $(FUZZTIME) ./framework/store
-	$(GO) test -run '^$$' -fuzz '^FuzzParseContainerID$$' -fuzztime 10s ./framework/yarn
+	$(GO) test -run '^$$' -fuzz '^FuzzNMResponse$$' -fuzztime $(FUZZ_NM_EXECS) ./framework/store
+	$(GO) test -run '^$$' -fuzz '^FuzzParseContainerID$$' -fuzztime $(FUZZ_ID_EXECS) ./framework/yarn
 
 # Real-kernel and e2e tests run as root on cgroup v1 hosts and skip elsewhere
 # (with KOORDLET_YARN_NO_SKIP=1, as in CI, such a skip fails). gotestsum runs
