@@ -3,6 +3,7 @@ module github.com/koordlet-yarn/koordlet-yarn
 go 1.25.0
 
 require (
+	github.com/cavaliergopher/cpio v1.0.1
 	github.com/cilium/ebpf v0.17.3
 	github.com/fsnotify/fsnotify v1.9.0
 	github.com/koordinator-sh/koordinator v1.8.0
@@ -14,6 +15,7 @@ require (
 	github.com/prometheus/prometheus v0.0.0-00010101000000-000000000000
 	github.com/stretchr/testify v1.11.1
 	github.com/tsenart/vegeta/v12 v12.8.4
+	github.com/vishvananda/netlink v1.3.1
 	go.uber.org/mock v0.6.0
 	golang.org/x/sys v0.41.0
 	k8s.io/api v0.35.2
@@ -141,7 +143,6 @@ require (
 	github.com/stretchr/objx v0.5.2 // indirect
 	github.com/tetratelabs/wazero v1.10.1 // indirect
 	github.com/tonistiigi/go-csvvalue v0.0.0-20240710180619-ddb21b71c0b4 // indirect
-	github.com/vishvananda/netlink v1.3.1 // indirect
 	github.com/vishvananda/netns v0.0.5 // indirect
 	github.com/x448/float16 v0.8.4 // indirect
 	github.com/yusufpapurcu/wmi v1.2.4 // indirect

@@ -44,8 +44,13 @@ type Config struct {
 	// Hierarchy is the YARN hierarchy relative to the controller mounts.
 	Hierarchy string
 	// Controllers YARN manages (cgroup v1 names); cpu always, memory when
-	// yarn.nodemanager.resource.memory.enabled.
+	// yarn.nodemanager.resource.memory.enabled. On cgroup v2 one "" (the
+	// unified hierarchy), with the controllers in V2Controllers.
 	Controllers []string
+	// V2Controllers are the controllers YARN's v2 handler enables for its
+	// containers in the hierarchy's cgroup.subtree_control (those the
+	// hierarchy has); empty: cpu, io, memory and pids.
+	V2Controllers []string
 	// PodCgroup is the NM pod's container cgroup (relative): launched
 	// processes first join it in PodControllers, then the YARN container
 	// cgroups in Controllers, so that in the controllers YARN does not
@@ -274,6 +279,13 @@ func (nm *NM) start(c *Container, script string, env []string) error {
 		dir := filepath.Join(nm.cfg.CgroupRoot, ctrl, nm.cfg.Hierarchy, c.ID)
 		if err := nm.created.MkdirAll(filepath.Dir(dir)); err != nil {
 			return err
+		}
+		if ctrl == "" && nm.cfg.FakeFiles == nil {
+			// cgroup v2: Hadoop 3.5's v2 handler enables its controllers
+			// in the YARN hierarchy's subtree_control for the containers.
+			if err := nm.enableV2Controllers(filepath.Dir(dir)); err != nil {
+				return err
+			}
 		}
 		// On a fake root every cgroup directory has the kernel's files, the
 		// YARN hierarchy's too (koordlet checks support there).

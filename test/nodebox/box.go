@@ -116,12 +116,17 @@ func Prerequisites() error {
 	if os.Geteuid() != 0 {
 		return errors.New("the node in a box needs root (it creates cgroups and runs kube-apiserver)")
 	}
-	if _, err := os.Stat(filepath.Join(CgroupRoot, "cgroup.controllers")); err == nil {
-		return errors.New("the node in a box needs cgroup v1; this host mounts cgroup v2")
-	}
-	for _, c := range controllers {
-		if _, err := os.Stat(filepath.Join(CgroupRoot, c, "cgroup.procs")); err != nil {
-			return fmt.Errorf("the node in a box needs the cgroup v1 %s controller mounted at %s/%s", c, CgroupRoot, c)
+	if PureV2() {
+		// A cgroup v2 host (the guest of make test-v2): the unified
+		// layouts run, with the controllers a v2 node's kubelet uses.
+		if err := checkV2Controllers(CgroupRoot); err != nil {
+			return err
+		}
+	} else {
+		for _, c := range controllers {
+			if _, err := os.Stat(filepath.Join(CgroupRoot, c, "cgroup.procs")); err != nil {
+				return fmt.Errorf("the node in a box needs the cgroup v1 %s controller mounted at %s/%s, or cgroup v2 at %s", c, CgroupRoot, c, CgroupRoot)
+			}
 		}
 	}
 	if _, err := exec.LookPath("openssl"); err != nil {
@@ -187,6 +192,9 @@ func Start(ctx context.Context, opts Options) (b *Box, err error) {
 	l := opts.Layout
 	if l.Unified && opts.FakeRoot {
 		return b, errors.New("the unified layout runs on the real cgroup2 hierarchy, not a fake root")
+	}
+	if PureV2() && !l.Unified {
+		return b, fmt.Errorf("layout %s is cgroup v1; this host mounts cgroup v2 (use a unified layout)", l.Name)
 	}
 	if l.CoMounted && !opts.FakeRoot {
 		return b, errors.New("the co-mounted layout needs a fake root (this host mounts cpu and cpuacct apart)")

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -29,6 +30,14 @@ func makeCgroup(created *cgtree.Tracker, root string, ctrls []string, rel string
 			parent := cur
 			cur = filepath.Join(cur, part)
 			if _, err := os.Stat(cur); err != nil {
+				if ctrl == "" && parent != base {
+					// cgroup v2: the parent hands its controllers down, as
+					// the kubelet's cgroup manager enables them on the
+					// levels it makes (the root's are the init system's).
+					if err := EnableSubtreeControllers(parent); err != nil {
+						return err
+					}
+				}
 				mkdir := func(d string) error { return os.Mkdir(d, 0o755) }
 				if created != nil {
 					mkdir = created.Mkdir
@@ -51,6 +60,50 @@ func makeCgroup(created *cgtree.Tracker, root string, ctrls []string, rel string
 					}
 				}
 			}
+		}
+	}
+	return nil
+}
+
+// V2Controllers are the cgroup v2 controllers a node's kubelet and
+// Hadoop's v2 handler enable for their children.
+var V2Controllers = []string{"cpu", "io", "memory", "pids"}
+
+// EnableSubtreeControllers enables, in dir's cgroup.subtree_control, those
+// of V2Controllers that dir has (cgroup.controllers): none on a cgroup2
+// hierarchy without controllers (a hybrid host's).
+func EnableSubtreeControllers(dir string) error {
+	avail, err := os.ReadFile(filepath.Join(dir, "cgroup.controllers"))
+	if err != nil {
+		return fmt.Errorf("read %s/cgroup.controllers: %w", dir, err)
+	}
+	have := strings.Fields(string(avail))
+	var enable []string
+	for _, c := range V2Controllers {
+		if slices.Contains(have, c) {
+			enable = append(enable, "+"+c)
+		}
+	}
+	if len(enable) == 0 {
+		return nil
+	}
+	if err := os.WriteFile(filepath.Join(dir, "cgroup.subtree_control"), []byte(strings.Join(enable, " ")), 0o644); err != nil {
+		return fmt.Errorf("enable %s in %s/cgroup.subtree_control: %w", strings.Join(enable, " "), dir, err)
+	}
+	return nil
+}
+
+// checkV2Controllers checks that a cgroup v2 root hands cpu and memory to
+// its children, as systemd does on a node (make test-v2's guest enables
+// them at boot).
+func checkV2Controllers(root string) error {
+	b, err := os.ReadFile(filepath.Join(root, "cgroup.subtree_control"))
+	if err != nil {
+		return fmt.Errorf("the node in a box on cgroup v2: %w", err)
+	}
+	for _, c := range []string{"cpu", "memory"} {
+		if !slices.Contains(strings.Fields(string(b)), c) {
+			return fmt.Errorf("the node in a box on cgroup v2 needs %s enabled in %s/cgroup.subtree_control (has %q)", c, root, strings.TrimSpace(string(b)))
 		}
 	}
 	return nil

@@ -33,12 +33,12 @@ type kubeletWriter struct {
 	done   chan struct{}
 }
 
-// startKubeletWriter starts the loop (none on the unified layout, whose
-// hierarchy here has no cpu controller).
+// startKubeletWriter starts the loop (none on a unified hierarchy without
+// the cpu controller: the hybrid host's).
 func (b *Box) startKubeletWriter() {
 	w := &kubeletWriter{stop: make(chan struct{}), done: make(chan struct{})}
 	b.kubeletWriter = w
-	if b.opts.Layout.Unified {
+	if b.kubeletWeightFile() == "" {
 		close(w.done)
 		return
 	}
@@ -83,22 +83,39 @@ func (b *Box) kubeletRound() error {
 	if b.opts.KubeletCPUShares {
 		return b.ApplyKubeletCPUShares()
 	}
+	file := b.kubeletWeightFile()
 	root := filepath.Join(b.cgroupRoot, "cpu")
+	if b.opts.Layout.Unified {
+		root = b.cgroupRoot
+	}
 	var errs []string
 	for _, rel := range b.kubeletCgroups() {
-		p := filepath.Join(root, rel, "cpu.shares")
+		p := filepath.Join(root, rel, file)
 		v, err := os.ReadFile(p)
 		if err != nil {
 			continue // a pod being torn down
 		}
 		if err := os.WriteFile(p, []byte(strings.TrimSpace(string(v))), 0o644); err != nil {
-			errs = append(errs, fmt.Sprintf("kubelet cpu.shares: %v", err))
+			errs = append(errs, fmt.Sprintf("kubelet %s: %v", file, err))
 		}
 	}
 	if len(errs) > 0 {
 		return fmt.Errorf("%s", strings.Join(errs, "; "))
 	}
 	return nil
+}
+
+// kubeletWeightFile is the file the kubelet writes CPU weights to: v1
+// cpu.shares, v2 cpu.weight (the kubelet converts shares to weight), or ""
+// on a unified hierarchy without the cpu controller (the hybrid host's).
+func (b *Box) kubeletWeightFile() string {
+	if !b.opts.Layout.Unified {
+		return "cpu.shares"
+	}
+	if _, err := os.Stat(filepath.Join(b.cgroupRoot, b.opts.Layout.kubepods(), "cpu.weight")); err != nil {
+		return ""
+	}
+	return "cpu.weight"
 }
 
 // kubeletCgroups are the cgroups the kubelet (and the runtime) write CPU

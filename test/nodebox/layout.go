@@ -1,6 +1,7 @@
 package nodebox
 
 import (
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -8,10 +9,26 @@ import (
 	corev1 "k8s.io/api/core/v1"
 )
 
-// UnifiedRoot is the host's cgroup2 hierarchy on this machine kind (hybrid
-// mode: cgroup.procs, cgroup.kill and the base cpu.stat work there; the
-// controllers are bound to cgroup v1).
-const UnifiedRoot = "/sys/fs/cgroup/unified"
+// hybridUnifiedRoot is the cgroup2 hierarchy of a hybrid host (this
+// machine kind: cgroup.procs, cgroup.kill and the base cpu.stat work there;
+// the controllers are bound to cgroup v1).
+const hybridUnifiedRoot = "/sys/fs/cgroup/unified"
+
+// UnifiedRoot is the host's cgroup2 hierarchy: CgroupRoot itself on a
+// cgroup v2 host (every controller there: the v2 guest of make test-v2),
+// else the hybrid mount.
+func UnifiedRoot() string {
+	if PureV2() {
+		return CgroupRoot
+	}
+	return hybridUnifiedRoot
+}
+
+// PureV2 reports whether the host mounts cgroup v2 alone at CgroupRoot.
+func PureV2() bool {
+	_, err := os.Stat(filepath.Join(CgroupRoot, "cgroup.controllers"))
+	return err == nil
+}
 
 // Layout is how the box's node lays out its cgroups, as the nodes users run
 // do: the kubelet driver's naming, the controllers the NodeManager's
@@ -28,7 +45,7 @@ type Layout struct {
 	// (Koordinator's hadoop-yarn chart, Hadoop's default) has cpu only:
 	// the containers' memory is charged to the NodeManager pod's cgroup.
 	YARNControllers []string
-	// Unified puts the box on the host's cgroup2 hierarchy (UnifiedRoot),
+	// Unified puts the box on the host's cgroup2 hierarchy (UnifiedRoot()),
 	// one directory per container as Hadoop 3.5's v2 handler makes it,
 	// and points koordlet there.
 	Unified bool
@@ -44,6 +61,8 @@ var (
 	LayoutCPUOnly  = Layout{Name: "cpu-only", YARNControllers: []string{"cpu"}}
 	LayoutSystemd  = Layout{Name: "systemd-cpu-only", Systemd: true, YARNControllers: []string{"cpu"}}
 	LayoutUnified  = Layout{Name: "unified", Unified: true}
+	// LayoutUnifiedSystemd is the systemd driver's naming on cgroup v2.
+	LayoutUnifiedSystemd = Layout{Name: "unified-systemd", Unified: true, Systemd: true}
 	// LayoutCoMounted is for a fake root (Options.FakeRoot).
 	LayoutCoMounted = Layout{Name: "co-mounted", CoMounted: true}
 	// LayoutCoMountedCPUOnly is CPU-only YARN on co-mounted cpu,cpuacct
@@ -134,7 +153,7 @@ func (l Layout) mirrorControllers() []string {
 // cgroupRoot is the mount root koordlet and the emulator use.
 func (l Layout) cgroupRoot() string {
 	if l.Unified {
-		return UnifiedRoot
+		return UnifiedRoot()
 	}
 	return CgroupRoot
 }

@@ -49,6 +49,9 @@ func hostRoots(cgroupRoot string) []string {
 		return nil
 	}
 	var roots []string
+	if _, err := os.Stat(filepath.Join(cgroupRoot, "cgroup.controllers")); err == nil {
+		roots = append(roots, cgroupRoot) // cgroup v2: the root is the hierarchy
+	}
 	for _, e := range entries {
 		p := filepath.Join(cgroupRoot, e.Name())
 		if fi, err := os.Stat(p); err == nil && fi.IsDir() {

@@ -1,0 +1,47 @@
+// Package guestconf is the configuration make test-v2's host side hands to
+// the guest's init (test/v2guest/initd) in the initramfs.
+package guestconf
+
+import "time"
+
+// Files the init writes to the output share.
+const (
+	// OutputFile holds the command's standard output.
+	OutputFile = "output"
+	// RCFile holds the command's exit status (124: it ran past its
+	// timeout; 120: the guest could not be set up).
+	RCFile = "rc"
+)
+
+// Share is a host directory the guest mounts over 9p.
+type Share struct {
+	// Tag is the virtio-9p mount tag.
+	Tag string `json:"tag"`
+	// Path is where the guest mounts it (the host's own path).
+	Path string `json:"path"`
+	// Writable shares are mounted read-write (the output share only).
+	Writable bool `json:"writable,omitempty"`
+}
+
+// Config is /v2guest.json in the initramfs.
+type Config struct {
+	// Modules are the kernel modules to load, in order (paths in the
+	// initramfs).
+	Modules []string `json:"modules"`
+	// Shares are mounted after the modules are loaded, in order.
+	Shares []Share `json:"shares"`
+	// OutDir is the writable share's path.
+	OutDir string `json:"outDir"`
+	// Hostname is the guest's host name.
+	Hostname string `json:"hostname,omitempty"`
+	// Argv is the command; Dir its working directory; Env added to a
+	// minimal environment (HOME, PATH).
+	Argv []string `json:"argv"`
+	Dir  string   `json:"dir,omitempty"`
+	Env  []string `json:"env,omitempty"`
+	// StderrToOutput sends the command's standard error to OutputFile too
+	// (else to the guest's console).
+	StderrToOutput bool `json:"stderrToOutput,omitempty"`
+	// Timeout bounds the command (0: none).
+	Timeout time.Duration `json:"timeout,omitempty"`
+}

@@ -1,0 +1,251 @@
+// Command initd is PID 1 of make test-v2's guest: it loads the modules the
+// guest needs (virtio, 9p), mounts the host's shares read-only and the
+// guest's own kernel filesystems (cgroup2 with every controller handed
+// down, as systemd does on a node), brings lo up, runs the one command its
+// configuration names, reaps every orphan meanwhile, writes the command's
+// exit status to the output share and powers the guest off.
+//
+// It is built static (CGO_ENABLED=0) into the initramfs that
+// test/v2guest makes; the configuration is /v2guest.json there.
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/vishvananda/netlink"
+	"golang.org/x/sys/unix"
+
+	"github.com/koordlet-yarn/koordlet-yarn/test/v2guest/guestconf"
+)
+
+func main() {
+	rc := run()
+	// Whatever the command left running goes, then the output share is
+	// flushed and the guest powered off (qemu runs with -no-reboot).
+	_ = unix.Kill(-1, unix.SIGKILL)
+	reapAll()
+	unix.Sync()
+	logf("exit status %d; powering off", rc)
+	_ = unix.Reboot(unix.LINUX_REBOOT_CMD_POWER_OFF)
+	select {}
+}
+
+func logf(format string, args ...any) {
+	fmt.Fprintf(os.Stderr, "v2guest-init: "+format+"\n", args...)
+}
+
+func run() int {
+	if err := earlyMounts(); err != nil {
+		logf("%v", err)
+		return 120
+	}
+	raw, err := os.ReadFile("/v2guest.json")
+	if err != nil {
+		logf("read configuration: %v", err)
+		return 120
+	}
+	var cfg guestconf.Config
+	if err := json.Unmarshal(raw, &cfg); err != nil {
+		logf("parse configuration: %v", err)
+		return 120
+	}
+	if err := setup(cfg); err != nil {
+		logf("%v", err)
+		writeRC(cfg, 120)
+		return 120
+	}
+	rc := command(cfg)
+	writeRC(cfg, rc)
+	return rc
+}
+
+func earlyMounts() error {
+	for _, m := range []struct{ src, dst, fs, data string }{
+		{"proc", "/proc", "proc", ""},
+		{"sysfs", "/sys", "sysfs", ""},
+		{"devtmpfs", "/dev", "devtmpfs", ""},
+	} {
+		if err := mount(m.src, m.dst, m.fs, 0, m.data); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func mount(src, dst, fstype string, flags uintptr, data string) error {
+	if err := os.MkdirAll(dst, 0o755); err != nil {
+		return fmt.Errorf("mkdir %s: %w", dst, err)
+	}
+	if err := unix.Mount(src, dst, fstype, flags, data); err != nil {
+		return fmt.Errorf("mount %s (%s) on %s: %w", src, fstype, dst, err)
+	}
+	return nil
+}
+
+func setup(cfg guestconf.Config) error {
+	for _, mod := range cfg.Modules {
+		if err := loadModule(mod); err != nil {
+			return err
+		}
+	}
+	for _, d := range []string{"/tmp", "/run", "/root", "/var/tmp", "/var/run", "/var/lib", "/var/log"} {
+		if err := mount("tmpfs", d, "tmpfs", 0, "mode=1777"); err != nil {
+			return err
+		}
+	}
+	for _, s := range cfg.Shares {
+		flags := uintptr(0)
+		// cache=loose: the read-only host trees do not change during the
+		// run and TCG makes every 9p round trip expensive; the output share
+		// is written through.
+		opts := "trans=virtio,version=9p2000.L,msize=524288,cache=loose"
+		if s.Writable {
+			opts = "trans=virtio,version=9p2000.L,msize=524288,cache=none"
+		} else {
+			flags |= unix.MS_RDONLY
+		}
+		if err := mount(s.Tag, s.Path, "9p", flags, opts); err != nil {
+			return err
+		}
+	}
+	for _, m := range []struct{ src, dst, fs, data string }{
+		{"cgroup2", "/sys/fs/cgroup", "cgroup2", ""},
+		{"bpf", "/sys/fs/bpf", "bpf", ""},
+		{"tracefs", "/sys/kernel/tracing", "tracefs", ""},
+		{"debugfs", "/sys/kernel/debug", "debugfs", ""},
+		{"devpts", "/dev/pts", "devpts", ""},
+		{"tmpfs", "/dev/shm", "tmpfs", ""},
+	} {
+		if err := mount(m.src, m.dst, m.fs, 0, m.data); err != nil {
+			return err
+		}
+	}
+	if err := enableControllers("/sys/fs/cgroup"); err != nil {
+		return err
+	}
+	lo, err := netlink.LinkByName("lo")
+	if err != nil {
+		return fmt.Errorf("find lo: %w", err)
+	}
+	if err := netlink.LinkSetUp(lo); err != nil {
+		return fmt.Errorf("bring lo up: %w", err)
+	}
+	if cfg.Hostname != "" {
+		if err := unix.Sethostname([]byte(cfg.Hostname)); err != nil {
+			return fmt.Errorf("set hostname: %w", err)
+		}
+	}
+	return nil
+}
+
+// enableControllers hands every controller of the root down to its
+// children, as systemd does on a node (the kubelet needs cpu, cpuset,
+// memory, io, pids, hugetlb).
+func enableControllers(root string) error {
+	b, err := os.ReadFile(filepath.Join(root, "cgroup.controllers"))
+	if err != nil {
+		return fmt.Errorf("read the cgroup2 root's controllers: %w", err)
+	}
+	var plus []string
+	for _, c := range strings.Fields(string(b)) {
+		plus = append(plus, "+"+c)
+	}
+	if err := os.WriteFile(filepath.Join(root, "cgroup.subtree_control"), []byte(strings.Join(plus, " ")), 0o644); err != nil {
+		return fmt.Errorf("enable %s in the cgroup2 root: %w", strings.Join(plus, " "), err)
+	}
+	logf("cgroup2 at %s, controllers enabled for children: %s", root, strings.TrimSpace(string(b)))
+	return nil
+}
+
+func loadModule(path string) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return fmt.Errorf("open module: %w", err)
+	}
+	defer f.Close()
+	if err := unix.FinitModule(int(f.Fd()), "", 0); err != nil && !errors.Is(err, unix.EEXIST) {
+		return fmt.Errorf("load module %s: %w", filepath.Base(path), err)
+	}
+	return nil
+}
+
+// command runs the configured command to its end, reaping every other
+// process that ends meanwhile (PID 1 inherits the orphans), and returns its
+// exit status; past the deadline it is killed (status 124).
+func command(cfg guestconf.Config) int {
+	out, err := os.OpenFile(filepath.Join(cfg.OutDir, guestconf.OutputFile), os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o644)
+	if err != nil {
+		logf("create the output file: %v", err)
+		return 120
+	}
+	defer out.Close()
+	env := append([]string{"HOME=/root", "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"}, cfg.Env...)
+	attr := &os.ProcAttr{Dir: cfg.Dir, Env: env, Files: []*os.File{os.Stdin, out, os.Stderr}}
+	if cfg.StderrToOutput {
+		attr.Files[2] = out
+	}
+	p, err := os.StartProcess(cfg.Argv[0], cfg.Argv, attr)
+	if err != nil {
+		logf("start %s: %v", cfg.Argv[0], err)
+		return 127
+	}
+	logf("started %s (pid %d)", strings.Join(cfg.Argv, " "), p.Pid)
+	deadline := time.Now().Add(cfg.Timeout)
+	killed := false
+	for {
+		var ws unix.WaitStatus
+		pid, err := unix.Wait4(-1, &ws, unix.WNOHANG, nil)
+		if err != nil && !errors.Is(err, unix.EINTR) && !errors.Is(err, unix.ECHILD) {
+			logf("wait: %v", err)
+		}
+		if pid == p.Pid {
+			switch {
+			case killed:
+				return 124
+			case ws.Exited():
+				return ws.ExitStatus()
+			case ws.Signaled():
+				return 128 + int(ws.Signal())
+			}
+			return 125
+		}
+		if pid > 0 {
+			continue
+		}
+		if !killed && cfg.Timeout > 0 && time.Now().After(deadline) {
+			logf("the command ran past %s: killing it", cfg.Timeout)
+			_ = p.Signal(syscall.SIGQUIT) // a Go test binary prints its goroutines
+			time.Sleep(5 * time.Second)
+			_ = p.Kill()
+			killed = true
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+func reapAll() {
+	for {
+		var ws unix.WaitStatus
+		pid, err := unix.Wait4(-1, &ws, 0, nil)
+		if pid <= 0 || err != nil {
+			return
+		}
+	}
+}
+
+func writeRC(cfg guestconf.Config, rc int) {
+	if cfg.OutDir == "" {
+		return
+	}
+	if err := os.WriteFile(filepath.Join(cfg.OutDir, guestconf.RCFile), []byte(strconv.Itoa(rc)+"\n"), 0o644); err != nil {
+		logf("write the exit status: %v", err)
+	}
+}

@@ -1,0 +1,225 @@
+package v2guest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/koordlet-yarn/koordlet-yarn/test/v2guest/guestconf"
+)
+
+// Options describe one guest run.
+type Options struct {
+	// Kernel boots the guest.
+	Kernel Kernel
+	// InitBinary is the static guest init (test/v2guest/initd).
+	InitBinary string
+	// ReadOnly are host directories the guest sees at the same paths,
+	// read-only (besides /usr and /etc, always shared).
+	ReadOnly []string
+	// WorkDir is the run's own directory on the host: the initramfs, the
+	// output share (WorkDir/out) and the ownership record live there.
+	WorkDir string
+	// Argv, Dir, Env: the command the guest runs.
+	Argv []string
+	Dir  string
+	Env  []string
+	// Timeout bounds the command in the guest; the guest as a whole gets
+	// two minutes more to boot and power off.
+	Timeout time.Duration
+	// MemoryMiB and CPUs size the guest (defaults 4096, 2).
+	MemoryMiB int
+	CPUs      int
+	// Console receives the guest's console (kernel and init messages and
+	// the command's standard error).
+	Console io.Writer
+	// Output receives the command's standard output as it is written
+	// (besides WorkDir/out/output).
+	Output io.Writer
+}
+
+// Result is what a guest run gives back.
+type Result struct {
+	// ExitStatus is the command's (124: past its timeout, 120: the guest
+	// could not be set up).
+	ExitStatus int
+	// Elapsed is boot to power-off.
+	Elapsed time.Duration
+}
+
+// QEMU is the emulator binary.
+const QEMU = "qemu-system-x86_64"
+
+// Run boots the guest, runs the command in it and returns when the guest
+// has powered off. qemu dies with the calling thread (PR_SET_PDEATHSIG),
+// and an earlier run's guest whose runner is gone is reaped first (see
+// ReapOrphans).
+func Run(ctx context.Context, o Options) (Result, error) {
+	if o.MemoryMiB == 0 {
+		o.MemoryMiB = 4096
+	}
+	if o.CPUs == 0 {
+		o.CPUs = 2
+	}
+	if _, err := exec.LookPath(QEMU); err != nil {
+		return Result{}, fmt.Errorf("%s not found (apt-get install qemu-system-x86): %w", QEMU, err)
+	}
+	if err := ReapOrphans(os.Stderr); err != nil {
+		return Result{}, err
+	}
+	outDir := filepath.Join(o.WorkDir, "out")
+	if err := os.MkdirAll(outDir, 0o755); err != nil {
+		return Result{}, err
+	}
+	for _, f := range []string{guestconf.OutputFile, guestconf.RCFile} {
+		_ = os.Remove(filepath.Join(outDir, f))
+	}
+	shares := []guestconf.Share{{Tag: "usr", Path: "/usr"}, {Tag: "etc", Path: "/etc"}}
+	for i, d := range o.ReadOnly {
+		shares = append(shares, guestconf.Share{Tag: "ro" + strconv.Itoa(i), Path: d})
+	}
+	shares = append(shares, guestconf.Share{Tag: "out", Path: outDir, Writable: true})
+	mods, err := o.Kernel.moduleFiles(guestModules)
+	if err != nil {
+		return Result{}, err
+	}
+	initrd := filepath.Join(o.WorkDir, "initramfs.cpio")
+	cfg := guestconf.Config{Shares: shares, OutDir: outDir, Hostname: "v2guest", Argv: o.Argv, Dir: o.Dir, Env: o.Env, Timeout: o.Timeout}
+	if err := writeInitramfs(initrd, o.InitBinary, mods, cfg); err != nil {
+		return Result{}, err
+	}
+	rec, err := newRecord(o.WorkDir)
+	if err != nil {
+		return Result{}, err
+	}
+	defer rec.remove()
+
+	args := []string{
+		"-name", rec.name,
+		"-machine", "q35", "-accel", "tcg,thread=multi", "-cpu", "max",
+		"-smp", strconv.Itoa(o.CPUs), "-m", strconv.Itoa(o.MemoryMiB),
+		"-kernel", o.Kernel.Image, "-initrd", initrd,
+		// quiet: the console carries the init's and the command's lines;
+		// panic=-1 with -no-reboot ends qemu on a guest panic.
+		"-append", "console=ttyS0 quiet panic=-1 rdinit=/init",
+		"-no-reboot", "-nographic", "-nodefaults", "-serial", "stdio", "-monitor", "none",
+		"-nic", "none",
+		"-pidfile", rec.pidfile(),
+	}
+	for _, s := range shares {
+		ro := ",readonly=on"
+		if s.Writable {
+			ro = ""
+		}
+		args = append(args, "-virtfs", fmt.Sprintf("local,path=%s,mount_tag=%s,security_model=none%s", s.Path, s.Tag, ro))
+	}
+	cmd := exec.Command(QEMU, args...)
+	cmd.Stdout, cmd.Stderr = o.Console, o.Console
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Setpgid: true}
+
+	start := time.Now()
+	done := make(chan error, 1)
+	started := make(chan error, 1)
+	go func() {
+		// PR_SET_PDEATHSIG fires when the thread that forked qemu ends:
+		// keep this goroutine on its thread until qemu is gone.
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
+		if err := cmd.Start(); err != nil {
+			started <- err
+			return
+		}
+		started <- nil
+		done <- cmd.Wait()
+	}()
+	if err := <-started; err != nil {
+		return Result{}, fmt.Errorf("start %s: %w", QEMU, err)
+	}
+	if err := rec.writeOwner(cmd.Process.Pid); err != nil {
+		_ = cmd.Process.Kill()
+		<-done
+		return Result{}, err
+	}
+	tailDone := make(chan struct{})
+	tailStop := make(chan struct{})
+	go func() {
+		defer close(tailDone)
+		follow(filepath.Join(outDir, guestconf.OutputFile), o.Output, tailStop)
+	}()
+	limit := time.NewTimer(o.Timeout + 2*time.Minute)
+	defer limit.Stop()
+	var werr error
+	select {
+	case werr = <-done:
+	case <-ctx.Done():
+		_ = cmd.Process.Kill()
+		werr = fmt.Errorf("guest stopped: %w", ctx.Err())
+		<-done
+	case <-limit.C:
+		_ = cmd.Process.Kill()
+		werr = fmt.Errorf("guest did not power off within %s", o.Timeout+2*time.Minute)
+		<-done
+	}
+	close(tailStop)
+	<-tailDone
+	res := Result{Elapsed: time.Since(start), ExitStatus: -1}
+	b, err := os.ReadFile(filepath.Join(outDir, guestconf.RCFile))
+	if err != nil {
+		if werr == nil {
+			werr = errors.New("the guest powered off without an exit status (see its console)")
+		}
+		return res, werr
+	}
+	res.ExitStatus, err = strconv.Atoi(strings.TrimSpace(string(b)))
+	if err != nil {
+		return res, fmt.Errorf("the guest's exit status %q: %w", b, err)
+	}
+	if werr != nil {
+		var ee *exec.ExitError
+		if !errors.As(werr, &ee) {
+			return res, werr
+		}
+	}
+	return res, nil
+}
+
+// follow copies path to w as it grows until stop, then what is left.
+func follow(path string, w io.Writer, stop <-chan struct{}) {
+	if w == nil {
+		return
+	}
+	var f *os.File
+	buf := make([]byte, 64*1024)
+	for {
+		if f == nil {
+			f, _ = os.Open(path)
+		}
+		if f != nil {
+			for {
+				n, _ := f.Read(buf)
+				if n == 0 {
+					break
+				}
+				_, _ = w.Write(buf[:n])
+			}
+		}
+		select {
+		case <-stop:
+			if f != nil {
+				_, _ = io.CopyBuffer(w, f, buf)
+				f.Close()
+			}
+			return
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
