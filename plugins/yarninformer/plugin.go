@@ -32,7 +32,10 @@ type PodLister func() []*statesinformer.PodMeta
 
 // Status is what the plugin last saw, for the debug endpoint.
 type Status struct {
-	Enabled        bool   `json:"enabled"`
+	Enabled bool `json:"enabled"`
+	// CgroupVersion is the cgroup version koordlet detected at its cgroup
+	// root: "cgroup1" or "cgroup2" (as /proc/mounts names the file systems).
+	CgroupVersion  string `json:"cgroupVersion,omitempty"`
 	Hierarchy      string `json:"hierarchy,omitempty"`
 	HierarchyFound bool   `json:"hierarchyFound"`
 	ScanError      string `json:"scanError,omitempty"`
@@ -137,7 +140,11 @@ func (p *Plugin) Setup(_ *impl.PluginOption, _ *impl.PluginState) {
 	p.scanner = cgroups.NewScanner(h)
 	p.selector = sel
 	p.enabled = true
-	p.setStatus(func(s *Status) { s.Enabled = true; s.Hierarchy = h.String() })
+	version := "cgroup1"
+	if h.V2 {
+		version = "cgroup2"
+	}
+	p.setStatus(func(s *Status) { s.Enabled = true; s.CgroupVersion = version; s.Hierarchy = h.String() })
 	klog.Infof("yarn: container informer set up: hierarchy %s, NM %s, resync every %v", h, p.nmSourceDescription(), p.cfg.ResyncInterval)
 }
 

@@ -18,6 +18,7 @@ import (
 	"github.com/koordlet-yarn/koordlet-yarn/test/colocation"
 	"github.com/koordlet-yarn/koordlet-yarn/test/kerneltest"
 	"github.com/koordlet-yarn/koordlet-yarn/test/nodebox"
+	"github.com/koordlet-yarn/koordlet-yarn/test/v2guest"
 )
 
 var skipReason string
@@ -26,10 +27,30 @@ func TestMain(m *testing.M) {
 	kerneltest.RunHelperIfRequested() // workloads (burners, allocators) re-exec this binary
 	colocation.RunHelperIfRequested() // so do the co-location smoke test's LS service and load generator
 	flag.Parse()
+	if v2guest.Requested() && !nodebox.PureV2() {
+		// make test-v2 on a host without cgroup v2: the same binary, with
+		// the same arguments, runs in the guest on a real v2 kernel.
+		if err := nodebox.EnsureBinaries(repoTop(), os.Stderr); err != nil {
+			fmt.Fprintln(os.Stderr, "e2e:", err)
+			os.Exit(1)
+		}
+		crds, err := nodebox.KoordinatorCRDDir()
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "e2e:", err)
+			os.Exit(1)
+		}
+		os.Exit(v2guest.RunSelf(repoTop(), []string{crds}, []string{nodebox.CRDDirEnv + "=" + crds}))
+	}
 	if err := nodebox.Prerequisites(); err != nil {
 		skipReason = err.Error()
 	} else if testing.Short() {
 		skipReason = "node-level e2e tests do not run with -short"
+	} else if v2guest.InGuest() {
+		// The host built them; the guest sees the repository read-only.
+		if err := nodebox.CheckBinaries(repoTop()); err != nil {
+			fmt.Fprintln(os.Stderr, "e2e:", err)
+			os.Exit(1)
+		}
 	} else if err := nodebox.EnsureBinaries(repoTop(), os.Stderr); err != nil {
 		fmt.Fprintln(os.Stderr, "e2e:", err)
 		os.Exit(1)
@@ -38,6 +59,9 @@ func TestMain(m *testing.M) {
 }
 
 func repoTop() string {
+	if top := os.Getenv(v2guest.TopEnv); top != "" {
+		return top
+	}
 	out, err := exec.Command("go", "list", "-m", "-f", "{{.Dir}}").Output()
 	if err != nil {
 		wd, _ := os.Getwd()

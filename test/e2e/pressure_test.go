@@ -123,6 +123,15 @@ func pressure(t *testing.T, opts nodebox.Options, ownMemory bool) {
 		assert.Equal(t, "RUNNING", c.State, "%s survives", id)
 	}
 	assert.True(t, alive(b.NMPID()), "the NodeManager process survives")
+	if opts.Layout.Unified {
+		// cgroup v2: the kernel's cgroup.kill ends what the grace left.
+		log, err := os.ReadFile(b.KoordletLog())
+		require.NoError(t, err)
+		assert.Regexp(t, "evicted container "+newest+` .*\(cgroup\.kill true\)`, string(log), "the eviction went through cgroup.kill")
+		if strings.Contains(opts.KoordletArgs[0], "YARNMemoryEvictTrigger=true") {
+			assert.Contains(t, string(log), "memory evict also wakes on memory usage watch (cgroup v2 memory.current", "the v2 event trigger is in use")
+		}
+	}
 	ns, name := b.NMPod()
 	pod, err := b.Kube.CoreV1().Pods(ns).Get(ctx, name, metav1.GetOptions{})
 	require.NoError(t, err)

@@ -22,6 +22,7 @@ import (
 	"syscall"
 	"time"
 
+	"golang.org/x/sys/unix"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
@@ -77,6 +78,11 @@ type Options struct {
 	// the box's kubelet still writes back every KubeletSyncPeriod (see
 	// KubeletErrors).
 	KubeletCPUShares bool
+	// KoordletCgroupNS runs koordlet as a containerd pod's container is
+	// run on cgroup v2: in a pod cgroup of its own (burstable) and a
+	// private cgroup namespace rooted there, so that /proc/<pid>/cgroup of
+	// every other process reads relative to it. Unified layouts only.
+	KoordletCgroupNS bool
 }
 
 // Box is a running node in a box.
@@ -151,6 +157,17 @@ func EnsureBinaries(top string, log io.Writer) error {
 	return nil
 }
 
+// CheckBinaries checks that what EnsureBinaries builds is there (in the v2
+// guest, which sees the repository read-only).
+func CheckBinaries(top string) error {
+	for _, f := range []string{"bin/koordlet", "build/bin/kube-apiserver", "build/bin/etcd"} {
+		if _, err := os.Stat(filepath.Join(top, f)); err != nil {
+			return fmt.Errorf("%s was not built on the host: %w", f, err)
+		}
+	}
+	return nil
+}
+
 const lockPath = "/run/koordlet-yarn-nodebox.lock"
 
 // Start brings the box up; on error everything started is stopped.
@@ -195,6 +212,9 @@ func Start(ctx context.Context, opts Options) (b *Box, err error) {
 	}
 	if PureV2() && !l.Unified {
 		return b, fmt.Errorf("layout %s is cgroup v1; this host mounts cgroup v2 (use a unified layout)", l.Name)
+	}
+	if opts.KoordletCgroupNS && !l.Unified {
+		return b, errors.New("koordlet in a private cgroup namespace (clone into its pod cgroup) needs a unified layout")
 	}
 	if l.CoMounted && !opts.FakeRoot {
 		return b, errors.New("the co-mounted layout needs a fake root (this host mounts cpu and cpuacct apart)")
@@ -391,7 +411,17 @@ func (b *Box) tracker() *cgtree.Tracker {
 	return &b.created
 }
 
+// CRDDirEnv names the koordinator module's CRD directory where the go
+// command cannot be asked (the v2 guest).
+const CRDDirEnv = "KOORDLET_YARN_CRD_DIR"
+
+// KoordinatorCRDDir is the koordinator module's config/crd/bases.
+func KoordinatorCRDDir() (string, error) { return koordinatorCRDDir() }
+
 func koordinatorCRDDir() (string, error) {
+	if d := os.Getenv(CRDDirEnv); d != "" {
+		return d, nil
+	}
 	out, err := exec.Command("go", "list", "-m", "-f", "{{.Dir}}", "github.com/koordinator-sh/koordinator").Output()
 	if err != nil {
 		return "", fmt.Errorf("locate the koordinator module: %w", err)
@@ -473,8 +503,21 @@ func (b *Box) StartKoordlet() error {
 		}
 	}
 	var err error
-	b.koordlet, err = startProc(b.dir, "koordlet-"+strconv.Itoa(b.koordletRuns), filepath.Join(b.opts.Top, "bin/koordlet"),
-		[]string{"NODE_NAME=" + NodeName}, args...)
+	var po procOpts
+	if b.opts.KoordletCgroupNS {
+		rel := b.opts.Layout.koordletPodCgroup()
+		if err := makeCgroup(&b.created, b.cgroupRoot, b.opts.Layout.controllers(), rel); err != nil {
+			return err
+		}
+		fd, err := unix.Open(filepath.Join(b.cgroupRoot, rel), unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+		if err != nil {
+			return fmt.Errorf("open koordlet's pod cgroup: %w", err)
+		}
+		defer unix.Close(fd)
+		po = procOpts{cgroupFD: fd, newCgroupNS: true}
+	}
+	b.koordlet, err = startProcWith(b.dir, "koordlet-"+strconv.Itoa(b.koordletRuns), filepath.Join(b.opts.Top, "bin/koordlet"),
+		[]string{"NODE_NAME=" + NodeName}, po, args...)
 	if err != nil {
 		return err
 	}

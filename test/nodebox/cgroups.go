@@ -65,24 +65,18 @@ func makeCgroup(created *cgtree.Tracker, root string, ctrls []string, rel string
 	return nil
 }
 
-// V2Controllers are the cgroup v2 controllers a node's kubelet and
-// Hadoop's v2 handler enable for their children.
-var V2Controllers = []string{"cpu", "io", "memory", "pids"}
-
-// EnableSubtreeControllers enables, in dir's cgroup.subtree_control, those
-// of V2Controllers that dir has (cgroup.controllers): none on a cgroup2
-// hierarchy without controllers (a hybrid host's).
+// EnableSubtreeControllers enables, in dir's cgroup.subtree_control, every
+// controller dir has (cgroup.controllers), as the kubelet's cgroup manager
+// (runc's fs2) does on each level it makes: none on a cgroup2 hierarchy
+// without controllers (a hybrid host's).
 func EnableSubtreeControllers(dir string) error {
 	avail, err := os.ReadFile(filepath.Join(dir, "cgroup.controllers"))
 	if err != nil {
 		return fmt.Errorf("read %s/cgroup.controllers: %w", dir, err)
 	}
-	have := strings.Fields(string(avail))
 	var enable []string
-	for _, c := range V2Controllers {
-		if slices.Contains(have, c) {
-			enable = append(enable, "+"+c)
-		}
+	for _, c := range strings.Fields(string(avail)) {
+		enable = append(enable, "+"+c)
 	}
 	if len(enable) == 0 {
 		return nil

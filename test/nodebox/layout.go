@@ -166,3 +166,9 @@ func (l Layout) kubepodsDirs() []string {
 	}
 	return out
 }
+
+// koordletPodCgroup is koordlet's own container cgroup with
+// Options.KoordletCgroupNS (the pod uid is the box's).
+func (l Layout) koordletPodCgroup() string {
+	return l.containerDir(l.podDir(corev1.PodQOSBurstable, "0b0c0d0e-koordlet"), "koordlet")
+}

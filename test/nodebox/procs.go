@@ -22,6 +22,20 @@ type proc struct {
 
 // startProc starts bin with args, logging to <dir>/<name>.log.
 func startProc(dir, name, bin string, env []string, args ...string) (*proc, error) {
+	return startProcWith(dir, name, bin, env, procOpts{}, args...)
+}
+
+// procOpts place a process at its start.
+type procOpts struct {
+	// cgroupFD, when newCgroupNS is set, is the cgroup v2 directory the
+	// process starts in (clone3 CLONE_INTO_CGROUP), and the root of its new
+	// cgroup namespace.
+	cgroupFD    int
+	newCgroupNS bool
+}
+
+// startProcWith is startProc with the process placed by po.
+func startProcWith(dir, name, bin string, env []string, po procOpts, args ...string) (*proc, error) {
 	logPath := filepath.Join(dir, name+".log")
 	logFile, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
@@ -31,6 +45,10 @@ func startProc(dir, name, bin string, env []string, args ...string) (*proc, erro
 	cmd.Stdout, cmd.Stderr = logFile, logFile
 	cmd.Env = append(os.Environ(), env...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	if po.newCgroupNS {
+		cmd.SysProcAttr.UseCgroupFD, cmd.SysProcAttr.CgroupFD = true, po.cgroupFD
+		cmd.SysProcAttr.Cloneflags = syscall.CLONE_NEWCGROUP
+	}
 	if err := cmd.Start(); err != nil {
 		logFile.Close()
 		return nil, fmt.Errorf("start %s: %w", name, err)

@@ -59,6 +59,9 @@ func NewThreshold(dir string, fire func()) (*Threshold, error) {
 	return t, nil
 }
 
+// Dir is the memory cgroup's directory.
+func (t *Threshold) Dir() string { return t.dir }
+
 // Usage reads the cgroup's memory.usage_in_bytes.
 func (t *Threshold) Usage() (int64, error) {
 	b, err := os.ReadFile(filepath.Join(t.dir, "memory.usage_in_bytes"))

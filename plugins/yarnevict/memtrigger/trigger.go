@@ -2,7 +2,9 @@
 // memory crosses its threshold, instead of leaving the crossing to the next
 // periodic check: on cgroup v1 memory usage thresholds (cgroup.event_control
 // with an eventfd) on the memory cgroups that hold the node's BE work (the
-// kubepods cgroup, and the YARN hierarchy when it lies elsewhere), and,
+// kubepods cgroup, and the YARN hierarchy when it lies elsewhere), on cgroup
+// v2, which has no thresholds, a watch of the same cgroups' memory.current
+// every 100 ms while armed, and,
 // where the kernel accepts PSI triggers, a memory stall trigger on
 // /proc/pressure/memory. Where neither works the strategy keeps its
 // periodic check alone.
@@ -26,6 +28,7 @@ import (
 // Kinds of wake sources, for the log and the tests.
 const (
 	KindThreshold = "memory usage thresholds (cgroup v1 cgroup.event_control)"
+	KindWatch     = "memory usage watch (cgroup v2 memory.current, every 100ms while armed)"
 	KindPSI       = "PSI memory stall trigger"
 )
 
@@ -35,7 +38,7 @@ type Trigger struct {
 	wake chan struct{}
 
 	mu         sync.Mutex
-	thresholds []*Threshold
+	thresholds []source
 	psi        *PSI
 	kinds      []string
 }
@@ -46,7 +49,8 @@ type Options struct {
 	CgroupRoot string
 	// ProcRoot is koordlet's proc root (e.g. /proc/).
 	ProcRoot string
-	// V2 is true on a cgroup v2 host (no usage thresholds there).
+	// V2 is true on a cgroup v2 host (no usage thresholds there: a watch
+	// of memory.current instead).
 	V2 bool
 	// MemoryDirs are the memory cgroups (relative to the memory
 	// controller's mount) whose usage growth should wake the strategy;
@@ -59,21 +63,27 @@ type Options struct {
 func New(opts Options) *Trigger {
 	t := &Trigger{wake: make(chan struct{}, 1)}
 	var why, dirs []string
+	kind := KindThreshold
 	if opts.V2 {
-		why = append(why, "no memory usage thresholds on cgroup v2")
-	} else {
-		for _, d := range opts.MemoryDirs {
-			th, err := NewThreshold(filepath.Join(opts.CgroupRoot, "memory", d), t.fire)
-			if err != nil {
-				why = append(why, err.Error())
-				continue
-			}
-			t.thresholds = append(t.thresholds, th)
-			dirs = append(dirs, d)
+		kind = KindWatch
+	}
+	for _, d := range opts.MemoryDirs {
+		var src source
+		var err error
+		if opts.V2 {
+			src, err = NewWatch(filepath.Join(opts.CgroupRoot, d), DefaultWatchInterval, t.fire)
+		} else {
+			src, err = NewThreshold(filepath.Join(opts.CgroupRoot, "memory", d), t.fire)
 		}
-		if len(t.thresholds) > 0 {
-			t.kinds = append(t.kinds, fmt.Sprintf("%s on %s", KindThreshold, strings.Join(dirs, ", ")))
+		if err != nil {
+			why = append(why, err.Error())
+			continue
 		}
+		t.thresholds = append(t.thresholds, src)
+		dirs = append(dirs, d)
+	}
+	if len(t.thresholds) > 0 {
+		t.kinds = append(t.kinds, fmt.Sprintf("%s on %s", kind, strings.Join(dirs, ", ")))
 	}
 	if p, err := NewPSI(filepath.Join(opts.ProcRoot, "pressure", "memory"), DefaultPSIStall, DefaultPSIWindow, t.fire); err != nil {
 		why = append(why, err.Error())
@@ -90,6 +100,15 @@ func New(opts Options) *Trigger {
 		}
 	}
 	return t
+}
+
+// source is a usage trigger on one memory cgroup: a v1 Threshold or a v2
+// Watch.
+type source interface {
+	Arm(usedNow, level int64) error
+	Disarm()
+	Close() error
+	Dir() string
 }
 
 // Kinds lists the sources in use.
@@ -115,7 +134,7 @@ func (t *Trigger) Arm(usedNow, level int64) error {
 	var errs []error
 	for _, th := range t.thresholds {
 		if err := th.Arm(usedNow, level); err != nil {
-			errs = append(errs, fmt.Errorf("arm the memory usage threshold on %s: %w", th.dir, err))
+			errs = append(errs, fmt.Errorf("arm the memory usage trigger on %s: %w", th.Dir(), err))
 		}
 	}
 	return errors.Join(errs...)

@@ -9,7 +9,6 @@ import (
 	"flag"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"time"
@@ -59,12 +58,13 @@ func run(work string, ro []string, dir string, env []string, timeout time.Durati
 	if err != nil {
 		return 0, err
 	}
-	initBin := filepath.Join(work, "init")
-	b := exec.Command("go", "build", "-o", initBin, "./test/v2guest/initd")
-	b.Env = append(os.Environ(), "CGO_ENABLED=0")
-	b.Stdout, b.Stderr = os.Stderr, os.Stderr
-	if err := b.Run(); err != nil {
-		return 0, fmt.Errorf("build the guest init: %w", err)
+	top, err := os.Getwd()
+	if err != nil {
+		return 0, err
+	}
+	initBin, err := v2guest.BuildInit(top, work)
+	if err != nil {
+		return 0, err
 	}
 	fmt.Fprintf(os.Stderr, "v2guest: booting Debian's kernel %s under qemu (TCG, %d CPUs, %d MiB)\n", k.Release, cpus, mem)
 	res, err := v2guest.Run(context.Background(), v2guest.Options{

@@ -1,0 +1,85 @@
+package memtrigger
+
+import (
+	"os"
+	"path/filepath"
+	"strconv"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func setCurrent(t *testing.T, dir string, v int64) {
+	t.Helper()
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "memory.current"), []byte(strconv.FormatInt(v, 10)+"\n"), 0o644))
+}
+
+// TestWatch: on a fake cgroup, the watch fires once when memory.current
+// reaches the armed threshold, is spent until armed again, never fires
+// disarmed or when the level is already reached, and follows a cgroup
+// removed and made again.
+func TestWatch(t *testing.T) {
+	dir := t.TempDir()
+	setCurrent(t, dir, 5000)
+	var fired atomic.Int32
+	w, err := NewWatch(dir, 5*time.Millisecond, func() { fired.Add(1) })
+	require.NoError(t, err)
+	defer w.Close()
+	settle := func() { time.Sleep(50 * time.Millisecond) }
+
+	require.NoError(t, w.Arm(1000, 1300))
+	assert.Equal(t, int64(5300), w.Armed(), "the room below the level on top of the usage file")
+	setCurrent(t, dir, 5299)
+	settle()
+	assert.Zero(t, fired.Load(), "below the threshold")
+	setCurrent(t, dir, 5300)
+	require.Eventually(t, func() bool { return fired.Load() == 1 }, time.Second, 5*time.Millisecond, "fires at the threshold")
+	settle()
+	assert.Equal(t, int32(1), fired.Load(), "spent: once")
+	assert.Zero(t, w.Armed())
+
+	require.NoError(t, w.Arm(1000, 1400))
+	w.Disarm()
+	setCurrent(t, dir, 9000)
+	settle()
+	assert.Equal(t, int32(1), fired.Load(), "disarmed: no fire")
+
+	require.NoError(t, w.Arm(1400, 1300))
+	assert.Zero(t, w.Armed(), "a level already reached disarms")
+
+	// The cgroup removed and made again: the new one's file is read.
+	require.NoError(t, os.RemoveAll(dir))
+	require.NoError(t, os.Mkdir(dir, 0o755))
+	setCurrent(t, dir, 100)
+	require.NoError(t, w.Arm(1000, 1100))
+	setCurrent(t, dir, 200)
+	require.Eventually(t, func() bool { return fired.Load() == 2 }, time.Second, 5*time.Millisecond, "fires on the cgroup made again")
+}
+
+func TestNewWatchNeedsMemoryCurrent(t *testing.T) {
+	_, err := NewWatch(t.TempDir(), time.Second, func() {})
+	assert.ErrorContains(t, err, "memory.current")
+}
+
+// TestTriggerV2UsesWatch: on cgroup v2 the trigger watches memory.current of
+// the cgroups it is given (relative to the unified root), and leaves out
+// those without one.
+func TestTriggerV2UsesWatch(t *testing.T) {
+	root := t.TempDir()
+	require.NoError(t, os.MkdirAll(filepath.Join(root, "kubepods"), 0o755))
+	setCurrent(t, filepath.Join(root, "kubepods"), 1<<30)
+	tr := New(Options{CgroupRoot: root, ProcRoot: filepath.Join(root, "no-proc"), V2: true, MemoryDirs: []string{"kubepods", "elsewhere/hadoop-yarn"}})
+	defer tr.Close()
+	require.Len(t, tr.Kinds(), 1)
+	assert.Equal(t, KindWatch+" on kubepods", tr.Kinds()[0])
+	require.NoError(t, tr.Arm(2<<30, 2<<30+4096))
+	setCurrent(t, filepath.Join(root, "kubepods"), 1<<30+4096)
+	select {
+	case <-tr.C():
+	case <-time.After(2 * time.Second):
+		t.Fatal("the trigger did not wake at the crossing")
+	}
+}

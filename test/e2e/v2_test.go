@@ -1,0 +1,266 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"golang.org/x/sys/unix"
+	"k8s.io/utils/ptr"
+
+	slov1alpha1 "github.com/koordinator-sh/koordinator/apis/slo/v1alpha1"
+
+	"github.com/koordlet-yarn/koordlet-yarn/framework/cgroups"
+	"github.com/koordlet-yarn/koordlet-yarn/test/kerneltest"
+	"github.com/koordlet-yarn/koordlet-yarn/test/nmemu"
+	"github.com/koordlet-yarn/koordlet-yarn/test/nodebox"
+)
+
+// v2Layouts are the cgroup v2 node layouts: Hadoop 3.5's v2 handler (one
+// unified directory per container under the configured hierarchy) with the
+// kubelet's cgroupfs and systemd naming.
+var v2Layouts = []nodebox.Layout{nodebox.LayoutUnified, nodebox.LayoutUnifiedSystemd}
+
+// v2Gates are every YARN gate the v2 scenarios exercise.
+const v2Gates = "--feature-gates=YARNCPUQoS=true,YARNMemoryQoS=true,BEMemoryEvict=true,YARNBEMemoryEvict=true,YARNNodeManagerGuard=true,YARNMemoryEvictTrigger=true"
+
+// TestV2 runs the node-level scenarios on a real cgroup v2 kernel, every
+// controller on the unified hierarchy, through bin/koordlet: make test-v2
+// runs it in a qemu guest on Debian's kernel (test/v2guest). For each of
+// the cgroupfs and systemd namings: discovery (eBPF where the kernel has
+// BTF, else inotify) and per-container metrics against the kernel's own
+// cpu.stat and memory.current/memory.stat; CPU QoS (the YARN root's
+// cpu.idle, the tasks SCHED_IDLE, the cpu.weight the kubelet and YARN write
+// left working) and Memory QoS (memory.min/low/high from the request), both
+// withdrawn when the NodeSLO turns them off; a koordlet restart; memory
+// pressure evicting the growing container through cgroup.kill with the AM
+// and the NodeManager alive, woken by the event trigger, with koordlet in a
+// private cgroup namespace as a containerd pod is; nothing left behind.
+func TestV2(t *testing.T) {
+	if !nodebox.PureV2() {
+		kerneltest.Skip(t, "TestV2 needs a cgroup v2 host (cgroup2 with its controllers at /sys/fs/cgroup): make test-v2 runs it in a guest on a real v2 kernel")
+	}
+	var uts unix.Utsname
+	require.NoError(t, unix.Uname(&uts))
+	_, btfErr := os.Stat("/sys/kernel/btf/vmlinux")
+	t.Logf("kernel %s, cgroup2 at %s with %s, BTF %v", unix.ByteSliceToString(uts.Release[:]), nodebox.CgroupRoot,
+		strings.TrimSpace(readFile(filepath.Join(nodebox.CgroupRoot, "cgroup.subtree_control"))), btfErr == nil)
+	for _, l := range v2Layouts {
+		t.Run(l.Name, func(t *testing.T) {
+			t.Run("discovery, metrics, QoS, restart", func(t *testing.T) { v2Node(t, l, btfErr == nil) })
+			t.Run("pressure, cgroup namespace", func(t *testing.T) { v2Pressure(t, l) })
+			t.Run("nothing left behind", func(t *testing.T) { v2NothingLeft(t) })
+		})
+	}
+}
+
+func readFile(path string) string {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return "gone"
+	}
+	return strings.TrimSpace(string(b))
+}
+
+// cpuStatUsage reads usage_usec from a cgroup's cpu.stat.
+func cpuStatUsage(t *testing.T, dir string) time.Duration {
+	for _, line := range strings.Split(readFile(filepath.Join(dir, "cpu.stat")), "\n") {
+		if f := strings.Fields(line); len(f) == 2 && f[0] == "usage_usec" {
+			v, err := strconv.ParseInt(f[1], 10, 64)
+			require.NoError(t, err)
+			return time.Duration(v) * time.Microsecond
+		}
+	}
+	t.Fatalf("no usage_usec in %s/cpu.stat", dir)
+	return 0
+}
+
+// memoryStat reads one field of a cgroup's memory.stat.
+func memoryStat(dir, field string) int64 {
+	for _, line := range strings.Split(readFile(filepath.Join(dir, "memory.stat")), "\n") {
+		if f := strings.Fields(line); len(f) == 2 && f[0] == field {
+			v, _ := strconv.ParseInt(f[1], 10, 64)
+			return v
+		}
+	}
+	return -1
+}
+
+func v2Node(t *testing.T, l nodebox.Layout, btf bool) {
+	b := startBox(t, nodebox.Options{Layout: l, KoordletArgs: []string{v2Gates, "--yarn-qos-reconcile-interval=1s"}})
+	resp, err := b.Containers()
+	require.NoError(t, err)
+	assert.Equal(t, "cgroup2", resp.Informer.CgroupVersion, "koordlet detects cgroup v2")
+	assert.Contains(t, resp.Informer.Hierarchy, b.Hierarchy())
+	wantDiscovery := "inotify"
+	if btf {
+		wantDiscovery = "ebpf"
+	}
+	t.Logf("koordlet: cgroup version %s, hierarchy %s, discovery %s", resp.Informer.CgroupVersion, resp.Informer.Hierarchy, resp.Discovery)
+
+	am, err := b.NM.Launch(nmemu.Spec{AppID: 42, Attempt: 1, Sequence: 1, User: "spark", MemoryMB: 1024, VCores: 1,
+		Script: "sleep 3600 & exec sleep 3600"})
+	require.NoError(t, err)
+	burner, err := b.NM.Launch(nmemu.Spec{AppID: 42, Attempt: 1, Sequence: 2, User: "spark", MemoryMB: 2048, VCores: 1,
+		Script: kerneltest.HelperScript("burn")})
+	require.NoError(t, err)
+	alloc, err := b.NM.Launch(nmemu.Spec{AppID: 42, Attempt: 1, Sequence: 3, User: "spark", MemoryMB: 1024, VCores: 1,
+		Script: kerneltest.HelperScript("alloc=128")})
+	require.NoError(t, err)
+	dir := func(id string) string { return filepath.Join(b.CgroupRoot(), b.Hierarchy(), id) }
+
+	// Discovery: every container from its unified cgroup and the NM.
+	require.Eventually(t, func() bool {
+		resp, err = b.Containers()
+		if err != nil {
+			return false
+		}
+		for _, id := range []string{am, burner, alloc} {
+			if c := find(resp, id); c == nil || !c.HasCgroup() || c.User != "spark" {
+				return false
+			}
+		}
+		return true
+	}, 60*time.Second, 250*time.Millisecond, "koordlet lists the three containers from their cgroups and the NM")
+	require.Eventually(t, func() bool {
+		resp, err = b.Containers()
+		return err == nil && resp.Discovery != ""
+	}, 60*time.Second, 250*time.Millisecond, "koordlet picks its discovery source")
+	assert.Equal(t, wantDiscovery, resp.Discovery, "the discovery source this kernel allows")
+	a := find(resp, am)
+	assert.True(t, a.IsAM, "the AM is told apart")
+	assert.Len(t, a.Pids, 2)
+	own := cgroups.Ref{Dir: b.Hierarchy() + "/" + am, Owned: true}
+	assert.Equal(t, own, a.Cgroups[cgroups.CPU], "one unified directory per container")
+	assert.Equal(t, own, a.Cgroups[cgroups.Memory])
+	assert.Equal(t, cgroups.MemoryByCgroup, a.MemoryAccounting())
+
+	// Metrics against the kernel's own counters: the burner's CPU from
+	// cpu.stat usage_usec over the same stretch, the allocator's memory
+	// between its anonymous memory and memory.current.
+	var cores float64
+	require.Eventually(t, func() bool {
+		v, ok := value(scrape(t, b), "koordlet_yarn_container_cpu_usage_cores", map[string]string{"container_id": burner})
+		cores = v
+		return ok && v > 0
+	}, 60*time.Second, 500*time.Millisecond, "the burner's CPU shows on /metrics")
+	u0, t0 := cpuStatUsage(t, dir(burner)), time.Now()
+	time.Sleep(5 * time.Second)
+	truth := float64(cpuStatUsage(t, dir(burner))-u0) / float64(time.Since(t0))
+	cores, _ = value(scrape(t, b), "koordlet_yarn_container_cpu_usage_cores", map[string]string{"container_id": burner})
+	t.Logf("burner: koordlet %.3f cores, cpu.stat %.3f cores", cores, truth)
+	assert.InDelta(t, truth, cores, 0.25*truth+0.05, "koordlet's CPU matches cpu.stat")
+	require.Eventually(t, func() bool {
+		v, ok := value(scrape(t, b), "koordlet_yarn_container_memory_usage_bytes", map[string]string{"container_id": alloc})
+		return ok && v > 120<<20
+	}, 60*time.Second, 500*time.Millisecond, "the allocator's memory shows on /metrics")
+	mem, _ := value(scrape(t, b), "koordlet_yarn_container_memory_usage_bytes", map[string]string{"container_id": alloc})
+	current, _ := strconv.ParseInt(readFile(filepath.Join(dir(alloc), "memory.current")), 10, 64)
+	anon := memoryStat(dir(alloc), "anon")
+	t.Logf("allocator: koordlet %d bytes, memory.current %d, anon %d", int64(mem), current, anon)
+	assert.GreaterOrEqual(t, int64(mem), anon-(4<<20), "koordlet's memory covers the anonymous memory")
+	assert.LessOrEqual(t, int64(mem), current+(4<<20), "koordlet's memory is within memory.current")
+
+	// CPU and Memory QoS from the BE class.
+	root := filepath.Join(b.CgroupRoot(), b.Hierarchy())
+	be := filepath.Dir(root)
+	setQoS := func(on bool) {
+		require.NoError(t, b.UpdateNodeSLO(context.Background(), func(s *slov1alpha1.NodeSLOSpec) {
+			policy := slov1alpha1.CPUQOSPolicyCoreSched
+			s.ResourceQOSStrategy = &slov1alpha1.ResourceQOSStrategy{
+				Policies: &slov1alpha1.ResourceQOSPolicies{CPUPolicy: &policy},
+				BEClass: &slov1alpha1.ResourceQOS{
+					CPUQOS: &slov1alpha1.CPUQOSCfg{Enable: ptr.To(on), CPUQOS: slov1alpha1.CPUQOS{SchedIdle: ptr.To[int64](1)}},
+					MemoryQOS: &slov1alpha1.MemoryQOSCfg{Enable: ptr.To(on), MemoryQOS: slov1alpha1.MemoryQOS{
+						MinLimitPercent: ptr.To[int64](10), LowLimitPercent: ptr.To[int64](20), ThrottlingPercent: ptr.To[int64](80)}}}}
+		}))
+	}
+	before := map[string]string{}
+	for _, f := range []string{"memory.min", "memory.low", "memory.high", "cpu.weight"} {
+		before[f] = readFile(filepath.Join(dir(alloc), f))
+	}
+	setQoS(true)
+	req := int64(1024) << 20
+	require.Eventually(t, func() bool {
+		idle, _ := policyCounts(dir(burner))
+		return readFile(filepath.Join(root, "cpu.idle")) == "1" && idle > 0 &&
+			readFile(filepath.Join(dir(alloc), "memory.min")) == fmt.Sprint(req/10)
+	}, 60*time.Second, 250*time.Millisecond, "CPU QoS (YARN root cpu.idle, tasks SCHED_IDLE) and Memory QoS land")
+	assert.Equal(t, fmt.Sprint(req/5), readFile(filepath.Join(dir(alloc), "memory.low")))
+	high := readFile(filepath.Join(dir(alloc), "memory.high"))
+	assert.NotEqual(t, "max", high, "memory.high throttles above the request")
+	if h, err := strconv.ParseInt(high, 10, 64); assert.NoError(t, err) {
+		assert.GreaterOrEqual(t, h, req, "memory.high is at least the request")
+	}
+	assert.Equal(t, "0", readFile(filepath.Join(be, "cpu.idle")), "the besteffort QoS cgroup (the kubelet writes its cpu.weight) is never made idle")
+	assert.Equal(t, "0", readFile(filepath.Join(dir(alloc), "cpu.idle")), "a container cgroup (YARN writes its cpu.weight) is never made idle")
+	// The kubelet's and YARN's cpu.weight writes keep working.
+	require.NoError(t, os.WriteFile(filepath.Join(be, "cpu.weight"), []byte(readFile(filepath.Join(be, "cpu.weight"))), 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(dir(alloc), "cpu.weight"), []byte("40"), 0o644))
+
+	// A restart: the store is rebuilt, the QoS stays as it is.
+	b.StopKoordlet()
+	require.NoError(t, b.StartKoordlet())
+	require.Eventually(t, func() bool {
+		resp, err = b.Containers()
+		return err == nil && find(resp, am) != nil && find(resp, am).IsAM && find(resp, burner) != nil && find(resp, alloc) != nil
+	}, 60*time.Second, 250*time.Millisecond, "after a restart koordlet lists the containers again")
+	assert.Equal(t, "1", readFile(filepath.Join(root, "cpu.idle")))
+	assert.Equal(t, fmt.Sprint(req/10), readFile(filepath.Join(dir(alloc), "memory.min")))
+
+	// Withdrawn: the NodeSLO turns both off.
+	setQoS(false)
+	require.Eventually(t, func() bool {
+		idle, other := policyCounts(dir(burner))
+		return readFile(filepath.Join(root, "cpu.idle")) == "0" && idle == 0 && other > 0 &&
+			readFile(filepath.Join(dir(alloc), "memory.min")) == before["memory.min"]
+	}, 60*time.Second, 250*time.Millisecond, "CPU and Memory QoS are withdrawn")
+	assert.Equal(t, before["memory.low"], readFile(filepath.Join(dir(alloc), "memory.low")))
+	assert.Equal(t, before["memory.high"], readFile(filepath.Join(dir(alloc), "memory.high")))
+}
+
+// policyCounts counts the tasks of a cgroup by scheduling policy.
+func policyCounts(dir string) (idle, other int) {
+	for _, pid := range kerneltest.Pids(dir) {
+		attr, err := unix.SchedGetAttr(pid, 0)
+		if err != nil {
+			continue
+		}
+		if attr.Policy == unix.SCHED_IDLE {
+			idle++
+		} else {
+			other++
+		}
+	}
+	return idle, other
+}
+
+// v2Pressure: memory pressure evicts the growing executor through
+// cgroup.kill, the AM, the older executor and the NodeManager alive, the
+// event trigger waking the strategy; koordlet runs in a private cgroup
+// namespace rooted at its own pod's cgroup, as under containerd.
+func v2Pressure(t *testing.T, l nodebox.Layout) {
+	pressure(t, nodebox.Options{Layout: l, KoordletCgroupNS: true, KoordletArgs: []string{pressureGates + ",YARNMemoryEvictTrigger=true"}}, true)
+}
+
+// v2NothingLeft: with the boxes stopped, no cgroup of the kubelet's trees
+// and no process in one is left.
+func v2NothingLeft(t *testing.T) {
+	for _, name := range []string{"kubepods", "kubepods.slice"} {
+		_, err := os.Stat(filepath.Join(nodebox.CgroupRoot, name))
+		assert.True(t, os.IsNotExist(err), "%s is gone", name)
+	}
+	procs, _ := filepath.Glob("/proc/[0-9]*/cgroup")
+	for _, p := range procs {
+		if strings.Contains(readFile(p), "kubepods") {
+			t.Errorf("%s still in a kubepods cgroup: %s", p, readFile(p))
+		}
+	}
+}

@@ -1,0 +1,108 @@
+package v2guest
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"time"
+)
+
+// Env variables between the host and the guest side of a test binary.
+const (
+	// GuestEnv asks a test binary on a host without cgroup v2 to run itself
+	// in the guest (make test-v2 sets it to "v2").
+	GuestEnv = "KOORDLET_YARN_E2E_GUEST"
+	// TopEnv tells the test binary in the guest the repository top (the
+	// guest has no go command to ask).
+	TopEnv = "KOORDLET_YARN_TOP"
+	// PrebuiltEnv tells the test binary in the guest that the host built
+	// koordlet and the e2e tools (the guest sees the repository read-only).
+	PrebuiltEnv = "KOORDLET_YARN_PREBUILT"
+)
+
+// Requested reports whether GuestEnv asks for the v2 guest.
+func Requested() bool { return os.Getenv(GuestEnv) == "v2" }
+
+// InGuest reports whether this process runs in the guest (its init set
+// PrebuiltEnv and TopEnv).
+func InGuest() bool { return os.Getenv(PrebuiltEnv) == "1" && os.Getenv(TopEnv) != "" }
+
+// Memory and CPUs of the test guest: the pressure scenarios allocate
+// gigabytes; TCG runs one host thread per guest CPU.
+const (
+	testMemoryMiB = 8192
+	testCPUs      = 2
+)
+
+// RunSelf runs this test binary, with its arguments, in the guest and
+// returns its exit status; its standard output (the test events go test
+// reads) is this process's. top is the repository top: the guest sees it,
+// the test binary's directory and ro read-only; the kernel, the init and
+// the run's files go to top/build/v2guest. env is added to the test's
+// environment (with every KOORDLET_YARN_ variable of this one).
+func RunSelf(top string, ro, env []string) int {
+	fail := func(err error) int {
+		fmt.Fprintln(os.Stderr, "v2guest:", err)
+		return 1
+	}
+	work := filepath.Join(top, "build/v2guest")
+	if err := os.MkdirAll(work, 0o755); err != nil {
+		return fail(err)
+	}
+	k, err := FetchKernel(filepath.Join(work, "kernel"))
+	if err != nil {
+		return fail(err)
+	}
+	initBin, err := BuildInit(top, work)
+	if err != nil {
+		return fail(err)
+	}
+	self, err := os.Executable()
+	if err != nil {
+		return fail(err)
+	}
+	wd, err := os.Getwd()
+	if err != nil {
+		return fail(err)
+	}
+	timeout := 30 * time.Minute
+	if f := flag.Lookup("test.timeout"); f != nil {
+		if d, err := time.ParseDuration(f.Value.String()); err == nil && d > 0 {
+			timeout = d
+		}
+	}
+	env = append([]string{TopEnv + "=" + top, PrebuiltEnv + "=1"}, env...)
+	for _, kv := range os.Environ() {
+		if strings.HasPrefix(kv, "KOORDLET_YARN_") && !strings.HasPrefix(kv, GuestEnv+"=") {
+			env = append(env, kv)
+		}
+	}
+	fmt.Fprintf(os.Stderr, "v2guest: running %s in a guest on Debian's kernel %s (qemu TCG, %d CPUs, %d MiB, cgroup v2)\n",
+		filepath.Base(self), k.Release, testCPUs, testMemoryMiB)
+	res, err := Run(context.Background(), Options{
+		Kernel: k, InitBinary: initBin, ReadOnly: append([]string{top, filepath.Dir(self)}, ro...),
+		WorkDir: filepath.Join(work, "run"), Argv: append([]string{self}, os.Args[1:]...), Dir: wd, Env: env,
+		Timeout: timeout, MemoryMiB: testMemoryMiB, CPUs: testCPUs, Console: os.Stderr, Output: os.Stdout,
+	})
+	fmt.Fprintf(os.Stderr, "v2guest: the guest ran %s; the tests' exit status %d\n", res.Elapsed.Round(time.Second), res.ExitStatus)
+	if err != nil {
+		return fail(err)
+	}
+	return res.ExitStatus
+}
+
+// BuildInit builds the guest's init (static) into work/init.
+func BuildInit(top, work string) (string, error) {
+	out := filepath.Join(work, "init")
+	b := exec.Command("go", "build", "-o", out, "./test/v2guest/initd")
+	b.Dir = top
+	b.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if msg, err := b.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("build the guest init: %w\n%s", err, msg)
+	}
+	return out, nil
+}
