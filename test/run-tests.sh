@@ -1,16 +1,18 @@
 #!/usr/bin/env bash
 # Runs every test of the given packages (default ./...) through gotestsum in
-# two phases: first all packages but the node-level e2e, in parallel; then
-# the e2e package alone. The e2e scenarios set node-wide memory thresholds
+# three phases: first all packages but the node-level e2e, in parallel; then
+# the e2e package alone; then, when the e2e package is among them, its
+# cgroup v2 scenarios (TestV2) in a qemu guest on a real v2 kernel (see
+# test/v2guest; make test-v2 runs that phase alone). The e2e scenarios set node-wide memory thresholds
 # from the node's usage a moment earlier and time koordlet's reactions:
 # another package's test binaries building or allocating beside them moved
 # node memory by hundreds of MiB and made them flaky. Ends with the counts
-# of tests run, passed, failed and skipped over both phases.
+# of tests run, passed, failed and skipped over all phases, and of the v2
+# phase on its own.
 set -uo pipefail
 GO=${GO:-go}
 GOTESTSUM=${GOTESTSUM:-"$GO run gotest.tools/gotestsum@v1.13.0"}
 counts=$(mktemp)
-trap 'rm -f "$counts"' EXIT
 
 mapfile -t pkgs < <($GO list "${@:-./...}")
 unit=() e2e=()
@@ -23,13 +25,28 @@ done
 
 rc=0
 phase() {
+	local out=$1
+	shift
 	[ $# -gt 0 ] || return 0
 	$GOTESTSUM --format testname \
-		--post-run-command "sh -c 'echo \$TESTS_TOTAL \$TESTS_FAILED \$TESTS_SKIPPED >>$counts'" \
+		--post-run-command "sh -c 'echo \$TESTS_TOTAL \$TESTS_FAILED \$TESTS_SKIPPED >>$out'" \
 		-- -count=1 -timeout 30m "$@" || rc=1
 }
-phase "${unit[@]}"
-phase "${e2e[@]}"
+v2counts=$(mktemp)
+trap 'rm -f "$counts" "$v2counts"' EXIT
+if [ "${V2_ONLY:-}" != 1 ]; then
+	phase "$counts" "${unit[@]}"
+	# TestV2 needs a cgroup v2 kernel: it runs in the third phase.
+	[ ${#e2e[@]} -gt 0 ] && phase "$counts" -skip '^TestV2$' "${e2e[@]}"
+fi
+if [ ${#e2e[@]} -gt 0 ]; then
+	start=$(date +%s)
+	export KOORDLET_YARN_E2E_GUEST=v2
+	phase "$v2counts" -run '^TestV2$' "${e2e[@]}"
+	unset KOORDLET_YARN_E2E_GUEST
+	cat "$v2counts" >>"$counts"
+	awk -v s=$(($(date +%s) - start)) '{t+=$1; f+=$2; k+=$3} END {printf "v2 tests (guest on a real cgroup v2 kernel): %d ran, %d passed, %d failed, %d skipped in %d s\n", t, t-f-k, f, k, s}' "$v2counts"
+fi
 
 awk '{t+=$1; f+=$2; s+=$3} END {printf "tests: %d ran, %d passed, %d failed, %d skipped\n", t, t-f-s, f, s}' "$counts"
 exit $rc

@@ -188,11 +188,16 @@ func v2Node(t *testing.T, l nodebox.Layout, btf bool) {
 	}
 	setQoS(true)
 	req := int64(1024) << 20
-	require.Eventually(t, func() bool {
-		idle, _ := policyCounts(dir(burner))
-		return readFile(filepath.Join(root, "cpu.idle")) == "1" && idle > 0 &&
-			readFile(filepath.Join(dir(alloc), "memory.min")) == fmt.Sprint(req/10)
-	}, 60*time.Second, 250*time.Millisecond, "CPU QoS (YARN root cpu.idle, tasks SCHED_IDLE) and Memory QoS land")
+	qosState := func() string {
+		idle, other := policyCounts(dir(burner))
+		return fmt.Sprintf("YARN root cpu.idle %s; burner tasks %d SCHED_IDLE, %d other; allocator memory.min %s",
+			readFile(filepath.Join(root, "cpu.idle")), idle, other, readFile(filepath.Join(dir(alloc), "memory.min")))
+	}
+	want := fmt.Sprintf("YARN root cpu.idle 1; burner tasks 1 SCHED_IDLE, 0 other; allocator memory.min %d", req/10)
+	if !assert.Eventually(t, func() bool { return qosState() == want }, 60*time.Second, 250*time.Millisecond,
+		"CPU QoS (YARN root cpu.idle, tasks SCHED_IDLE) and Memory QoS land") {
+		t.Fatalf("want %s, have %s", want, qosState())
+	}
 	assert.Equal(t, fmt.Sprint(req/5), readFile(filepath.Join(dir(alloc), "memory.low")))
 	high := readFile(filepath.Join(dir(alloc), "memory.high"))
 	assert.NotEqual(t, "max", high, "memory.high throttles above the request")
@@ -247,7 +252,7 @@ func policyCounts(dir string) (idle, other int) {
 // event trigger waking the strategy; koordlet runs in a private cgroup
 // namespace rooted at its own pod's cgroup, as under containerd.
 func v2Pressure(t *testing.T, l nodebox.Layout) {
-	pressure(t, nodebox.Options{Layout: l, KoordletCgroupNS: true, KoordletArgs: []string{pressureGates + ",YARNMemoryEvictTrigger=true"}}, true)
+	pressureWith(t, nodebox.Options{Layout: l, KoordletCgroupNS: true, KoordletArgs: []string{pressureGates + ",YARNMemoryEvictTrigger=true"}}, true, true)
 }
 
 // v2NothingLeft: with the boxes stopped, no cgroup of the kubelet's trees

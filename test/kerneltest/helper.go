@@ -3,9 +3,11 @@ package kerneltest
 import (
 	"fmt"
 	"os"
+	"os/signal"
 	"runtime"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 )
 
@@ -16,11 +18,18 @@ const helperEnv = "KOORDLET_YARN_TEST_HELPER"
 // started by HelperScript; call it first in TestMain. Modes: "burn" spins on
 // one CPU; "alloc=<MiB>" allocates and touches that much memory;
 // "grow=<MiB>@<MiB/s>" allocates it gradually, like an executor filling its
-// heap; all then run until killed.
+// heap; all then run until killed. A "noterm:" prefix makes the workload
+// ignore SIGTERM.
 func RunHelperIfRequested() {
 	mode := os.Getenv(helperEnv)
 	if mode == "" {
 		return
+	}
+	if m, ok := strings.CutPrefix(mode, "noterm:"); ok {
+		// A process that does not end on SIGTERM (a JVM stuck in a
+		// shutdown hook): only SIGKILL or cgroup.kill ends it.
+		signal.Ignore(syscall.SIGTERM)
+		mode = m
 	}
 	switch {
 	case mode == "burn":

@@ -49,7 +49,7 @@ type Config struct {
 	Controllers []string
 	// V2Controllers are the controllers YARN's v2 handler enables for its
 	// containers in the hierarchy's cgroup.subtree_control (those the
-	// hierarchy has); empty: cpu, io, memory and pids.
+	// hierarchy has); empty: Hadoop 3.5's (cpu, cpuset, io, memory, pids).
 	V2Controllers []string
 	// PodCgroup is the NM pod's container cgroup (relative): launched
 	// processes first join it in PodControllers, then the YARN container

@@ -8,9 +8,13 @@ import (
 	"strings"
 )
 
-// defaultV2Controllers are what Hadoop 3.5's cgroup v2 handler enables with
-// its CPU, memory, disk and pids handlers on.
-var defaultV2Controllers = []string{"cpu", "io", "memory", "pids"}
+// defaultV2Controllers are what Hadoop 3.5's cgroup v2 handler enables:
+// CGroupsV2HandlerImpl.updateEnabledControllersInHierarchy appends to the
+// YARN hierarchy's cgroup.subtree_control every controller of its
+// cgroup.controllers that CGroupsHandler.CGroupController marks valid on
+// v2 (io, cpu, cpuset, memory; pids where the pids handler exists),
+// whichever handlers are on.
+var defaultV2Controllers = []string{"cpu", "cpuset", "io", "memory", "pids"}
 
 // enableV2Controllers enables the configured controllers that the YARN
 // hierarchy dir has in its cgroup.subtree_control, as Hadoop 3.5's v2
