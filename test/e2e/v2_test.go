@@ -193,12 +193,15 @@ func v2Node(t *testing.T, l nodebox.Layout, btf bool) {
 		return fmt.Sprintf("YARN root cpu.idle %s; burner tasks %d SCHED_IDLE, %d other; allocator memory.min %s",
 			readFile(filepath.Join(root, "cpu.idle")), idle, other, readFile(filepath.Join(dir(alloc), "memory.min")))
 	}
-	want := fmt.Sprintf("YARN root cpu.idle 1; burner tasks 1 SCHED_IDLE, 0 other; allocator memory.min %d", req/10)
+	// The kernel keeps memory.min/low/high in pages: the value read back is
+	// the one written rounded down to a page.
+	page := func(v int64) string { return fmt.Sprint(v &^ (int64(os.Getpagesize()) - 1)) }
+	want := "YARN root cpu.idle 1; burner tasks 1 SCHED_IDLE, 0 other; allocator memory.min " + page(req/10)
 	if !assert.Eventually(t, func() bool { return qosState() == want }, 60*time.Second, 250*time.Millisecond,
 		"CPU QoS (YARN root cpu.idle, tasks SCHED_IDLE) and Memory QoS land") {
 		t.Fatalf("want %s, have %s", want, qosState())
 	}
-	assert.Equal(t, fmt.Sprint(req/5), readFile(filepath.Join(dir(alloc), "memory.low")))
+	assert.Equal(t, page(req/5), readFile(filepath.Join(dir(alloc), "memory.low")))
 	high := readFile(filepath.Join(dir(alloc), "memory.high"))
 	assert.NotEqual(t, "max", high, "memory.high throttles above the request")
 	if h, err := strconv.ParseInt(high, 10, 64); assert.NoError(t, err) {
@@ -218,7 +221,7 @@ func v2Node(t *testing.T, l nodebox.Layout, btf bool) {
 		return err == nil && find(resp, am) != nil && find(resp, am).IsAM && find(resp, burner) != nil && find(resp, alloc) != nil
 	}, 60*time.Second, 250*time.Millisecond, "after a restart koordlet lists the containers again")
 	assert.Equal(t, "1", readFile(filepath.Join(root, "cpu.idle")))
-	assert.Equal(t, fmt.Sprint(req/10), readFile(filepath.Join(dir(alloc), "memory.min")))
+	assert.Equal(t, page(req/10), readFile(filepath.Join(dir(alloc), "memory.min")))
 
 	// Withdrawn: the NodeSLO turns both off.
 	setQoS(false)

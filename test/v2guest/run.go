@@ -59,6 +59,9 @@ type Result struct {
 // QEMU is the emulator binary.
 const QEMU = "qemu-system-x86_64"
 
+// qboot is the minimal firmware Debian's qemu ships.
+const qboot = "/usr/share/qemu/qboot.rom"
+
 // Run boots the guest, runs the command in it and returns when the guest
 // has powered off. qemu dies with the calling thread (PR_SET_PDEATHSIG),
 // and an earlier run's guest whose runner is gone is reaped first (see
@@ -114,6 +117,11 @@ func Run(ctx context.Context, o Options) (Result, error) {
 		"-no-reboot", "-nographic", "-nodefaults", "-serial", "stdio", "-monitor", "none",
 		"-nic", "none",
 		"-pidfile", rec.pidfile(),
+	}
+	if _, err := os.Stat(qboot); err == nil {
+		// qboot boots a -kernel straight away, without SeaBIOS's screen
+		// control codes on the console.
+		args = append(args, "-bios", qboot)
 	}
 	for _, s := range shares {
 		ro := ",readonly=on"
