@@ -50,7 +50,9 @@ func TestV2(t *testing.T) {
 	var uts unix.Utsname
 	require.NoError(t, unix.Uname(&uts))
 	_, btfErr := os.Stat("/sys/kernel/btf/vmlinux")
-	t.Logf("kernel %s, cgroup2 at %s with %s, BTF %v", unix.ByteSliceToString(uts.Release[:]), nodebox.CgroupRoot,
+	// Printed on standard error as well: it reaches make test-v2's output
+	// (the guest's console) even when the tests pass.
+	say(t, "kernel %s, cgroup2 at %s with %s, BTF %v", unix.ByteSliceToString(uts.Release[:]), nodebox.CgroupRoot,
 		strings.TrimSpace(readFile(filepath.Join(nodebox.CgroupRoot, "cgroup.subtree_control"))), btfErr == nil)
 	for _, l := range v2Layouts {
 		t.Run(l.Name, func(t *testing.T) {
@@ -59,6 +61,13 @@ func TestV2(t *testing.T) {
 			t.Run("nothing left behind", func(t *testing.T) { v2NothingLeft(t) })
 		})
 	}
+}
+
+// say logs to t and prints on standard error.
+func say(t *testing.T, format string, args ...any) {
+	t.Helper()
+	t.Logf(format, args...)
+	fmt.Fprintf(os.Stderr, "%s: "+format+"\n", append([]any{t.Name()}, args...)...)
 }
 
 func readFile(path string) string {
@@ -103,7 +112,6 @@ func v2Node(t *testing.T, l nodebox.Layout, btf bool) {
 	if btf {
 		wantDiscovery = "ebpf"
 	}
-	t.Logf("koordlet: cgroup version %s, hierarchy %s, discovery %s", resp.Informer.CgroupVersion, resp.Informer.Hierarchy, resp.Discovery)
 
 	am, err := b.NM.Launch(nmemu.Spec{AppID: 42, Attempt: 1, Sequence: 1, User: "spark", MemoryMB: 1024, VCores: 1,
 		Script: "sleep 3600 & exec sleep 3600"})
@@ -134,6 +142,7 @@ func v2Node(t *testing.T, l nodebox.Layout, btf bool) {
 		return err == nil && resp.Discovery != ""
 	}, 60*time.Second, 250*time.Millisecond, "koordlet picks its discovery source")
 	assert.Equal(t, wantDiscovery, resp.Discovery, "the discovery source this kernel allows")
+	say(t, "koordlet detected cgroup version %s; hierarchy %s; discovery by %s", resp.Informer.CgroupVersion, resp.Informer.Hierarchy, resp.Discovery)
 	a := find(resp, am)
 	assert.True(t, a.IsAM, "the AM is told apart")
 	assert.Len(t, a.Pids, 2)
@@ -155,7 +164,7 @@ func v2Node(t *testing.T, l nodebox.Layout, btf bool) {
 	time.Sleep(5 * time.Second)
 	truth := float64(cpuStatUsage(t, dir(burner))-u0) / float64(time.Since(t0))
 	cores, _ = value(scrape(t, b), "koordlet_yarn_container_cpu_usage_cores", map[string]string{"container_id": burner})
-	t.Logf("burner: koordlet %.3f cores, cpu.stat %.3f cores", cores, truth)
+	say(t, "burner: koordlet %.3f cores, cpu.stat %.3f cores", cores, truth)
 	assert.InDelta(t, truth, cores, 0.25*truth+0.05, "koordlet's CPU matches cpu.stat")
 	require.Eventually(t, func() bool {
 		v, ok := value(scrape(t, b), "koordlet_yarn_container_memory_usage_bytes", map[string]string{"container_id": alloc})
@@ -164,7 +173,7 @@ func v2Node(t *testing.T, l nodebox.Layout, btf bool) {
 	mem, _ := value(scrape(t, b), "koordlet_yarn_container_memory_usage_bytes", map[string]string{"container_id": alloc})
 	current, _ := strconv.ParseInt(readFile(filepath.Join(dir(alloc), "memory.current")), 10, 64)
 	anon := memoryStat(dir(alloc), "anon")
-	t.Logf("allocator: koordlet %d bytes, memory.current %d, anon %d", int64(mem), current, anon)
+	say(t, "allocator: koordlet %d bytes, memory.current %d, anon %d", int64(mem), current, anon)
 	assert.GreaterOrEqual(t, int64(mem), anon-(4<<20), "koordlet's memory covers the anonymous memory")
 	assert.LessOrEqual(t, int64(mem), current+(4<<20), "koordlet's memory is within memory.current")
 

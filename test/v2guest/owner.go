@@ -7,7 +7,6 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"time"
 
@@ -70,7 +69,9 @@ func startTime(pid int) (uint64, error) {
 // names is killed through a pidfd, after its command line is checked to
 // carry the record's -name (a reused pid is left alone), and the record is
 // removed. Guests of live runners are not touched.
-func ReapOrphans(log io.Writer) error {
+func ReapOrphans(log io.Writer) error { return reapOrphans(recordsDir, log) }
+
+func reapOrphans(recordsDir string, log io.Writer) error {
 	entries, err := os.ReadDir(recordsDir)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil
@@ -134,17 +135,4 @@ func killGuest(pid int, name string) error {
 	fds := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}
 	_, _ = unix.Poll(fds, 10000)
 	return nil
-}
-
-// ownerPid is for tests: the runner pid a record names.
-func ownerPid(dir string) (int, error) {
-	b, err := os.ReadFile(filepath.Join(dir, "owner"))
-	if err != nil {
-		return 0, err
-	}
-	f := strings.Fields(string(b))
-	if len(f) < 1 {
-		return 0, errors.New("empty owner record")
-	}
-	return strconv.Atoi(f[0])
 }
