@@ -204,6 +204,9 @@ func Start(ctx context.Context, opts Options) (b *Box, err error) {
 	}
 	if opts.Layout.Name == "" {
 		opts.Layout = LayoutCgroupfs
+		if PureV2() {
+			opts.Layout = LayoutUnified // a cgroup v2 host has no other
+		}
 		b.opts.Layout = opts.Layout
 	}
 	l := opts.Layout

@@ -1,10 +1,11 @@
 // Command discovery measures how fast a new YARN container cgroup reaches
 // the container store, for each discovery source in one run: eBPF, inotify
 // and polling (the informer's resync). It creates container cgroups below a
-// YARN root in the real cgroup v1 cpu controller, one every few
+// YARN root in the real cgroup v1 cpu controller (on a cgroup v2 host, the
+// unified hierarchy: make measure-v2 runs it in the v2 guest), one every few
 // milliseconds, and reports mkdir → store "added" latency, p50 and p99. It
 // then creates unrelated cgroups (pods) and counts the user-space wake-ups
-// they cause on the eBPF path. Needs root and cgroup v1.
+// they cause on the eBPF path. Needs root.
 package main
 
 import (
@@ -30,7 +31,14 @@ import (
 	"github.com/koordlet-yarn/koordlet-yarn/plugins/yarninformer"
 )
 
-const cpuRoot = "/sys/fs/cgroup/cpu"
+// cgroupBase is where the run makes its cgroups: the v1 cpu controller, or
+// the unified hierarchy of a cgroup v2 host.
+func cgroupBase() (dir string, v2 bool) {
+	if _, err := os.Stat("/sys/fs/cgroup/cgroup.controllers"); err == nil {
+		return "/sys/fs/cgroup", true
+	}
+	return "/sys/fs/cgroup/cpu", false
+}
 
 func main() {
 	n := flag.Int("containers", 200, "container cgroups per source")
@@ -52,6 +60,8 @@ func run(n, pods int, resync time.Duration) error {
 	}
 	system.Conf.CgroupRootDir = "/sys/fs/cgroup/"
 	system.Conf.ProcRootDir = "/proc/"
+	_, v2 := cgroupBase()
+	system.UseCgroupsV2.Store(v2)
 	for _, src := range []cgroupwatch.Source{cgroupwatch.SourceEBPF, cgroupwatch.SourceInotify, cgroupwatch.SourcePolling} {
 		lat, wake, active, err := measure(src, n, pods, resync)
 		if err != nil {
@@ -69,6 +79,7 @@ func run(n, pods int, resync time.Duration) error {
 }
 
 func measure(src cgroupwatch.Source, n, pods int, resync time.Duration) ([]time.Duration, int64, cgroupwatch.Source, error) {
+	cpuRoot, v2 := cgroupBase()
 	top := fmt.Sprintf("koordlet-yarn-discovery-%d-%s", os.Getpid(), src)
 	// The run's own top cgroup: one that exists is not ours, and only what
 	// this run created is removed.
@@ -104,7 +115,7 @@ func measure(src cgroupwatch.Source, n, pods int, resync time.Duration) ([]time.
 			mu.Unlock()
 		}
 	})
-	h := cgroups.Hierarchy{CgroupRoot: "/sys/fs/cgroup", ProcRoot: "/proc", Dir: root}
+	h := cgroups.Hierarchy{CgroupRoot: "/sys/fs/cgroup", ProcRoot: "/proc", Dir: root, V2: v2}
 	stop := make(chan struct{})
 	defer close(stop)
 	w := cgroupwatch.New(cgroupwatch.Options{Store: st, Force: src, ResyncInterval: resync,

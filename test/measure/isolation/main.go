@@ -7,7 +7,8 @@
 // (2) the latency from a container's first process joining its cgroup (the
 // LinuxContainerExecutor writing it into the cgroup's tasks) to that process
 // running SCHED_IDLE, with the node's best discovery source (eBPF here),
-// over many containers. Needs root and cgroup v1.
+// over many containers. Needs root and cpu.idle (cgroup v1, or v2 in make
+// measure-v2's guest).
 package main
 
 import (
@@ -44,7 +45,24 @@ import (
 	"github.com/koordlet-yarn/koordlet-yarn/test/kerneltest"
 )
 
-const root = "/sys/fs/cgroup/cpu"
+// root is where the run makes its cgroups: the v1 cpu controller, or the
+// unified hierarchy of a cgroup v2 host (rootV2; make measure-v2's guest).
+var root, rootV2 = cgroupBase()
+
+func cgroupBase() (string, bool) {
+	if _, err := os.Stat("/sys/fs/cgroup/cgroup.controllers"); err == nil {
+		return "/sys/fs/cgroup", true
+	}
+	return "/sys/fs/cgroup/cpu", false
+}
+
+// enableCPU hands the cpu controller to dir's children on cgroup v2.
+func enableCPU(dir string) error {
+	if !rootV2 {
+		return nil
+	}
+	return os.WriteFile(filepath.Join(dir, "cgroup.subtree_control"), []byte("+cpu"), 0o644)
+}
 
 func main() {
 	kerneltest.RunHelperIfRequested()
@@ -81,6 +99,9 @@ func run(hogs int, window time.Duration, containers int) error {
 		return err
 	}
 	defer func() { _ = mine.RemoveAll() }()
+	if err := enableCPU(filepath.Join(root, top)); err != nil {
+		return err
+	}
 	if err := os.MkdirAll(filepath.Join(root, top, "ls"), 0o755); err != nil {
 		return err
 	}
@@ -94,6 +115,7 @@ func run(hogs int, window time.Duration, containers int) error {
 		return err
 	}
 	system.Conf.CgroupRootDir = "/sys/fs/cgroup/"
+	system.UseCgroupsV2.Store(rootV2)
 	f := system.CgroupPathFormatter
 	f.ParentDir = top // koordlet's support check looks here instead of the host's kubepods
 	system.CgroupPathFormatter = f
@@ -106,6 +128,9 @@ func run(hogs int, window time.Duration, containers int) error {
 	st := store.New()
 	applied := make(chan string, 1024)
 	if err := os.MkdirAll(filepath.Join(root, top, "hadoop-yarn"), 0o755); err != nil {
+		return err
+	}
+	if err := enableCPU(filepath.Join(root, top, "hadoop-yarn")); err != nil {
 		return err
 	}
 	a := yarnqos.New(yarnqos.Options{Store: st, Interval: time.Hour, Hierarchy: func() string { return top + "/hadoop-yarn" },
@@ -164,7 +189,7 @@ func run(hogs int, window time.Duration, containers int) error {
 	// (2) latency: a container's first process joins its cgroup → that
 	// process runs SCHED_IDLE, with the best discovery source of this node
 	// feeding the store.
-	h := cgroups.Hierarchy{CgroupRoot: "/sys/fs/cgroup", ProcRoot: "/proc", Dir: top + "/hadoop-yarn"}
+	h := cgroups.Hierarchy{CgroupRoot: "/sys/fs/cgroup", ProcRoot: "/proc", Dir: top + "/hadoop-yarn", V2: rootV2}
 	w := cgroupwatch.New(cgroupwatch.Options{Store: st, ResyncInterval: time.Hour, Hierarchy: func() (cgroups.Hierarchy, bool) { return h, true }})
 	w.Run(stop)
 	for w.Active() == "" {

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/koordlet-yarn/koordlet-yarn/test/nodebox"
 	"github.com/koordlet-yarn/koordlet-yarn/test/v2guest"
 )
 
@@ -25,13 +26,29 @@ func main() {
 		timeout = flag.Duration("timeout", 30*time.Minute, "the command's time limit in the guest")
 		mem     = flag.Int("memory", 4096, "guest memory in MiB")
 		cpus    = flag.Int("cpus", 2, "guest CPUs")
+		box     = flag.Bool("box", false, "share what the node in a box needs (this repository, built on the host, and koordinator's CRDs) and tell the command where they are")
 	)
 	flag.Parse()
 	if flag.NArg() == 0 {
 		fmt.Fprintln(os.Stderr, "usage: run [flags] -- argv...")
 		os.Exit(2)
 	}
-	rc, err := run(*work, split(*ro), *dir, split(*env), *timeout, *mem, *cpus, flag.Args())
+	ros, envs := split(*ro), split(*env)
+	if *box {
+		top, err := nodebox.RepoTop()
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "v2guest:", err)
+			os.Exit(1)
+		}
+		crds, err := nodebox.KoordinatorCRDDir()
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "v2guest:", err)
+			os.Exit(1)
+		}
+		ros = append(ros, top, crds)
+		envs = append(envs, v2guest.TopEnv+"="+top, v2guest.PrebuiltEnv+"=1", nodebox.CRDDirEnv+"="+crds)
+	}
+	rc, err := run(*work, ros, *dir, envs, *timeout, *mem, *cpus, flag.Args())
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "v2guest:", err)
 		os.Exit(1)
