@@ -65,7 +65,7 @@ test-v2: deps deps-v2 e2e-tools
 # episodes' crossing → eviction with the event trigger (on v2 a watch of
 # memory.current) and the periodic check. The tools are built on the host.
 V2_MEASURE_BIN = build/v2guest/bin
-V2_SCENARIO_RUNS ?= 1
+V2_SCENARIO_RUNS ?= 2
 .PHONY: measure-v2
 measure-v2: deps deps-v2 e2e-tools build
 	@mkdir -p $(V2_MEASURE_BIN)
@@ -75,7 +75,7 @@ measure-v2: deps deps-v2 e2e-tools build
 	$(GO) run ./test/v2guest/run -box -memory 8192 -dir $(CURDIR) -- /bin/sh -c '\
 		$(V2_MEASURE_BIN)/discovery && \
 		$(V2_MEASURE_BIN)/isolation && \
-		$(V2_MEASURE_BIN)/evictscenarios -runs $(V2_SCENARIO_RUNS) -episodes growing'
+		$(V2_MEASURE_BIN)/evictscenarios -runs $(V2_SCENARIO_RUNS) -episodes growing,opportunistic'
 
 # qemu for make test-v2, and the package lists apt-get download needs.
 .PHONY: deps-v2 test-v2

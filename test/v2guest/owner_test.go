@@ -82,3 +82,11 @@ func TestReapOrphans(t *testing.T) {
 	assert.NoDirExists(t, reusedRec, "a dead runner's record goes")
 	assert.False(t, ended(otherDone), "a process whose command line is not the guest's is left alone")
 }
+
+func itoa(v int) string { return fmt.Sprint(v) }
+
+func atoi(s string) int {
+	var v int
+	_, _ = fmt.Sscan(s, &v)
+	return v
+}

@@ -1,5 +1,6 @@
 // Command evictscenarios runs pressure episodes against the real koordlet in
-// the node in a box (root, cgroup v1) and reports, per episode, the YARN
+// the node in a box (root; cgroup v1, or v2 in make measure-v2's guest,
+// where the episodes with a ballast outside YARN do not run) and reports, per episode, the YARN
 // containers killed against the fewest that cover koordlet's need, the
 // CPU-seconds the victims had spent, ApplicationMaster kills, and the time
 // from the crossing of the memory evict threshold to the first eviction
@@ -272,7 +273,18 @@ func runEpisode(ctx context.Context, box *nodebox.Box, rm *rmemu.Server, ep epis
 			return res, err
 		}
 	}
-	time.Sleep(4 * time.Second) // usage settles, is collected; the RM's data comes
+	// The idle members hold what they allocate before the node's usage sets
+	// the thresholds (a slow machine, such as the TCG guest of make
+	// measure-v2, takes seconds to touch a few hundred MiB), then usage
+	// settles, is collected and the RM's data comes.
+	cg := containerFiles{box: box, v2: box.Layout().Unified}
+	holdBy := time.Now().Add(60 * time.Second)
+	for id, m := range ids {
+		for cg.memory(id) < (m.mb-4)<<20 && time.Now().Before(holdBy) {
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+	time.Sleep(4 * time.Second)
 	total, used, err := nodebox.MemInfo()
 	if err != nil {
 		return res, err
@@ -297,6 +309,9 @@ func runEpisode(ctx context.Context, box *nodebox.Box, rm *rmemu.Server, ep epis
 				return res, err
 			}
 		}
+	}
+	if ep.ballast && box.Layout().Unified {
+		return res, fmt.Errorf("episode %s: the ballast joins the kubepods cgroup itself, which cgroup v2 forbids (no processes in an inner cgroup)", ep.name)
 	}
 	if ep.ballast {
 		// Held at a gate until it is in the kubepods memory cgroup (a
@@ -347,7 +362,7 @@ func runEpisode(ctx context.Context, box *nodebox.Box, rm *rmemu.Server, ep epis
 			// The killer journals on the container's cgroup just before
 			// its first signal: that is when the eviction starts.
 			if started.IsZero() {
-				if n, err := unix.Getxattr(box.NM.CgroupDir("cpu", id), journalXattr, xbuf); err == nil && n > 0 {
+				if n, err := unix.Getxattr(cg.dir("cpu", id), journalXattr, xbuf); err == nil && n > 0 {
 					started = now
 				}
 			}
@@ -360,8 +375,7 @@ func runEpisode(ctx context.Context, box *nodebox.Box, rm *rmemu.Server, ep epis
 				continue
 			default:
 			}
-			cur := sample{mem: readInt(box.NM.CgroupDir("memory", id), "memory.usage_in_bytes"),
-				cpu: float64(readInt(box.NM.CgroupDir("cpuacct", id), "cpuacct.usage")) / 1e9}
+			cur := sample{mem: cg.memory(id), cpu: cg.cpu(id)}
 			// Usage before the first eviction (a victim's memory drains
 			// before its exit is seen): the largest seen until then.
 			if firstKill.IsZero() {
@@ -392,6 +406,17 @@ func runEpisode(ctx context.Context, box *nodebox.Box, rm *rmemu.Server, ep epis
 		return res, fmt.Errorf("crossing %v, eviction %v, release %v: %w", !crossed.IsZero(), !firstKill.IsZero(), !released.IsZero(), errNotObserved)
 	}
 	time.Sleep(1500 * time.Millisecond)
+	if os.Getenv("SCENARIO_DEBUG") != "" {
+		if ev, err := box.Evictions(); err == nil {
+			for _, r := range ev.Records {
+				fmt.Printf("  debug: %s evicted %s (%s, released %d, at %s; crossing at %s): %s %s\n", r.Reason, r.Container, r.Outcome, r.Released,
+					r.Time.Format("15:04:05.000"), crossed.Format("15:04:05.000"), r.Why, r.Error)
+			}
+		}
+		for id, at := range dead {
+			fmt.Printf("  debug: %s exited at %s\n", id, at.Format("15:04:05.000"))
+		}
+	}
 	_, needed1 := counters(box)
 	res.need = needed1 - needed0
 	if started.IsZero() || started.After(firstKill) {
@@ -431,6 +456,43 @@ func runEpisode(ctx context.Context, box *nodebox.Box, rm *rmemu.Server, ep epis
 		}
 	}
 	return res, nil
+}
+
+// containerFiles reads a YARN container's usage from its cgroups: the v1
+// controllers, or its one unified directory.
+type containerFiles struct {
+	box *nodebox.Box
+	v2  bool
+}
+
+func (c containerFiles) dir(ctrl, id string) string {
+	if c.v2 {
+		ctrl = ""
+	}
+	return c.box.NM.CgroupDir(ctrl, id)
+}
+
+// memory is the cgroup's memory usage in bytes.
+func (c containerFiles) memory(id string) int64 {
+	if c.v2 {
+		return readInt(c.dir("", id), "memory.current")
+	}
+	return readInt(c.dir("memory", id), "memory.usage_in_bytes")
+}
+
+// cpu is the cgroup's CPU time in seconds.
+func (c containerFiles) cpu(id string) float64 {
+	if c.v2 {
+		b, _ := os.ReadFile(filepath.Join(c.dir("", id), "cpu.stat"))
+		for _, line := range strings.Split(string(b), "\n") {
+			if f := strings.Fields(line); len(f) == 2 && f[0] == "usage_usec" {
+				v, _ := strconv.ParseInt(f[1], 10, 64)
+				return float64(v) / 1e6
+			}
+		}
+		return 0
+	}
+	return float64(readInt(c.dir("cpuacct", id), "cpuacct.usage")) / 1e9
 }
 
 func readInt(dir, file string) int64 {
