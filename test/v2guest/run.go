@@ -39,6 +39,9 @@ type Options struct {
 	// MemoryMiB and CPUs size the guest (defaults 4096, 2).
 	MemoryMiB int
 	CPUs      int
+	// CgroupV1 boots the guest with cgroup v1 (a hybrid host) instead of
+	// v2: a baseline on the same kernel and emulator.
+	CgroupV1 bool
 	// Console receives the guest's console (kernel and init messages and
 	// the command's standard error).
 	Console io.Writer
@@ -96,7 +99,7 @@ func Run(ctx context.Context, o Options) (Result, error) {
 		return Result{}, err
 	}
 	initrd := filepath.Join(o.WorkDir, "initramfs.cpio")
-	cfg := guestconf.Config{Shares: shares, OutDir: outDir, Hostname: "v2guest", Argv: o.Argv, Dir: o.Dir, Env: o.Env, Timeout: o.Timeout}
+	cfg := guestconf.Config{Shares: shares, OutDir: outDir, Hostname: "v2guest", Argv: o.Argv, Dir: o.Dir, Env: o.Env, Timeout: o.Timeout, CgroupV1: o.CgroupV1}
 	if err := writeInitramfs(initrd, o.InitBinary, mods, cfg); err != nil {
 		return Result{}, err
 	}

@@ -42,6 +42,11 @@ type Config struct {
 	// StderrToOutput sends the command's standard error to OutputFile too
 	// (else to the guest's console).
 	StderrToOutput bool `json:"stderrToOutput,omitempty"`
+	// CgroupV1 mounts the cgroup v1 controllers, each on its own, with a
+	// controller-less cgroup2 at /sys/fs/cgroup/unified (a hybrid host, as
+	// systemd.unified_cgroup_hierarchy=0 makes it), instead of cgroup2 with
+	// every controller: the same kernel and emulator for a v1 baseline.
+	CgroupV1 bool `json:"cgroupV1,omitempty"`
 	// Timeout bounds the command (0: none).
 	Timeout time.Duration `json:"timeout,omitempty"`
 }

@@ -116,8 +116,19 @@ func setup(cfg guestconf.Config) error {
 			return err
 		}
 	}
+	if cfg.CgroupV1 {
+		if err := mountV1(); err != nil {
+			return err
+		}
+	} else {
+		if err := mount("cgroup2", "/sys/fs/cgroup", "cgroup2", 0, ""); err != nil {
+			return err
+		}
+		if err := enableControllers("/sys/fs/cgroup"); err != nil {
+			return err
+		}
+	}
 	for _, m := range []struct{ src, dst, fs, data string }{
-		{"cgroup2", "/sys/fs/cgroup", "cgroup2", ""},
 		{"bpf", "/sys/fs/bpf", "bpf", ""},
 		{"tracefs", "/sys/kernel/tracing", "tracefs", ""},
 		{"debugfs", "/sys/kernel/debug", "debugfs", ""},
@@ -127,9 +138,6 @@ func setup(cfg guestconf.Config) error {
 		if err := mount(m.src, m.dst, m.fs, 0, m.data); err != nil {
 			return err
 		}
-	}
-	if err := enableControllers("/sys/fs/cgroup"); err != nil {
-		return err
 	}
 	lo, err := netlink.LinkByName("lo")
 	if err != nil {
@@ -143,6 +151,29 @@ func setup(cfg guestconf.Config) error {
 			return fmt.Errorf("set hostname: %w", err)
 		}
 	}
+	return nil
+}
+
+// v1Controllers are mounted each on its own, as on this project's hosts
+// (cpu and cpuacct apart).
+var v1Controllers = []string{"cpu", "cpuacct", "memory", "cpuset", "freezer", "pids", "blkio", "devices", "hugetlb", "perf_event", "net_cls", "net_prio"}
+
+// mountV1 lays /sys/fs/cgroup out as a hybrid host: a tmpfs with one cgroup
+// v1 hierarchy per controller and a cgroup2 without controllers at
+// unified.
+func mountV1() error {
+	if err := mount("tmpfs", "/sys/fs/cgroup", "tmpfs", 0, "mode=755"); err != nil {
+		return err
+	}
+	for _, c := range v1Controllers {
+		if err := mount("cgroup", filepath.Join("/sys/fs/cgroup", c), "cgroup", 0, c); err != nil {
+			return err
+		}
+	}
+	if err := mount("cgroup2", "/sys/fs/cgroup/unified", "cgroup2", 0, ""); err != nil {
+		return err
+	}
+	logf("cgroup v1 at /sys/fs/cgroup (%s apart), cgroup2 without controllers at /sys/fs/cgroup/unified", strings.Join(v1Controllers, ", "))
 	return nil
 }
 

@@ -26,6 +26,7 @@ func main() {
 		timeout = flag.Duration("timeout", 30*time.Minute, "the command's time limit in the guest")
 		mem     = flag.Int("memory", 4096, "guest memory in MiB")
 		cpus    = flag.Int("cpus", 2, "guest CPUs")
+		v1      = flag.Bool("cgroup-v1", false, "boot the guest with cgroup v1 (a hybrid host, cpu and cpuacct apart) instead of v2: a baseline on the same kernel and emulator")
 		box     = flag.Bool("box", false, "share what the node in a box needs (this repository, built on the host, and koordinator's CRDs) and tell the command where they are")
 	)
 	flag.Parse()
@@ -48,7 +49,7 @@ func main() {
 		ros = append(ros, top, crds)
 		envs = append(envs, v2guest.TopEnv+"="+top, v2guest.PrebuiltEnv+"=1", nodebox.CRDDirEnv+"="+crds)
 	}
-	rc, err := run(*work, ros, *dir, envs, *timeout, *mem, *cpus, flag.Args())
+	rc, err := run(*work, ros, *dir, envs, *timeout, *mem, *cpus, *v1, flag.Args())
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "v2guest:", err)
 		os.Exit(1)
@@ -63,7 +64,7 @@ func split(s string) []string {
 	return strings.Split(s, ",")
 }
 
-func run(work string, ro []string, dir string, env []string, timeout time.Duration, mem, cpus int, argv []string) (int, error) {
+func run(work string, ro []string, dir string, env []string, timeout time.Duration, mem, cpus int, v1 bool, argv []string) (int, error) {
 	work, err := filepath.Abs(work)
 	if err != nil {
 		return 0, err
@@ -83,11 +84,15 @@ func run(work string, ro []string, dir string, env []string, timeout time.Durati
 	if err != nil {
 		return 0, err
 	}
-	fmt.Fprintf(os.Stderr, "v2guest: booting Debian's kernel %s under qemu (TCG, %d CPUs, %d MiB)\n", k.Release, cpus, mem)
+	version := "v2"
+	if v1 {
+		version = "v1"
+	}
+	fmt.Fprintf(os.Stderr, "v2guest: booting Debian's kernel %s under qemu (TCG, %d CPUs, %d MiB, cgroup %s)\n", k.Release, cpus, mem, version)
 	res, err := v2guest.Run(context.Background(), v2guest.Options{
 		Kernel: k, InitBinary: initBin, ReadOnly: ro, WorkDir: filepath.Join(work, "run"),
 		Argv: argv, Dir: dir, Env: env, Timeout: timeout, MemoryMiB: mem, CPUs: cpus,
-		Console: os.Stderr, Output: os.Stdout,
+		Console: os.Stderr, Output: os.Stdout, CgroupV1: v1,
 	})
 	fmt.Fprintf(os.Stderr, "v2guest: guest ran %s, exit status %d\n", res.Elapsed.Round(100*time.Millisecond), res.ExitStatus)
 	return res.ExitStatus, err
