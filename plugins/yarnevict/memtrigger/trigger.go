@@ -4,7 +4,7 @@
 // with an eventfd) on the memory cgroups that hold the node's BE work (the
 // kubepods cgroup, and the YARN hierarchy when it lies elsewhere), on cgroup
 // v2, which has no thresholds, a watch of the same cgroups' memory.current
-// every 100 ms while armed, and,
+// every 25 ms while armed, and,
 // where the kernel accepts PSI triggers, a memory stall trigger on
 // /proc/pressure/memory. Where neither works the strategy keeps its
 // periodic check alone.
@@ -28,7 +28,7 @@ import (
 // Kinds of wake sources, for the log and the tests.
 const (
 	KindThreshold = "memory usage thresholds (cgroup v1 cgroup.event_control)"
-	KindWatch     = "memory usage watch (cgroup v2 memory.current, every 100ms while armed)"
+	KindWatch     = "memory usage watch (cgroup v2 memory.current, every 25ms while armed)"
 	KindPSI       = "PSI memory stall trigger"
 )
 

@@ -1,9 +1,11 @@
 package memtrigger
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -81,5 +83,40 @@ func TestTriggerV2UsesWatch(t *testing.T) {
 	case <-tr.C():
 	case <-time.After(2 * time.Second):
 		t.Fatal("the trigger did not wake at the crossing")
+	}
+}
+
+// BenchmarkWatchRead: one read of a real memory cgroup's page counter, what
+// a Watch does every DefaultWatchInterval while armed: memory.current of a
+// cgroup the benchmark makes on a cgroup v2 host (the root has none),
+// memory.usage_in_bytes (the same kernfs read of a page counter) on a v1
+// host.
+func BenchmarkWatchRead(b *testing.B) {
+	var read func() (int64, error)
+	if _, err := os.Stat("/sys/fs/cgroup/cgroup.controllers"); err == nil {
+		dir := filepath.Join("/sys/fs/cgroup", fmt.Sprintf("koordlet-yarn-bench-%d", os.Getpid()))
+		if err := os.Mkdir(dir, 0o755); err != nil {
+			b.Skipf("make a cgroup to read: %v", err)
+		}
+		defer os.Remove(dir)
+		read = (&Watch{dir: dir}).Usage
+	} else {
+		file := "/sys/fs/cgroup/memory/memory.usage_in_bytes"
+		read = func() (int64, error) {
+			v, err := os.ReadFile(file)
+			if err != nil {
+				return 0, err
+			}
+			return strconv.ParseInt(strings.TrimSpace(string(v)), 10, 64)
+		}
+	}
+	if _, err := read(); err != nil {
+		b.Skipf("no memory cgroup file to read: %v", err)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := read(); err != nil {
+			b.Fatal(err)
+		}
 	}
 }
