@@ -101,38 +101,47 @@ func reapOrphans(recordsDir string, log io.Writer) error {
 		if st, err := startTime(ownerPid); err == nil && st == ownerStart {
 			continue // its runner is alive
 		}
-		if err := killGuest(qemuPid, e.Name()); err != nil {
+		killed, err := killGuest(qemuPid, e.Name())
+		if err != nil {
 			return fmt.Errorf("reap the orphaned guest %s: %w", e.Name(), err)
 		}
-		fmt.Fprintf(log, "v2guest: reaped guest %s (qemu pid %d), left by a runner that is gone\n", e.Name(), qemuPid)
+		if killed {
+			fmt.Fprintf(log, "v2guest: killed guest %s (qemu pid %d), left by a runner that is gone\n", e.Name(), qemuPid)
+		} else {
+			fmt.Fprintf(log, "v2guest: removed the record of guest %s, whose runner and qemu are gone\n", e.Name())
+		}
 		_ = os.RemoveAll(dir)
 	}
 	return nil
 }
 
 // killGuest kills pid if, through a pidfd taken first, it is still the
-// qemu named name; a pid that is gone or now someone else's is left.
-func killGuest(pid int, name string) error {
+// qemu named name, and says whether it did; a pid that is gone or now
+// someone else's is left.
+func killGuest(pid int, name string) (bool, error) {
 	fd, err := unix.PidfdOpen(pid, 0)
 	if errors.Is(err, unix.ESRCH) {
-		return nil
+		return false, nil
 	}
 	if err != nil {
-		return fmt.Errorf("pidfd_open %d: %w", pid, err)
+		return false, fmt.Errorf("pidfd_open %d: %w", pid, err)
 	}
 	defer unix.Close(fd)
 	// The pidfd pins the process: the command line read now is its own.
 	cmdline, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
 	if err != nil {
-		return nil // gone meanwhile
+		return false, nil // gone meanwhile
 	}
 	if !bytes.Contains(cmdline, []byte("\x00-name\x00"+name+"\x00")) {
-		return nil // the pid was reused
+		return false, nil // the pid was reused
 	}
-	if err := unix.PidfdSendSignal(fd, unix.SIGKILL, nil, 0); err != nil && !errors.Is(err, unix.ESRCH) {
-		return fmt.Errorf("kill qemu %d: %w", pid, err)
+	if err := unix.PidfdSendSignal(fd, unix.SIGKILL, nil, 0); err != nil {
+		if errors.Is(err, unix.ESRCH) {
+			return false, nil
+		}
+		return false, fmt.Errorf("kill qemu %d: %w", pid, err)
 	}
 	fds := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}
 	_, _ = unix.Poll(fds, 10000)
-	return nil
+	return true, nil
 }

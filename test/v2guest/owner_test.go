@@ -74,7 +74,7 @@ func TestReapOrphans(t *testing.T) {
 	require.NoError(t, reapOrphans(dir, &log))
 	require.Eventually(t, func() bool { return ended(orphanDone) }, 5*time.Second, 20*time.Millisecond, "the orphaned guest is killed")
 	assert.NoDirExists(t, orphanRec)
-	assert.Contains(t, log.String(), orphanName)
+	assert.Contains(t, log.String(), "killed guest "+orphanName)
 
 	assert.DirExists(t, liveRec, "a live runner's record stays")
 	time.Sleep(100 * time.Millisecond)
