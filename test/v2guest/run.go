@@ -33,8 +33,8 @@ type Options struct {
 	Argv []string
 	Dir  string
 	Env  []string
-	// Timeout bounds the command in the guest; the guest as a whole gets
-	// two minutes more to boot and power off.
+	// Timeout bounds the command in the guest (default 30 minutes); the
+	// guest as a whole gets two minutes more to boot and power off.
 	Timeout time.Duration
 	// MemoryMiB and CPUs size the guest (defaults 4096, 2).
 	MemoryMiB int
@@ -75,6 +75,12 @@ func Run(ctx context.Context, o Options) (Result, error) {
 	}
 	if o.CPUs == 0 {
 		o.CPUs = 2
+	}
+	if o.Timeout <= 0 {
+		o.Timeout = 30 * time.Minute
+	}
+	if len(o.Argv) == 0 {
+		return Result{}, errors.New("no command to run in the guest")
 	}
 	if _, err := exec.LookPath(QEMU); err != nil {
 		return Result{}, fmt.Errorf("%s not found (apt-get install qemu-system-x86): %w", QEMU, err)

@@ -57,6 +57,11 @@ func run() int {
 		logf("parse configuration: %v", err)
 		return 120
 	}
+	if len(cfg.Argv) == 0 {
+		logf("the configuration names no command")
+		writeRC(cfg, 120)
+		return 120
+	}
 	if err := setup(cfg); err != nil {
 		logf("%v", err)
 		writeRC(cfg, 120)
