@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"os"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -136,9 +137,14 @@ func pressureWith(t *testing.T, opts nodebox.Options, ownMemory, ignoreTERM bool
 	assert.True(t, alive(b.NMPID()), "the NodeManager process survives")
 	if ignoreTERM {
 		// cgroup v2: the kernel's cgroup.kill ends what the grace left.
-		log, err := os.ReadFile(b.KoordletLog())
-		require.NoError(t, err)
-		assert.Regexp(t, "evicted container "+newest+` .*\(cgroup\.kill true\)`, string(log), "the eviction went through cgroup.kill")
+		// koordlet logs the eviction once the release is measured, a
+		// moment after the NM sees the exit.
+		killed := regexp.MustCompile("evicted container " + newest + ` .*\(cgroup\.kill true\)`)
+		var log []byte
+		assert.Eventually(t, func() bool {
+			log, err = os.ReadFile(b.KoordletLog())
+			return err == nil && killed.Match(log)
+		}, 10*time.Second, 100*time.Millisecond, "the eviction went through cgroup.kill")
 		if strings.Contains(opts.KoordletArgs[0], "YARNMemoryEvictTrigger=true") {
 			assert.Contains(t, string(log), "memory evict also wakes on memory usage watch (cgroup v2 memory.current", "the v2 event trigger is in use")
 		}
