@@ -28,7 +28,7 @@ type record struct {
 	name string
 }
 
-func newRecord(workDir string) (*record, error) {
+func newRecord() (*record, error) {
 	name := fmt.Sprintf("%s%d-%d", namePrefix, os.Getpid(), time.Now().UnixNano())
 	dir := filepath.Join(recordsDir, name)
 	if err := os.MkdirAll(dir, 0o755); err != nil {

@@ -26,8 +26,9 @@ type Options struct {
 	// ReadOnly are host directories the guest sees at the same paths,
 	// read-only (besides /usr and /etc, always shared).
 	ReadOnly []string
-	// WorkDir is the run's own directory on the host: the initramfs, the
-	// output share (WorkDir/out) and the ownership record live there.
+	// WorkDir is where the run makes its own directory (run-*, removed at
+	// the end) for the initramfs and the output share: runs side by side
+	// do not meet.
 	WorkDir string
 	// Argv, Dir, Env: the command the guest runs.
 	Argv []string
@@ -46,7 +47,8 @@ type Options struct {
 	// the command's standard error).
 	Console io.Writer
 	// Output receives the command's standard output as it is written
-	// (besides WorkDir/out/output).
+	// (besides the output share's file, which goes with the run's
+	// directory).
 	Output io.Writer
 }
 
@@ -88,12 +90,17 @@ func Run(ctx context.Context, o Options) (Result, error) {
 	if err := ReapOrphans(os.Stderr); err != nil {
 		return Result{}, err
 	}
-	outDir := filepath.Join(o.WorkDir, "out")
-	if err := os.MkdirAll(outDir, 0o755); err != nil {
+	if err := os.MkdirAll(o.WorkDir, 0o755); err != nil {
 		return Result{}, err
 	}
-	for _, f := range []string{guestconf.OutputFile, guestconf.RCFile} {
-		_ = os.Remove(filepath.Join(outDir, f))
+	runDir, err := os.MkdirTemp(o.WorkDir, "run-")
+	if err != nil {
+		return Result{}, err
+	}
+	defer os.RemoveAll(runDir)
+	outDir := filepath.Join(runDir, "out")
+	if err := os.Mkdir(outDir, 0o755); err != nil {
+		return Result{}, err
 	}
 	shares := []guestconf.Share{{Tag: "usr", Path: "/usr"}, {Tag: "etc", Path: "/etc"}}
 	for i, d := range o.ReadOnly {
@@ -104,12 +111,12 @@ func Run(ctx context.Context, o Options) (Result, error) {
 	if err != nil {
 		return Result{}, err
 	}
-	initrd := filepath.Join(o.WorkDir, "initramfs.cpio")
+	initrd := filepath.Join(runDir, "initramfs.cpio")
 	cfg := guestconf.Config{Shares: shares, OutDir: outDir, Hostname: "v2guest", Argv: o.Argv, Dir: o.Dir, Env: o.Env, Timeout: o.Timeout, CgroupV1: o.CgroupV1}
 	if err := writeInitramfs(initrd, o.InitBinary, mods, cfg); err != nil {
 		return Result{}, err
 	}
-	rec, err := newRecord(o.WorkDir)
+	rec, err := newRecord()
 	if err != nil {
 		return Result{}, err
 	}

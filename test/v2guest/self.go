@@ -85,7 +85,7 @@ func RunSelf(top string, ro, env []string) int {
 		filepath.Base(self), k.Release, testCPUs, testMemoryMiB)
 	res, err := Run(context.Background(), Options{
 		Kernel: k, InitBinary: initBin, ReadOnly: append([]string{top, filepath.Dir(self)}, ro...),
-		WorkDir: filepath.Join(work, "run"), Argv: append([]string{self}, os.Args[1:]...), Dir: wd, Env: env,
+		WorkDir: filepath.Join(work, "runs"), Argv: append([]string{self}, os.Args[1:]...), Dir: wd, Env: env,
 		Timeout: timeout, MemoryMiB: testMemoryMiB, CPUs: testCPUs, Console: os.Stderr, Output: os.Stdout,
 	})
 	fmt.Fprintf(os.Stderr, "v2guest: the guest ran %s; the tests' exit status %d\n", res.Elapsed.Round(time.Second), res.ExitStatus)

@@ -90,7 +90,7 @@ func run(work string, ro []string, dir string, env []string, timeout time.Durati
 	}
 	fmt.Fprintf(os.Stderr, "v2guest: booting Debian's kernel %s under qemu (TCG, %d CPUs, %d MiB, cgroup %s)\n", k.Release, cpus, mem, version)
 	res, err := v2guest.Run(context.Background(), v2guest.Options{
-		Kernel: k, InitBinary: initBin, ReadOnly: ro, WorkDir: filepath.Join(work, "run"),
+		Kernel: k, InitBinary: initBin, ReadOnly: ro, WorkDir: filepath.Join(work, "runs"),
 		Argv: argv, Dir: dir, Env: env, Timeout: timeout, MemoryMiB: mem, CPUs: cpus,
 		Console: os.Stderr, Output: os.Stdout, CgroupV1: v1,
 	})
