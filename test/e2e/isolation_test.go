@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
-	"golang.org/x/sys/unix"
 	"k8s.io/utils/ptr"
 
 	slov1alpha1 "github.com/koordinator-sh/koordinator/apis/slo/v1alpha1"
@@ -54,21 +53,6 @@ func TestIsolation(t *testing.T) {
 		}
 		return strings.TrimSpace(string(v))
 	}
-	// policies are the scheduling policies of the container's tasks.
-	policies := func(dir string) (idle, other int) {
-		for _, pid := range kerneltest.Pids(dir) {
-			attr, err := unix.SchedGetAttr(pid, 0)
-			if err != nil {
-				continue
-			}
-			if attr.Policy == unix.SCHED_IDLE {
-				idle++
-			} else {
-				other++
-			}
-		}
-		return idle, other
-	}
 	var ids []string
 	for seq := int64(1); seq <= 3; seq++ {
 		id, err := b.NM.Launch(nmemu.Spec{AppID: 11, Attempt: 1, Sequence: seq, User: "spark", MemoryMB: 512, VCores: 1, Script: "sleep 3600 & exec sleep 3600"})
@@ -78,7 +62,7 @@ func TestIsolation(t *testing.T) {
 	root := filepath.Join(nodebox.CgroupRoot, "cpu", nodebox.YARNHierarchy)
 	require.Eventually(t, func() bool {
 		for _, id := range ids {
-			if n, other := policies(b.NM.CgroupDir("cpu", id)); n != 2 || other != 0 {
+			if n, other := policyCounts(b.NM.CgroupDir("cpu", id)); n != 2 || other != 0 {
 				return false
 			}
 		}
@@ -99,7 +83,7 @@ func TestIsolation(t *testing.T) {
 	setIdle(false)
 	require.Eventually(t, func() bool {
 		for _, id := range ids {
-			if n, other := policies(b.NM.CgroupDir("cpu", id)); n != 0 || other != 2 {
+			if n, other := policyCounts(b.NM.CgroupDir("cpu", id)); n != 0 || other != 2 {
 				return false
 			}
 		}

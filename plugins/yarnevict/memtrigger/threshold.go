@@ -64,13 +64,18 @@ func (t *Threshold) Dir() string { return t.dir }
 
 // Usage reads the cgroup's memory.usage_in_bytes.
 func (t *Threshold) Usage() (int64, error) {
-	b, err := os.ReadFile(filepath.Join(t.dir, "memory.usage_in_bytes"))
+	return readBytes(filepath.Join(t.dir, "memory.usage_in_bytes"))
+}
+
+// readBytes reads a cgroup file holding one byte count.
+func readBytes(path string) (int64, error) {
+	b, err := os.ReadFile(path)
 	if err != nil {
 		return 0, err
 	}
 	v, err := strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64)
 	if err != nil {
-		return 0, fmt.Errorf("parse %s/memory.usage_in_bytes: %w", t.dir, err)
+		return 0, fmt.Errorf("parse %s: %w", path, err)
 	}
 	return v, nil
 }

@@ -2,10 +2,7 @@ package memtrigger
 
 import (
 	"fmt"
-	"os"
 	"path/filepath"
-	"strconv"
-	"strings"
 	"sync"
 	"time"
 )
@@ -50,15 +47,7 @@ func (w *Watch) Dir() string { return w.dir }
 
 // Usage reads the cgroup's memory.current.
 func (w *Watch) Usage() (int64, error) {
-	b, err := os.ReadFile(filepath.Join(w.dir, "memory.current"))
-	if err != nil {
-		return 0, err
-	}
-	v, err := strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64)
-	if err != nil {
-		return 0, fmt.Errorf("parse %s/memory.current: %w", w.dir, err)
-	}
-	return v, nil
+	return readBytes(filepath.Join(w.dir, "memory.current"))
 }
 
 // Arm wakes when node memory used reaches level: the watch fires when
