@@ -85,17 +85,13 @@ func readFile(path string) string {
 	return strings.TrimSpace(string(b))
 }
 
-// cpuStatUsage reads usage_usec from a cgroup's cpu.stat.
-func cpuStatUsage(t *testing.T, dir string) time.Duration {
-	for _, line := range strings.Split(readFile(filepath.Join(dir, "cpu.stat")), "\n") {
-		if f := strings.Fields(line); len(f) == 2 && f[0] == "usage_usec" {
-			v, err := strconv.ParseInt(f[1], 10, 64)
-			require.NoError(t, err)
-			return time.Duration(v) * time.Microsecond
-		}
-	}
-	t.Fatalf("no usage_usec in %s/cpu.stat", dir)
-	return 0
+// cpuUsage reads a cgroup's cumulative CPU time from the kernel (cpu.stat
+// usage_usec on v2) with the project's own reader; rel is relative to the
+// cgroup root.
+func cpuUsage(t *testing.T, root, rel string) time.Duration {
+	ns, err := cgroups.NewUsageReader(root, true).NoKeep().CPUUsage(rel)
+	require.NoError(t, err)
+	return time.Duration(ns)
 }
 
 // memoryStat reads one field of a cgroup's memory.stat.
@@ -168,9 +164,10 @@ func v2Node(t *testing.T, l nodebox.Layout, wantDiscovery string) {
 		cores = v
 		return ok && v > 0
 	}, 60*time.Second, 500*time.Millisecond, "the burner's CPU shows on /metrics")
-	u0, t0 := cpuStatUsage(t, dir(burner)), time.Now()
+	rel := filepath.Join(b.Hierarchy(), burner)
+	u0, t0 := cpuUsage(t, b.CgroupRoot(), rel), time.Now()
 	time.Sleep(5 * time.Second)
-	truth := float64(cpuStatUsage(t, dir(burner))-u0) / float64(time.Since(t0))
+	truth := float64(cpuUsage(t, b.CgroupRoot(), rel)-u0) / float64(time.Since(t0))
 	cores, _ = value(scrape(t, b), "koordlet_yarn_container_cpu_usage_cores", map[string]string{"container_id": burner})
 	say(t, "burner: koordlet %.3f cores, cpu.stat %.3f cores", cores, truth)
 	assert.InDelta(t, truth, cores, 0.25*truth+0.05, "koordlet's CPU matches cpu.stat")

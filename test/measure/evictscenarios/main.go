@@ -47,6 +47,7 @@ import (
 
 	slov1alpha1 "github.com/koordinator-sh/koordinator/apis/slo/v1alpha1"
 
+	"github.com/koordlet-yarn/koordlet-yarn/framework/cgroups"
 	"github.com/koordlet-yarn/koordlet-yarn/framework/yarn"
 	"github.com/koordlet-yarn/koordlet-yarn/test/kerneltest"
 	"github.com/koordlet-yarn/koordlet-yarn/test/nmemu"
@@ -277,7 +278,7 @@ func runEpisode(ctx context.Context, box *nodebox.Box, rm *rmemu.Server, ep epis
 	// the thresholds (a slow machine, such as the TCG guest of make
 	// measure-v2, takes seconds to touch a few hundred MiB), then usage
 	// settles, is collected and the RM's data comes.
-	cg := containerFiles{box: box, v2: box.Layout().Unified}
+	cg := newContainerFiles(box)
 	holdBy := time.Now().Add(60 * time.Second)
 	for id, m := range ids {
 		for cg.memory(id) < (m.mb-4)<<20 && time.Now().Before(holdBy) {
@@ -461,8 +462,14 @@ func runEpisode(ctx context.Context, box *nodebox.Box, rm *rmemu.Server, ep epis
 // containerFiles reads a YARN container's usage from its cgroups: the v1
 // controllers, or its one unified directory.
 type containerFiles struct {
-	box *nodebox.Box
-	v2  bool
+	box   *nodebox.Box
+	v2    bool
+	usage *cgroups.UsageReader
+}
+
+func newContainerFiles(box *nodebox.Box) containerFiles {
+	v2 := box.Layout().Unified
+	return containerFiles{box: box, v2: v2, usage: cgroups.NewUsageReader(box.CgroupRoot(), v2).NoKeep()}
 }
 
 func (c containerFiles) dir(ctrl, id string) string {
@@ -480,19 +487,13 @@ func (c containerFiles) memory(id string) int64 {
 	return readInt(c.dir("memory", id), "memory.usage_in_bytes")
 }
 
-// cpu is the cgroup's CPU time in seconds.
+// cpu is the cgroup's CPU time in seconds (0 once it is gone).
 func (c containerFiles) cpu(id string) float64 {
-	if c.v2 {
-		b, _ := os.ReadFile(filepath.Join(c.dir("", id), "cpu.stat"))
-		for _, line := range strings.Split(string(b), "\n") {
-			if f := strings.Fields(line); len(f) == 2 && f[0] == "usage_usec" {
-				v, _ := strconv.ParseInt(f[1], 10, 64)
-				return float64(v) / 1e6
-			}
-		}
+	ns, err := c.usage.CPUUsage(filepath.Join(c.box.Hierarchy(), id))
+	if err != nil {
 		return 0
 	}
-	return float64(readInt(c.dir("cpuacct", id), "cpuacct.usage")) / 1e9
+	return float64(ns) / 1e9
 }
 
 func readInt(dir, file string) int64 {
