@@ -199,15 +199,6 @@ func TestHierarchyID(t *testing.T) {
 	require.NoError(t, err)
 	assert.Zero(t, got)
 
-	procCgroups := "#subsys_name\thierarchy\tnum_cgroups\tenabled\ncpuset\t3\t10\t1\ncpu\t1\t16\t1\nmemory\t0\t50\t1\n"
-	id, ok := idFromProcCgroups([]byte(procCgroups), "cpu")
-	assert.True(t, ok)
-	assert.Equal(t, uint32(1), id)
-	_, ok = idFromProcCgroups([]byte(procCgroups), "memory") // bound to v2
-	assert.False(t, ok)
-	_, ok = idFromSelfCgroup([]byte("0::/\n"), "cpu")
-	assert.False(t, ok)
-
 	useSelfCgroup(t, "0::/\n") // a v2-only host seen as v1
 	_, err = hierarchyID(cgroups.Hierarchy{}, cgroups.CPU)
 	assert.Error(t, err)

@@ -1,82 +1,16 @@
 package cgroupwatch
 
-import (
-	"bufio"
-	"bytes"
-	"fmt"
-	"os"
-	"strconv"
-	"strings"
+import "github.com/koordlet-yarn/koordlet-yarn/framework/cgroups"
 
-	"github.com/koordlet-yarn/koordlet-yarn/framework/cgroups"
-)
-
-// Where the kernel tells a process its cgroup hierarchies: /proc/self/cgroup
-// ("<hierarchy id>:<controller>[,<controller>...]:<path>", "0::<path>" for
-// the unified hierarchy), else /proc/cgroups ("<controller> <hierarchy id>
-// <cgroups> <enabled>"). Hierarchy ids are global: a cgroup namespace or a
-// container changes the paths, not the ids.
+// Where the kernel tells a process its cgroup hierarchies (tests point
+// them at fixtures).
 var (
 	selfCgroupFile = "/proc/self/cgroup"
 	procCgroupFile = "/proc/cgroups"
 )
 
-// hierarchyID returns the id of the cgroup hierarchy serving controller c:
-// 0 on the unified hierarchy (cgroup v2's default root is hierarchy 0), else
-// the id the kernel gives c's v1 hierarchy. Co-mounted controllers
-// (cpu,cpuacct) share one id.
+// hierarchyID returns the id of the hierarchy serving controller c: 0 on
+// the unified hierarchy (see cgroups.HierarchyIDFrom).
 func hierarchyID(h cgroups.Hierarchy, c cgroups.Controller) (uint32, error) {
-	if h.V2 {
-		return 0, nil
-	}
-	name := c.String()
-	var errs []string
-	if b, err := os.ReadFile(selfCgroupFile); err != nil {
-		errs = append(errs, err.Error())
-	} else if id, ok := idFromSelfCgroup(b, name); ok {
-		return id, nil
-	}
-	if b, err := os.ReadFile(procCgroupFile); err != nil {
-		errs = append(errs, err.Error())
-	} else if id, ok := idFromProcCgroups(b, name); ok {
-		return id, nil
-	}
-	if len(errs) > 0 {
-		return 0, fmt.Errorf("hierarchy of cgroup controller %s: %s", name, strings.Join(errs, "; "))
-	}
-	return 0, fmt.Errorf("cgroup controller %s is in no v1 hierarchy (%s, %s)", name, selfCgroupFile, procCgroupFile)
-}
-
-func idFromSelfCgroup(b []byte, controller string) (uint32, bool) {
-	for sc := bufio.NewScanner(bytes.NewReader(b)); sc.Scan(); {
-		parts := strings.SplitN(sc.Text(), ":", 3)
-		if len(parts) != 3 || parts[1] == "" {
-			continue
-		}
-		for _, c := range strings.Split(parts[1], ",") {
-			if c == controller {
-				id, err := strconv.ParseUint(parts[0], 10, 32)
-				if err != nil || id == 0 {
-					return 0, false
-				}
-				return uint32(id), true
-			}
-		}
-	}
-	return 0, false
-}
-
-func idFromProcCgroups(b []byte, controller string) (uint32, bool) {
-	for sc := bufio.NewScanner(bytes.NewReader(b)); sc.Scan(); {
-		f := strings.Fields(sc.Text())
-		if len(f) < 2 || f[0] != controller {
-			continue
-		}
-		id, err := strconv.ParseUint(f[1], 10, 32)
-		if err != nil || id == 0 { // 0: bound to the unified hierarchy, or not mounted
-			return 0, false
-		}
-		return uint32(id), true
-	}
-	return 0, false
+	return cgroups.HierarchyIDFrom(h, c, selfCgroupFile, procCgroupFile)
 }
