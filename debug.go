@@ -9,6 +9,7 @@ import (
 	"github.com/koordlet-yarn/koordlet-yarn/collectors/yarnusage"
 	"github.com/koordlet-yarn/koordlet-yarn/framework/policy"
 	"github.com/koordlet-yarn/koordlet-yarn/framework/store"
+	"github.com/koordlet-yarn/koordlet-yarn/hooks/yarnadopt"
 	"github.com/koordlet-yarn/koordlet-yarn/plugins/yarninformer"
 	"github.com/koordlet-yarn/koordlet-yarn/plugins/yarnpolicy"
 )
@@ -36,6 +37,11 @@ type ContainersResponse struct {
 	// rule and tier, and the priority it ranks with for eviction, by id.
 	QoS        map[string]yarnpolicy.ContainerQoS `json:"qos,omitempty"`
 	Containers []*store.Container                 `json:"containers"`
+	// ContainerCgroups is, with YARNContainerCgroups, the node's layout
+	// and, for each container YARN gave no cgroup, that koordlet made its
+	// cgroup, when, and how much memory stayed charged to the NodeManager
+	// pod.
+	ContainerCgroups *yarnadopt.Status `json:"containerCgroups,omitempty"`
 }
 
 func (fw *Framework) containersHandler() http.HandlerFunc {
@@ -56,6 +62,10 @@ func (fw *Framework) containersHandler() http.HandlerFunc {
 		if h := fw.policy.Holder(); h != nil {
 			st := h.Status()
 			resp.Policy = &st
+		}
+		if fw.adopt.Enabled() {
+			st := fw.adopt.Status()
+			resp.ContainerCgroups = &st
 		}
 		resp.QoS = yarnpolicy.Describe(fw.policy, resp.Containers, fw.nmPriority())
 		w.Header().Set("Content-Type", "application/json")

@@ -33,6 +33,7 @@ import (
 	"github.com/koordlet-yarn/koordlet-yarn/framework/handles"
 	"github.com/koordlet-yarn/koordlet-yarn/framework/policy"
 	"github.com/koordlet-yarn/koordlet-yarn/framework/store"
+	"github.com/koordlet-yarn/koordlet-yarn/hooks/yarnadopt"
 	"github.com/koordlet-yarn/koordlet-yarn/hooks/yarnmemcg"
 	"github.com/koordlet-yarn/koordlet-yarn/hooks/yarnqos"
 	"github.com/koordlet-yarn/koordlet-yarn/plugins/yarnevict"
@@ -67,6 +68,8 @@ type Framework struct {
 	audit *yarnevict.Audit
 
 	memcg *yarnmemcg.Applier
+	// adopt gives containers without YARN cgroups their own.
+	adopt *yarnadopt.Adopter
 
 	loops []Loop
 	rm    rmClient
@@ -125,6 +128,9 @@ func install(fs *flag.FlagSet, reg prometheus.Registerer) (*Framework, error) {
 	fw.loops = append(fw.loops, fw.Usage, fw.QoS)
 	fw.memcg = yarnmemcg.New(yarnmemcg.Options{Store: fw.Store, Hierarchy: fw.Informer.Hierarchy, Interval: cfg.QoSReconcileInterval, Registerer: reg})
 	fw.loops = append(fw.loops, fw.memcg)
+	fw.adopt = yarnadopt.New(yarnadopt.Options{Store: fw.Store, Hierarchy: fw.Informer.Hierarchy, NMPod: fw.Informer.NodeManagerPod,
+		ListNM: fw.Informer.ListNM, ScanInterval: cfg.ContainerCgroupsScanInterval, Registerer: reg})
+	fw.loops = append(fw.loops, fw.adopt)
 
 	if fw.Policy, err = yarnpolicy.New(yarnpolicy.Options{Store: fw.Store, Resolver: fw.policy,
 		File: func() string { return cfg.QoSPolicyFile }, RM: fw.RMClient, RMTimeout: func() time.Duration { return cfg.RM.Timeout },
@@ -234,6 +240,7 @@ func (fw *Framework) Validate() error {
 	// them the parsed intervals.
 	fw.QoS.SetInterval(fw.Config.QoSReconcileInterval)
 	fw.memcg.SetInterval(fw.Config.QoSReconcileInterval)
+	fw.adopt.SetScanInterval(fw.Config.ContainerCgroupsScanInterval)
 	fw.Watch.SetResyncInterval(fw.Config.ResyncInterval)
 	return nil
 }

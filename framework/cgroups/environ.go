@@ -2,6 +2,8 @@ package cgroups
 
 import (
 	"errors"
+	"path/filepath"
+	"strconv"
 	"time"
 )
 
@@ -66,4 +68,28 @@ func (r *environReader) Read(path string) (data []byte, truncated bool, err erro
 	case <-t.C:
 		return nil, false, ErrEnvironTimeout
 	}
+}
+
+// EnvironReader reads the CONTAINER_ID of processes' environments, each
+// read bounded in size (MaxEnvironBytes), in time (EnvironTimeout) and in
+// the reads left stuck on processes in D state.
+type EnvironReader struct{ r *environReader }
+
+// NewEnvironReader returns a reader.
+func NewEnvironReader() *EnvironReader { return &EnvironReader{r: newEnvironReader()} }
+
+// ContainerID returns the CONTAINER_ID in the environment of process pid
+// ("" when it has none; an environment cut at the cap without it says
+// none too: the NodeManager puts it among the first entries). The error is
+// the read's (ErrEnvironTimeout, ErrEnvironBusy, a gone process).
+func (e *EnvironReader) ContainerID(procRoot string, pid int) (string, error) {
+	b, truncated, err := e.r.Read(filepath.Join(procRoot, strconv.Itoa(pid), "environ"))
+	if err != nil {
+		return "", err
+	}
+	switch v, id := parseEnviron(b, "", truncated); v {
+	case envForeign:
+		return id, nil
+	}
+	return "", nil
 }

@@ -66,3 +66,32 @@ func TaskStartTicks(procRoot string, id int) (int64, bool) {
 	}
 	return parseStartTicks(b)
 }
+
+// PathOf returns task id's cgroup in controller ctrl (v1) or on the unified
+// hierarchy (v2), relative to the mount root, read from /proc/<id>/cgroup
+// through h's cgroup namespace; false when the task is gone or the path
+// cannot be placed.
+func (h Hierarchy) PathOf(id int, ctrl Controller) (string, bool) {
+	b, err := os.ReadFile(filepath.Join(h.ProcRoot, strconv.Itoa(id), "cgroup"))
+	if err != nil {
+		return "", false
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		parts := strings.SplitN(line, ":", 3)
+		if len(parts) != 3 {
+			continue
+		}
+		if h.V2 {
+			if parts[0] == "0" && parts[1] == "" {
+				return h.NS.Translate(ctrl, parts[2])
+			}
+			continue
+		}
+		for _, name := range strings.Split(parts[1], ",") {
+			if name == ctrl.String() {
+				return h.NS.Translate(ctrl, parts[2])
+			}
+		}
+	}
+	return "", false
+}

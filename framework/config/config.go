@@ -45,6 +45,10 @@ type Config struct {
 	ResyncInterval time.Duration
 	// QoSReconcileInterval is the period of the QoS appliers' reconcile.
 	QoSReconcileInterval time.Duration
+	// ContainerCgroupsScanInterval is the period of the scan of the
+	// NodeManager pod's cgroups for container processes (gate
+	// YARNContainerCgroups; the exec watch finds them at once).
+	ContainerCgroupsScanInterval time.Duration
 	// EvictGracePeriod is how long an evicted container's processes get
 	// between SIGTERM and SIGKILL.
 	EvictGracePeriod time.Duration
@@ -63,16 +67,17 @@ type Config struct {
 // NewDefault returns the default configuration.
 func NewDefault() *Config {
 	return &Config{
-		NMPodSelector:        DefaultNMPodSelector,
-		NMPort:               DefaultNMPort,
-		NMTimeout:            yarn.DefaultNMTimeout,
-		NMMaxResponseBytes:   yarn.DefaultNMMaxResponseBytes,
-		ResyncInterval:       DefaultResyncInterval,
-		EvictGracePeriod:     DefaultEvictGracePeriod,
-		EvictAuditFile:       DefaultEvictAuditFile,
-		QoSReconcileInterval: 10 * time.Second,
-		RM:                   RM{Timeout: yarn.DefaultRMTimeout, MaxResponseBytes: yarn.DefaultRMMaxResponseBytes},
-		Ledger:               Ledger{PatchInterval: DefaultLedgerPatchInterval, Hysteresis: DefaultLedgerHysteresis, MaxAge: DefaultLedgerMaxAge, RMSyncInterval: DefaultRMSyncInterval, RMReadBack: DefaultRMReadBack, Expiry: DefaultLedgerExpiry},
+		NMPodSelector:                DefaultNMPodSelector,
+		NMPort:                       DefaultNMPort,
+		NMTimeout:                    yarn.DefaultNMTimeout,
+		NMMaxResponseBytes:           yarn.DefaultNMMaxResponseBytes,
+		ResyncInterval:               DefaultResyncInterval,
+		EvictGracePeriod:             DefaultEvictGracePeriod,
+		EvictAuditFile:               DefaultEvictAuditFile,
+		QoSReconcileInterval:         10 * time.Second,
+		ContainerCgroupsScanInterval: time.Second,
+		RM:                           RM{Timeout: yarn.DefaultRMTimeout, MaxResponseBytes: yarn.DefaultRMMaxResponseBytes},
+		Ledger:                       Ledger{PatchInterval: DefaultLedgerPatchInterval, Hysteresis: DefaultLedgerHysteresis, MaxAge: DefaultLedgerMaxAge, RMSyncInterval: DefaultRMSyncInterval, RMReadBack: DefaultRMReadBack, Expiry: DefaultLedgerExpiry},
 	}
 }
 
@@ -94,6 +99,8 @@ func (c *Config) InitFlags(fs *flag.FlagSet) {
 		"Period of the full YARN container resync (cgroup scan and NodeManager list).")
 	fs.DurationVar(&c.QoSReconcileInterval, "yarn-qos-reconcile-interval", c.QoSReconcileInterval,
 		"Period at which the YARN QoS appliers re-apply the BE QoS to every container (they also apply at creation and on NodeSLO changes).")
+	fs.DurationVar(&c.ContainerCgroupsScanInterval, "yarn-container-cgroups-scan-interval", c.ContainerCgroupsScanInterval,
+		"Period of the scan of the NodeManager pod's cgroups for YARN container processes that YARN gave no cgroup (gate YARNContainerCgroups). The eBPF exec watch finds them at their exec; the scan catches what it missed, and is all there is without eBPF.")
 	fs.StringVar(&c.EvictAuditFile, "yarn-evict-audit-file", c.EvictAuditFile,
 		"File every YARN container eviction is appended to as one JSON line (reason, container, application, user, released, why, outcome); rotated at 10 MiB, one old file (.1) kept. Empty: the last 500 at /yarn/evictions only. Kubernetes Events on the NodeManager pod are merged and dropped by the event correlator in a storm; this record is not.")
 	fs.DurationVar(&c.EvictGracePeriod, "yarn-evict-grace-period", c.EvictGracePeriod,
@@ -130,6 +137,9 @@ func (c *Config) Validate() error {
 	}
 	if c.QoSReconcileInterval < time.Second {
 		return fmt.Errorf("--yarn-qos-reconcile-interval %v: must be at least 1s", c.QoSReconcileInterval)
+	}
+	if c.ContainerCgroupsScanInterval < 100*time.Millisecond {
+		return fmt.Errorf("--yarn-container-cgroups-scan-interval %v: must be at least 100ms", c.ContainerCgroupsScanInterval)
 	}
 	if c.EvictGracePeriod < 0 || c.EvictGracePeriod > time.Minute {
 		return fmt.Errorf("--yarn-evict-grace-period %v: must be between 0 and 1m", c.EvictGracePeriod)

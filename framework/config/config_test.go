@@ -25,7 +25,7 @@ func TestFlagsAndValidate(t *testing.T) {
 	assert.Equal(t, &Config{
 		NMEndpoint: "http://10.0.0.5:8042", NMPodSelector: "app=nm,tier!=x", NMPort: 8044,
 		NMTimeout: 2 * time.Second, NMMaxResponseBytes: 1024, CgroupHierarchy: "/hadoop-yarn",
-		ResyncInterval: 30 * time.Second, EvictGracePeriod: 2 * time.Second, EvictAuditFile: DefaultEvictAuditFile, QoSReconcileInterval: 10 * time.Second,
+		ResyncInterval: 30 * time.Second, EvictGracePeriod: 2 * time.Second, EvictAuditFile: DefaultEvictAuditFile, QoSReconcileInterval: 10 * time.Second, ContainerCgroupsScanInterval: time.Second,
 		RM:     RM{Endpoints: []string{"http://rm1:8088", "https://rm2:8090"}, User: "yarn", Timeout: 3 * time.Second, MaxResponseBytes: 2048},
 		Ledger: Ledger{PatchInterval: 2 * time.Second, Hysteresis: 5, MaxAge: 30 * time.Second, RMSyncInterval: 5 * time.Second, RMReadBack: 30 * time.Second, Expiry: 5 * time.Minute, RMNodeID: "n1:45454"},
 	}, cfg)

@@ -66,6 +66,15 @@ const (
 	// alpha: v0.1
 	YARNMemoryCgroup featuregate.Feature = "YARNMemoryCgroup"
 
+	// YARNContainerCgroups gives each YARN container that YARN gives no
+	// cgroup at all (the DefaultContainerExecutor, an LCE without resource
+	// handlers, Hadoop before 3.5 on cgroup v2) its own cgroup below the
+	// YARN hierarchy, as the LCE would, and moves its processes there from
+	// the NodeManager pod's cgroup at their exec.
+	// owner: koordlet-yarn
+	// alpha: v0.1
+	YARNContainerCgroups featuregate.Feature = "YARNContainerCgroups"
+
 	// YARNResctrlQoS puts every YARN container's tasks into koordlet's
 	// resctrl BE group (L3 CAT / MBA).
 	// owner: koordlet-yarn
@@ -135,6 +144,7 @@ var Specs = map[featuregate.Feature]featuregate.FeatureSpec{
 	YARNMemoryQoS:          {Default: false, PreRelease: featuregate.Alpha},
 	YARNResctrlQoS:         {Default: false, PreRelease: featuregate.Alpha},
 	YARNMemoryCgroup:       {Default: false, PreRelease: featuregate.Alpha},
+	YARNContainerCgroups:   {Default: false, PreRelease: featuregate.Alpha},
 	YARNBatchLedger:        {Default: false, PreRelease: featuregate.Alpha},
 	YARNRMNodeResourceSync: {Default: false, PreRelease: featuregate.Alpha},
 	YARNAllocatableEvict:   {Default: false, PreRelease: featuregate.Alpha},

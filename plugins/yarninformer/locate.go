@@ -18,6 +18,8 @@ type nmPod struct {
 	Endpoint        string
 	// NodeID is the pod's yarn.hadoop.apache.org/node-id annotation.
 	NodeID string
+	// Pod is the pod itself.
+	Pod *corev1.Pod
 }
 
 // String returns namespace/name, or "" when the endpoint came from a flag.
@@ -69,6 +71,7 @@ func locateNM(pods []*statesinformer.PodMeta, sel labels.Selector, port int) (nm
 		Name:      best.Name,
 		Endpoint:  "http://" + net.JoinHostPort(ip, strconv.Itoa(port)),
 		NodeID:    best.Annotations[NodeIDAnnotation],
+		Pod:       best,
 	}, nil
 }
 

@@ -1,0 +1,682 @@
+// Package yarnadopt makes YARN containers that YARN gives no cgroup
+// first-class: the DefaultContainerExecutor, an LCE without resource
+// handlers, and every Hadoop before 3.5 on a cgroup v2 node leave each
+// container's processes in the NodeManager pod's own cgroup. A process
+// there whose environment holds the CONTAINER_ID of a container the
+// NodeManager lists (or whose nearest such ancestor does) is that
+// container's; koordlet makes the container the cgroup the LCE would have
+// made (v1: cpu, cpuacct, memory; v2: one unified directory with cpu,
+// cpuset, io, memory, pids) below the YARN hierarchy, marked as its own,
+// and moves the process in, verified through a pidfd, at its exec (an
+// eBPF program on sched_process_exec filtered in the kernel to the NM
+// pod's cgroups) or at the next scan of those cgroups. From there every
+// other feature finds the container as it finds the LCE's. Gate
+// YARNContainerCgroups.
+//
+// Safety: only processes in the NM pod's cgroups are looked at, only those
+// proven to be a listed container's are moved, the NM itself and anything
+// else stays where the runtime put it. Nothing is frozen, stopped or
+// killed; with the gate off, or koordlet gone, the containers run on where
+// they are. A directory is removed only when it carries the marker, holds
+// no process and its container is gone.
+package yarnadopt
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/procfs"
+	"golang.org/x/sys/unix"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/klog/v2"
+
+	koordletutil "github.com/koordinator-sh/koordinator/pkg/koordlet/util"
+
+	"github.com/koordlet-yarn/koordlet-yarn/framework/cgroups"
+	"github.com/koordlet-yarn/koordlet-yarn/framework/features"
+	"github.com/koordlet-yarn/koordlet-yarn/framework/store"
+	"github.com/koordlet-yarn/koordlet-yarn/framework/yarn"
+)
+
+// DefaultScanInterval is how often the NodeManager pod's cgroups are
+// scanned for container processes the exec watch did not report (or
+// without it), and finished containers' cgroups removed.
+const DefaultScanInterval = time.Second
+
+// nmListMinInterval bounds the NodeManager lists asked for on demand (a
+// process names a container the store does not know yet).
+const nmListMinInterval = 200 * time.Millisecond
+
+// Options wire the adopter.
+type Options struct {
+	Store *store.Store
+	// Hierarchy returns the YARN hierarchy once known.
+	Hierarchy func() (cgroups.Hierarchy, bool)
+	// NMPod returns the NodeManager pod (nil when none is known).
+	NMPod func() *corev1.Pod
+	// ListNM lists the NodeManager's containers now (nil: the store only).
+	ListNM func(ctx context.Context) ([]yarn.NMContainer, error)
+	// ScanInterval, see DefaultScanInterval.
+	ScanInterval time.Duration
+	// Registerer receives the adopter's metrics (nil: none).
+	Registerer prometheus.Registerer
+	// Now is time.Now; tests may pin it.
+	Now func() time.Time
+	// openExec opens the exec watch (tests inject one; nil: eBPF).
+	openExec func() (execSource, error)
+}
+
+// execSource is the exec watch (ExecWatch, or a test's).
+type execSource interface {
+	Watch(CgroupKey) error
+	Unwatch(CgroupKey) error
+	Read() (ExecEvent, error)
+	Lost() (uint64, error)
+	Close()
+}
+
+// Adoption is what koordlet did for one container (GET /yarn/containers).
+type Adoption struct {
+	// CgroupMadeAt is when koordlet made the container's cgroup.
+	CgroupMadeAt time.Time `json:"cgroupMadeAt"`
+	// Cgroup is its directory relative to the mount root.
+	Cgroup string `json:"cgroup"`
+	// ProcessesMoved counts the processes koordlet moved in.
+	ProcessesMoved int `json:"processesMoved"`
+	// MemoryChargedToNodeManagerBytes is the memory its processes held
+	// (RssAnon + RssShmem) when they were moved: charged to the
+	// NodeManager pod's cgroup, where it stays on cgroup v2 and on kernels
+	// that no longer move charges.
+	MemoryChargedToNodeManagerBytes int64 `json:"memoryChargedToNodeManagerBytes"`
+	// LaunchToCgroupNanos is from the exec of its first process to that
+	// process in the container's cgroup (exec watch only).
+	LaunchToCgroupNanos int64 `json:"launchToCgroupNanos,omitempty"`
+}
+
+// Status is the adopter's state (GET /yarn/containers).
+type Status struct {
+	// Layout is what YARN does with container cgroups on this node.
+	Layout Layout `json:"layout"`
+	// Detection is how container processes are found: "ebpf" (at exec,
+	// with the scan behind it) or "scan".
+	Detection    string              `json:"detection"`
+	NodeManager  string              `json:"nodeManagerCgroup,omitempty"`
+	Error        string              `json:"error,omitempty"`
+	Containers   map[string]Adoption `json:"containers"`
+	ScanInterval time.Duration       `json:"scanIntervalNanos"`
+}
+
+// Adopter is the YARN container cgroup loop.
+type Adopter struct {
+	opts    Options
+	env     *cgroups.EnvironReader
+	writer  *procsWriter
+	metrics *metrics
+
+	mu sync.Mutex
+	// envs caches each process's CONTAINER_ID, read once per process.
+	envs map[procKey]string
+	// adoptions by container id.
+	adoptions map[string]*Adoption
+	// pod is the NM pod's cgroup (relative) and its uid.
+	podDir, podUID string
+	watched        map[CgroupKey]bool
+	exec           execSource
+	detection      string
+	layout         Layout
+	lastErr        string
+	logged         map[string]bool
+	// nmSeen holds the live containers of the last on-demand NM list.
+	nmSeen   map[string]bool
+	nmListAt time.Time
+	fs       procfs.FS
+	fsRoot   string
+}
+
+type procKey struct {
+	pid   int
+	start int64
+}
+
+// New returns the adopter; it registers its metrics on opts.Registerer.
+func New(opts Options) *Adopter {
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	if opts.ScanInterval <= 0 {
+		opts.ScanInterval = DefaultScanInterval
+	}
+	return &Adopter{opts: opts, env: cgroups.NewEnvironReader(), metrics: newMetrics(opts.Registerer),
+		envs: map[procKey]string{}, adoptions: map[string]*Adoption{}, watched: map[CgroupKey]bool{},
+		logged: map[string]bool{}, detection: "scan", layout: LayoutUnknown}
+}
+
+// Name names the loop.
+func (a *Adopter) Name() string { return "YARN container cgroups" }
+
+// Enabled is the gate YARNContainerCgroups.
+func (a *Adopter) Enabled() bool { return features.Enabled(features.YARNContainerCgroups) }
+
+// SetScanInterval sets the scan; call it before Run.
+func (a *Adopter) SetScanInterval(d time.Duration) {
+	if d > 0 {
+		a.opts.ScanInterval = d
+	}
+}
+
+// Run opens the exec watch (the scan alone when it cannot), then adopts at
+// every exec and scan until stopCh closes. It returns at once.
+func (a *Adopter) Run(stopCh <-chan struct{}) {
+	go a.run(stopCh)
+}
+
+func (a *Adopter) run(stopCh <-chan struct{}) {
+	h, ok := a.waitHierarchy(stopCh)
+	if !ok {
+		return
+	}
+	w, err := newProcsWriter(h.ProcRoot, h.V2)
+	if err != nil {
+		klog.Errorf("yarn: YARNContainerCgroups cannot move processes on this cgroup v2 node: %v; no container gets a cgroup", err)
+		a.setErr(err.Error())
+		return
+	}
+	a.writer = w
+	open := a.opts.openExec
+	if open == nil {
+		open = func() (execSource, error) { return OpenExecWatch() }
+	}
+	events := make(chan ExecEvent, 256)
+	if src, err := open(); err != nil {
+		klog.Infof("yarn: YARNContainerCgroups: no eBPF exec watch on this node (%v); container processes are found by a scan of the NodeManager pod's cgroups every %v", err, a.opts.ScanInterval)
+	} else {
+		a.mu.Lock()
+		a.exec, a.detection = src, "ebpf"
+		a.mu.Unlock()
+		go func() {
+			for {
+				ev, err := src.Read()
+				if err != nil {
+					if errors.Is(err, os.ErrClosed) {
+						close(events)
+						return
+					}
+					klog.V(2).Infof("yarn: exec watch: %v", err)
+					continue
+				}
+				events <- ev
+			}
+		}()
+		defer src.Close()
+		klog.Infof("yarn: YARNContainerCgroups: container processes are found at their exec (eBPF), with a scan of the NodeManager pod's cgroups every %v behind it", a.opts.ScanInterval)
+	}
+	unsubscribe := a.opts.Store.Subscribe("yarn-adopt", func(ev store.Event) {
+		if ev.Type == store.Removed && ev.Container != nil {
+			a.mu.Lock()
+			a.removeIfDone(h, ev.Container.Name)
+			a.mu.Unlock()
+		}
+	})
+	defer unsubscribe()
+	a.Scan()
+	ticker := time.NewTicker(a.opts.ScanInterval)
+	defer ticker.Stop()
+	for {
+		select {
+		case <-stopCh:
+			return
+		case ev, ok := <-events:
+			if !ok {
+				events = nil
+				continue
+			}
+			a.OnExec(ev)
+		case <-ticker.C:
+			a.Scan()
+		}
+	}
+}
+
+// waitHierarchy waits for the YARN hierarchy to be known.
+func (a *Adopter) waitHierarchy(stopCh <-chan struct{}) (cgroups.Hierarchy, bool) {
+	for {
+		if a.opts.Hierarchy != nil {
+			if h, ok := a.opts.Hierarchy(); ok {
+				return h, true
+			}
+		}
+		select {
+		case <-stopCh:
+			return cgroups.Hierarchy{}, false
+		case <-time.After(a.opts.ScanInterval):
+		}
+	}
+}
+
+func (a *Adopter) setErr(s string) {
+	a.mu.Lock()
+	a.lastErr = s
+	a.mu.Unlock()
+}
+
+// logOnce logs a line once per key.
+func (a *Adopter) logOnce(key string, f func()) {
+	if !a.logged[key] {
+		a.logged[key] = true
+		f()
+	}
+}
+
+// OnExec handles one exec in the NodeManager pod's cgroups: the process
+// (and its ancestors in the pod) are classified and, when a listed
+// container's, moved at once.
+func (a *Adopter) OnExec(ev ExecEvent) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	h, ok := a.opts.Hierarchy()
+	if !ok || a.podDir == "" {
+		return
+	}
+	a.adopt(h, []int{ev.Pid}, true, ev.KtimeNs)
+}
+
+// Scan refreshes the NodeManager pod's cgroups (and the exec watch's
+// filter), adopts every container process found there, removes the
+// cgroups of finished containers and tells the layout.
+func (a *Adopter) Scan() {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	h, ok := a.opts.Hierarchy()
+	if !ok {
+		return
+	}
+	if a.writer == nil {
+		w, err := newProcsWriter(h.ProcRoot, h.V2)
+		if err != nil {
+			return
+		}
+		a.writer = w
+	}
+	dirs := a.refreshPod(h)
+	var pids []int
+	for _, d := range dirs {
+		ps, err := cgroups.ReadPids(h.AbsDir(a.scanController(), d))
+		if err == nil {
+			pids = append(pids, ps...)
+		}
+	}
+	if len(pids) > 0 {
+		a.adopt(h, pids, false, 0)
+	}
+	a.forgetExited(pids)
+	for _, name := range ourLeaves(h) {
+		a.removeIfDone(h, name)
+	}
+	a.detectLayout(h)
+}
+
+// scanController is the hierarchy the pod's processes are listed in.
+func (a *Adopter) scanController() cgroups.Controller { return cgroups.CPU }
+
+// refreshPod finds the NM pod's cgroup and its subtree (relative dirs) and
+// points the exec watch at them.
+func (a *Adopter) refreshPod(h cgroups.Hierarchy) []string {
+	var pod *corev1.Pod
+	if a.opts.NMPod != nil {
+		pod = a.opts.NMPod()
+	}
+	if pod == nil {
+		a.logOnce("no-pod", func() {
+			klog.Infof("yarn: YARNContainerCgroups: no NodeManager pod known (--yarn-nm-pod-selector); container processes are looked for once it runs")
+		})
+		a.podDir, a.podUID = "", ""
+		a.setWatched(nil)
+		return nil
+	}
+	dir := koordletutil.GetPodCgroupParentDir(pod)
+	if dir != a.podDir {
+		klog.Infof("yarn: YARNContainerCgroups: looking for YARN container processes in the NodeManager pod %s/%s's cgroup %s", pod.Namespace, pod.Name, dir)
+		a.podDir, a.podUID = dir, string(pod.UID)
+	}
+	root := h.AbsDir(a.scanController(), dir)
+	var dirs []string
+	_ = filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || !d.IsDir() {
+			return nil
+		}
+		if rel, err := filepath.Rel(h.AbsDir(a.scanController(), ""), p); err == nil {
+			dirs = append(dirs, rel)
+		}
+		return nil
+	})
+	if a.exec != nil {
+		hid, err := cgroups.HierarchyID(h, a.scanController())
+		if err != nil {
+			a.logOnce("hid", func() { klog.Warningf("yarn: YARNContainerCgroups: exec watch: %v; the scan alone finds container processes", err) })
+			a.setWatched(nil)
+		} else {
+			keys := map[CgroupKey]bool{}
+			for _, d := range dirs {
+				var st unix.Stat_t
+				if unix.Stat(h.AbsDir(a.scanController(), d), &st) == nil {
+					keys[CgroupKey{HierarchyID: hid, ID: st.Ino}] = true
+				}
+			}
+			a.setWatched(keys)
+		}
+	}
+	return dirs
+}
+
+// setWatched makes the exec watch's filter keys.
+func (a *Adopter) setWatched(keys map[CgroupKey]bool) {
+	if a.exec == nil {
+		return
+	}
+	for k := range a.watched {
+		if !keys[k] {
+			if err := a.exec.Unwatch(k); err == nil {
+				delete(a.watched, k)
+			}
+		}
+	}
+	for k := range keys {
+		if !a.watched[k] {
+			if err := a.exec.Watch(k); err != nil {
+				klog.V(2).Infof("yarn: %v", err)
+				continue
+			}
+			a.watched[k] = true
+		}
+	}
+}
+
+// inPod reports whether the relative cgroup dir is the NM pod's or below.
+func (a *Adopter) inPod(dir string) bool {
+	return a.podDir != "" && (dir == a.podDir || strings.HasPrefix(dir, a.podDir+"/"))
+}
+
+// procfs returns the proc file system of the hierarchy's proc root.
+func (a *Adopter) procFS(h cgroups.Hierarchy) (procfs.FS, error) {
+	if a.fsRoot != h.ProcRoot || a.fs == (procfs.FS{}) {
+		fs, err := procfs.NewFS(h.ProcRoot)
+		if err != nil {
+			return procfs.FS{}, err
+		}
+		a.fs, a.fsRoot = fs, h.ProcRoot
+	}
+	return a.fs, nil
+}
+
+// observed is a process pinned and read.
+type observed struct {
+	p    *pinned
+	proc Proc
+	from []string // its cgroup per leaf controller (in the pod)
+	rss  int64
+}
+
+// maxAncestors bounds the parents followed from an exec'd process.
+const maxAncestors = 32
+
+// adopt classifies pids (and, from an exec, their ancestors in the pod)
+// and moves the processes of listed containers into their cgroups.
+func (a *Adopter) adopt(h cgroups.Hierarchy, pids []int, fromExec bool, ktime uint64) {
+	pfs, err := a.procFS(h)
+	if err != nil {
+		return
+	}
+	_, ctrls := leafDirs(h, "container_0_0_0_0")
+	seen := map[int]*observed{}
+	defer func() {
+		for _, o := range seen {
+			if o != nil {
+				o.p.release()
+			}
+		}
+	}()
+	procs := map[int]Proc{}
+	var observe func(pid, depth int)
+	observe = func(pid, depth int) {
+		if _, ok := seen[pid]; ok || pid <= 1 {
+			return
+		}
+		seen[pid] = nil
+		o := a.observe(h, pfs, pid, ctrls)
+		if o == nil {
+			return
+		}
+		seen[pid] = o
+		procs[pid] = o.proc
+		if fromExec && o.proc.EnvID == "" && depth < maxAncestors {
+			observe(o.proc.PPid, depth+1)
+		}
+	}
+	for _, pid := range pids {
+		observe(pid, 0)
+	}
+	assigned := Assign(procs, a.listed)
+	if len(assigned) == 0 {
+		return
+	}
+	// Ordered: a parent before its children (lower pids first is a fair
+	// approximation; a child forked after its parent moved is born there).
+	order := make([]int, 0, len(assigned))
+	for pid := range assigned {
+		order = append(order, pid)
+	}
+	sort.Ints(order)
+	for _, pid := range order {
+		name := assigned[pid]
+		o := seen[pid]
+		dirs, err := ensureLeaf(h, name)
+		if err != nil {
+			a.logOnce("leaf:"+name, func() { klog.Warningf("yarn: no cgroup for YARN container %s: %v", name, err) })
+			a.lastErr = err.Error()
+			continue
+		}
+		r := a.move(h, o.p, name, dirs, ctrls, o.from)
+		a.metrics.moves.WithLabelValues(r).Inc()
+		if r != ResultMoved {
+			continue
+		}
+		ad := a.adoptions[name]
+		if ad == nil {
+			ad = &Adoption{CgroupMadeAt: a.opts.Now(), Cgroup: h.ContainerRelDir(name)}
+			a.adoptions[name] = ad
+			if fromExec && ktime > 0 {
+				var ts unix.Timespec
+				if unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts) == nil {
+					d := time.Duration(ts.Nano() - int64(ktime))
+					if d >= 0 {
+						ad.LaunchToCgroupNanos = int64(d)
+						a.metrics.launch.Observe(d.Seconds())
+					}
+				}
+			}
+			klog.V(2).Infof("yarn: YARN container %s runs without a cgroup of YARN's: koordlet made %s and moved its process %d in", name, ad.Cgroup, pid)
+		}
+		ad.ProcessesMoved++
+		ad.MemoryChargedToNodeManagerBytes += o.rss
+		a.metrics.charged.Add(float64(o.rss))
+	}
+}
+
+// observe pins pid, checks it is in the NM pod's cgroups, and reads its
+// parent, start time, memory and CONTAINER_ID (the environment once per
+// process, bounded); nil when it is gone, elsewhere or unreadable now.
+func (a *Adopter) observe(h cgroups.Hierarchy, pfs procfs.FS, pid int, ctrls []cgroups.Controller) *observed {
+	p, err := pin(h.ProcRoot, pid)
+	if err != nil {
+		return nil
+	}
+	from := make([]string, len(ctrls))
+	for i, c := range ctrls {
+		d, ok := h.PathOf(pid, c)
+		if !ok || !a.inPod(d) {
+			p.release()
+			return nil
+		}
+		from[i] = d
+	}
+	proc, err := pfs.Proc(pid)
+	if err != nil {
+		p.release()
+		return nil
+	}
+	st, err := proc.Stat()
+	if err != nil || int64(st.Starttime) != p.start {
+		p.release()
+		return nil
+	}
+	key := procKey{pid: pid, start: p.start}
+	id, ok := a.envs[key]
+	if !ok {
+		id, err = a.env.ContainerID(h.ProcRoot, pid)
+		if err != nil {
+			if !errors.Is(err, unix.ESRCH) && !errors.Is(err, os.ErrNotExist) {
+				klog.V(4).Infof("yarn: environment of %d: %v", pid, err)
+			}
+			p.release()
+			return nil // read again at the next scan or exec
+		}
+		if id != "" && !yarn.IsCanonical(id) {
+			if cid, perr := yarn.ParseContainerID(id); perr != nil {
+				klog.V(4).Infof("yarn: process %d names CONTAINER_ID %q, not a YARN container id: left alone", pid, id)
+				id = ""
+			} else {
+				id = cid.String()
+			}
+		}
+		if !p.alive() {
+			p.release()
+			return nil // the environment may have been another process's
+		}
+		a.envs[key] = id
+	}
+	var rss int64
+	if s, err := proc.NewStatus(); err == nil {
+		rss = int64(s.RssAnon + s.RssShmem)
+	}
+	return &observed{p: p, proc: Proc{Pid: pid, PPid: st.PPID, EnvID: id}, from: from, rss: rss}
+}
+
+// forgetExited drops the cached environments of processes no longer in
+// the pod (they exited or were moved).
+func (a *Adopter) forgetExited(pids []int) {
+	live := make(map[int]bool, len(pids))
+	for _, p := range pids {
+		live[p] = true
+	}
+	for k := range a.envs {
+		if !live[k.pid] {
+			delete(a.envs, k)
+		}
+	}
+}
+
+// listed reports whether the NodeManager lists container id as not
+// finished: from the store, else from a list asked for now.
+func (a *Adopter) listed(id string) bool {
+	if !yarn.IsCanonical(id) {
+		return false
+	}
+	if c, ok := a.opts.Store.Get(id); ok && c.State != "" {
+		return !yarn.IsTerminalState(c.State)
+	}
+	if a.nmSeen[id] {
+		return true
+	}
+	if a.opts.ListNM == nil || a.opts.Now().Sub(a.nmListAt) < nmListMinInterval {
+		return false
+	}
+	a.nmListAt = a.opts.Now()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	list, err := a.opts.ListNM(ctx)
+	if err != nil {
+		klog.V(3).Infof("yarn: list the NodeManager's containers for %s: %v", id, err)
+		return false
+	}
+	a.nmSeen = make(map[string]bool, len(list))
+	for _, c := range list {
+		if !yarn.IsTerminalState(c.State) {
+			a.nmSeen[c.ID.String()] = true
+		}
+	}
+	return a.nmSeen[id]
+}
+
+// removeIfDone removes the cgroup koordlet made for container name once
+// the container is gone (not listed, or finished) and the cgroup empty.
+func (a *Adopter) removeIfDone(h cgroups.Hierarchy, name string) {
+	if !yarn.IsCanonical(name) {
+		return
+	}
+	if c, ok := a.opts.Store.Get(name); ok && c.Source&store.SourceNM != 0 && !yarn.IsTerminalState(c.State) {
+		return // the NodeManager still lists it running (an empty cgroup is refilled at its next process)
+	}
+	gone, err := removeLeaf(h, name)
+	if err != nil {
+		klog.V(4).Infof("yarn: cgroup of the finished container %s not removed yet: %v", name, err)
+		return
+	}
+	if gone {
+		if _, ok := a.adoptions[name]; ok {
+			klog.V(2).Infof("yarn: removed the cgroup koordlet made for the finished YARN container %s", name)
+		}
+		delete(a.adoptions, name)
+	}
+}
+
+// Status returns the adopter's state.
+func (a *Adopter) Status() Status {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	s := Status{Layout: a.layout, Detection: a.detection, NodeManager: a.podDir, Error: a.lastErr,
+		Containers: make(map[string]Adoption, len(a.adoptions)), ScanInterval: a.opts.ScanInterval}
+	for n, ad := range a.adoptions {
+		s.Containers[n] = *ad
+	}
+	return s
+}
+
+// RestoreDisabled runs with the gate off: it removes the empty cgroups an
+// earlier koordlet made for containers that are gone. Containers still in
+// theirs run on there: nothing is moved back, frozen or killed.
+func (a *Adopter) RestoreDisabled() int {
+	if a.opts.Hierarchy == nil {
+		return 0
+	}
+	h, ok := a.opts.Hierarchy()
+	if !ok {
+		return 0
+	}
+	n, kept := 0, 0
+	for _, name := range ourLeaves(h) {
+		if gone, err := removeLeaf(h, name); err == nil && gone {
+			n++
+		} else {
+			kept++
+		}
+	}
+	if kept > 0 {
+		klog.Infof("yarn: YARNContainerCgroups is off: %d container(s) still run in the cgroups an earlier koordlet made for them; they stay there (the cgroups go when they are empty and the gate is on again, or by hand)", kept)
+	}
+	return n
+}
+
+// String describes the adopter for logs.
+func (a *Adopter) String() string {
+	s := a.Status()
+	return fmt.Sprintf("layout %s, detection %s, %d containers given a cgroup", s.Layout, s.Detection, len(s.Containers))
+}

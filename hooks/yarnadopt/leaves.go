@@ -1,0 +1,196 @@
+package yarnadopt
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/koordlet-yarn/koordlet-yarn/framework/cgroups"
+)
+
+// Marker is the trusted xattr on every cgroup directory koordlet makes for
+// a YARN container (and on the YARN hierarchy when koordlet made it): a
+// directory without it is YARN's or someone else's and is never removed.
+const Marker = "trusted.koordlet-yarn.container-cgroup"
+
+const markerValue = "1"
+
+// leafControllers are the controllers a container's cgroup is made in: on
+// cgroup v1 cpu, cpuacct and memory (what the LinuxContainerExecutor makes
+// with its CPU and memory handlers); on v2 one unified directory (CPU
+// stands for it).
+func leafControllers(h cgroups.Hierarchy) []cgroups.Controller {
+	if h.V2 {
+		return []cgroups.Controller{cgroups.CPU}
+	}
+	return []cgroups.Controller{cgroups.Memory, cgroups.CPU, cgroups.CPUAcct}
+}
+
+// V2Controllers are the controllers enabled for the containers on the YARN
+// hierarchy (its cgroup.subtree_control) on cgroup v2, those the hierarchy
+// has: Hadoop 3.5's v2 handler's (cpu, memory, io, pids) and cpuset, whose
+// cpuset.cpus.effective koordlet's BE collectors read in every container.
+var V2Controllers = []string{"cpu", "cpuset", "io", "memory", "pids"}
+
+// leafDirs returns the container's directories, one per distinct
+// hierarchy (co-mounted cpu,cpuacct share one), with their controller.
+func leafDirs(h cgroups.Hierarchy, name string) (dirs []string, ctrls []cgroups.Controller) {
+	seen := map[string]bool{}
+	for _, c := range leafControllers(h) {
+		d := h.AbsDir(c, h.ContainerRelDir(name))
+		key := d
+		if r, err := filepath.EvalSymlinks(filepath.Dir(d)); err == nil {
+			key = filepath.Join(r, name)
+		}
+		if seen[key] {
+			continue
+		}
+		seen[key] = true
+		dirs = append(dirs, d)
+		ctrls = append(ctrls, c)
+	}
+	return dirs, ctrls
+}
+
+// marked reports whether dir carries the marker; the error is the stat's.
+func marked(dir string) (bool, error) {
+	if _, err := os.Stat(dir); err != nil {
+		return false, err
+	}
+	buf := make([]byte, 8)
+	n, err := unix.Getxattr(dir, Marker, buf)
+	if err != nil {
+		return false, nil
+	}
+	return string(buf[:n]) == markerValue, nil
+}
+
+// mkdirMarked makes dir and marks it; a directory that cannot be marked is
+// removed again. exists reports a directory that was there already.
+func mkdirMarked(dir string) (exists bool, err error) {
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		if errors.Is(err, os.ErrExist) {
+			return true, nil
+		}
+		return false, err
+	}
+	if err := unix.Setxattr(dir, Marker, []byte(markerValue), 0); err != nil {
+		_ = unix.Rmdir(dir)
+		return false, fmt.Errorf("mark %s (xattr %s): %w; without a marker koordlet could not tell its cgroups from YARN's, so it makes none", dir, Marker, err)
+	}
+	return false, nil
+}
+
+// errNotOurs: the container's directory exists without the marker: YARN
+// (or someone) made it, and koordlet neither fills nor removes it.
+var errNotOurs = errors.New("exists and was not made by koordlet")
+
+// ensureLeaf makes the container's cgroup in every leaf controller (and the
+// YARN hierarchy where it is missing, marked). On v2 it enables
+// V2Controllers on the hierarchy for its children first. It returns the
+// directories.
+func ensureLeaf(h cgroups.Hierarchy, name string) ([]string, error) {
+	dirs, ctrls := leafDirs(h, name)
+	for i, d := range dirs {
+		root := h.RootDir(ctrls[i])
+		if _, err := os.Stat(root); errors.Is(err, os.ErrNotExist) {
+			if _, err := os.Stat(filepath.Dir(root)); err != nil {
+				return nil, fmt.Errorf("the parent of the YARN hierarchy %s: %w", root, err)
+			}
+			if _, err := mkdirMarked(root); err != nil {
+				return nil, fmt.Errorf("create the YARN hierarchy: %w", err)
+			}
+		}
+		if h.V2 {
+			if err := enableV2(root); err != nil {
+				return nil, err
+			}
+		}
+		exists, err := mkdirMarked(d)
+		if err != nil {
+			return nil, fmt.Errorf("create the container's cgroup: %w", err)
+		}
+		if exists {
+			if m, err := marked(d); err != nil || !m {
+				return nil, fmt.Errorf("%s: %w", d, errNotOurs)
+			}
+		}
+	}
+	return dirs, nil
+}
+
+// enableV2 enables the V2Controllers the hierarchy root has for its
+// children. Writing "+ctrl" is idempotent; the root holds no process (the
+// kernel refuses otherwise, and the error says so).
+func enableV2(root string) error {
+	avail, err := os.ReadFile(filepath.Join(root, "cgroup.controllers"))
+	if err != nil {
+		return fmt.Errorf("read %s/cgroup.controllers: %w", root, err)
+	}
+	on, err := os.ReadFile(filepath.Join(root, "cgroup.subtree_control"))
+	if err != nil {
+		return fmt.Errorf("read %s/cgroup.subtree_control: %w", root, err)
+	}
+	have := map[string]bool{}
+	for _, c := range strings.Fields(string(avail)) {
+		have[c] = true
+	}
+	enabled := map[string]bool{}
+	for _, c := range strings.Fields(string(on)) {
+		enabled[c] = true
+	}
+	var errs []error
+	for _, c := range V2Controllers {
+		if !have[c] || enabled[c] {
+			continue
+		}
+		if err := os.WriteFile(filepath.Join(root, "cgroup.subtree_control"), []byte("+"+c), 0); err != nil {
+			errs = append(errs, fmt.Errorf("enable %s for the containers of %s: %w", c, root, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// removeLeaf removes the container's marked directories that hold no
+// process; it reports whether none is left. A directory without the
+// marker is never removed.
+func removeLeaf(h cgroups.Hierarchy, name string) (bool, error) {
+	dirs, _ := leafDirs(h, name)
+	left := false
+	var errs []error
+	for _, d := range dirs {
+		m, err := marked(d)
+		if err != nil || !m {
+			continue // gone, or not ours
+		}
+		if err := unix.Rmdir(d); err != nil {
+			left = true
+			errs = append(errs, fmt.Errorf("remove %s: %w", d, err))
+		}
+	}
+	return !left, errors.Join(errs...)
+}
+
+// ourLeaves lists the container names below the hierarchy whose directory
+// (in the first leaf controller) carries the marker.
+func ourLeaves(h cgroups.Hierarchy) []string {
+	root := h.RootDir(leafControllers(h)[0])
+	entries, err := os.ReadDir(root)
+	if err != nil {
+		return nil
+	}
+	var out []string
+	for _, e := range entries {
+		if !e.IsDir() || !strings.HasPrefix(e.Name(), "container_") {
+			continue
+		}
+		if m, err := marked(filepath.Join(root, e.Name())); err == nil && m {
+			out = append(out, e.Name())
+		}
+	}
+	return out
+}
