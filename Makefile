@@ -131,6 +131,14 @@ measure-discovery: deps
 # memory cgroup koordlet made, through eBPF discovery and the store's events,
 # p50/p99/max over MEMCG_CONTAINERS containers (root, cgroup v1).
 MEMCG_CONTAINERS ?= 200
+# YARNContainerCgroups: a container's first exec in the NodeManager pod's
+# cgroup → in the cgroup koordlet made for it, p50/p99/max, and the memory
+# left charged to the NM pod (root; cgroup v1 here, v2 in make measure-v2).
+ADOPT_CONTAINERS ?= 200
+.PHONY: measure-adopt
+measure-adopt: deps
+	KOORDLET_YARN_MEASURE_ADOPT=$(ADOPT_CONTAINERS) $(GO) test ./hooks/yarnadopt -run '^TestMeasureLaunchToCgroup$$' -count=1 -v
+
 .PHONY: measure-memcg
 measure-memcg: deps
 	KOORDLET_YARN_MEASURE_MEMCG=$(MEMCG_CONTAINERS) $(GO) test ./hooks/yarnmemcg -run '^TestMeasureCreateToMoved$$' -count=1 -v

@@ -25,6 +25,7 @@ import (
 	"github.com/koordinator-sh/koordinator/pkg/koordlet/qosmanager/plugins/memoryevict"
 	qmutil "github.com/koordinator-sh/koordinator/pkg/koordlet/qosmanager/plugins/util"
 	"github.com/koordinator-sh/koordinator/pkg/koordlet/statesinformer/impl"
+	koordletutil "github.com/koordinator-sh/koordinator/pkg/koordlet/util"
 
 	"github.com/koordlet-yarn/koordlet-yarn/collectors/cgroupwatch"
 	"github.com/koordlet-yarn/koordlet-yarn/collectors/yarnusage"
@@ -128,7 +129,7 @@ func install(fs *flag.FlagSet, reg prometheus.Registerer) (*Framework, error) {
 	fw.loops = append(fw.loops, fw.Usage, fw.QoS)
 	fw.memcg = yarnmemcg.New(yarnmemcg.Options{Store: fw.Store, Hierarchy: fw.Informer.Hierarchy, Interval: cfg.QoSReconcileInterval, Registerer: reg})
 	fw.loops = append(fw.loops, fw.memcg)
-	fw.adopt = yarnadopt.New(yarnadopt.Options{Store: fw.Store, Hierarchy: fw.Informer.Hierarchy, NMPod: fw.Informer.NodeManagerPod,
+	fw.adopt = yarnadopt.New(yarnadopt.Options{Store: fw.Store, Hierarchy: fw.Informer.Hierarchy, NMPodCgroup: fw.nmPodCgroup,
 		ListNM: fw.Informer.ListNM, ScanInterval: cfg.ContainerCgroupsScanInterval, Registerer: reg})
 	fw.loops = append(fw.loops, fw.adopt)
 
@@ -243,4 +244,14 @@ func (fw *Framework) Validate() error {
 	fw.adopt.SetScanInterval(fw.Config.ContainerCgroupsScanInterval)
 	fw.Watch.SetResyncInterval(fw.Config.ResyncInterval)
 	return nil
+}
+
+// nmPodCgroup is the NodeManager pod's cgroup (relative to the mount root,
+// as koordlet names pod cgroups) and its namespace/name.
+func (fw *Framework) nmPodCgroup() (dir, pod string, ok bool) {
+	p := fw.Informer.NodeManagerPod()
+	if p == nil {
+		return "", "", false
+	}
+	return koordletutil.GetPodCgroupParentDir(p), p.Namespace + "/" + p.Name, true
 }

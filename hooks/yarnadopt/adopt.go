@@ -36,10 +36,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/procfs"
 	"golang.org/x/sys/unix"
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/klog/v2"
-
-	koordletutil "github.com/koordinator-sh/koordinator/pkg/koordlet/util"
 
 	"github.com/koordlet-yarn/koordlet-yarn/framework/cgroups"
 	"github.com/koordlet-yarn/koordlet-yarn/framework/features"
@@ -52,17 +49,24 @@ import (
 // without it), and finished containers' cgroups removed.
 const DefaultScanInterval = time.Second
 
-// nmListMinInterval bounds the NodeManager lists asked for on demand (a
-// process names a container the store does not know yet).
-const nmListMinInterval = 200 * time.Millisecond
+// The NodeManager lists asked for on demand (a process names a container
+// the store does not know yet) are bounded: one at most every
+// nmListMinInterval, and an id the NM did not list is asked for again only
+// after nmMissRetry.
+const (
+	nmListMinInterval = 20 * time.Millisecond
+	nmMissRetry       = time.Second
+)
 
 // Options wire the adopter.
 type Options struct {
 	Store *store.Store
 	// Hierarchy returns the YARN hierarchy once known.
 	Hierarchy func() (cgroups.Hierarchy, bool)
-	// NMPod returns the NodeManager pod (nil when none is known).
-	NMPod func() *corev1.Pod
+	// NMPodCgroup returns the NodeManager pod's cgroup relative to the
+	// mount root (as koordlet names pod cgroups) and the pod's name; ok is
+	// false when no NodeManager pod is known.
+	NMPodCgroup func() (dir, pod string, ok bool)
 	// ListNM lists the NodeManager's containers now (nil: the store only).
 	ListNM func(ctx context.Context) ([]yarn.NMContainer, error)
 	// ScanInterval, see DefaultScanInterval.
@@ -107,7 +111,7 @@ type Status struct {
 	// Layout is what YARN does with container cgroups on this node.
 	Layout Layout `json:"layout"`
 	// Detection is how container processes are found: "ebpf" (at exec,
-	// with the scan behind it) or "scan".
+	// with the scan behind it) or "scan"; "" until the loop runs.
 	Detection    string              `json:"detection"`
 	NodeManager  string              `json:"nodeManagerCgroup,omitempty"`
 	Error        string              `json:"error,omitempty"`
@@ -127,24 +131,29 @@ type Adopter struct {
 	envs map[procKey]string
 	// adoptions by container id.
 	adoptions map[string]*Adoption
-	// pod is the NM pod's cgroup (relative) and its uid.
-	podDir, podUID string
-	watched        map[CgroupKey]bool
-	exec           execSource
-	detection      string
-	layout         Layout
-	lastErr        string
-	logged         map[string]bool
+	// podDir is the NM pod's cgroup (relative).
+	podDir    string
+	watched   map[CgroupKey]bool
+	exec      execSource
+	detection string
+	layout    Layout
+	lastErr   string
+	logged    map[string]bool
 	// nmSeen holds the live containers of the last on-demand NM list.
 	nmSeen   map[string]bool
 	nmListAt time.Time
+	// nmMiss holds when each id the NM did not list was asked for.
+	nmMiss map[string]time.Time
 	fs       procfs.FS
 	fsRoot   string
 }
 
+// procKey names one exec of one process: its pid, start time and
+// environment address (new at every exec).
 type procKey struct {
 	pid   int
 	start int64
+	env   uint64
 }
 
 // New returns the adopter; it registers its metrics on opts.Registerer.
@@ -157,7 +166,7 @@ func New(opts Options) *Adopter {
 	}
 	return &Adopter{opts: opts, env: cgroups.NewEnvironReader(), metrics: newMetrics(opts.Registerer),
 		envs: map[procKey]string{}, adoptions: map[string]*Adoption{}, watched: map[CgroupKey]bool{},
-		logged: map[string]bool{}, detection: "scan", layout: LayoutUnknown}
+		logged: map[string]bool{}, nmMiss: map[string]time.Time{}, layout: LayoutUnknown}
 }
 
 // Name names the loop.
@@ -196,6 +205,9 @@ func (a *Adopter) run(stopCh <-chan struct{}) {
 		open = func() (execSource, error) { return OpenExecWatch() }
 	}
 	events := make(chan ExecEvent, 256)
+	a.mu.Lock()
+	a.detection = "scan"
+	a.mu.Unlock()
 	if src, err := open(); err != nil {
 		klog.Infof("yarn: YARNContainerCgroups: no eBPF exec watch on this node (%v); container processes are found by a scan of the NodeManager pod's cgroups every %v", err, a.opts.ScanInterval)
 	} else {
@@ -330,22 +342,24 @@ func (a *Adopter) scanController() cgroups.Controller { return cgroups.CPU }
 // refreshPod finds the NM pod's cgroup and its subtree (relative dirs) and
 // points the exec watch at them.
 func (a *Adopter) refreshPod(h cgroups.Hierarchy) []string {
-	var pod *corev1.Pod
-	if a.opts.NMPod != nil {
-		pod = a.opts.NMPod()
+	var (
+		dir, pod string
+		ok       bool
+	)
+	if a.opts.NMPodCgroup != nil {
+		dir, pod, ok = a.opts.NMPodCgroup()
 	}
-	if pod == nil {
+	if !ok {
 		a.logOnce("no-pod", func() {
 			klog.Infof("yarn: YARNContainerCgroups: no NodeManager pod known (--yarn-nm-pod-selector); container processes are looked for once it runs")
 		})
-		a.podDir, a.podUID = "", ""
+		a.podDir = ""
 		a.setWatched(nil)
 		return nil
 	}
-	dir := koordletutil.GetPodCgroupParentDir(pod)
 	if dir != a.podDir {
-		klog.Infof("yarn: YARNContainerCgroups: looking for YARN container processes in the NodeManager pod %s/%s's cgroup %s", pod.Namespace, pod.Name, dir)
-		a.podDir, a.podUID = dir, string(pod.UID)
+		klog.Infof("yarn: YARNContainerCgroups: looking for YARN container processes in the NodeManager pod %s's cgroup %s", pod, dir)
+		a.podDir = dir
 	}
 	root := h.AbsDir(a.scanController(), dir)
 	var dirs []string
@@ -361,7 +375,9 @@ func (a *Adopter) refreshPod(h cgroups.Hierarchy) []string {
 	if a.exec != nil {
 		hid, err := cgroups.HierarchyID(h, a.scanController())
 		if err != nil {
-			a.logOnce("hid", func() { klog.Warningf("yarn: YARNContainerCgroups: exec watch: %v; the scan alone finds container processes", err) })
+			a.logOnce("hid", func() {
+				klog.Warningf("yarn: YARNContainerCgroups: exec watch: %v; the scan alone finds container processes", err)
+			})
 			a.setWatched(nil)
 		} else {
 			keys := map[CgroupKey]bool{}
@@ -503,6 +519,9 @@ func (a *Adopter) adopt(h cgroups.Hierarchy, pids []int, fromExec bool, ktime ui
 					}
 				}
 			}
+			if a.layout == LayoutUnknown {
+				a.detectLayout(h)
+			}
 			klog.V(2).Infof("yarn: YARN container %s runs without a cgroup of YARN's: koordlet made %s and moved its process %d in", name, ad.Cgroup, pid)
 		}
 		ad.ProcessesMoved++
@@ -528,17 +547,12 @@ func (a *Adopter) observe(h cgroups.Hierarchy, pfs procfs.FS, pid int, ctrls []c
 		}
 		from[i] = d
 	}
-	proc, err := pfs.Proc(pid)
-	if err != nil {
+	st, err := readStat(h.ProcRoot, pid)
+	if err != nil || st.Start != p.start {
 		p.release()
 		return nil
 	}
-	st, err := proc.Stat()
-	if err != nil || int64(st.Starttime) != p.start {
-		p.release()
-		return nil
-	}
-	key := procKey{pid: pid, start: p.start}
+	key := procKey{pid: pid, start: p.start, env: st.EnvStart}
 	id, ok := a.envs[key]
 	if !ok {
 		id, err = a.env.ContainerID(h.ProcRoot, pid)
@@ -564,10 +578,12 @@ func (a *Adopter) observe(h cgroups.Hierarchy, pfs procfs.FS, pid int, ctrls []c
 		a.envs[key] = id
 	}
 	var rss int64
-	if s, err := proc.NewStatus(); err == nil {
-		rss = int64(s.RssAnon + s.RssShmem)
+	if proc, err := pfs.Proc(pid); err == nil {
+		if s, err := proc.NewStatus(); err == nil {
+			rss = int64(s.RssAnon + s.RssShmem)
+		}
 	}
-	return &observed{p: p, proc: Proc{Pid: pid, PPid: st.PPID, EnvID: id}, from: from, rss: rss}
+	return &observed{p: p, proc: Proc{Pid: pid, PPid: st.PPid, EnvID: id}, from: from, rss: rss}
 }
 
 // forgetExited drops the cached environments of processes no longer in
@@ -596,10 +612,11 @@ func (a *Adopter) listed(id string) bool {
 	if a.nmSeen[id] {
 		return true
 	}
-	if a.opts.ListNM == nil || a.opts.Now().Sub(a.nmListAt) < nmListMinInterval {
+	now := a.opts.Now()
+	if a.opts.ListNM == nil || now.Sub(a.nmListAt) < nmListMinInterval || now.Sub(a.nmMiss[id]) < nmMissRetry {
 		return false
 	}
-	a.nmListAt = a.opts.Now()
+	a.nmListAt = now
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
 	list, err := a.opts.ListNM(ctx)
@@ -612,6 +629,12 @@ func (a *Adopter) listed(id string) bool {
 		if !yarn.IsTerminalState(c.State) {
 			a.nmSeen[c.ID.String()] = true
 		}
+	}
+	if !a.nmSeen[id] {
+		if len(a.nmMiss) > 1024 {
+			a.nmMiss = map[string]time.Time{}
+		}
+		a.nmMiss[id] = now
 	}
 	return a.nmSeen[id]
 }

@@ -74,6 +74,11 @@ func pressureWith(t *testing.T, opts nodebox.Options, ownMemory, ignoreTERM bool
 		// while it holds little (its launch script): launch after.
 		time.Sleep(3 * time.Second)
 	}
+	if opts.Layout.NoYARNCgroups {
+		// koordlet makes the containers' cgroups at their exec once its
+		// loop watches the NM pod.
+		waitAdopter(t, b)
+	}
 	ctx := context.Background()
 	am, err := b.NM.Launch(nmemu.Spec{AppID: 5, Attempt: 1, Sequence: 1, User: "spark", MemoryMB: 512, VCores: 1,
 		Script: "sleep 3600 & " + kerneltest.HelperScript("alloc=32")})

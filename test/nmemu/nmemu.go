@@ -45,8 +45,17 @@ type Config struct {
 	Hierarchy string
 	// Controllers YARN manages (cgroup v1 names); cpu always, memory when
 	// yarn.nodemanager.resource.memory.enabled. On cgroup v2 one "" (the
-	// unified hierarchy), with the controllers in V2Controllers.
+	// unified hierarchy), with the controllers in V2Controllers. Empty:
+	// cpu and memory.
 	Controllers []string
+	// NoContainerCgroups launches the DefaultContainerExecutor's way (also
+	// an LCE without resource handlers, and Hadoop before 3.5 on cgroup
+	// v2): no container cgroups; every container process stays in the NM
+	// pod's cgroup (PodCgroup), its launch wrapper exec'ing the launch
+	// script there (default_container_executor.sh's "exec setsid /bin/bash
+	// launch_container.sh"), and the NM ends a container by signalling its
+	// process group.
+	NoContainerCgroups bool
 	// V2Controllers are the controllers YARN's v2 handler enables for its
 	// containers in the hierarchy's cgroup.subtree_control (those the
 	// hierarchy has); empty: Hadoop 3.5's (cpu, cpuset, io, memory, pids).
@@ -155,7 +164,10 @@ func New(cfg Config) *NM {
 	if cfg.ClusterTimestamp == 0 {
 		cfg.ClusterTimestamp = 1700000000000
 	}
-	if len(cfg.Controllers) == 0 {
+	switch {
+	case cfg.NoContainerCgroups:
+		cfg.Controllers = nil
+	case len(cfg.Controllers) == 0:
 		cfg.Controllers = []string{"cpu", "memory"}
 	}
 	return &NM{cfg: cfg, mode: ModeOK, byID: map[string]*Container{}}
@@ -340,6 +352,12 @@ func (nm *NM) start(c *Container, script string, env []string) error {
 	if nm.cfg.LaunchDelay > 0 {
 		launch += fmt.Sprintf("sleep %.3f; ", nm.cfg.LaunchDelay.Seconds())
 	}
+	if nm.cfg.NoContainerCgroups {
+		// DefaultContainerExecutor: the wrapper execs the launch script
+		// inside the NM pod's cgroup, with the container's environment.
+		launch += "exec sh -c " + shellQuote(script)
+		script = ""
+	}
 	cmd := exec.Command("sh", "-c", launch+script)
 	cmd.Env = env
 	stdin, err := cmd.StdinPipe()
@@ -397,6 +415,11 @@ func (nm *NM) reap(c *Container, dirs []string) {
 				code = ee.ExitCode()
 			}
 		}
+	}
+	if nm.cfg.NoContainerCgroups {
+		// DefaultContainerExecutor: what is left of the container's
+		// process group goes with it (its cgroup is the NM pod's).
+		_ = syscall.Kill(-c.cmd.Process.Pid, syscall.SIGKILL)
 	}
 	for _, dir := range dirs {
 		nm.removeTree(dir)
@@ -544,4 +567,9 @@ func (nm *NM) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 func writeJSON(w http.ResponseWriter, v any) {
 	w.Header().Set("Content-Type", "application/json")
 	_ = json.NewEncoder(w).Encode(v)
+}
+
+// shellQuote quotes s for sh as one word.
+func shellQuote(s string) string {
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }

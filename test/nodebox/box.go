@@ -326,7 +326,7 @@ func Start(ctx context.Context, opts Options) (b *Box, err error) {
 	b.startKubeletWriter()
 
 	nmCfg := nmemu.Config{
-		CgroupRoot: b.cgroupRoot, Hierarchy: l.Hierarchy(), Controllers: l.yarnControllers(),
+		CgroupRoot: b.cgroupRoot, Hierarchy: l.Hierarchy(), Controllers: l.yarnControllers(), NoContainerCgroups: l.NoYARNCgroups,
 		PodCgroup: b.pods["nodemanager"].containerCgroup, PodControllers: b.ctrls(),
 		NodeID: "127.0.0.1:8041",
 		// YARN's launch script runs a moment before it execs the JVM.

@@ -49,6 +49,11 @@ type Layout struct {
 	// one directory per container as Hadoop 3.5's v2 handler makes it,
 	// and points koordlet there.
 	Unified bool
+	// NoYARNCgroups: YARN makes no container cgroups (the
+	// DefaultContainerExecutor, an LCE without resource handlers, Hadoop
+	// before 3.5 on cgroup v2): the containers' processes stay in the NM
+	// pod's cgroup.
+	NoYARNCgroups bool
 	// CoMounted lays a fake root out as most distributions mount cgroup
 	// v1: one "cpu,cpuacct" directory with "cpu" and "cpuacct" symlinks to
 	// it (FakeRoot only: this host mounts them apart).
@@ -63,6 +68,10 @@ var (
 	LayoutUnified  = Layout{Name: "unified", Unified: true}
 	// LayoutUnifiedSystemd is the systemd driver's naming on cgroup v2.
 	LayoutUnifiedSystemd = Layout{Name: "unified-systemd", Unified: true, Systemd: true}
+	// LayoutNoYARNCgroups and LayoutUnifiedNoYARNCgroups: YARN makes no
+	// container cgroups, on cgroup v1 and on v2.
+	LayoutNoYARNCgroups        = Layout{Name: "no-yarn-cgroups", NoYARNCgroups: true}
+	LayoutUnifiedNoYARNCgroups = Layout{Name: "unified-no-yarn-cgroups", Unified: true, NoYARNCgroups: true}
 	// LayoutCoMounted is for a fake root (Options.FakeRoot).
 	LayoutCoMounted = Layout{Name: "co-mounted", CoMounted: true}
 	// LayoutCoMountedCPUOnly is CPU-only YARN on co-mounted cpu,cpuacct
@@ -132,6 +141,8 @@ func (l Layout) controllers() []string {
 // yarnControllers are the controllers YARN makes container cgroups in.
 func (l Layout) yarnControllers() []string {
 	switch {
+	case l.NoYARNCgroups:
+		return nil
 	case l.Unified:
 		return []string{""}
 	case len(l.YARNControllers) > 0:

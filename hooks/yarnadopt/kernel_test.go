@@ -1,0 +1,254 @@
+package yarnadopt
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/koordlet-yarn/koordlet-yarn/framework/cgroups"
+	"github.com/koordlet-yarn/koordlet-yarn/framework/store"
+	"github.com/koordlet-yarn/koordlet-yarn/framework/yarn"
+	"github.com/koordlet-yarn/koordlet-yarn/test/kerneltest"
+)
+
+// node is a test's own piece of the real cgroup tree: a NodeManager pod
+// cgroup and a YARN hierarchy below one unique root, in cpu, cpuacct and
+// memory (cgroup v1) or on the unified hierarchy (a v2 host).
+type node struct {
+	h      cgroups.Hierarchy
+	v2     bool
+	pod    string   // relative
+	podAbs []string // per hierarchy the pod's process cgroup
+	st     *store.Store
+	nm     *fakeNM
+}
+
+// fakeNM is the NodeManager's list for the adopter.
+type fakeNM struct {
+	mu    sync.Mutex
+	ids   map[string]bool
+	calls int
+}
+
+func (f *fakeNM) add(id string) { f.mu.Lock(); f.ids[id] = true; f.mu.Unlock() }
+
+func (f *fakeNM) list(context.Context) ([]yarn.NMContainer, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.calls++
+	var out []yarn.NMContainer
+	for id := range f.ids {
+		cid, err := yarn.ParseContainerID(id)
+		if err == nil {
+			out = append(out, yarn.NMContainer{ID: cid, State: yarn.StateRunning})
+		}
+	}
+	return out, nil
+}
+
+func newNode(t *testing.T) *node {
+	t.Helper()
+	v2 := false
+	if _, err := os.Stat(filepath.Join(kerneltest.CgroupRoot, "cgroup.controllers")); err == nil {
+		v2 = true
+		if os.Geteuid() != 0 {
+			kerneltest.Skip(t, "real-kernel test: needs root to create cgroups")
+		}
+	} else {
+		kerneltest.RequireCgroupV1(t, "cpu", "cpuacct", "memory")
+	}
+	top := kerneltest.UniqueRoot(t)
+	n := &node{v2: v2, pod: top + "/pod-nm", st: store.New(), nm: &fakeNM{ids: map[string]bool{}}}
+	n.h = cgroups.Hierarchy{CgroupRoot: kerneltest.CgroupRoot, ProcRoot: "/proc", V2: v2, Dir: top + "/hadoop-yarn"}
+	ctrls := []string{"memory", "cpu", "cpuacct"}
+	if v2 {
+		ctrls = []string{""}
+	}
+	for _, c := range ctrls {
+		// The pod's processes live in a container cgroup below it, as
+		// with a container runtime.
+		n.podAbs = append(n.podAbs, kerneltest.MakeCgroup(t, c, n.pod+"/nm"))
+		// The YARN hierarchy's parent exists (the besteffort QoS cgroup);
+		// the hierarchy itself is koordlet's to make.
+		kerneltest.MakeCgroup(t, c, top)
+		t.Cleanup(func() { kerneltest.RemoveCgroupTree(t, filepath.Join(kerneltest.CgroupRoot, c, top, "hadoop-yarn")) })
+	}
+	if v2 {
+		enableSubtree(t, filepath.Join(kerneltest.CgroupRoot, top))
+	}
+	return n
+}
+
+// enableSubtree enables every controller dir has for its children.
+func enableSubtree(t *testing.T, dir string) {
+	b, err := os.ReadFile(filepath.Join(dir, "cgroup.controllers"))
+	require.NoError(t, err)
+	for _, c := range strings.Fields(string(b)) {
+		_ = os.WriteFile(filepath.Join(dir, "cgroup.subtree_control"), []byte("+"+c), 0)
+	}
+}
+
+func (n *node) adopter(t *testing.T, withNM bool) *Adopter {
+	opts := Options{Store: n.st, ScanInterval: time.Second,
+		Hierarchy:   func() (cgroups.Hierarchy, bool) { return n.h, true },
+		NMPodCgroup: func() (string, string, bool) { return n.pod, "test/nodemanager", true }}
+	if withNM {
+		opts.ListNM = n.nm.list
+	}
+	return New(opts)
+}
+
+// launch starts a container's process the DefaultContainerExecutor's way:
+// forked outside, moved into the NM pod's cgroups, then its wrapper execs
+// the launch script there with CONTAINER_ID in its environment.
+func (n *node) launch(t *testing.T, id, script string) *kerneltest.Process {
+	p := kerneltest.Start(t, "exec env CONTAINER_ID="+id+" sh -c '"+script+"'", n.podAbs...)
+	require.NoError(t, p.Release())
+	return p
+}
+
+func containerName(seq int) string {
+	return yarn.ContainerID{Epoch: 17, ClusterTimestamp: 1700000000000, AppID: 7, AttemptID: 1, Sequence: int64(seq)}.String()
+}
+
+// TestRealKernelAdopt: on the real kernel, containers launched into the NM
+// pod's cgroup are moved, at their exec, into marked cgroups below the
+// YARN hierarchy; a process naming no listed container and the NM itself
+// stay; the finished container's cgroup is removed.
+func TestRealKernelAdopt(t *testing.T) {
+	n := newNode(t)
+	a := n.adopter(t, true)
+	stop := make(chan struct{})
+	defer close(stop)
+	a.Run(stop)
+	require.Eventually(t, func() bool { s := a.Status(); return s.Detection != "" && s.NodeManager != "" }, 10*time.Second, 10*time.Millisecond)
+
+	nmProc := kerneltest.Start(t, "exec sleep 3600", n.podAbs...) // the NodeManager
+	require.NoError(t, nmProc.Release())
+	c2, c3 := containerName(2), containerName(3)
+	n.nm.add(c2)
+	p2 := n.launch(t, c2, "sleep 3600 & exec sleep 3600")
+	stranger := n.launch(t, containerName(9), "exec sleep 3600") // the NM does not list it
+	require.Eventually(t, func() bool {
+		_, ok := a.Status().Containers[c2]
+		return ok && len(kerneltest.Pids(n.podAbs[0])) == 2
+	}, 10*time.Second, 10*time.Millisecond, "the container's processes moved, the NM and the stranger left: %+v, pod %v", a.Status(), kerneltest.Pids(n.podAbs[0]))
+	for _, ctrl := range leafControllers(n.h) {
+		require.True(t, n.h.Contains(p2.Pid(), ctrl, n.h.ContainerRelDir(c2)), "in its own %s cgroup", ctrl)
+		require.False(t, n.h.Contains(nmProc.Pid(), ctrl, n.h.ContainerRelDir(c2)))
+		require.False(t, n.h.Contains(stranger.Pid(), ctrl, n.h.ContainerRelDir(containerName(9))))
+	}
+	m, err := marked(n.h.AbsDir(cgroups.CPU, n.h.ContainerRelDir(c2)))
+	require.NoError(t, err)
+	require.True(t, m, "koordlet's marker")
+	if n.v2 {
+		on, _ := os.ReadFile(filepath.Join(n.h.RootDir(cgroups.CPU), "cgroup.subtree_control"))
+		for _, c := range []string{"cpu", "memory", "pids"} {
+			require.Contains(t, string(on), c, "the YARN hierarchy enables %s for its containers", c)
+		}
+	}
+	// Scan path: a container launched while the exec watch misses it
+	// (here: before the NM lists it) is moved by the scan once listed.
+	p3 := n.launch(t, c3, "exec sleep 3600")
+	time.Sleep(50 * time.Millisecond)
+	n.nm.add(c3)
+	require.Eventually(t, func() bool { return n.h.Contains(p3.Pid(), cgroups.CPU, n.h.ContainerRelDir(c3)) }, 10*time.Second, 20*time.Millisecond)
+
+	// Finished: the cgroup goes once empty and the NM no longer lists it.
+	killGroup(p3)
+	n.nm.mu.Lock()
+	delete(n.nm.ids, c3)
+	n.nm.mu.Unlock()
+	require.Eventually(t, func() bool {
+		_, err := os.Stat(n.h.AbsDir(cgroups.CPU, n.h.ContainerRelDir(c3)))
+		return os.IsNotExist(err)
+	}, 10*time.Second, 50*time.Millisecond, "the finished container's cgroup is removed")
+}
+
+// measureEnv asks for TestMeasureLaunchToCgroup's figures: the number of
+// containers (make measure-adopt sets it).
+const measureEnv = "KOORDLET_YARN_MEASURE_ADOPT"
+
+// TestMeasureLaunchToCgroup measures on the real kernel, with the running
+// adopter and its exec watch: a container's first exec in the NM pod's
+// cgroup → that process in its own cgroup, and the memory left charged to
+// the NM pod, for a launcher like YARN's (bash running the launch script,
+// which execs the workload). The NM lists each container before its
+// launch, as the real one does (the NM knows a container from
+// startContainers on); "store" has it in koordlet's store already, "nm"
+// asks the NM at the exec.
+func TestMeasureLaunchToCgroup(t *testing.T) {
+	count, _ := strconv.Atoi(os.Getenv(measureEnv))
+	if count <= 0 {
+		count = 5
+	}
+	for _, mode := range []string{"store", "nm"} {
+		t.Run(mode, func(t *testing.T) {
+			n := newNode(t)
+			a := n.adopter(t, true)
+			stop := make(chan struct{})
+			defer close(stop)
+			a.Run(stop)
+			require.Eventually(t, func() bool { s := a.Status(); return s.Detection != "" && s.NodeManager != "" }, 10*time.Second, 10*time.Millisecond)
+			if a.Status().Detection != "ebpf" {
+				kerneltest.Skip(t, "no eBPF exec watch on this kernel: the figure is for the exec path")
+			}
+			var lat []time.Duration
+			var charged []int64
+			byScan := 0
+			for i := 0; i < count; i++ {
+				id := containerName(100 + i)
+				n.nm.add(id)
+				if mode == "store" {
+					cid, _ := yarn.ParseContainerID(id)
+					n.st.Resync(store.Observation{NM: []yarn.NMContainer{{ID: cid, State: yarn.StateRunning}}, NMOK: true, ScanOK: false}, time.Now())
+				}
+				p := n.launch(t, id, "x=1; exec sleep 3600")
+				var ad Adoption
+				require.Eventually(t, func() bool { var ok bool; ad, ok = a.Status().Containers[id]; return ok }, 10*time.Second, time.Millisecond, "container %d: %+v; pod %v", i, a.Status(), kerneltest.Pids(n.podAbs[0]))
+				if ad.LaunchToCgroupNanos > 0 {
+					lat = append(lat, time.Duration(ad.LaunchToCgroupNanos))
+				} else {
+					byScan++
+				}
+				charged = append(charged, ad.MemoryChargedToNodeManagerBytes)
+				killGroup(p)
+				time.Sleep(30 * time.Millisecond)
+			}
+			require.NotEmpty(t, lat)
+			// The periodic scan may reach a container first (it runs
+			// every second, the exec → move window is about a millisecond).
+			require.LessOrEqual(t, byScan, count/10+1, "containers found at their exec")
+			sort.Slice(charged, func(i, j int) bool { return charged[i] < charged[j] })
+			v := "v1"
+			if n.v2 {
+				v = "v2"
+			}
+			fmt.Printf("YARNContainerCgroups, cgroup %s, NM list from %s, %d containers: first exec → in its own cgroup %s (%d moved by the scan first); memory left charged to the NM pod p50 %d KiB, max %d KiB\n",
+				v, mode, count, quantiles(lat), byScan, charged[len(charged)/2]>>10, charged[len(charged)-1]>>10)
+		})
+	}
+}
+
+func quantiles(d []time.Duration) string {
+	sort.Slice(d, func(i, j int) bool { return d[i] < d[j] })
+	r := func(x time.Duration) time.Duration { return x.Round(time.Microsecond) }
+	return fmt.Sprintf("p50 %v, p99 %v, max %v", r(d[len(d)/2]), r(d[len(d)*99/100]), r(d[len(d)-1]))
+}
+
+// killGroup kills a process started by kerneltest.Start and its group.
+func killGroup(p *kerneltest.Process) {
+	_ = syscall.Kill(-p.Pid(), syscall.SIGKILL)
+	_ = p.Cmd.Process.Kill()
+	_ = p.Cmd.Wait()
+}
