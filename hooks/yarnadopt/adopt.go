@@ -144,8 +144,8 @@ type Adopter struct {
 	nmListAt time.Time
 	// nmMiss holds when each id the NM did not list was asked for.
 	nmMiss map[string]time.Time
-	fs       procfs.FS
-	fsRoot   string
+	fs     procfs.FS
+	fsRoot string
 }
 
 // procKey names one exec of one process: its pid, start time and

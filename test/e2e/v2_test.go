@@ -68,6 +68,19 @@ func TestV2(t *testing.T) {
 			t.Run("nothing left behind", func(t *testing.T) { v2NothingLeft(t) })
 		})
 	}
+	// YARN that makes no container cgroups (Hadoop before 3.5 on v2, the
+	// DefaultContainerExecutor): YARNContainerCgroups gives each container
+	// its unified directory, and every feature above works on it.
+	l := nodebox.LayoutUnifiedNoYARNCgroups
+	t.Run(l.Name, func(t *testing.T) {
+		t.Run("adoption, metrics, restart, gate off", func(t *testing.T) { noCgroupsNode(t, l) })
+		t.Run("QoS", func(t *testing.T) { v2NodeWith(t, l, "ebpf", ","+adoptGate) })
+		t.Run("pressure, cgroup namespace", func(t *testing.T) {
+			pressureWith(t, nodebox.Options{Layout: l, KoordletCgroupNS: true,
+				KoordletArgs: []string{pressureGates + ",YARNMemoryEvictTrigger=true," + adoptGate}}, true, true)
+		})
+		t.Run("nothing left behind", func(t *testing.T) { v2NothingLeft(t) })
+	})
 }
 
 // say logs to t and prints on standard error.
@@ -105,12 +118,18 @@ func memoryStat(dir, field string) int64 {
 	return -1
 }
 
-func v2Node(t *testing.T, l nodebox.Layout, wantDiscovery string) {
-	gates := v2Gates
+func v2Node(t *testing.T, l nodebox.Layout, wantDiscovery string) { v2NodeWith(t, l, wantDiscovery, "") }
+
+// v2NodeWith is v2Node with more gates (",Gate=true...").
+func v2NodeWith(t *testing.T, l nodebox.Layout, wantDiscovery, moreGates string) {
+	gates := v2Gates + moreGates
 	if wantDiscovery != "ebpf" {
 		gates += ",YARNEBPFDiscovery=false"
 	}
 	b := startBox(t, nodebox.Options{Layout: l, KoordletArgs: []string{gates, "--yarn-qos-reconcile-interval=1s"}})
+	if l.NoYARNCgroups {
+		waitAdopter(t, b)
+	}
 	resp, err := b.Containers()
 	require.NoError(t, err)
 	assert.Equal(t, "cgroup2", resp.Informer.CgroupVersion, "koordlet detects cgroup v2")
