@@ -139,6 +139,13 @@ ADOPT_CONTAINERS ?= 200
 measure-adopt: deps
 	KOORDLET_YARN_MEASURE_ADOPT=$(ADOPT_CONTAINERS) $(GO) test ./hooks/yarnadopt -run '^TestMeasureLaunchToCgroup$$' -count=1 -v
 
+# The same on a real cgroup v2 kernel, in make test-v2's guest (qemu TCG).
+.PHONY: measure-adopt-v2
+measure-adopt-v2: deps deps-v2
+	@mkdir -p $(V2_MEASURE_BIN)
+	$(GO) test -c -o $(V2_MEASURE_BIN)/yarnadopt.test ./hooks/yarnadopt
+	$(GO) run ./test/v2guest/run -box -memory 4096 -dir $(CURDIR) -- /bin/sh -c 'KOORDLET_YARN_MEASURE_ADOPT=$(ADOPT_CONTAINERS) $(V2_MEASURE_BIN)/yarnadopt.test -test.run "^TestMeasureLaunchToCgroup$$" -test.v'
+
 .PHONY: measure-memcg
 measure-memcg: deps
 	KOORDLET_YARN_MEASURE_MEMCG=$(MEMCG_CONTAINERS) $(GO) test ./hooks/yarnmemcg -run '^TestMeasureCreateToMoved$$' -count=1 -v

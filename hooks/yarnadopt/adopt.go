@@ -447,6 +447,11 @@ const maxAncestors = 32
 // adopt classifies pids (and, from an exec, their ancestors in the pod)
 // and moves the processes of listed containers into their cgroups.
 func (a *Adopter) adopt(h cgroups.Hierarchy, pids []int, fromExec bool, ktime uint64) {
+	if a.layout == LayoutLCE || a.layout == LayoutLCECPUOnly {
+		// YARN makes its containers' cgroups here: a cgroup koordlet made
+		// first would make the LCE's own mkdir fail.
+		return
+	}
 	pfs, err := a.procFS(h)
 	if err != nil {
 		return

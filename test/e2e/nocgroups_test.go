@@ -83,7 +83,7 @@ func procCgroup(pid int, ctrl string) string {
 // the gate off the containers run on where they are and new ones stay in
 // the NM pod; a finished container's cgroup is removed.
 func noCgroupsNode(t *testing.T, l nodebox.Layout) {
-	b := startBox(t, nodebox.Options{Layout: l, KubeletCPUShares: true,
+	b := startBox(t, nodebox.Options{Layout: l, KubeletCPUShares: !l.Unified,
 		KoordletArgs: []string{"--feature-gates=" + adoptGate, "--yarn-resync-interval=2s"}})
 	st := waitAdopter(t, b)
 	say(t, "koordlet finds container processes by %s in %s", st.Detection, st.NodeManager)

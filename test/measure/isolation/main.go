@@ -7,7 +7,9 @@
 // (2) the latency from a container's first process joining its cgroup (the
 // LinuxContainerExecutor writing it into the cgroup's tasks) to that process
 // running SCHED_IDLE, with the node's best discovery source (eBPF here),
-// over many containers. Needs root and cpu.idle (cgroup v1, or v2 in make
+// over many containers; (3) with YARN that makes no container cgroups, LS
+// throughput beside the hogs in the NodeManager pod's cgroup with
+// YARNContainerCgroups off and on. Needs root and cpu.idle (cgroup v1, or v2 in make
 // measure-v2's guest).
 package main
 
@@ -69,8 +71,9 @@ func main() {
 	hogs := flag.Int("hogs", 4, "YARN CPU hogs")
 	window := flag.Duration("window", 3*time.Second, "throughput window")
 	containers := flag.Int("containers", 200, "containers for the latency measurement")
+	noCgroups := flag.Bool("no-yarn-cgroups", true, "also measure YARN without container cgroups (YARNContainerCgroups off and on)")
 	flag.Parse()
-	if err := run(*hogs, *window, *containers); err != nil {
+	if err := run(*hogs, *window, *containers, *noCgroups); err != nil {
 		fmt.Fprintln(os.Stderr, "isolation:", err)
 		os.Exit(1)
 	}
@@ -87,7 +90,7 @@ func (f *fakeInformer) GetNode() *corev1.Node            { return &corev1.Node{}
 func (f *fakeInformer) RegisterCallbacks(statesinformer.RegisterType, string, string, statesinformer.UpdateCbFn) {
 }
 
-func run(hogs int, window time.Duration, containers int) error {
+func run(hogs int, window time.Duration, containers int, noCgroups bool) error {
 	if os.Geteuid() != 0 {
 		return fmt.Errorf("needs root")
 	}
@@ -185,6 +188,14 @@ func run(hogs int, window time.Duration, containers int) error {
 	}
 	fmt.Printf("LS throughput (loop iterations in %v): alone %d; with %d YARN hogs, applier off %d (%.0f%%); applier on (YARN root cpu.idle=1, tasks SCHED_IDLE) %d (%.0f%%)\n",
 		window, alone, hogs, without, 100*float64(without)/float64(alone), with, 100*float64(with)/float64(alone))
+	for _, p := range pids { // the LCE hogs end before the next part
+		_ = syscall.Kill(p, syscall.SIGKILL)
+	}
+	if noCgroups {
+		if err := noYARNCgroups(top, &mine, hogs, window, alone, func() statesinformer.StatesInformer { return &fakeInformer{spec: spec} }); err != nil {
+			return fmt.Errorf("no YARN cgroups: %w", err)
+		}
+	}
 
 	// (2) latency: a container's first process joins its cgroup → that
 	// process runs SCHED_IDLE, with the best discovery source of this node
