@@ -118,7 +118,9 @@ func memoryStat(dir, field string) int64 {
 	return -1
 }
 
-func v2Node(t *testing.T, l nodebox.Layout, wantDiscovery string) { v2NodeWith(t, l, wantDiscovery, "") }
+func v2Node(t *testing.T, l nodebox.Layout, wantDiscovery string) {
+	v2NodeWith(t, l, wantDiscovery, "")
+}
 
 // v2NodeWith is v2Node with more gates (",Gate=true...").
 func v2NodeWith(t *testing.T, l nodebox.Layout, wantDiscovery, moreGates string) {
