@@ -132,7 +132,14 @@ func (a *Applier) Run(stopCh <-chan struct{}) {
 		switch {
 		case ev.Type == store.ResyncNeeded:
 			a.ReconcileAll() // events were dropped: apply to every container
-		case ev.Type == store.Added || (ev.Type == store.Updated && inputsChanged(ev.Previous, ev.Container)):
+		case ev.Type == store.Added:
+			// The root may have been made after Run (by the NodeManager at
+			// its start, or by koordlet for containers YARN gives no
+			// cgroup): its QoS comes with its first container, not a
+			// reconcile later. Unchanged values are not written again.
+			a.ApplyRoot()
+			a.Apply(ev.Container)
+		case ev.Type == store.Updated && inputsChanged(ev.Previous, ev.Container):
 			a.Apply(ev.Container)
 		}
 	})

@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
@@ -88,9 +89,16 @@ func noYARNCgroups(top string, mine *cgtree.Tracker, hogs int, window time.Durat
 	st := store.New()
 	stop := make(chan struct{})
 	defer close(stop)
-	w := cgroupwatch.New(cgroupwatch.Options{Store: st, ResyncInterval: time.Hour, Hierarchy: hier})
+	// As the informer does when the watch finds the YARN root (made here by
+	// the adopter): one scan of the hierarchy into the store.
+	resync := func() {
+		if res, err := cgroups.NewScanner(h).Scan(); err == nil {
+			st.Resync(store.Observation{Scan: res.Containers, ScanOK: true}, time.Now())
+		}
+	}
+	w := cgroupwatch.New(cgroupwatch.Options{Store: st, ResyncInterval: time.Hour, Hierarchy: hier, Resync: resync})
 	w.Run(stop)
-	q := yarnqos.New(yarnqos.Options{Store: st, Interval: time.Second, Hierarchy: func() string { return h.Dir }, StatesInformer: informer})
+	q := yarnqos.New(yarnqos.Options{Store: st, Interval: time.Hour, Hierarchy: func() string { return h.Dir }, StatesInformer: informer})
 	q.Run(stop)
 	list := func(context.Context) ([]yarn.NMContainer, error) {
 		var out []yarn.NMContainer
@@ -115,7 +123,9 @@ func noYARNCgroups(top string, mine *cgtree.Tracker, hogs int, window time.Durat
 				break
 			}
 			if time.Now().After(deadline) {
-				return fmt.Errorf("hog %d not in its own cgroup and SCHED_IDLE within 20s (%s)", pid, a)
+				attr, _ := unix.SchedGetAttr(pid, 0)
+				c, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cgroup", pid))
+				return fmt.Errorf("hog %d not in its own cgroup and SCHED_IDLE within 20s (%s; policy %v; store %d containers; cgroup %s)", pid, a, attr, st.Len(), c)
 			}
 			time.Sleep(10 * time.Millisecond)
 		}
@@ -124,7 +134,8 @@ func noYARNCgroups(top string, mine *cgtree.Tracker, hogs int, window time.Durat
 	if err != nil {
 		return err
 	}
-	fmt.Printf("no YARN cgroups (DefaultContainerExecutor layout): LS throughput alone %d; with %d YARN hogs in the NodeManager pod's cgroup, YARNContainerCgroups off %d (%.0f%%); on (own cgroups, CPU QoS applied) %d (%.0f%%)\n",
-		alone, hogs, without, 100*float64(without)/float64(alone), with, 100*float64(with)/float64(alone))
+	idle, _ := os.ReadFile(filepath.Join(h.RootDir(cgroups.CPU), "cpu.idle"))
+	fmt.Printf("no YARN cgroups (DefaultContainerExecutor layout): LS throughput alone %d; with %d YARN hogs in the NodeManager pod's cgroup, YARNContainerCgroups off %d (%.0f%%); on (own cgroups, YARN root cpu.idle=%s, tasks SCHED_IDLE) %d (%.0f%%)\n",
+		alone, hogs, without, 100*float64(without)/float64(alone), strings.TrimSpace(string(idle)), with, 100*float64(with)/float64(alone))
 	return nil
 }
