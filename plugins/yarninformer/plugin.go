@@ -96,6 +96,10 @@ type Plugin struct {
 	nmBackoff    time.Duration
 	// nodeIDEndpoint is the endpoint whose node info gave the node id.
 	nodeIDEndpoint string
+	// layout is the node layout last logged (see logLayout); noneSeen
+	// counts the resyncs in a row that saw layout "none".
+	layout   string
+	noneSeen int
 
 	statusMu sync.RWMutex
 	status   Status
@@ -286,6 +290,7 @@ func (p *Plugin) Resync(ctx context.Context) (st store.Stats) {
 		s.LastResyncDuration = end.Sub(start)
 		s.Containers = p.store.Len()
 	})
+	p.logLayout()
 	if p.AfterResync != nil {
 		p.AfterResync()
 	}
