@@ -252,3 +252,47 @@ func killGroup(p *kerneltest.Process) {
 	_ = p.Cmd.Process.Kill()
 	_ = p.Cmd.Wait()
 }
+
+// TestRealKernelRestoreDisabled: with the gate off, an empty cgroup
+// koordlet made goes; one with a process stays (the container runs on
+// there); a directory without the marker (YARN's) is never removed.
+func TestRealKernelRestoreDisabled(t *testing.T) {
+	n := newNode(t)
+	a := n.adopter(t, false)
+	empty, busy, yarns := containerName(2), containerName(3), containerName(4)
+	_, err := ensureLeaf(n.h, empty)
+	require.NoError(t, err)
+	dirs, err := ensureLeaf(n.h, busy)
+	require.NoError(t, err)
+	p := kerneltest.Start(t, "exec sleep 3600", dirs...)
+	require.NoError(t, p.Release())
+	for _, c := range leafControllers(n.h) {
+		require.NoError(t, os.Mkdir(n.h.AbsDir(c, n.h.ContainerRelDir(yarns)), 0o755))
+	}
+	require.Equal(t, 1, a.RestoreDisabled())
+	_, err = os.Stat(n.h.AbsDir(cgroups.CPU, n.h.ContainerRelDir(empty)))
+	require.True(t, os.IsNotExist(err), "the empty cgroup koordlet made is removed")
+	require.True(t, n.h.Contains(p.Pid(), cgroups.CPU, n.h.ContainerRelDir(busy)), "the running container stays where it is")
+	_, err = os.Stat(n.h.AbsDir(cgroups.CPU, n.h.ContainerRelDir(yarns)))
+	require.NoError(t, err, "YARN's directory is not koordlet's to remove")
+	// A directory YARN made is never filled either.
+	_, err = ensureLeaf(n.h, yarns)
+	require.ErrorIs(t, err, errNotOurs)
+}
+
+// TestRealKernelNoAdoptionWhereYARNMakesCgroups: once the layout shows
+// YARN's own container cgroups, a process in the NM pod's cgroup naming a
+// listed container is left alone (koordlet's mkdir could beat the LCE's).
+func TestRealKernelNoAdoptionWhereYARNMakesCgroups(t *testing.T) {
+	n := newNode(t)
+	a := n.adopter(t, true)
+	a.layout = LayoutLCE
+	id := containerName(2)
+	n.nm.add(id)
+	p := n.launch(t, id, "exec sleep 3600")
+	time.Sleep(200 * time.Millisecond)
+	a.Scan()
+	require.False(t, n.h.Contains(p.Pid(), cgroups.CPU, n.h.ContainerRelDir(id)))
+	_, err := os.Stat(n.h.AbsDir(cgroups.CPU, n.h.ContainerRelDir(id)))
+	require.True(t, os.IsNotExist(err), "no cgroup made")
+}

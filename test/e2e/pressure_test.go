@@ -130,6 +130,12 @@ func pressureWith(t *testing.T, opts nodebox.Options, ownMemory, ignoreTERM bool
 	select {
 	case <-b.NM.Exited(newest):
 	case <-time.After(60 * time.Second):
+		if resp, err := b.Containers(); err == nil {
+			t.Logf("the newest executor in koordlet's store: %+v", find(resp, newest))
+			if resp.ContainerCgroups != nil {
+				t.Logf("container cgroups: %+v", *resp.ContainerCgroups)
+			}
+		}
 		t.Fatal("koordlet did not evict the newest executor")
 	}
 	c, _ := b.NM.Get(newest)
