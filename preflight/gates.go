@@ -14,7 +14,7 @@ var knownGates = []string{
 	string(features.YARNContainerInformer), string(features.YARNMetricsCollector), string(features.YARNEBPFDiscovery),
 	string(features.YARNBEMemoryEvict), string(features.YARNMemoryEvictTrigger), string(features.YARNBECPUEvict), string(features.YARNAllocatableEvict),
 	string(features.YARNBECPUSuppress), string(features.YARNNodeManagerGuard), string(features.YARNCPUQoS),
-	string(features.YARNMemoryQoS), string(features.YARNMemoryCgroup), string(features.YARNResctrlQoS),
+	string(features.YARNMemoryQoS), string(features.YARNMemoryCgroup), string(features.YARNContainerCgroups), string(features.YARNResctrlQoS),
 	string(features.YARNBatchLedger), string(features.YARNRMNodeResourceSync),
 	string(features.YARNQoSPolicy),
 }
@@ -114,6 +114,15 @@ func gateEffect(g string, f Facts) string {
 			return "nothing: YARN makes memory cgroups itself"
 		}
 		return "makes a memory cgroup per CPU-only container and moves its processes into it"
+	case string(features.YARNContainerCgroups):
+		if f.ManagedFromContainers && len(f.Managed) > 0 {
+			return "nothing: YARN makes its containers' cgroups itself (" + list(f.Managed) + ")"
+		}
+		how := "at their exec (eBPF)"
+		if !f.BTF || (f.EBPFTried && f.EBPFErr != "") {
+			how = "by a scan every --yarn-container-cgroups-scan-interval (no eBPF here)"
+		}
+		return "gives each container YARN made no cgroup for its own below the YARN hierarchy, its processes moved from the NodeManager pod's cgroup " + how
 	case string(features.YARNResctrlQoS):
 		if f.ResctrlBEGroup {
 			return "moves every container's tasks into koordlet's resctrl BE group"

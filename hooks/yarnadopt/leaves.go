@@ -57,17 +57,7 @@ func leafDirs(h cgroups.Hierarchy, name string) (dirs []string, ctrls []cgroups.
 }
 
 // marked reports whether dir carries the marker; the error is the stat's.
-func marked(dir string) (bool, error) {
-	if _, err := os.Stat(dir); err != nil {
-		return false, err
-	}
-	buf := make([]byte, 8)
-	n, err := unix.Getxattr(dir, Marker, buf)
-	if err != nil {
-		return false, nil
-	}
-	return string(buf[:n]) == markerValue, nil
-}
+func marked(dir string) (bool, error) { return cgroups.Marked(dir, Marker, markerValue) }
 
 // mkdirMarked makes dir and marks it; a directory that cannot be marked is
 // removed again. exists reports a directory that was there already.

@@ -6,7 +6,6 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
-	"strconv"
 	"syscall"
 
 	"golang.org/x/sys/unix"
@@ -63,7 +62,7 @@ func newProcsWriter(procRoot string, v2 bool) (*procsWriter, error) {
 		}
 		ready <- nil
 		for r := range w.reqs {
-			r.done <- writeProcs(r.dir, r.pid)
+			r.done <- cgroups.WriteProcs(r.dir, r.pid)
 		}
 	}()
 	if err := <-ready; err != nil {
@@ -84,26 +83,11 @@ func sameNS(a, b string) bool {
 // Write moves pid into dir.
 func (w *procsWriter) Write(dir string, pid int) error {
 	if w.reqs == nil {
-		return writeProcs(dir, pid)
+		return cgroups.WriteProcs(dir, pid)
 	}
 	done := make(chan error, 1)
 	w.reqs <- writeReq{dir: dir, pid: pid, done: done}
 	return <-done
-}
-
-// writeProcs writes one pid into dir/cgroup.procs. A direct write, not
-// koordinator's executor: the executor caches the last value per file and
-// the caller needs the kernel's error per process.
-func writeProcs(dir string, pid int) error {
-	f, err := os.OpenFile(filepath.Join(dir, "cgroup.procs"), os.O_WRONLY, 0)
-	if err != nil {
-		return err
-	}
-	_, err = f.WriteString(strconv.Itoa(pid))
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	return err
 }
 
 // pinned is a process pinned by a pidfd: while the pidfd shows it alive,

@@ -427,23 +427,7 @@ func (a *Applier) mark(dir string) bool {
 
 // marked reports whether dir carries the marker; the error is the stat's
 // (os.IsNotExist when dir is missing).
-func marked(dir string) (bool, error) {
-	if _, err := os.Stat(dir); err != nil {
-		return false, err
-	}
-	buf := make([]byte, 8)
-	n, err := unix.Getxattr(dir, Marker, buf)
-	if err != nil {
-		if errors.Is(err, unix.ENODATA) || errors.Is(err, unix.EOPNOTSUPP) {
-			return false, nil
-		}
-		if errors.Is(err, unix.ENOENT) {
-			return false, err
-		}
-		return false, nil
-	}
-	return string(buf[:n]) == markerValue, nil
-}
+func marked(dir string) (bool, error) { return cgroups.Marked(dir, Marker, markerValue) }
 
 // configure writes the leaf's settings before any process moves in:
 // move_charge_at_immigrate=3 (anon and file pages follow the process, where
@@ -530,7 +514,7 @@ func (a *Applier) moveOne(h cgroups.Hierarchy, name, own string, pid int) string
 		return ResultGone
 	}
 	leaf := h.AbsDir(cgroups.Memory, own)
-	werr := writeProcs(leaf, pid)
+	werr := cgroups.WriteProcs(leaf, pid)
 	if alive() {
 		if h.Contains(pid, cgroups.Memory, own) {
 			recordFrom(leaf, from)
@@ -548,7 +532,7 @@ func (a *Applier) moveOne(h cgroups.Hierarchy, name, own string, pid int) string
 	// checked process's, from, when the creator is unknown).
 	if werr == nil && h.Contains(pid, cgroups.Memory, own) && !h.Contains(pid, cgroups.CPU, own) {
 		back := h.AbsDir(cgroups.Memory, revertTarget(h, pid, from, own))
-		if err := writeProcs(back, pid); err != nil {
+		if err := cgroups.WriteProcs(back, pid); err != nil {
 			klog.Warningf("yarn: pid %d was reused during the move into %s and could not be moved back to %s: %v", pid, leaf, back, err)
 			return ResultFailed
 		}
@@ -573,41 +557,7 @@ func revertTarget(h cgroups.Hierarchy, pid int, from, own string) string {
 
 // memoryPath reads the process's memory cgroup (relative to the memory
 // mount, through koordlet's cgroup namespace) from /proc/<pid>/cgroup.
-func memoryPath(h cgroups.Hierarchy, pid int) (string, bool) {
-	b, err := os.ReadFile(filepath.Join(h.ProcRoot, strconv.Itoa(pid), "cgroup"))
-	if err != nil {
-		return "", false
-	}
-	for _, line := range strings.Split(string(b), "\n") {
-		parts := strings.SplitN(line, ":", 3)
-		if len(parts) != 3 {
-			continue
-		}
-		for _, n := range strings.Split(parts[1], ",") {
-			if n == "memory" {
-				return h.NS.Translate(cgroups.Memory, parts[2])
-			}
-		}
-	}
-	return "", false
-}
-
-// writeProcs writes one pid into dir/cgroup.procs. A direct write, not
-// koordinator's executor: the executor caches the last value per file (a
-// second process would look like a rewrite of the same file and a pid
-// written again after a failed move would be skipped), and the caller needs
-// the kernel's error per process.
-func writeProcs(dir string, pid int) error {
-	f, err := os.OpenFile(filepath.Join(dir, "cgroup.procs"), os.O_WRONLY, 0)
-	if err != nil {
-		return err
-	}
-	_, err = f.WriteString(strconv.Itoa(pid))
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	return err
-}
+func memoryPath(h cgroups.Hierarchy, pid int) (string, bool) { return h.PathOf(pid, cgroups.Memory) }
 
 // kernelPids lists a cgroup dir's processes (none when unreadable).
 func kernelPids(dir string) []int {

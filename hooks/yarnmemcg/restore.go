@@ -137,7 +137,7 @@ func (a *Applier) moveBack(h cgroups.Hierarchy, own, back string, pid int) bool 
 	if !h.Contains(pid, cgroups.Memory, own) || !alive() {
 		return false
 	}
-	werr := writeProcs(back, pid)
+	werr := cgroups.WriteProcs(back, pid)
 	if alive() {
 		return werr == nil
 	}
@@ -146,7 +146,7 @@ func (a *Applier) moveBack(h cgroups.Hierarchy, own, back string, pid int) bool 
 	if werr == nil {
 		if p := creatorPid(h.ProcRoot, pid); p > 0 {
 			if home, ok := memoryPath(h, p); ok {
-				_ = writeProcs(h.AbsDir(cgroups.Memory, home), pid)
+				_ = cgroups.WriteProcs(h.AbsDir(cgroups.Memory, home), pid)
 			}
 		}
 	}
