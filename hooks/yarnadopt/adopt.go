@@ -135,6 +135,7 @@ type Adopter struct {
 	podDir    string
 	watched   map[CgroupKey]bool
 	exec      execSource
+	lost      uint64 // exec events dropped, as last read
 	detection string
 	layout    Layout
 	lastErr   string
@@ -225,7 +226,11 @@ func (a *Adopter) run(stopCh <-chan struct{}) {
 					klog.V(2).Infof("yarn: exec watch: %v", err)
 					continue
 				}
-				events <- ev
+				select {
+				case events <- ev:
+				case <-stopCh:
+					return
+				}
 			}
 		}()
 		defer src.Close()
@@ -324,6 +329,12 @@ func (a *Adopter) Scan() {
 		ps, err := cgroups.ReadPids(h.AbsDir(a.scanController(), d))
 		if err == nil {
 			pids = append(pids, ps...)
+		}
+	}
+	if a.exec != nil {
+		if n, err := a.exec.Lost(); err == nil && n > a.lost {
+			klog.V(2).Infof("yarn: the exec watch dropped %d exec events (ring buffer full); this scan covers them", n-a.lost)
+			a.lost = n
 		}
 	}
 	if len(pids) > 0 {
