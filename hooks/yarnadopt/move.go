@@ -39,8 +39,10 @@ type writeReq struct {
 	done chan error
 }
 
-// newProcsWriter starts the writer; hostNS is the host's cgroup namespace
-// file ("" or the same namespace as ours: writes from any thread).
+// newProcsWriter starts the writer. On cgroup v1 (no namespace check), or
+// when koordlet shares PID 1's cgroup namespace, writes go from the calling
+// thread; otherwise from one thread in PID 1's, which lives as long as
+// koordlet.
 func newProcsWriter(procRoot string, v2 bool) (*procsWriter, error) {
 	if !v2 || sameNS(filepath.Join(procRoot, "self/ns/cgroup"), filepath.Join(procRoot, "1/ns/cgroup")) {
 		return &procsWriter{}, nil
