@@ -31,7 +31,15 @@ import (
 // Identity, Memory QoS and resctrl are not on this kernel; their appliers
 // are tested on fake roots.)
 func TestIsolation(t *testing.T) {
-	b := startBox(t, nodebox.Options{KoordletArgs: []string{"--feature-gates=YARNCPUQoS=true", "--yarn-qos-reconcile-interval=1s"}})
+	isolation(t, nodebox.Options{KoordletArgs: []string{"--feature-gates=YARNCPUQoS=true", "--yarn-qos-reconcile-interval=1s"}})
+}
+
+// isolation is TestIsolation on the node opts lays out (cgroup v1).
+func isolation(t *testing.T, opts nodebox.Options) {
+	b := startBox(t, opts)
+	if opts.Layout.NoYARNCgroups {
+		waitAdopter(t, b)
+	}
 	if _, err := os.Stat(filepath.Join(nodebox.CgroupRoot, "cpu", "kubepods", "cpu.idle")); err != nil {
 		kerneltest.Skip(t, "node-level e2e: this kernel has no cpu.idle")
 	}

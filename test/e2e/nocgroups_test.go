@@ -28,7 +28,8 @@ const adoptGate = "YARNContainerCgroups=true"
 // that makes no container cgroups (the DefaultContainerExecutor's way: the
 // container processes in the NodeManager pod's cgroup): with
 // YARNContainerCgroups koordlet gives each container the cgroups the LCE
-// would (cpu, cpuacct, memory) and every feature works as with the LCE's.
+// would (cpu, cpuacct, memory) and every feature works as with the LCE's:
+// discovery, metrics, CPU QoS (TestIsolation's scenario), memory pressure.
 // TestV2 runs the same on cgroup v2 in the guest.
 func TestNoYARNCgroups(t *testing.T) {
 	if nodebox.PureV2() {
@@ -36,6 +37,9 @@ func TestNoYARNCgroups(t *testing.T) {
 	}
 	l := nodebox.LayoutNoYARNCgroups
 	t.Run("adoption, metrics, restart, gate off", func(t *testing.T) { noCgroupsNode(t, l) })
+	t.Run("isolation", func(t *testing.T) {
+		isolation(t, nodebox.Options{Layout: l, KoordletArgs: []string{"--feature-gates=YARNCPUQoS=true," + adoptGate, "--yarn-qos-reconcile-interval=1s"}})
+	})
 	t.Run("pressure", func(t *testing.T) {
 		pressure(t, nodebox.Options{Layout: l, KoordletArgs: []string{pressureGates + "," + adoptGate}}, true)
 	})
