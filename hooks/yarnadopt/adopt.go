@@ -194,13 +194,12 @@ func (a *Adopter) run(stopCh <-chan struct{}) {
 	if !ok {
 		return
 	}
-	w, err := newProcsWriter(h.ProcRoot, h.V2)
-	if err != nil {
-		klog.Errorf("yarn: YARNContainerCgroups cannot move processes on this cgroup v2 node: %v; no container gets a cgroup", err)
-		a.setErr(err.Error())
+	a.mu.Lock()
+	ok = a.ensureWriter(h)
+	a.mu.Unlock()
+	if !ok {
 		return
 	}
-	a.writer = w
 	open := a.opts.openExec
 	if open == nil {
 		open = func() (execSource, error) { return OpenExecWatch() }
@@ -279,12 +278,6 @@ func (a *Adopter) waitHierarchy(stopCh <-chan struct{}) (cgroups.Hierarchy, bool
 	}
 }
 
-func (a *Adopter) setErr(s string) {
-	a.mu.Lock()
-	a.lastErr = s
-	a.mu.Unlock()
-}
-
 // logOnce logs a line once per key.
 func (a *Adopter) logOnce(key string, f func()) {
 	if !a.logged[key] {
@@ -316,17 +309,13 @@ func (a *Adopter) Scan() {
 	if !ok {
 		return
 	}
-	if a.writer == nil {
-		w, err := newProcsWriter(h.ProcRoot, h.V2)
-		if err != nil {
-			return
-		}
-		a.writer = w
+	if !a.ensureWriter(h) {
+		return
 	}
 	dirs := a.refreshPod(h)
 	var pids []int
 	for _, d := range dirs {
-		ps, err := cgroups.ReadPids(h.AbsDir(a.scanController(), d))
+		ps, err := cgroups.ReadPids(h.AbsDir(scanCtrl, d))
 		if err == nil {
 			pids = append(pids, ps...)
 		}
@@ -347,8 +336,26 @@ func (a *Adopter) Scan() {
 	a.detectLayout(h)
 }
 
-// scanController is the hierarchy the pod's processes are listed in.
-func (a *Adopter) scanController() cgroups.Controller { return cgroups.CPU }
+// ensureWriter starts the process writer once (a.mu held); false, said
+// once, when this node does not let koordlet move processes.
+func (a *Adopter) ensureWriter(h cgroups.Hierarchy) bool {
+	if a.writer != nil {
+		return true
+	}
+	w, err := newProcsWriter(h.ProcRoot, h.V2)
+	if err != nil {
+		a.logOnce("writer", func() {
+			klog.Errorf("yarn: YARNContainerCgroups cannot move processes on this cgroup v2 node: %v; no container gets a cgroup", err)
+		})
+		a.lastErr = err.Error()
+		return false
+	}
+	a.writer = w
+	return true
+}
+
+// scanCtrl is the hierarchy the pod's processes are listed in.
+const scanCtrl = cgroups.CPU
 
 // refreshPod finds the NM pod's cgroup and its subtree (relative dirs) and
 // points the exec watch at them.
@@ -372,19 +379,19 @@ func (a *Adopter) refreshPod(h cgroups.Hierarchy) []string {
 		klog.Infof("yarn: YARNContainerCgroups: looking for YARN container processes in the NodeManager pod %s's cgroup %s", pod, dir)
 		a.podDir = dir
 	}
-	root := h.AbsDir(a.scanController(), dir)
+	root := h.AbsDir(scanCtrl, dir)
 	var dirs []string
 	_ = filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
 		if err != nil || !d.IsDir() {
 			return nil
 		}
-		if rel, err := filepath.Rel(h.AbsDir(a.scanController(), ""), p); err == nil {
+		if rel, err := filepath.Rel(h.AbsDir(scanCtrl, ""), p); err == nil {
 			dirs = append(dirs, rel)
 		}
 		return nil
 	})
 	if a.exec != nil {
-		hid, err := cgroups.HierarchyID(h, a.scanController())
+		hid, err := cgroups.HierarchyID(h, scanCtrl)
 		if err != nil {
 			a.logOnce("hid", func() {
 				klog.Warningf("yarn: YARNContainerCgroups: exec watch: %v; the scan alone finds container processes", err)
@@ -394,7 +401,7 @@ func (a *Adopter) refreshPod(h cgroups.Hierarchy) []string {
 			keys := map[CgroupKey]bool{}
 			for _, d := range dirs {
 				var st unix.Stat_t
-				if unix.Stat(h.AbsDir(a.scanController(), d), &st) == nil {
+				if unix.Stat(h.AbsDir(scanCtrl, d), &st) == nil {
 					keys[CgroupKey{HierarchyID: hid, ID: st.Ino}] = true
 				}
 			}
@@ -467,7 +474,7 @@ func (a *Adopter) adopt(h cgroups.Hierarchy, pids []int, fromExec bool, ktime ui
 	if err != nil {
 		return
 	}
-	_, ctrls := leafDirs(h, "container_0_0_0_0")
+	ctrls := leafCtrls(h)
 	seen := map[int]*observed{}
 	defer func() {
 		for _, o := range seen {
@@ -510,7 +517,13 @@ func (a *Adopter) adopt(h cgroups.Hierarchy, pids []int, fromExec bool, ktime ui
 	for _, pid := range order {
 		name := assigned[pid]
 		o := seen[pid]
-		dirs, err := ensureLeaf(h, name)
+		// The cgroup is made (and checked) once per container; later
+		// processes go into what the first one made.
+		dirs, _ := leafDirs(h, name)
+		var err error
+		if a.adoptions[name] == nil {
+			dirs, err = ensureLeaf(h, name)
+		}
 		if err != nil {
 			a.logOnce("leaf:"+name, func() { klog.Warningf("yarn: no cgroup for YARN container %s: %v", name, err) })
 			a.lastErr = err.Error()

@@ -61,25 +61,13 @@ func TestRealKernelExecWatch(t *testing.T) {
 	require.Zero(t, n)
 }
 
-// execTestCgroup makes a cgroup for the test (v1: in the cpu controller;
-// a cgroup v2 host: on the unified hierarchy) and returns it with its key.
+// execTestCgroup is the NM pod's process cgroup of a test node (newNode)
+// in the hierarchy the exec watch keys, with its key.
 func execTestCgroup(t *testing.T) (string, CgroupKey) {
 	t.Helper()
-	v2 := false
-	if _, err := os.Stat(filepath.Join(kerneltest.CgroupRoot, "cgroup.controllers")); err == nil {
-		v2 = true
-		if os.Geteuid() != 0 {
-			kerneltest.Skip(t, "real-kernel test: needs root to create cgroups")
-		}
-	} else {
-		kerneltest.RequireCgroupV1(t, "cpu")
-	}
-	ctrl := "cpu"
-	if v2 {
-		ctrl = ""
-	}
-	dir := kerneltest.MakeCgroup(t, ctrl, kerneltest.UniqueRoot(t))
-	hid, err := cgroups.HierarchyID(cgroups.Hierarchy{V2: v2}, cgroups.CPU)
+	n := newNode(t)
+	dir := n.h.AbsDir(scanCtrl, n.pod+"/nm")
+	hid, err := cgroups.HierarchyID(n.h, scanCtrl)
 	require.NoError(t, err)
 	var st syscall.Stat_t
 	require.NoError(t, syscall.Stat(dir, &st))

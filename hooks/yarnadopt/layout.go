@@ -4,46 +4,28 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/koordlet-yarn/koordlet-yarn/framework/cgroups"
+	"github.com/koordlet-yarn/koordlet-yarn/framework/store"
 )
 
 // Layout is what YARN does with container cgroups on this node.
-type Layout string
+type Layout = store.Layout
 
-// Layouts.
+// The layouts (see store.Layout).
 const (
-	// LayoutUnknown: no running container seen yet.
-	LayoutUnknown Layout = "unknown"
-	// LayoutLCE: YARN makes each container its cgroups (cpu and memory on
-	// v1, or one unified directory on v2).
-	LayoutLCE Layout = "lce-cgroups"
-	// LayoutLCECPUOnly: YARN makes cpu cgroups only (its default
-	// yarn.nodemanager.resource.memory.enabled=false, cgroup v1).
-	LayoutLCECPUOnly Layout = "lce-cpu-only"
-	// LayoutNone: YARN makes no container cgroups; its containers run in
-	// the NodeManager pod's cgroup.
-	LayoutNone Layout = "none"
+	LayoutUnknown    = store.LayoutUnknown
+	LayoutLCE        = store.LayoutLCE
+	LayoutLCECPUOnly = store.LayoutLCECPUOnly
+	LayoutNone       = store.LayoutNone
 )
 
 // detectLayout decides the layout from the store (containers YARN gave
 // their own cgroups) and this adopter (containers found in the NM pod),
 // and logs it once per change with what koordlet does about it.
 func (a *Adopter) detectLayout(h cgroups.Hierarchy) {
-	l := LayoutUnknown
-	for _, c := range a.opts.Store.Snapshot() {
-		if !c.Cgroups[cgroups.CPU].Owned {
-			continue
-		}
-		if m, err := marked(h.AbsDir(cgroups.CPU, c.Cgroups[cgroups.CPU].Dir)); err == nil && m {
-			l = LayoutNone // ours
-			continue
-		}
-		if h.V2 || c.Cgroups[cgroups.Memory].Owned {
-			l = LayoutLCE
-		} else {
-			l = LayoutLCECPUOnly
-		}
-		break
-	}
+	l := store.DetectLayout(a.opts.Store.Snapshot(), h.V2, func(c *store.Container) bool {
+		m, err := marked(h.AbsDir(cgroups.CPU, c.Cgroups[cgroups.CPU].Dir))
+		return err == nil && m
+	})
 	if l == LayoutUnknown && len(a.adoptions) > 0 {
 		l = LayoutNone
 	}

@@ -36,22 +36,29 @@ func leafControllers(h cgroups.Hierarchy) []cgroups.Controller {
 // cpuset.cpus.effective koordlet's BE collectors read in every container.
 var V2Controllers = []string{"cpu", "cpuset", "io", "memory", "pids"}
 
-// leafDirs returns the container's directories, one per distinct
-// hierarchy (co-mounted cpu,cpuacct share one), with their controller.
-func leafDirs(h cgroups.Hierarchy, name string) (dirs []string, ctrls []cgroups.Controller) {
+// leafCtrls are the leaf controllers, one per distinct hierarchy: a
+// co-mounted cpu,cpuacct mount (symlinks to one directory) is one.
+func leafCtrls(h cgroups.Hierarchy) []cgroups.Controller {
 	seen := map[string]bool{}
+	var out []cgroups.Controller
 	for _, c := range leafControllers(h) {
-		d := h.AbsDir(c, h.ContainerRelDir(name))
-		key := d
-		if r, err := filepath.EvalSymlinks(filepath.Dir(d)); err == nil {
-			key = filepath.Join(r, name)
+		mount := h.AbsDir(c, "")
+		if r, err := filepath.EvalSymlinks(mount); err == nil {
+			mount = r
 		}
-		if seen[key] {
-			continue
+		if !seen[mount] {
+			seen[mount] = true
+			out = append(out, c)
 		}
-		seen[key] = true
-		dirs = append(dirs, d)
-		ctrls = append(ctrls, c)
+	}
+	return out
+}
+
+// leafDirs returns the container's directories, one per leafCtrls entry.
+func leafDirs(h cgroups.Hierarchy, name string) (dirs []string, ctrls []cgroups.Controller) {
+	ctrls = leafCtrls(h)
+	for _, c := range ctrls {
+		dirs = append(dirs, h.AbsDir(c, h.ContainerRelDir(name)))
 	}
 	return dirs, ctrls
 }

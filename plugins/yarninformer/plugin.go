@@ -98,7 +98,7 @@ type Plugin struct {
 	nodeIDEndpoint string
 	// layout is the node layout last logged (see logLayout); noneSeen
 	// counts the resyncs in a row that saw layout "none".
-	layout   string
+	layout   store.Layout
 	noneSeen int
 
 	statusMu sync.RWMutex
