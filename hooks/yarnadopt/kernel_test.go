@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime/pprof"
 	"sort"
 	"strconv"
 	"strings"
@@ -13,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/koordlet-yarn/koordlet-yarn/framework/cgroups"
@@ -215,7 +217,9 @@ func TestMeasureLaunchToCgroup(t *testing.T) {
 				}
 				p := n.launch(t, id, "x=1; exec sleep 3600")
 				var ad Adoption
-				require.Eventually(t, func() bool { var ok bool; ad, ok = a.Status().Containers[id]; return ok }, 10*time.Second, time.Millisecond, "container %d: %+v; pod %v", i, a.Status(), kerneltest.Pids(n.podAbs[0]))
+				if !assert.Eventually(t, func() bool { var ok bool; ad, ok = a.Status().Containers[id]; return ok }, 10*time.Second, time.Millisecond) {
+					failAdopter(t, a, fmt.Sprintf("container %d not adopted; pod %v", i, kerneltest.Pids(n.podAbs[0])))
+				}
 				if ad.LaunchToCgroupNanos > 0 {
 					lat = append(lat, time.Duration(ad.LaunchToCgroupNanos))
 				} else {
@@ -295,4 +299,21 @@ func TestRealKernelNoAdoptionWhereYARNMakesCgroups(t *testing.T) {
 	require.False(t, n.h.Contains(p.Pid(), cgroups.CPU, n.h.ContainerRelDir(id)))
 	_, err := os.Stat(n.h.AbsDir(cgroups.CPU, n.h.ContainerRelDir(id)))
 	require.True(t, os.IsNotExist(err), "no cgroup made")
+}
+
+// failAdopter fails t with the adopter's status (if it can be had within
+// 2 s: a stuck loop holds its lock) and every goroutine's stack.
+func failAdopter(t *testing.T, a *Adopter, msg string) {
+	t.Helper()
+	st := make(chan Status, 1)
+	go func() { st <- a.Status() }()
+	select {
+	case s := <-st:
+		msg += fmt.Sprintf("; status %+v", s)
+	case <-time.After(2 * time.Second):
+		msg += "; the adopter's lock is held (stuck loop)"
+	}
+	var b strings.Builder
+	_ = pprof.Lookup("goroutine").WriteTo(&b, 2)
+	t.Fatalf("%s\ngoroutines:\n%s", msg, b.String())
 }
