@@ -91,6 +91,25 @@ func parsePids(b []byte) []int {
 	return pids
 }
 
+// ReadThreads lists the threads in cgroup directory dir (an absolute path):
+// cgroup.threads on v2, tasks on v1. Unlike cgroup.procs, which stops
+// listing a process once its leader has exited and no thread of it is
+// alive, the thread list holds every thread until it leaves the cgroup in
+// exit (cgroup_exit), which comes after it dropped its address space
+// (exit_mm): a cgroup whose thread list is empty holds no address space of
+// its processes any more, while one whose cgroup.procs is empty may still
+// have a thread of a killed multi-threaded process (a JVM) freeing it.
+func ReadThreads(dir string) ([]int, error) {
+	b, err := os.ReadFile(filepath.Join(dir, "cgroup.threads"))
+	if os.IsNotExist(err) {
+		b, err = os.ReadFile(filepath.Join(dir, "tasks"))
+	}
+	if err != nil {
+		return nil, err
+	}
+	return parsePids(b), nil
+}
+
 // ReadPids lists the processes in cgroup directory dir (its cgroup.procs;
 // an absolute path).
 func ReadPids(dir string) ([]int, error) {

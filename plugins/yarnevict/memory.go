@@ -245,9 +245,10 @@ func (m *MemoryEvict) Cycle(now time.Time) []Victim {
 // after the check that evicted them: a pod, evicted through the API and
 // ended by the kubelet. The cooling (memoryEvictCoolTimeSeconds) exists for
 // those: it keeps the next checks from taking more victims before the
-// first ones' memory is free. A YARN container's kill returns only once its
-// processes are gone (or in exit, past freeing their memory), so what it
-// released is in /proc/meminfo, read by the very next check: after a cycle
+// first ones' memory is free. A YARN container's eviction is reported only
+// once its threads are gone (each frees its address space before it leaves
+// the cgroup; MeasureRelease waits up to ReleaseWait), so what it released
+// is in /proc/meminfo, read by the very next check: after a cycle
 // that evicted only YARN containers, the next check (event or interval)
 // comes without the cooling and evicts again only if memory is still above
 // the threshold. With the event trigger a first plan that fell short (the
