@@ -216,8 +216,10 @@ IMAGE ?= koordlet-yarn:dev
 image:
 	IMAGE=$(IMAGE) PUSH=$(PUSH) deploy/image.sh
 
-# The koordlet DaemonSet overlay for Koordinator's chart v1.8.0, rendered
-# (kustomize's library, test/kustomize); pipe it to kubectl apply -f -.
+# The koordlet DaemonSet overlay for Koordinator's chart v1.8.0 (observe-only,
+# plus the enforcement component if added), rendered with kustomize's library
+# (test/kustomize); set the registry in deploy/koordlet/overlay/image.yaml
+# first (the build fails without one); pipe it to kubectl apply --server-side -f -.
 .PHONY: render
 render:
 	@cd test/kustomize && GOWORK=off $(GO) run . ../../deploy/koordlet/overlay

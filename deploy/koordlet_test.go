@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"os/exec"
@@ -23,12 +24,14 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	yamlutil "k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/component-helpers/auth/rbac/validation"
 
+	"github.com/koordlet-yarn/koordlet-yarn/framework/features"
 	"github.com/koordlet-yarn/koordlet-yarn/preflight"
 	"github.com/koordlet-yarn/koordlet-yarn/test/kerneltest"
 	"github.com/koordlet-yarn/koordlet-yarn/test/nodebox"
@@ -38,8 +41,42 @@ const (
 	overlayDir    = "koordlet/overlay"
 	koordletNS    = "koordinator-system"
 	stockImage    = "registry.cn-beijing.aliyuncs.com/koordinator-sh/koordlet:v1.8.0"
-	koordletImage = "koordlet-yarn:v1.8.0-yarn"
+	testRegistry  = "registry.example.com/koordinator"
+	koordletImage = testRegistry + "/koordlet-yarn:v1.8.0-yarn"
+	enforceLabel  = "koordlet-yarn.io/enforcement"
 )
+
+// operatorOverlay is the overlay as an operator applies it: a copy with
+// image.yaml's registry set (when registry is not empty) and the given
+// components added, as kustomize edit add component would; the paths to
+// the base and the components are made absolute.
+func operatorOverlay(t *testing.T, registry string, components ...string) string {
+	t.Helper()
+	src, err := filepath.Abs(overlayDir)
+	require.NoError(t, err)
+	dir := t.TempDir()
+	k, err := os.ReadFile(filepath.Join(src, "kustomization.yaml"))
+	require.NoError(t, err)
+	img, err := os.ReadFile(filepath.Join(src, "image.yaml"))
+	require.NoError(t, err)
+	ks := strings.ReplaceAll(string(k), "../", filepath.Dir(src)+"/")
+	require.Contains(t, ks, "# components:\n", "the overlay names its components, commented out")
+	if len(components) > 0 {
+		list := "components:\n"
+		for _, c := range components {
+			list += "  - " + filepath.Join(filepath.Dir(src), "components", c) + "\n"
+		}
+		ks = strings.Replace(ks, "# components:\n", list, 1)
+	}
+	if registry != "" {
+		const unset = "  # registry: "
+		require.Contains(t, string(img), unset, "image.yaml shows where the registry goes")
+		img = []byte(strings.Replace(string(img), unset+"registry.example.com/koordinator", "  registry: "+registry, 1))
+	}
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "kustomization.yaml"), []byte(ks), 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "image.yaml"), img, 0o644))
+	return dir
+}
 
 // renders memoizes render by directory.
 var renders sync.Map
@@ -54,13 +91,8 @@ func render(t *testing.T, dir string) []*unstructured.Unstructured {
 	if v, ok := renders.Load(abs); ok {
 		return deepCopies(v.([]*unstructured.Unstructured))
 	}
-	cmd := exec.Command("go", "run", ".", abs)
-	cmd.Dir = filepath.Join("..", "test", "kustomize")
-	cmd.Env = append(os.Environ(), "GOWORK=off")
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	require.NoError(t, err, "kustomize build %s: %s", dir, stderr.String())
+	out, err := kustomize(abs)
+	require.NoError(t, err, "kustomize build %s", dir)
 	var objs []*unstructured.Unstructured
 	dec := yamlutil.NewYAMLOrJSONDecoder(bytes.NewReader(out), 4096)
 	for {
@@ -87,17 +119,37 @@ func deepCopies(objs []*unstructured.Unstructured) []*unstructured.Unstructured 
 	return out
 }
 
+// kustomize renders the kustomization at abs; the error holds kustomize's
+// message.
+func kustomize(abs string) ([]byte, error) {
+	cmd := exec.Command("go", "run", ".", abs)
+	cmd.Dir = filepath.Join("..", "test", "kustomize")
+	cmd.Env = append(os.Environ(), "GOWORK=off")
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		return nil, fmt.Errorf("%w: %s", err, stderr.String())
+	}
+	return out, nil
+}
+
 // daemonSet returns the rendered koordlet DaemonSet.
 func daemonSet(t *testing.T, objs []*unstructured.Unstructured) *appsv1.DaemonSet {
+	return daemonSetNamed(t, objs, "koordlet")
+}
+
+// daemonSetNamed returns the rendered DaemonSet called name.
+func daemonSetNamed(t *testing.T, objs []*unstructured.Unstructured, name string) *appsv1.DaemonSet {
 	t.Helper()
 	for _, o := range objs {
-		if o.GetKind() == "DaemonSet" && o.GetName() == "koordlet" {
+		if o.GetKind() == "DaemonSet" && o.GetName() == name {
 			var ds appsv1.DaemonSet
 			require.NoError(t, runtime.DefaultUnstructuredConverter.FromUnstructuredWithValidation(o.Object, &ds, true))
 			return &ds
 		}
 	}
-	t.Fatal("no koordlet DaemonSet rendered")
+	t.Fatalf("no DaemonSet %s rendered", name)
 	return nil
 }
 
@@ -169,28 +221,10 @@ func argName(arg string) (name, value string) {
 	return name, value
 }
 
-// TestOverlay renders the overlay and checks it against the code: our image,
-// only flags and gates bin/koordlet --help knows, every YARN gate paired
-// with the upstream gate it needs (the preflight's own rule), the chart's
-// gates, host access and mounts kept, and the chart's RBAC enough for what
-// the plugin set calls.
-func TestOverlay(t *testing.T) {
-	objs := render(t, overlayDir)
-	kinds := map[string]bool{}
-	for _, o := range objs {
-		kinds[o.GetKind()+"/"+o.GetName()] = true
-	}
-	assert.Equal(t, map[string]bool{"DaemonSet/koordlet": true, "ServiceAccount/koordlet": true,
-		"ClusterRole/koordlet-role": true, "ClusterRoleBinding/koordlet-rolebinding": true}, kinds)
-
-	ds := daemonSet(t, objs)
-	base := daemonSet(t, render(t, "koordlet/chart-v1.8.0"))
-	require.Len(t, ds.Spec.Template.Spec.Containers, 1)
-	c := ds.Spec.Template.Spec.Containers[0]
-	assert.Equal(t, koordletImage, c.Image)
-	assert.Equal(t, stockImage, base.Spec.Template.Spec.Containers[0].Image)
-	assert.Equal(t, []string{"/koordlet"}, c.Command)
-
+// gatesOf reads the -feature-gates argument of c, checking every flag and
+// gate against bin/koordlet --help.
+func gatesOf(t *testing.T, c corev1.Container) map[string]bool {
+	t.Helper()
 	h := builtHelp(t)
 	require.Contains(t, h.flags, "yarn-nm-endpoint", "--help lists the plugin set's flags")
 	require.Contains(t, h.gates, "YARNContainerInformer", "--help lists the plugin set's gates")
@@ -208,22 +242,81 @@ func TestOverlay(t *testing.T) {
 			gates[g] = v == "true"
 		}
 	}
-	for _, g := range []string{"BECPUEvict", "BEMemoryEvict", "CgroupReconcile", "Accelerators"} {
-		assert.True(t, gates[g], "the chart's gate %s is kept", g)
-	}
-	for _, g := range []string{"YARNBEMemoryEvict", "YARNBECPUEvict", "YARNCPUQoS", "YARNMemoryQoS", "YARNResctrlQoS", "YARNNodeManagerGuard"} {
-		assert.True(t, gates[g], "%s on", g)
-	}
-	// Gates the overlay leaves alone keep their defaults, as koordlet does.
+	return gates
+}
+
+// assertGatesPaired: with the gates a DaemonSet sets (the others at their
+// defaults, as koordlet does) the preflight's gate rule blocks nothing:
+// every YARN gate has the upstream gate it works through.
+func assertGatesPaired(t *testing.T, gates map[string]bool) {
+	t.Helper()
 	withDefaults := map[string]bool{"BECPUSuppress": true, "RdtResctrl": true, "YARNContainerInformer": true, "YARNMetricsCollector": true, "YARNEBPFDiscovery": true}
 	for g, v := range gates {
 		withDefaults[g] = v
 	}
 	for _, f := range preflight.Evaluate(preflight.Facts{Gates: withDefaults}).Findings {
 		if f.Check == "feature gates" {
-			assert.Less(t, f.Severity, preflight.Block, "the overlay's gates: %s", f.Detail)
+			assert.Less(t, f.Severity, preflight.Block, "the gates: %s", f.Detail)
 		}
 	}
+}
+
+// nodeAffinityOn returns the operator of the DaemonSet's required node
+// affinity on the enforcement label ("" without one).
+func nodeAffinityOn(ds *appsv1.DaemonSet) string {
+	a := ds.Spec.Template.Spec.Affinity
+	if a == nil || a.NodeAffinity == nil || a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution == nil {
+		return ""
+	}
+	for _, term := range a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms {
+		for _, e := range term.MatchExpressions {
+			if e.Key == enforceLabel && len(e.Values) == 1 && e.Values[0] == "true" {
+				return string(e.Operator)
+			}
+		}
+	}
+	return ""
+}
+
+// TestOverlay renders the overlay as an operator applies it (the registry
+// set) and checks it against the code: our image, only flags and gates
+// bin/koordlet --help knows, observe-only (no gate that acts, by
+// features.Acts: this fails the build if one is turned on here), the
+// chart's gates, host access and mounts kept, off the nodes labelled for
+// enforcement, and the chart's RBAC enough for what the plugin set calls.
+func TestOverlay(t *testing.T) {
+	objs := render(t, operatorOverlay(t, testRegistry))
+	kinds := map[string]bool{}
+	for _, o := range objs {
+		kinds[o.GetKind()+"/"+o.GetName()] = true
+	}
+	assert.Equal(t, map[string]bool{"DaemonSet/koordlet": true, "ServiceAccount/koordlet": true,
+		"ClusterRole/koordlet-role": true, "ClusterRoleBinding/koordlet-rolebinding": true}, kinds,
+		"the image source (local-config) is not applied")
+
+	ds := daemonSet(t, objs)
+	base := daemonSet(t, render(t, "koordlet/chart-v1.8.0"))
+	require.Len(t, ds.Spec.Template.Spec.Containers, 1)
+	c := ds.Spec.Template.Spec.Containers[0]
+	assert.Equal(t, koordletImage, c.Image)
+	assert.Equal(t, stockImage, base.Spec.Template.Spec.Containers[0].Image)
+	assert.Equal(t, []string{"/koordlet"}, c.Command)
+
+	gates := gatesOf(t, c)
+	for _, g := range []string{"BECPUEvict", "BEMemoryEvict", "CgroupReconcile", "Accelerators"} {
+		assert.True(t, gates[g], "the chart's gate %s is kept", g)
+	}
+	for g := range features.Acts {
+		assert.False(t, gates[string(g)], "the default overlay is observe-only: %s (%s) belongs in the enforcement component", g, features.Acts[g])
+	}
+	for g, spec := range features.Specs {
+		if _, acts := features.Acts[g]; !acts {
+			on, set := gates[string(g)]
+			assert.True(t, !set && spec.Default || on, "%s observes: on", g)
+		}
+	}
+	assertGatesPaired(t, gates)
+	assert.Equal(t, "NotIn", nodeAffinityOn(ds), "off the nodes labelled for enforcement")
 
 	// Applied over a chart-installed koordlet: the DaemonSet's selector is
 	// immutable, so it must not change.
@@ -261,6 +354,63 @@ func TestOverlay(t *testing.T) {
 	assert.True(t, covered, "the chart's koordlet-role lacks %v", missing)
 }
 
+// TestOverlayNeedsRegistry: the overlay as shipped does not build: the
+// registry of the image must be set (the chart pulls Always, so an image no
+// registry serves would leave the nodes without a koordlet).
+func TestOverlayNeedsRegistry(t *testing.T) {
+	_, err := kustomize(operatorOverlay(t, ""))
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "data.registry")
+	abs, err := filepath.Abs(overlayDir)
+	require.NoError(t, err)
+	_, err = kustomize(abs)
+	assert.ErrorContains(t, err, "data.registry", "the overlay in the repository, unedited")
+}
+
+// TestEnforcementComponent: with the component added, a second DaemonSet
+// runs the gates that act on the labelled nodes only, from the same base,
+// image, flags and service account, each YARN gate paired with its upstream
+// gate; the observe-only DaemonSet is unchanged and keeps off those nodes.
+func TestEnforcementComponent(t *testing.T) {
+	objs := render(t, operatorOverlay(t, testRegistry, "enforcement"))
+	observe, enforce := daemonSet(t, objs), daemonSetNamed(t, objs, "koordlet-enforce")
+	alone := daemonSet(t, render(t, operatorOverlay(t, testRegistry)))
+	assert.Equal(t, alone, observe, "the observe-only DaemonSet is the overlay's")
+
+	assert.Equal(t, "In", nodeAffinityOn(enforce), "only on the nodes labelled %s=true", enforceLabel)
+	assert.Equal(t, observe.Namespace, enforce.Namespace)
+	assert.Equal(t, "enforce", enforce.Spec.Selector.MatchLabels["koordlet-yarn.io/mode"], "a selector of its own")
+	sel, err := metav1.LabelSelectorAsSelector(enforce.Spec.Selector)
+	require.NoError(t, err)
+	assert.True(t, sel.Matches(labelsOf(enforce.Spec.Template.Labels)))
+	assert.False(t, sel.Matches(labelsOf(observe.Spec.Template.Labels)), "the enforcement selector does not take the observe pods")
+
+	oc, ec := observe.Spec.Template.Spec.Containers[0], enforce.Spec.Template.Spec.Containers[0]
+	assert.Equal(t, oc.Image, ec.Image)
+	assert.Equal(t, oc.Resources, ec.Resources)
+	assert.Equal(t, observe.Spec.Template.Spec.ServiceAccountName, enforce.Spec.Template.Spec.ServiceAccountName)
+	assert.Equal(t, observe.Spec.Template.Spec.Volumes, enforce.Spec.Template.Spec.Volumes)
+	gates := gatesOf(t, ec)
+	for _, g := range []string{"YARNBEMemoryEvict", "YARNBECPUEvict", "YARNBECPUSuppress", "YARNNodeManagerGuard", "YARNCPUQoS", "YARNMemoryQoS", "YARNResctrlQoS"} {
+		assert.True(t, gates[g], "%s on where enforced", g)
+	}
+	assertGatesPaired(t, gates)
+	// Apart from the gates, the arguments are the observe DaemonSet's.
+	strip := func(args []string) []string {
+		var out []string
+		for _, a := range args {
+			if n, _ := argName(a); n != "feature-gates" {
+				out = append(out, a)
+			}
+		}
+		return out
+	}
+	assert.Equal(t, strip(oc.Args), strip(ec.Args))
+}
+
+// labelsOf makes a label set of a map.
+func labelsOf(m map[string]string) labels.Set { return labels.Set(m) }
+
 // TestOverlayServerSideDryRun applies the rendered overlay to a real
 // kube-apiserver (the node in a box's) with server-side apply and dry run:
 // the API server's own validation and defaulting accept every object.
@@ -282,7 +432,7 @@ func TestOverlayServerSideDryRun(t *testing.T) {
 	dyn, err := dynamic.NewForConfig(api.Config)
 	require.NoError(t, err)
 
-	objs := render(t, overlayDir)
+	objs := render(t, operatorOverlay(t, testRegistry, "enforcement"))
 	for _, o := range objs {
 		gvk := o.GroupVersionKind()
 		mapping, err := resourceOf(gvk)

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -22,6 +23,7 @@ import (
 	"github.com/koordlet-yarn/koordlet-yarn/collectors/yarnusage"
 	"github.com/koordlet-yarn/koordlet-yarn/framework/cgroups"
 	"github.com/koordlet-yarn/koordlet-yarn/framework/config"
+	"github.com/koordlet-yarn/koordlet-yarn/plugins/yarninformer"
 )
 
 // yarnSite is a Hadoop configuration file.
@@ -146,4 +148,156 @@ func TestSLOControllerConfigHostApplication(t *testing.T) {
 			assert.True(t, acc.AsBE, "%+v", acc)
 		})
 	}
+}
+
+// hadoopYARNChartSite is what Koordinator's hadoop-yarn chart v3.3.3 sets in
+// its yarn-site.xml (templates/hadoop-configmap.yaml), besides the hierarchy
+// its values give.
+var hadoopYARNChartSite = map[string]string{
+	"yarn.nodemanager.container-executor.class":                         "org.apache.hadoop.yarn.server.nodemanager.LinuxContainerExecutor",
+	"yarn.nodemanager.linux-container-executor.resources-handler.class": "org.apache.hadoop.yarn.server.nodemanager.util.CgroupsLCEResourcesHandler",
+	"yarn.nodemanager.linux-container-executor.cgroups.mount":           "false",
+	"yarn.nodemanager.linux-container-executor.cgroups.mount-path":      "/host-cgroup/",
+	"yarn.nodemanager.resource.memory.enabled":                          "true",
+}
+
+// TestHadoopYARNChartValues: the values for Koordinator's hadoop-yarn chart
+// name koordlet's default hierarchy for the systemd driver and make the
+// NodeManager pod BE; the chart's own settings agree with our fragments'
+// (mount path, handler, memory cgroups).
+func TestHadoopYARNChartValues(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join("yarn", "hadoop-yarn-chart.values.yaml"))
+	require.NoError(t, err)
+	var v struct {
+		YARN struct {
+			NodeManager struct {
+				UseBatchResource bool `json:"useBatchResource"`
+			} `json:"nodeManager"`
+			Config struct {
+				YARNSite struct {
+					CgroupsHierarchy string `json:"cgroupsHierarchy"`
+				} `json:"yarnSite"`
+			} `json:"config"`
+		} `json:"yarn"`
+	}
+	require.NoError(t, yaml.UnmarshalStrict(b, &v))
+	assert.True(t, v.YARN.NodeManager.UseBatchResource)
+	withDriver(t, system.Systemd)
+	h, err := cgroups.ResolveHierarchy("")
+	require.NoError(t, err)
+	dir, err := cgroups.CleanHierarchyDir(v.YARN.Config.YARNSite.CgroupsHierarchy)
+	require.NoError(t, err)
+	assert.Equal(t, h.Dir, dir)
+
+	ours := readYARNSite(t, "yarn-site.systemd.xml")
+	for k, want := range hadoopYARNChartSite {
+		assert.Equal(t, want, ours[k], "our fragment and the chart agree on %s", k)
+	}
+}
+
+// siteControllers is what the LinuxContainerExecutor makes a cgroup of per
+// container with these yarn-site settings (Hadoop's ResourceHandlerModule:
+// cpu with CgroupsLCEResourcesHandler or yarn.nodemanager.resource.cpu.enabled,
+// memory with yarn.nodemanager.resource.memory.enabled), on cgroup v1.
+func siteControllers(props map[string]string) []cgroups.Controller {
+	var out []cgroups.Controller
+	if strings.HasSuffix(props["yarn.nodemanager.linux-container-executor.resources-handler.class"], ".CgroupsLCEResourcesHandler") ||
+		props["yarn.nodemanager.resource.cpu.enabled"] == "true" {
+		out = append(out, cgroups.CPU, cgroups.CPUAcct)
+	}
+	if props["yarn.nodemanager.resource.memory.enabled"] == "true" {
+		out = append(out, cgroups.Memory)
+	}
+	return out
+}
+
+// TestYARNSiteDiscovery lays a node out as the NodeManager would with each
+// configuration (our fragments as they are, the same with Hadoop's CPU-only
+// default, and Koordinator's hadoop-yarn chart) and checks what koordlet's
+// discovery resolves there: the container found in the hierarchy koordlet
+// takes by default, its cpu cgroup its own, its memory measured by its
+// memory cgroup or, CPU-only, by its processes.
+func TestYARNSiteDiscovery(t *testing.T) {
+	cpuOnly := readYARNSite(t, "yarn-site.systemd.xml")
+	cpuOnly["yarn.nodemanager.resource.memory.enabled"] = "false"
+	chart := map[string]string{"yarn.nodemanager.linux-container-executor.cgroups.hierarchy": "/kubepods.slice/kubepods-besteffort.slice/hadoop-yarn"}
+	for k, v := range hadoopYARNChartSite {
+		chart[k] = v
+	}
+	for _, tc := range []struct {
+		name   string
+		driver system.CgroupDriverType
+		props  map[string]string
+		memory cgroups.MemoryAccounting
+	}{
+		{"yarn-site.cgroupfs.xml", system.Cgroupfs, readYARNSite(t, "yarn-site.cgroupfs.xml"), cgroups.MemoryByCgroup},
+		{"yarn-site.systemd.xml", system.Systemd, readYARNSite(t, "yarn-site.systemd.xml"), cgroups.MemoryByCgroup},
+		{"CPU-only (Hadoop's default)", system.Systemd, cpuOnly, cgroups.MemoryByProcesses},
+		{"hadoop-yarn chart", system.Systemd, chart, cgroups.MemoryByCgroup},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			helper := system.NewFileTestUtil(t)
+			t.Cleanup(helper.Cleanup)
+			helper.SetCgroupsV2(false)
+			withDriver(t, tc.driver)
+			h, err := cgroups.ResolveHierarchy("")
+			require.NoError(t, err)
+			configured, err := cgroups.CleanHierarchyDir(tc.props["yarn.nodemanager.linux-container-executor.cgroups.hierarchy"])
+			require.NoError(t, err)
+			require.Equal(t, h.Dir, configured, "koordlet's default hierarchy")
+
+			const name, pid = "container_1700000000000_0001_01_000002", 4242
+			ctrls := siteControllers(tc.props)
+			require.NotEmpty(t, ctrls)
+			for _, c := range ctrls {
+				dir := filepath.Join(h.RootDir(c), name)
+				require.NoError(t, os.MkdirAll(dir, 0o755))
+				require.NoError(t, os.WriteFile(filepath.Join(dir, "cgroup.procs"), []byte("4242\n"), 0o644))
+			}
+			// The process's own view: the NodeManager pod's memory cgroup
+			// where YARN made none.
+			memory := "/kubepods.slice/kubepods-besteffort.slice/kubepods-besteffort-podnm.slice/cri-containerd-nm.scope"
+			if tc.memory == cgroups.MemoryByCgroup {
+				memory = "/" + h.Dir + "/" + name
+			}
+			helper.WriteProcSubFileContents(filepath.Join(strconv.Itoa(pid), "cgroup"),
+				"5:memory:"+memory+"\n4:cpu,cpuacct:/"+h.Dir+"/"+name+"\n")
+			res, err := cgroups.NewScanner(h).Scan()
+			require.NoError(t, err)
+			require.True(t, res.RootFound)
+			require.Len(t, res.Containers, 1)
+			c := res.Containers[0]
+			assert.Equal(t, name, c.Name)
+			assert.True(t, c.Cgroups[cgroups.CPU].Owned, "its own cpu cgroup")
+			assert.Equal(t, tc.memory, c.Cgroups.MemoryAccounting())
+		})
+	}
+}
+
+// TestNodeManagerPodMountsTheFragmentsMountPath: the NodeManager pod snippet
+// mounts the host's cgroups where the fragments (and Koordinator's
+// hadoop-yarn chart) tell the NodeManager to find them, and the annotation
+// it names is the one koordlet reads.
+func TestNodeManagerPodMountsTheFragmentsMountPath(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join("yarn", "nodemanager-pod.yaml"))
+	require.NoError(t, err)
+	var pod corev1.Pod
+	require.NoError(t, yaml.UnmarshalStrict(b, &pod))
+	mountPath := readYARNSite(t, "yarn-site.systemd.xml")["yarn.nodemanager.linux-container-executor.cgroups.mount-path"]
+	require.Len(t, pod.Spec.Containers, 1)
+	var volume string
+	for _, m := range pod.Spec.Containers[0].VolumeMounts {
+		if m.MountPath == mountPath {
+			volume = m.Name
+		}
+	}
+	require.NotEmpty(t, volume, "a mount at %s", mountPath)
+	var host string
+	for _, v := range pod.Spec.Volumes {
+		if v.Name == volume && v.HostPath != nil {
+			host = v.HostPath.Path
+		}
+	}
+	assert.Equal(t, "/sys/fs/cgroup/", host)
+	assert.Contains(t, string(b), yarninformer.NodeIDAnnotation+":", "the node id annotation koordlet reads")
 }

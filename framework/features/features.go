@@ -152,6 +152,30 @@ var Specs = map[featuregate.Feature]featuregate.FeatureSpec{
 	YARNQoSPolicy:          {Default: false, PreRelease: featuregate.Alpha},
 }
 
+// Acts says, for each gate that acts on the node or the cluster when on,
+// what it does: kill or evict, write cgroups or move processes, write API
+// objects or the ResourceManager, or change what the others do. The gates
+// not listed only observe (discover, measure, publish). Every gate that
+// acts is Alpha and off by default; the default deploy overlay enables
+// none of them and the enforcement component enables them
+// (deploy/koordlet_test.go checks both against this map).
+var Acts = map[featuregate.Feature]string{
+	YARNBEMemoryEvict:      "kills YARN containers when node memory crosses the BE threshold",
+	YARNBECPUEvict:         "kills YARN containers when BE CPU satisfaction is low",
+	YARNAllocatableEvict:   "kills YARN containers when batch allocations exceed the node's origin batch allocatable",
+	YARNNodeManagerGuard:   "makes koordlet's pod eviction refuse the NodeManager pod",
+	YARNMemoryEvictTrigger: "wakes the YARN memory evict at the threshold crossing (registers cgroup usage thresholds)",
+	YARNBECPUSuppress:      "writes the YARN hierarchy's CPU limits (BE suppress)",
+	YARNCPUQoS:             "writes YARN containers' CPU QoS (cpu.idle, bvt, scheduling policy)",
+	YARNMemoryQoS:          "writes YARN containers' Memory QoS files",
+	YARNResctrlQoS:         "moves YARN containers' tasks into the resctrl BE group",
+	YARNMemoryCgroup:       "makes memory cgroups and moves YARN container processes into them",
+	YARNContainerCgroups:   "makes container cgroups and moves YARN container processes into them",
+	YARNQoSPolicy:          "changes YARN containers' eviction priorities and QoS tiers",
+	YARNBatchLedger:        "patches the Node's thirdPartyAllocations (the scheduler's batch capacity)",
+	YARNRMNodeResourceSync: "updates the node's resource in the ResourceManager",
+}
+
 // Register adds the koordlet-yarn gates to koordlet's mutable feature gate.
 // It must run before the flags are parsed; running it twice is harmless.
 func Register() error {

@@ -22,7 +22,7 @@ import (
 )
 
 // TestLayoutDiscoveryAndMetrics runs koordlet on the node layouts users run
-// — CPU-only YARN (the hadoop-yarn chart and Hadoop's default), the
+// — CPU-only YARN (Hadoop's default, memory.enabled=false), the
 // systemd driver's naming with the chart's hierarchy
 // kubepods.slice/kubepods-besteffort.slice/hadoop-yarn, cgroup v2 on the
 // host's real unified hierarchy, and CPU-only YARN with cpu,cpuacct

@@ -13,7 +13,7 @@ import (
 )
 
 // TestPreflight runs bin/koordlet --yarn-preflight on a node in a box with
-// the systemd driver and CPU-only YARN (Koordinator's hadoop-yarn chart):
+// the systemd driver and CPU-only YARN (Hadoop's default):
 // the driver and hierarchy koordlet resolves, the container the emulated
 // NodeManager launched, CPU-only YARN, the NodeManager found through the
 // node's pods on the real API server and its version; exit 0. With a YARN

@@ -31,8 +31,8 @@ func TestPressure(t *testing.T) {
 	pressure(t, nodebox.Options{KoordletArgs: []string{pressureGates}}, true)
 }
 
-// TestPressureCPUOnly: the same on CPU-only YARN (the hadoop-yarn chart,
-// Hadoop's default), where the containers' memory is charged to the
+// TestPressureCPUOnly: the same on CPU-only YARN (Hadoop's default,
+// memory.enabled=false), where the containers' memory is charged to the
 // NodeManager pod: koordlet measures each container from its processes
 // and still evicts the growing executor, never the AM or the NodeManager;
 // also with the systemd driver's naming and the chart's hierarchy; and with

@@ -42,7 +42,7 @@ type Layout struct {
 	Systemd bool
 	// YARNControllers are the controllers YARN makes container cgroups in
 	// (cgroup v1 names); empty: cpu, cpuacct and memory. CPU-only YARN
-	// (Koordinator's hadoop-yarn chart, Hadoop's default) has cpu only:
+	// (Hadoop's default, memory.enabled=false) has cpu only:
 	// the containers' memory is charged to the NodeManager pod's cgroup.
 	YARNControllers []string
 	// Unified puts the box on the host's cgroup2 hierarchy (UnifiedRoot()),
@@ -75,7 +75,7 @@ var (
 	// LayoutCoMounted is for a fake root (Options.FakeRoot).
 	LayoutCoMounted = Layout{Name: "co-mounted", CoMounted: true}
 	// LayoutCoMountedCPUOnly is CPU-only YARN on co-mounted cpu,cpuacct
-	// (the hadoop-yarn chart on most distributions), for a fake root: the
+	// (CPU-only YARN on most distributions), for a fake root: the
 	// containers' memory is their processes' real RSS.
 	LayoutCoMountedCPUOnly = Layout{Name: "co-mounted-cpu-only", CoMounted: true, YARNControllers: []string{"cpu"}}
 )
