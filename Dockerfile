@@ -33,8 +33,12 @@ WORKDIR /src
 COPY go.mod go.sum ./
 RUN --mount=type=cache,target=/root/go/pkg/mod go mod download
 COPY . .
+# The version stamped into the binary (--version, koordlet_yarn_build_info);
+# make image passes git describe.
+ARG VERSION=unknown
 RUN --mount=type=cache,target=/root/go/pkg/mod --mount=type=cache,target=/root/.cache/go-build \
-    go build -trimpath -o /out/koordlet ./cmd/koordlet
+    go build -trimpath -ldflags "-X github.com/koordlet-yarn/koordlet-yarn/framework/version.version=${VERSION}" \
+        -o /out/koordlet ./cmd/koordlet
 
 FROM ${KOORDLET_IMAGE}:${KOORDINATOR_VERSION}
 COPY --from=builder /out/koordlet /koordlet

@@ -18,8 +18,13 @@ deps:
 		$$SUDO apt-get update -qq && $$SUDO apt-get install -y -qq libpfm4-dev; \
 	fi
 
+# The version stamped into the binary (--version, koordlet_yarn_build_info):
+# the git tag or commit, -dirty with uncommitted changes.
+VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo unknown)
+LDFLAGS = -X github.com/koordlet-yarn/koordlet-yarn/framework/version.version=$(VERSION)
+
 build: deps
-	$(GO) build -o $(BIN)/koordlet ./cmd/koordlet
+	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN)/koordlet ./cmd/koordlet
 
 # kube-apiserver and etcd for the node-level e2e tests, built once and cached
 # in build/bin (a cold build takes minutes; doing it here keeps it out of the

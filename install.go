@@ -34,6 +34,7 @@ import (
 	"github.com/koordlet-yarn/koordlet-yarn/framework/handles"
 	"github.com/koordlet-yarn/koordlet-yarn/framework/policy"
 	"github.com/koordlet-yarn/koordlet-yarn/framework/store"
+	"github.com/koordlet-yarn/koordlet-yarn/framework/version"
 	"github.com/koordlet-yarn/koordlet-yarn/hooks/yarnadopt"
 	"github.com/koordlet-yarn/koordlet-yarn/hooks/yarnmemcg"
 	"github.com/koordlet-yarn/koordlet-yarn/hooks/yarnqos"
@@ -77,6 +78,8 @@ type Framework struct {
 
 	// preflight is --yarn-preflight.
 	preflight bool
+	// version is --version.
+	version bool
 }
 
 // Install registers the plugin set into koordlet's registries and its flags
@@ -99,6 +102,10 @@ func install(fs *flag.FlagSet, reg prometheus.Registerer) (*Framework, error) {
 		kills: yarnevict.NewFlights(evictedKeep), journal: yarnevict.NewJournal(), policy: policy.NewResolver(nil, nil)}
 	fw.audit = yarnevict.NewAudit(func() string { return cfg.EvictAuditFile }, yarnevict.DefaultAuditKeep, yarnevict.DefaultAuditMaxBytes)
 	fw.initPreflightFlag(fs)
+	fw.initVersionFlag(fs)
+	if err := registerBuildInfo(reg, version.Get()); err != nil {
+		return nil, fmt.Errorf("register the build info metric: %w", err)
+	}
 	fw.Informer = yarninformer.New(cfg, fw.Store, fw.Handles.Pods)
 
 	usageMetrics, err := yarnusage.NewMetrics(reg)

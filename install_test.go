@@ -7,9 +7,12 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -21,6 +24,7 @@ import (
 	"github.com/koordinator-sh/koordinator/pkg/koordlet/util/system"
 
 	"github.com/koordlet-yarn/koordlet-yarn/framework/features"
+	"github.com/koordlet-yarn/koordlet-yarn/framework/version"
 	"github.com/koordlet-yarn/koordlet-yarn/plugins/yarninformer"
 )
 
@@ -97,4 +101,21 @@ func TestInstall(t *testing.T) {
 	rec = httptest.NewRecorder()
 	options.ExtendedHTTPHandlerRegistry[ContainersPath]()(rec, httptest.NewRequest(http.MethodPost, ContainersPath, nil))
 	assert.Equal(t, http.StatusMethodNotAllowed, rec.Code)
+}
+
+// TestBuildInfoMetric: koordlet_yarn_build_info is 1 with the build's
+// labels; a second install in one process keeps the first.
+func TestBuildInfoMetric(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	info := version.Info{Version: "v0.1.0", Koordinator: "v1.8.0", Go: "go1.26.0"}
+	t.Setenv("NODE_NAME", "n1")
+	require.NoError(t, registerBuildInfo(reg, info))
+	require.NoError(t, registerBuildInfo(reg, info))
+	n, err := testutil.GatherAndCount(reg, "koordlet_yarn_build_info")
+	require.NoError(t, err)
+	assert.Equal(t, 1, n)
+	require.NoError(t, testutil.GatherAndCompare(reg, strings.NewReader(`# HELP koordlet_yarn_build_info 1, labelled with koordlet-yarn's version, the Koordinator it is built on and the Go toolchain.
+# TYPE koordlet_yarn_build_info gauge
+koordlet_yarn_build_info{go="go1.26.0",koordinator="v1.8.0",node="n1",version="v0.1.0"} 1
+`), "koordlet_yarn_build_info"))
 }

@@ -5,7 +5,8 @@
 #   IMAGE=registry.example.com/koordlet-yarn:dev [PUSH=1] [BUILDER=podman] deploy/image.sh
 #
 # Extra build arguments (KOORDLET_IMAGE, KOORDINATOR_VERSION, GO_IMAGE,
-# BUILD_BASE) are passed through when set in the environment.
+# BUILD_BASE, VERSION) are passed through when set in the environment;
+# VERSION (the version stamped into the binary) defaults to git describe.
 set -eu
 top=$(cd "${0%/*}/.." && pwd)
 image=${IMAGE:-koordlet-yarn:dev}
@@ -43,8 +44,11 @@ if [ -z "$builder" ]; then
 	exit 1
 fi
 
+if [ -z "${VERSION:-}" ]; then
+	VERSION=$(git -C "$top" describe --tags --always --dirty 2>/dev/null || true)
+fi
 args=""
-for a in KOORDLET_IMAGE KOORDINATOR_VERSION GO_IMAGE BUILD_BASE; do
+for a in KOORDLET_IMAGE KOORDINATOR_VERSION GO_IMAGE BUILD_BASE VERSION; do
 	eval "v=\${$a:-}"
 	if [ -n "$v" ]; then
 		args="$args --build-arg $a=$v"

@@ -44,6 +44,8 @@ func TestImageScript(t *testing.T) {
 			wantLog: []string{"build -f", "Dockerfile -t reg.example/koordlet-yarn:t"}},
 		{name: "buildah", builders: map[string]bool{"buildah": true}, env: []string{"KOORDINATOR_VERSION=v1.8.0"}, want: "buildah",
 			wantLog: []string{"bud --layers", "--build-arg KOORDINATOR_VERSION=v1.8.0"}},
+		{name: "version stamped", builders: map[string]bool{"podman": true}, env: []string{"VERSION=v0.1.0"}, want: "podman",
+			wantLog: []string{"--build-arg VERSION=v0.1.0"}},
 		{name: "nerdctl and push", builders: map[string]bool{"nerdctl": true}, env: []string{"PUSH=1", "IMAGE=r/k:1"}, want: "nerdctl",
 			wantLog: []string{"build -f", "push r/k:1"}},
 	} {

@@ -49,7 +49,7 @@ const (
 // operatorOverlay is the overlay as an operator applies it: a copy with
 // image.yaml's registry set (when registry is not empty) and the given
 // components added, as kustomize edit add component would; the paths to
-// the base and the components are made absolute.
+// the base and the components lead back to this repository.
 func operatorOverlay(t *testing.T, registry string, components ...string) string {
 	t.Helper()
 	src, err := filepath.Abs(overlayDir)
@@ -59,12 +59,15 @@ func operatorOverlay(t *testing.T, registry string, components ...string) string
 	require.NoError(t, err)
 	img, err := os.ReadFile(filepath.Join(src, "image.yaml"))
 	require.NoError(t, err)
-	ks := strings.ReplaceAll(string(k), "../", filepath.Dir(src)+"/")
+	// kustomize takes no absolute root: the copy's paths are relative too.
+	top, err := filepath.Rel(dir, filepath.Dir(src))
+	require.NoError(t, err)
+	ks := strings.ReplaceAll(string(k), "../", top+"/")
 	require.Contains(t, ks, "# components:\n", "the overlay names its components, commented out")
 	if len(components) > 0 {
 		list := "components:\n"
 		for _, c := range components {
-			list += "  - " + filepath.Join(filepath.Dir(src), "components", c) + "\n"
+			list += "  - " + filepath.Join(top, "components", c) + "\n"
 		}
 		ks = strings.Replace(ks, "# components:\n", list, 1)
 	}

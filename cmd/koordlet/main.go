@@ -26,6 +26,7 @@ import (
 	metricsutil "github.com/koordinator-sh/koordinator/pkg/util/metrics"
 
 	koordletyarn "github.com/koordlet-yarn/koordlet-yarn"
+	"github.com/koordlet-yarn/koordlet-yarn/framework/version"
 )
 
 func main() {
@@ -41,6 +42,10 @@ func main() {
 	klog.InitFlags(nil)
 	flag.Parse()
 
+	if yarn.VersionRequested() {
+		fmt.Println(version.Get())
+		os.Exit(0)
+	}
 	if err := yarn.Validate(); err != nil {
 		fmt.Fprintf(os.Stderr, "koordlet: invalid flag: %v\n", err)
 		os.Exit(2)

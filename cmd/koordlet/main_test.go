@@ -27,10 +27,28 @@ func buildKoordlet(t *testing.T) string {
 		if built.dir, built.err = os.MkdirTemp("", "koordlet-bin-"); built.err != nil {
 			return
 		}
-		built.out, built.err = exec.Command("go", "build", "-o", filepath.Join(built.dir, "koordlet"), ".").CombinedOutput()
+		built.out, built.err = exec.Command("go", "build", "-ldflags", "-X "+versionVar+"="+testVersion,
+			"-o", filepath.Join(built.dir, "koordlet"), ".").CombinedOutput()
 	})
 	require.NoError(t, built.err, string(built.out))
 	return filepath.Join(built.dir, "koordlet")
+}
+
+// The version the test binary is stamped with, as make build stamps it.
+const (
+	versionVar  = "github.com/koordlet-yarn/koordlet-yarn/framework/version.version"
+	testVersion = "v0.1.0-test"
+)
+
+// TestBinaryVersion: --version says the stamped version, the Koordinator
+// the binary links and the Go toolchain, and exits 0.
+func TestBinaryVersion(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the koordlet binary")
+	}
+	out, err := exec.Command(buildKoordlet(t), "--version").CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	assert.Regexp(t, `^koordlet-yarn v0\.1\.0-test \(Koordinator v1\.8\.0, go1\.\d+`, string(out))
 }
 
 func TestMain(m *testing.M) {
