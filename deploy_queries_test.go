@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -112,6 +113,46 @@ func TestExportedSeries(t *testing.T) {
 	}
 }
 
+var (
+	constLabels    = regexp.MustCompile(`constLabels: \{([^}]*)\}`)
+	variableLabels = regexp.MustCompile(`variableLabels: \{([^}]*)\}`)
+)
+
+// TestSeriesCarryNodeAndBaseUnits: every series of the plugin set has the
+// node label (a variable one, or the constant the installer adds), no name
+// carries a scaled unit (milli-cores), and the series with a resource label
+// say its unit.
+func TestSeriesCarryNodeAndBaseUnits(t *testing.T) {
+	rec := &recorder{}
+	_, err := install(flag.NewFlagSet("koordlet", flag.ContinueOnError), rec)
+	require.NoError(t, err)
+	n := 0
+	for _, c := range rec.collectors {
+		ch := make(chan *prometheus.Desc, 16)
+		go func() { c.Describe(ch); close(ch) }()
+		for d := range ch {
+			n++
+			desc := d.String()
+			name := fqName.FindStringSubmatch(desc)[1]
+			var labels []string
+			for _, re := range []*regexp.Regexp{constLabels, variableLabels} {
+				if m := re.FindStringSubmatch(desc); m != nil && m[1] != "" {
+					for _, l := range strings.Split(m[1], ",") {
+						l, _, _ = strings.Cut(l, "=")
+						labels = append(labels, strings.TrimSpace(l))
+					}
+				}
+			}
+			assert.Contains(t, labels, "node", "%s has the node label", name)
+			assert.NotContains(t, name, "milli", "%s: base units (cores, bytes, seconds)", name)
+			if slices.Contains(labels, "resource") && !strings.HasSuffix(name, "_writes_total") {
+				assert.Contains(t, labels, "unit", "%s: a resource label says its unit", name)
+			}
+		}
+	}
+	assert.Greater(t, n, 20)
+}
+
 // TestGrafanaDashboard checks every query of deploy/grafana's dashboards
 // names only series koordlet exports, and that the dashboard covers what it
 // is for: containers by state, usage vs requests, evictions, QoS applied,
@@ -159,7 +200,7 @@ func TestGrafanaDashboard(t *testing.T) {
 				checkQueried(t, exported, file+" variable "+v.Name, []string{m[1]})
 			}
 		}
-		for _, n := range []string{"koordlet_yarn_containers", "koordlet_yarn_container_cpu_usage_cores", "koordlet_yarn_container_cpu_request_milli_cores",
+		for _, n := range []string{"koordlet_yarn_containers", "koordlet_yarn_container_cpu_usage_cores", "koordlet_yarn_container_cpu_request_cores",
 			"koordlet_yarn_container_memory_usage_bytes", "koordlet_yarn_container_memory_request_bytes", "koordlet_yarn_container_evictions_total",
 			"koordlet_yarn_qos_writes_total", "koordlet_yarn_discovery_source", "koordlet_yarn_collect_duration_seconds"} {
 			assert.True(t, used[n], "%s does not show %s", file, n)

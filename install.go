@@ -124,25 +124,33 @@ func install(fs *flag.FlagSet, reg prometheus.Registerer) (*Framework, error) {
 		// The processes of containers without a memory cgroup are read
 		// through the informer's hierarchy (koordlet's cgroup namespace).
 		CgroupHierarchy: fw.Informer.Hierarchy,
+		SeriesMode:      func() string { return cfg.ContainerMetrics },
+		NodeManagerPresent: func() bool {
+			return cfg.NMEndpoint != "" || fw.Informer.NodeManagerPod() != nil
+		},
 	})
+	// The series of the packages that do not label their own get the
+	// node label every other koordlet_yarn_* series carries.
+	nodeReg := prometheus.WrapRegistererWith(prometheus.Labels{"node": os.Getenv("NODE_NAME")}, reg)
 	fw.QoS = yarnqos.New(yarnqos.Options{Store: fw.Store, StatesInformer: fw.Handles.StatesInformer,
-		Hierarchy: fw.Informer.HierarchyDir, Locate: fw.Informer.Hierarchy, Interval: cfg.QoSReconcileInterval, Registerer: reg,
+		Hierarchy: fw.Informer.HierarchyDir, Locate: fw.Informer.Hierarchy, Interval: cfg.QoSReconcileInterval, Registerer: nodeReg,
 		Policy: fw.policy})
-	fw.Watch = cgroupwatch.New(cgroupwatch.Options{Store: fw.Store, Hierarchy: fw.Informer.Hierarchy, ResyncInterval: cfg.ResyncInterval, Resync: fw.Informer.RequestResync, Registerer: reg})
+	fw.Watch = cgroupwatch.New(cgroupwatch.Options{Store: fw.Store, Hierarchy: fw.Informer.Hierarchy, ResyncInterval: cfg.ResyncInterval, Resync: fw.Informer.RequestResync, Registerer: nodeReg})
 	fw.Informer.AfterFirstSync = func(stopCh <-chan struct{}) {
 		go fw.recoverKills() // off the start-up path, bounded (MaxRecoverTime)
 		fw.Watch.Run(stopCh)
 	}
 	fw.loops = append(fw.loops, fw.Usage, fw.QoS)
-	fw.memcg = yarnmemcg.New(yarnmemcg.Options{Store: fw.Store, Hierarchy: fw.Informer.Hierarchy, Interval: cfg.QoSReconcileInterval, Registerer: reg})
+	fw.memcg = yarnmemcg.New(yarnmemcg.Options{Store: fw.Store, Hierarchy: fw.Informer.Hierarchy, Interval: cfg.QoSReconcileInterval, Registerer: nodeReg})
 	fw.loops = append(fw.loops, fw.memcg)
 	fw.adopt = yarnadopt.New(yarnadopt.Options{Store: fw.Store, Hierarchy: fw.Informer.Hierarchy, NMPodCgroup: fw.nmPodCgroup,
-		ListNM: fw.Informer.ListNM, ScanInterval: cfg.ContainerCgroupsScanInterval, Registerer: reg})
+		ListNM: fw.Informer.ListNM, ScanInterval: cfg.ContainerCgroupsScanInterval, Registerer: nodeReg})
 	fw.loops = append(fw.loops, fw.adopt)
 
 	if fw.Policy, err = yarnpolicy.New(yarnpolicy.Options{Store: fw.Store, Resolver: fw.policy,
 		File: func() string { return cfg.QoSPolicyFile }, RM: fw.RMClient, RMTimeout: func() time.Duration { return cfg.RM.Timeout },
-		Reapply: fw.reapplyQoS, NMPriority: fw.nmPriority, Interval: 5 * time.Second, Registerer: reg, NodeName: os.Getenv("NODE_NAME")}); err != nil {
+		Reapply: fw.reapplyQoS, NMPriority: fw.nmPriority, Interval: 5 * time.Second, Registerer: reg, NodeName: os.Getenv("NODE_NAME"),
+		PerContainerSeries: func() bool { return cfg.ContainerMetrics == config.ContainerMetricsContainer }}); err != nil {
 		return nil, fmt.Errorf("register YARN QoS policy metrics: %w", err)
 	}
 	fw.loops = append(fw.loops, fw.Policy)

@@ -22,6 +22,7 @@ import (
 	"github.com/koordinator-sh/koordinator/pkg/koordlet/util/system"
 
 	"github.com/koordlet-yarn/koordlet-yarn/framework/cgroups"
+	"github.com/koordlet-yarn/koordlet-yarn/framework/config"
 	"github.com/koordlet-yarn/koordlet-yarn/framework/features"
 	"github.com/koordlet-yarn/koordlet-yarn/framework/store"
 )
@@ -51,6 +52,21 @@ type Options struct {
 	CgroupHierarchy func() (cgroups.Hierarchy, bool)
 	Metrics         *Metrics
 	NodeName        string
+	// SeriesMode returns --yarn-container-metrics (config.ContainerMetrics*);
+	// nil: per container.
+	SeriesMode func() string
+	// NodeManagerPresent reports whether a NodeManager runs here (its pod
+	// found or an endpoint configured); nil: only when containers are
+	// known. The accounting series is exported only then.
+	NodeManagerPresent func() bool
+}
+
+// appKey identifies an application's series.
+type appKey struct{ app, user string }
+
+// appUsage sums an application's containers in one cycle.
+type appUsage struct {
+	cpu, mem, cpuReq, memReq, containers float64
 }
 
 // series are a container's Prometheus children and metric-cache properties,
@@ -88,11 +104,27 @@ type Collector struct {
 	accMu            sync.Mutex
 	accounting       Accounting
 	accountingLogged bool
+
+	// mode is the series mode of the last cycle; discard takes the
+	// per-container values when they are not exported; apps are the
+	// applications exported at the last cycle (mode application).
+	mode    string
+	discard prometheus.Gauge
+	apps    map[appKey]*appUsage
 }
 
 // New returns a collector.
 func New(opts Options) *Collector {
-	return &Collector{opts: opts, prev: map[string]*prev{}, series: map[string]*series{}}
+	return &Collector{opts: opts, prev: map[string]*prev{}, series: map[string]*series{},
+		discard: prometheus.NewGauge(prometheus.GaugeOpts{Name: "discarded"}), apps: map[appKey]*appUsage{}}
+}
+
+// seriesMode is the --yarn-container-metrics value in force.
+func (c *Collector) seriesMode() string {
+	if c.opts.SeriesMode == nil {
+		return config.ContainerMetricsContainer
+	}
+	return c.opts.SeriesMode()
 }
 
 // Name names the loop in logs.
@@ -162,6 +194,15 @@ func (c *Collector) Collect(now time.Time) Cycle {
 		c.opts.Reader = cgroups.NewUsageReader(system.Conf.CgroupRootDir, system.GetCurrentCgroupVersion() == system.CgroupVersionV2)
 	}
 	reader := c.opts.Reader
+	if mode := c.seriesMode(); mode != c.mode {
+		if c.mode != "" {
+			c.opts.Metrics.resetPerContainer()
+			clear(c.series)
+			clear(c.apps)
+		}
+		c.mode = mode
+	}
+	apps := map[appKey]*appUsage{}
 	snapshot := c.opts.Store.Snapshot()
 	samples := c.samples[:0]
 	var cyc Cycle
@@ -181,8 +222,19 @@ func (c *Collector) Collect(now time.Time) Cycle {
 		cyc.Containers++
 		live[ct.Name] = struct{}{}
 		sr := c.seriesOf(ct)
-		sr.cpuReq.Set(float64(ct.RequestMilliCPU))
+		sr.cpuReq.Set(float64(ct.RequestMilliCPU) / 1000)
 		sr.memReq.Set(float64(ct.RequestMemoryBytes))
+		var app *appUsage
+		if c.mode == config.ContainerMetricsApplication {
+			k := appKey{ct.ApplicationID, ct.User}
+			if app = apps[k]; app == nil {
+				app = &appUsage{}
+				apps[k] = app
+			}
+			app.containers++
+			app.cpuReq += float64(ct.RequestMilliCPU) / 1000
+			app.memReq += float64(ct.RequestMemoryBytes)
+		}
 		p := c.prev[ct.Name]
 		if p == nil {
 			p = &prev{}
@@ -207,6 +259,9 @@ func (c *Collector) Collect(now time.Time) Cycle {
 				cores := float64(usage-p.cpu) / float64(now.Sub(p.at))
 				samples = appendSample(samples, metriccache.ContainerCPUUsageMetric, props, now, cores)
 				sr.cpu.Set(cores)
+				if app != nil {
+					app.cpu += cores
+				}
 				aggCPU += cores
 				haveCPU = true
 				fallthrough
@@ -238,6 +293,9 @@ func (c *Collector) Collect(now time.Time) Cycle {
 			samples = appendSample(samples, metriccache.ContainerMemoryUsageWithPageCacheMetric, props, now, withPC)
 			sr.mem.Set(usage)
 			sr.memPC.Set(withPC)
+			if app != nil {
+				app.mem += usage
+			}
 			aggMem += usage
 			aggMemPC += withPC
 			haveMem = true
@@ -272,13 +330,43 @@ func (c *Collector) Collect(now time.Time) Cycle {
 	clear(samples)
 	c.samples = samples[:0]
 
-	c.opts.Metrics.Containers.Reset()
-	for state, n := range states {
-		c.opts.Metrics.Containers.WithLabelValues(c.opts.NodeName, state).Set(n)
+	m := c.opts.Metrics
+	if haveCPU || cyc.Containers == 0 {
+		m.TotalCPUUsage.WithLabelValues(c.opts.NodeName).Set(aggCPU)
 	}
-	c.checkAccounting()
-	c.opts.Metrics.CollectDuration.Set(time.Since(start).Seconds())
+	if haveMem || cyc.Containers == 0 {
+		m.TotalMemoryUsage.WithLabelValues(c.opts.NodeName).Set(aggMem)
+	}
+	c.publishApplications(apps)
+	m.Containers.Reset()
+	for state, n := range states {
+		m.Containers.WithLabelValues(c.opts.NodeName, state).Set(n)
+	}
+	c.checkAccounting(len(snapshot) > 0 || (c.opts.NodeManagerPresent != nil && c.opts.NodeManagerPresent()))
+	m.CollectDuration.WithLabelValues(c.opts.NodeName).Set(time.Since(start).Seconds())
 	return cyc
+}
+
+// publishApplications sets the per-application series of this cycle and
+// deletes those of applications no longer on the node.
+func (c *Collector) publishApplications(apps map[appKey]*appUsage) {
+	m := c.opts.Metrics
+	for k := range c.apps {
+		if _, ok := apps[k]; !ok {
+			for _, g := range []*prometheus.GaugeVec{m.AppCPUUsage, m.AppMemoryUsage, m.AppCPURequest, m.AppMemoryRequest, m.AppContainers} {
+				g.DeleteLabelValues(c.opts.NodeName, k.app, k.user)
+			}
+		}
+	}
+	for k, a := range apps {
+		labels := []string{c.opts.NodeName, k.app, k.user}
+		m.AppCPUUsage.WithLabelValues(labels...).Set(a.cpu)
+		m.AppMemoryUsage.WithLabelValues(labels...).Set(a.mem)
+		m.AppCPURequest.WithLabelValues(labels...).Set(a.cpuReq)
+		m.AppMemoryRequest.WithLabelValues(labels...).Set(a.memReq)
+		m.AppContainers.WithLabelValues(labels...).Set(a.containers)
+	}
+	c.apps = apps
 }
 
 func appendSample(samples []metriccache.MetricSample, kind metriccache.MetricResource, props map[metriccache.MetricProperty]string, at time.Time, v float64) []metriccache.MetricSample {
@@ -329,6 +417,13 @@ func (c *Collector) seriesOf(ct *store.Container) *series {
 		c.deleteSeries(old.labels)
 	}
 	m := c.opts.Metrics
+	if c.mode != config.ContainerMetricsContainer {
+		d := c.discard
+		sr := &series{labels: want, props: metriccache.MetricPropertiesFunc.Container(ct.Name),
+			cpu: d, mem: d, memPC: d, throttled: d, cpuReq: d, memReq: d}
+		c.series[ct.Name] = sr
+		return sr
+	}
 	sr := &series{
 		labels:    want,
 		props:     metriccache.MetricPropertiesFunc.Container(ct.Name),
@@ -373,9 +468,15 @@ func (c *Collector) deleteSeries(labels []string) {
 	}
 }
 
-// checkAccounting re-checks the NodeSLO host applications and logs a change once.
-func (c *Collector) checkAccounting() {
+// checkAccounting re-checks the NodeSLO host applications and logs a
+// change once; nmPresent says whether a NodeManager runs here: without
+// one, YARN uses nothing, so there is nothing to account and no series.
+func (c *Collector) checkAccounting(nmPresent bool) {
 	if c.opts.NodeSLO == nil || c.opts.Hierarchy == nil {
+		return
+	}
+	if !nmPresent {
+		c.opts.Metrics.AccountingAsBE.DeleteLabelValues(c.opts.NodeName)
 		return
 	}
 	acc := CheckAccounting(c.opts.NodeSLO(), c.opts.Hierarchy())

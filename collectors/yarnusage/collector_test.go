@@ -18,6 +18,7 @@ import (
 	"github.com/koordinator-sh/koordinator/pkg/koordlet/util/system"
 
 	"github.com/koordlet-yarn/koordlet-yarn/framework/cgroups"
+	"github.com/koordlet-yarn/koordlet-yarn/framework/config"
 	"github.com/koordlet-yarn/koordlet-yarn/framework/features"
 	"github.com/koordlet-yarn/koordlet-yarn/framework/store"
 	"github.com/koordlet-yarn/koordlet-yarn/framework/yarn"
@@ -150,10 +151,13 @@ func TestCollect(t *testing.T) {
 			labels := []string{"n1", exec, "application_1700000000000_0042", "alice", "false"}
 			assert.InDelta(t, 1.5, testutil.ToFloat64(m.CPUUsage.WithLabelValues(labels...)), 1e-9)
 			assert.Equal(t, float64(310<<20), testutil.ToFloat64(m.MemoryUsage.WithLabelValues(labels...)))
-			assert.Equal(t, 2000.0, testutil.ToFloat64(m.CPURequest.WithLabelValues(labels...)))
+			assert.Equal(t, 2.0, testutil.ToFloat64(m.CPURequest.WithLabelValues(labels...)), "2 vcores: 2 cores")
 			assert.Equal(t, float64(1<<30), testutil.ToFloat64(m.MemoryRequest.WithLabelValues(labels...)))
 			assert.Equal(t, 2.0, testutil.ToFloat64(m.Containers.WithLabelValues("n1", "RUNNING")))
 			assert.Equal(t, 0.0, testutil.ToFloat64(m.AccountingAsBE.WithLabelValues("n1")))
+			assert.InDelta(t, 2.0, testutil.ToFloat64(m.TotalCPUUsage.WithLabelValues("n1")), 1e-9, "the node's total")
+			assert.Equal(t, float64(410<<20), testutil.ToFloat64(m.TotalMemoryUsage.WithLabelValues("n1")))
+			assert.Equal(t, 0, testutil.CollectAndCount(m.AppCPUUsage), "no application series per container")
 
 			// The executor exits and vanishes: its series are deleted.
 			require.NoError(t, os.RemoveAll(n.helper.TempDir+"/cpu/"+n.dir(exec)))
@@ -168,6 +172,83 @@ func TestCollect(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestCollectSeriesModes: --yarn-container-metrics=application exports one
+// set of series per application (sums over its containers) and none per
+// container; off exports the node's totals only; the metric cache, which
+// eviction reads, gets every container's samples in every mode.
+func TestCollectSeriesModes(t *testing.T) {
+	n := newNode(t, false)
+	mc := newMetricCache(t)
+	reg := prometheus.NewRegistry()
+	m, err := NewMetrics(reg)
+	require.NoError(t, err)
+	mode := config.ContainerMetricsContainer
+	c := New(Options{Store: n.st, MetricCache: func() metriccache.MetricCache { return mc },
+		Interval: func() time.Duration { return time.Second }, Metrics: m, NodeName: "n1",
+		SeriesMode: func() string { return mode }})
+	n.set(am, 1e9, 100<<20, 0, 10, 0)
+	n.set(exec, 5e9, 300<<20, 0, 10, 0)
+	n.resync(am, exec)
+	t0 := time.Now()
+	c.Collect(t0)
+	assert.Equal(t, 2, testutil.CollectAndCount(m.MemoryUsage))
+
+	mode = config.ContainerMetricsApplication
+	n.set(am, 1.5e9, 100<<20, 0, 20, 0)
+	n.set(exec, 6e9, 300<<20, 0, 20, 0)
+	t1 := t0.Add(time.Second)
+	c.Collect(t1)
+	assert.Equal(t, 0, testutil.CollectAndCount(m.MemoryUsage), "no per-container series")
+	assert.Equal(t, 0, testutil.CollectAndCount(m.CPURequest))
+	app := []string{"n1", "application_1700000000000_0042", "alice"}
+	assert.InDelta(t, 1.5, testutil.ToFloat64(m.AppCPUUsage.WithLabelValues(app...)), 1e-9)
+	assert.Equal(t, float64(400<<20), testutil.ToFloat64(m.AppMemoryUsage.WithLabelValues(app...)))
+	assert.Equal(t, 4.0, testutil.ToFloat64(m.AppCPURequest.WithLabelValues(app...)))
+	assert.Equal(t, float64(2<<30), testutil.ToFloat64(m.AppMemoryRequest.WithLabelValues(app...)))
+	assert.Equal(t, 2.0, testutil.ToFloat64(m.AppContainers.WithLabelValues(app...)))
+	cpu, ok := lastValue(t, mc, metriccache.ContainerCPUUsageMetric, metriccache.MetricPropertiesFunc.Container(exec), t1.Add(-time.Millisecond), t1.Add(time.Minute))
+	require.True(t, ok, "the metric cache still has each container")
+	assert.InDelta(t, 1.0, cpu, 1e-9)
+
+	mode = config.ContainerMetricsOff
+	c.Collect(t1.Add(time.Second))
+	assert.Equal(t, 0, testutil.CollectAndCount(m.AppCPUUsage))
+	assert.Equal(t, 0, testutil.CollectAndCount(m.MemoryUsage))
+	assert.Equal(t, float64(400<<20), testutil.ToFloat64(m.TotalMemoryUsage.WithLabelValues("n1")), "the node's totals stay")
+
+	// The application's containers leave: its series go with them.
+	mode = config.ContainerMetricsApplication
+	c.Collect(t1.Add(2 * time.Second))
+	assert.Equal(t, 1, testutil.CollectAndCount(m.AppContainers))
+	n.resync()
+	c.Collect(t1.Add(3 * time.Second))
+	assert.Equal(t, 0, testutil.CollectAndCount(m.AppContainers))
+	assert.Equal(t, 0.0, testutil.ToFloat64(m.TotalCPUUsage.WithLabelValues("n1")), "no container: 0")
+}
+
+// TestAccountingOnlyWhereANodeManagerRuns: a node without a NodeManager
+// (no container, none found) exports no accounting series, so the alert on
+// it does not fire there.
+func TestAccountingOnlyWhereANodeManagerRuns(t *testing.T) {
+	n := newNode(t, false)
+	reg := prometheus.NewRegistry()
+	m, err := NewMetrics(reg)
+	require.NoError(t, err)
+	present := false
+	slo := &slov1alpha1.NodeSLO{}
+	c := New(Options{Store: n.st, Metrics: m, NodeName: "n1", Interval: func() time.Duration { return time.Second },
+		NodeSLO: func() *slov1alpha1.NodeSLO { return slo }, Hierarchy: func() string { return hierarchy },
+		NodeManagerPresent: func() bool { return present }})
+	c.Collect(time.Now())
+	assert.Equal(t, 0, testutil.CollectAndCount(m.AccountingAsBE), "no NodeManager: nothing to account")
+	present = true
+	c.Collect(time.Now())
+	assert.Equal(t, 1, testutil.CollectAndCount(m.AccountingAsBE))
+	present = false
+	c.Collect(time.Now())
+	assert.Equal(t, 0, testutil.CollectAndCount(m.AccountingAsBE), "the NodeManager left")
 }
 
 func TestCollectVanishedMidRead(t *testing.T) {

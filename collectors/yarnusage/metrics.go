@@ -18,9 +18,14 @@ const (
 	labelState       = "state"
 )
 
-var containerLabels = []string{labelNode, labelContainer, labelApplication, labelUser, labelAM}
+var (
+	containerLabels   = []string{labelNode, labelContainer, labelApplication, labelUser, labelAM}
+	applicationLabels = []string{labelNode, labelApplication, labelUser}
+)
 
-// Metrics are the koordlet_yarn_* Prometheus series of the collector.
+// Metrics are the koordlet_yarn_* Prometheus series of the collector:
+// per container (--yarn-container-metrics=container), per application
+// (application) and the node's totals (always).
 type Metrics struct {
 	CPUUsage            *prometheus.GaugeVec
 	MemoryUsage         *prometheus.GaugeVec
@@ -28,9 +33,18 @@ type Metrics struct {
 	CPUThrottledRatio   *prometheus.GaugeVec
 	CPURequest          *prometheus.GaugeVec
 	MemoryRequest       *prometheus.GaugeVec
-	Containers          *prometheus.GaugeVec
-	AccountingAsBE      *prometheus.GaugeVec
-	CollectDuration     prometheus.Gauge
+
+	AppCPUUsage      *prometheus.GaugeVec
+	AppMemoryUsage   *prometheus.GaugeVec
+	AppCPURequest    *prometheus.GaugeVec
+	AppMemoryRequest *prometheus.GaugeVec
+	AppContainers    *prometheus.GaugeVec
+
+	TotalCPUUsage    *prometheus.GaugeVec
+	TotalMemoryUsage *prometheus.GaugeVec
+	Containers       *prometheus.GaugeVec
+	AccountingAsBE   *prometheus.GaugeVec
+	CollectDuration  *prometheus.GaugeVec
 }
 
 func gauge(name, help string, labels ...string) *prometheus.GaugeVec {
@@ -45,27 +59,39 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 		MemoryUsage:         gauge("yarn_container_memory_usage_bytes", "Memory used by a YARN container without page cache (koordlet's container memory usage).", containerLabels...),
 		MemoryWithPageCache: gauge("yarn_container_memory_usage_with_page_cache_bytes", "Memory used by a YARN container including page cache.", containerLabels...),
 		CPUThrottledRatio:   gauge("yarn_container_cpu_throttled_ratio", "Share of CFS periods in which a YARN container was throttled, over the last collect interval.", containerLabels...),
-		CPURequest:          gauge("yarn_container_cpu_request_milli_cores", "CPU a YARN container requested from the ResourceManager, in milli-cores.", containerLabels...),
+		CPURequest:          gauge("yarn_container_cpu_request_cores", "CPU a YARN container requested from the ResourceManager, in cores.", containerLabels...),
 		MemoryRequest:       gauge("yarn_container_memory_request_bytes", "Memory a YARN container requested from the ResourceManager, in bytes.", containerLabels...),
-		Containers:          gauge("yarn_containers", "YARN containers on the node by NodeManager state (UNKNOWN until the NM reports one).", labelNode, labelState),
-		AccountingAsBE:      gauge("yarn_usage_accounted_as_be", "1 when the node's NodeSLO declares a BE host application covering the YARN hierarchy, so that YARN usage counts as BE and not as system usage; 0 otherwise.", labelNode),
-		CollectDuration: prometheus.NewGauge(prometheus.GaugeOpts{Subsystem: koordmetrics.KoordletSubsystem,
-			Name: "yarn_collect_duration_seconds", Help: "Wall time of the last YARN usage collection cycle."}),
+
+		AppCPUUsage:      gauge("yarn_application_cpu_usage_cores", "CPU used by a YARN application's containers on the node, in cores, over the last collect interval (--yarn-container-metrics=application).", applicationLabels...),
+		AppMemoryUsage:   gauge("yarn_application_memory_usage_bytes", "Memory used by a YARN application's containers on the node, without page cache (--yarn-container-metrics=application).", applicationLabels...),
+		AppCPURequest:    gauge("yarn_application_cpu_request_cores", "CPU a YARN application's containers on the node requested, in cores (--yarn-container-metrics=application).", applicationLabels...),
+		AppMemoryRequest: gauge("yarn_application_memory_request_bytes", "Memory a YARN application's containers on the node requested, in bytes (--yarn-container-metrics=application).", applicationLabels...),
+		AppContainers:    gauge("yarn_application_containers", "A YARN application's containers on the node with a cgroup (--yarn-container-metrics=application).", applicationLabels...),
+
+		TotalCPUUsage:    gauge("yarn_cpu_usage_cores", "CPU used by all YARN containers on the node, in cores, over the last collect interval.", labelNode),
+		TotalMemoryUsage: gauge("yarn_memory_usage_bytes", "Memory used by all YARN containers on the node, without page cache.", labelNode),
+		Containers:       gauge("yarn_containers", "YARN containers on the node by NodeManager state (UNKNOWN until the NM reports one).", labelNode, labelState),
+		AccountingAsBE:   gauge("yarn_usage_accounted_as_be", "1 when the node's NodeSLO declares a BE host application covering the YARN hierarchy, so that YARN usage counts as BE and not as system usage; 0 otherwise. Only on nodes where a NodeManager runs.", labelNode),
+		CollectDuration:  gauge("yarn_collect_duration_seconds", "Wall time of the last YARN usage collection cycle.", labelNode),
 	}
 	for _, p := range []**prometheus.GaugeVec{&m.CPUUsage, &m.MemoryUsage, &m.MemoryWithPageCache, &m.CPUThrottledRatio,
-		&m.CPURequest, &m.MemoryRequest, &m.Containers, &m.AccountingAsBE} {
+		&m.CPURequest, &m.MemoryRequest, &m.AppCPUUsage, &m.AppMemoryUsage, &m.AppCPURequest, &m.AppMemoryRequest,
+		&m.AppContainers, &m.TotalCPUUsage, &m.TotalMemoryUsage, &m.Containers, &m.AccountingAsBE, &m.CollectDuration} {
 		got, err := register(reg, *p)
 		if err != nil {
 			return nil, err
 		}
 		*p = got.(*prometheus.GaugeVec)
 	}
-	got, err := register(reg, m.CollectDuration)
-	if err != nil {
-		return nil, err
-	}
-	m.CollectDuration = got.(prometheus.Gauge)
 	return m, nil
+}
+
+// resetPerContainer drops every per-container and per-application series.
+func (m *Metrics) resetPerContainer() {
+	for _, g := range []*prometheus.GaugeVec{m.CPUUsage, m.MemoryUsage, m.MemoryWithPageCache, m.CPUThrottledRatio,
+		m.CPURequest, m.MemoryRequest, m.AppCPUUsage, m.AppMemoryUsage, m.AppCPURequest, m.AppMemoryRequest, m.AppContainers} {
+		g.Reset()
+	}
 }
 
 func register(reg prometheus.Registerer, c prometheus.Collector) (prometheus.Collector, error) {

@@ -20,6 +20,11 @@ const (
 	// DefaultEvictGracePeriod matches YARN's own
 	// yarn.nodemanager.sleep-delay-before-sigkill.ms (250 ms).
 	DefaultEvictGracePeriod = 250 * time.Millisecond
+	// ContainerMetrics values: a set of series per container, per
+	// application, or none (node totals only).
+	ContainerMetricsContainer   = "container"
+	ContainerMetricsApplication = "application"
+	ContainerMetricsOff         = "off"
 	// DefaultEvictAuditFile is on the host's /var/run/koordlet, which
 	// Koordinator's koordlet DaemonSet mounts read-write there.
 	DefaultEvictAuditFile = "/host-var-run-koordlet/yarn-evictions.jsonl"
@@ -62,6 +67,11 @@ type Config struct {
 	// QoSPolicyFile is the YARN QoS policy (gate YARNQoSPolicy), typically
 	// a mounted ConfigMap; empty: none.
 	QoSPolicyFile string
+	// ContainerMetrics is which Prometheus series the YARN usage collector
+	// and the QoS policy export: per container (ContainerMetricsContainer),
+	// per application or none beyond the node totals. The metric cache,
+	// which eviction reads, is written per container whatever this is.
+	ContainerMetrics string
 }
 
 // NewDefault returns the default configuration.
@@ -76,6 +86,7 @@ func NewDefault() *Config {
 		EvictAuditFile:               DefaultEvictAuditFile,
 		QoSReconcileInterval:         10 * time.Second,
 		ContainerCgroupsScanInterval: time.Second,
+		ContainerMetrics:             ContainerMetricsContainer,
 		RM:                           RM{Timeout: yarn.DefaultRMTimeout, MaxResponseBytes: yarn.DefaultRMMaxResponseBytes},
 		Ledger:                       Ledger{PatchInterval: DefaultLedgerPatchInterval, Hysteresis: DefaultLedgerHysteresis, MaxAge: DefaultLedgerMaxAge, RMSyncInterval: DefaultRMSyncInterval, RMReadBack: DefaultRMReadBack, Expiry: DefaultLedgerExpiry},
 	}
@@ -107,6 +118,8 @@ func (c *Config) InitFlags(fs *flag.FlagSet) {
 		"Time an evicted YARN container's processes get between SIGTERM and SIGKILL (YARN's sleep-delay-before-sigkill).")
 	c.RM.initFlags(fs)
 	c.Ledger.initFlags(fs)
+	fs.StringVar(&c.ContainerMetrics, "yarn-container-metrics", c.ContainerMetrics,
+		"Prometheus series of YARN usage: container (a set per container: container_id, application_id, user, am; and the effective priority with queue, rule, tier), application (a set per application: application_id, user) or off (the node's YARN totals only). Per-container series come and go with every short-lived container; eviction reads koordlet's metric cache, which is written per container whatever this is.")
 	fs.StringVar(&c.QoSPolicyFile, "yarn-qos-policy-file", c.QoSPolicyFile,
 		"YARN QoS policy file (YAML; typically a mounted ConfigMap), reloaded when it changes; used with the YARNQoSPolicy gate. Empty: none.")
 }
@@ -146,6 +159,12 @@ func (c *Config) Validate() error {
 	}
 	if c.ResyncInterval < 100*time.Millisecond {
 		return fmt.Errorf("--yarn-resync-interval %v: must be at least 100ms", c.ResyncInterval)
+	}
+	switch c.ContainerMetrics {
+	case ContainerMetricsContainer, ContainerMetricsApplication, ContainerMetricsOff:
+	default:
+		return fmt.Errorf("--yarn-container-metrics %q: must be %s, %s or %s", c.ContainerMetrics,
+			ContainerMetricsContainer, ContainerMetricsApplication, ContainerMetricsOff)
 	}
 	if err := c.RM.validate(); err != nil {
 		return err

@@ -20,14 +20,16 @@ func TestFlagsAndValidate(t *testing.T) {
 		"--yarn-cgroup-hierarchy=/hadoop-yarn", "--yarn-resync-interval=30s", "--yarn-evict-grace-period=2s",
 		"--yarn-rm-endpoints= http://rm1:8088, https://rm2:8090 ,", "--yarn-rm-user=yarn", "--yarn-rm-timeout=3s",
 		"--yarn-rm-max-response-bytes=2048", "--yarn-ledger-patch-interval=2s", "--yarn-ledger-hysteresis=5", "--yarn-ledger-max-age=30s", "--yarn-rm-sync-interval=5s", "--yarn-rm-read-back-interval=30s", "--yarn-ledger-expiry=5m", "--yarn-rm-node-id=n1:45454",
+		"--yarn-container-metrics=application",
 	}))
 	require.NoError(t, cfg.Validate())
 	assert.Equal(t, &Config{
 		NMEndpoint: "http://10.0.0.5:8042", NMPodSelector: "app=nm,tier!=x", NMPort: 8044,
 		NMTimeout: 2 * time.Second, NMMaxResponseBytes: 1024, CgroupHierarchy: "/hadoop-yarn",
 		ResyncInterval: 30 * time.Second, EvictGracePeriod: 2 * time.Second, EvictAuditFile: DefaultEvictAuditFile, QoSReconcileInterval: 10 * time.Second, ContainerCgroupsScanInterval: time.Second,
-		RM:     RM{Endpoints: []string{"http://rm1:8088", "https://rm2:8090"}, User: "yarn", Timeout: 3 * time.Second, MaxResponseBytes: 2048},
-		Ledger: Ledger{PatchInterval: 2 * time.Second, Hysteresis: 5, MaxAge: 30 * time.Second, RMSyncInterval: 5 * time.Second, RMReadBack: 30 * time.Second, Expiry: 5 * time.Minute, RMNodeID: "n1:45454"},
+		ContainerMetrics: ContainerMetricsApplication,
+		RM:               RM{Endpoints: []string{"http://rm1:8088", "https://rm2:8090"}, User: "yarn", Timeout: 3 * time.Second, MaxResponseBytes: 2048},
+		Ledger:           Ledger{PatchInterval: 2 * time.Second, Hysteresis: 5, MaxAge: 30 * time.Second, RMSyncInterval: 5 * time.Second, RMReadBack: 30 * time.Second, Expiry: 5 * time.Minute, RMNodeID: "n1:45454"},
 	}, cfg)
 	rm, err := cfg.RM.Client()
 	require.NoError(t, err)
@@ -57,6 +59,7 @@ func TestFlagsAndValidate(t *testing.T) {
 		{func(c *Config) { c.Ledger.RMReadBack = time.Millisecond }, "--yarn-rm-read-back-interval"},
 		{func(c *Config) { c.Ledger.RMNodeID = "a/b" }, "--yarn-rm-node-id"},
 		{func(c *Config) { c.RM.MaxResponseBytes = 0 }, "--yarn-rm-max-response-bytes"},
+		{func(c *Config) { c.ContainerMetrics = "per-pod" }, "--yarn-container-metrics"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.flag, func(t *testing.T) {

@@ -75,7 +75,7 @@ func (a *AllocatableEvict) Cycle(node *corev1.Node, slo *slov1alpha1.NodeSLO) (e
 	evicted, attempted = a.execute(node, nmPod, victims, need)
 	if attempted && a.Deps.Metrics != nil {
 		resource, _ := releaseUnit(a.Kind)
-		a.Deps.Metrics.Needed.WithLabelValues(a.Deps.NodeName, a.Kind.Reason(), resource).Add(float64(need[a.Kind.batchName()]))
+		a.Deps.Metrics.AddNeeded(a.Deps.NodeName, a.Kind.Reason(), resource, need[a.Kind.batchName()])
 	}
 	return evicted, attempted
 }

@@ -139,7 +139,7 @@ func (c *CPUEvict) Cycle(now time.Time) []Victim {
 		cur.Usage, cur.Request, cur.Limit, need, len(victims), covered)
 	evicted, released, attempted := c.evict(node, victims, need)
 	if attempted && c.deps.Metrics != nil {
-		c.deps.Metrics.Needed.WithLabelValues(c.deps.NodeName, ReasonBECPUEvict, "cpu").Add(float64(need))
+		c.deps.Metrics.AddNeeded(c.deps.NodeName, ReasonBECPUEvict, "cpu", need)
 	}
 	if len(evicted) > 0 {
 		c.lastEvict = now

@@ -115,7 +115,7 @@ func TestRealKernelExecuteFailsOverToNextVictim(t *testing.T) {
 	assert.Contains(t, evs[1], "chosen because: priority 0; 0.0 CPU-s of work lost; all 1 candidates together do not cover the need", "the Event says why this victim")
 	assert.Equal(t, 1.0, testutil.ToFloat64(e.metrics.Evictions.WithLabelValues("n1", ReasonBEMemoryEvict, "failed")))
 	assert.Equal(t, 1.0, testutil.ToFloat64(e.metrics.Evictions.WithLabelValues("n1", ReasonBEMemoryEvict, "succeeded")))
-	assert.Equal(t, float64(100<<20), testutil.ToFloat64(e.metrics.Released.WithLabelValues("n1", ReasonBEMemoryEvict, "memory")))
+	assert.Equal(t, float64(100<<20), testutil.ToFloat64(e.metrics.Released.WithLabelValues("n1", ReasonBEMemoryEvict, "memory", "byte")))
 }
 
 // TestRealKernelExecuteNoAMAfterItsExecutors: the executor is evicted but

@@ -380,7 +380,7 @@ func TestRealKernelCPUEvict(t *testing.T) {
 		assert.True(t, alive(pid), "pid %d survives", pid)
 	}
 	assert.Equal(t, 1.0, testutil.ToFloat64(metrics.Evictions.WithLabelValues("n1", ReasonBECPUEvict, "succeeded")))
-	assert.Equal(t, 1500.0, testutil.ToFloat64(metrics.Needed.WithLabelValues("n1", ReasonBECPUEvict, "cpu")))
+	assert.Equal(t, 1.5, testutil.ToFloat64(metrics.Needed.WithLabelValues("n1", ReasonBECPUEvict, "cpu", "core")), "1500m: 1.5 cores")
 }
 
 func TestMilliCPUToRelease(t *testing.T) {

@@ -230,7 +230,7 @@ func (m *MemoryEvict) Cycle(now time.Time) []Victim {
 		klog.V(2).Infof("yarn: memory evict done %v after the check began: %d evicted, %dMi released", time.Since(now).Round(time.Millisecond), len(evicted), released>>20)
 	}
 	if attempted && m.deps.Metrics != nil {
-		m.deps.Metrics.Needed.WithLabelValues(m.deps.NodeName, ReasonBEMemoryEvict, "memory").Add(float64(need))
+		m.deps.Metrics.AddNeeded(m.deps.NodeName, ReasonBEMemoryEvict, "memory", need)
 	}
 	if ReleasesLater(evicted) {
 		m.lastEvict = now

@@ -30,6 +30,26 @@ type Metrics struct {
 	Wakeups *prometheus.CounterVec
 }
 
+// metricValue is amount of resource (milli-cores of cpu, bytes of memory)
+// in the unit the resource series carry, kube-state-metrics' convention:
+// cpu in cores (unit "core"), memory in bytes (unit "byte").
+func metricValue(resource string, amount int64) (unit string, value float64) {
+	if resource == "cpu" {
+		return "core", float64(amount) / 1000
+	}
+	return "byte", float64(amount)
+}
+
+// AddNeeded counts what a strategy set out to release (amount as
+// metricValue takes it).
+func (m *Metrics) AddNeeded(node, reason, resource string, amount int64) {
+	if m == nil {
+		return
+	}
+	unit, value := metricValue(resource, amount)
+	m.Needed.WithLabelValues(node, reason, resource, unit).Add(value)
+}
+
 // NewMetrics registers the eviction series in reg (reusing registered ones).
 func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 	m := &Metrics{
@@ -37,11 +57,11 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 			Name: "yarn_container_evictions_total", Help: "YARN containers evicted by koordlet, by reason and result."},
 			[]string{"node", "reason", "result"}),
 		Released: prometheus.NewCounterVec(prometheus.CounterOpts{Subsystem: koordmetrics.KoordletSubsystem,
-			Name: "yarn_evicted_resource_total", Help: "Resource released by evicting YARN containers, in the unit of the reason's need: BEMemoryEvict memory usage in bytes, BECPUEvict CPU request in milli-cores."},
-			[]string{"node", "reason", "resource"}),
+			Name: "yarn_evicted_resource_total", Help: "Resource released by evicting YARN containers, of the reason's need: memory (usage, or request for the allocatable trigger) in bytes, cpu (request) in cores; the unit label says which."},
+			[]string{"node", "reason", "resource", "unit"}),
 		Needed: prometheus.NewCounterVec(prometheus.CounterOpts{Subsystem: koordmetrics.KoordletSubsystem,
-			Name: "yarn_evict_needed_resource_total", Help: "Resource the YARN-aware evict strategies set out to release when they evicted: BEMemoryEvict memory usage in bytes, BECPUEvict CPU request in milli-cores."},
-			[]string{"node", "reason", "resource"}),
+			Name: "yarn_evict_needed_resource_total", Help: "Resource the YARN-aware evict strategies set out to release when they evicted: memory in bytes, cpu in cores; the unit label says which."},
+			[]string{"node", "reason", "resource", "unit"}),
 		Wakeups: prometheus.NewCounterVec(prometheus.CounterOpts{Subsystem: koordmetrics.KoordletSubsystem,
 			Name: "yarn_evict_wakeups_total", Help: "Evaluations of the YARN-aware evict strategies, by what woke them: interval (the periodic check) or event (node memory crossed the threshold)."},
 			[]string{"node", "reason", "cause"}),
@@ -108,6 +128,7 @@ func report(rec record.EventRecorder, m *Metrics, audit *Audit, node string, nmP
 	}
 	if m != nil {
 		m.Evictions.WithLabelValues(node, reason, "succeeded").Inc()
-		m.Released.WithLabelValues(node, reason, resource).Add(float64(amount))
+		unit, value := metricValue(resource, amount)
+		m.Released.WithLabelValues(node, reason, resource, unit).Add(value)
 	}
 }

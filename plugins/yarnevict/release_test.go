@@ -76,7 +76,7 @@ func TestRealKernelKillThatReleasedNothingFails(t *testing.T) {
 	assert.Contains(t, evs[0], EventReasonEvictFailed)
 	assert.Contains(t, evs[0], "none of its 300Mi was released")
 	assert.Equal(t, 1.0, testutil.ToFloat64(e.metrics.Evictions.WithLabelValues("n1", ReasonBEMemoryEvict, "failed")))
-	assert.Equal(t, float64(100<<20), testutil.ToFloat64(e.metrics.Released.WithLabelValues("n1", ReasonBEMemoryEvict, "memory")))
+	assert.Equal(t, float64(100<<20), testutil.ToFloat64(e.metrics.Released.WithLabelValues("n1", ReasonBEMemoryEvict, "memory", "byte")))
 
 	assert.True(t, ReleasesLater([]Victim{{Holding: 1}}), "still held: cooling")
 	assert.False(t, ReleasesLater(done), "all freed: no cooling")

@@ -10,8 +10,8 @@ import (
 
 // Resource label values of the batch series.
 const (
-	ResourceCPU    = "batch-cpu"    // milli-cores
-	ResourceMemory = "batch-memory" // bytes
+	ResourceCPU    = "batch-cpu"    // unit core
+	ResourceMemory = "batch-memory" // unit byte
 )
 
 // Metrics are the ledger's Prometheus series (koordlet_yarn_batch_*).
@@ -28,7 +28,7 @@ type Metrics struct {
 func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 	gauge := func(name, help string) *prometheus.GaugeVec {
 		return prometheus.NewGaugeVec(prometheus.GaugeOpts{Subsystem: koordmetrics.KoordletSubsystem, Name: name,
-			Help: help + " batch-cpu in milli-cores, batch-memory in bytes."}, []string{"node", "resource"})
+			Help: help + " cpu (batch-cpu) in cores, memory (batch-memory) in bytes; the unit label says which."}, []string{"node", "resource", "unit"})
 	}
 	m := &Metrics{
 		Origin:              gauge("yarn_batch_origin_allocatable", "The node's origin batch allocatable (koord-manager's originExtendedAllocatable)."),
@@ -73,8 +73,8 @@ func (m *Metrics) observe(node string, v View) {
 		return
 	}
 	set := func(g *prometheus.GaugeVec, b Batch) {
-		g.WithLabelValues(node, ResourceCPU).Set(float64(b.MilliCPU))
-		g.WithLabelValues(node, ResourceMemory).Set(float64(b.MemoryBytes))
+		g.WithLabelValues(node, ResourceCPU, "core").Set(float64(b.MilliCPU) / 1000)
+		g.WithLabelValues(node, ResourceMemory, "byte").Set(float64(b.MemoryBytes))
 	}
 	if v.OriginKnown {
 		set(m.Origin, v.Origin)

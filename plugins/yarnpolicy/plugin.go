@@ -43,6 +43,9 @@ type Options struct {
 	Interval   time.Duration
 	Registerer prometheus.Registerer
 	NodeName   string
+	// PerContainerSeries reports whether per-container series are
+	// exported (--yarn-container-metrics=container); nil: yes.
+	PerContainerSeries func() bool
 }
 
 // Plugin is the policy loop.
@@ -159,9 +162,10 @@ func (p *Plugin) Export() {
 	live := map[string]bool{}
 	apps := map[string]bool{}
 	nm := p.opts.NMPriority()
+	export := p.opts.PerContainerSeries == nil || p.opts.PerContainerSeries()
 	for _, c := range p.opts.Store.Snapshot() {
 		apps[c.ApplicationID] = true
-		if !c.HasCgroup() {
+		if !c.HasCgroup() || !export {
 			continue
 		}
 		live[c.Name] = true

@@ -94,6 +94,13 @@ func TestPluginResolvesFromTheRMAndReloads(t *testing.T) {
 	assert.Equal(t, 1, testutil.CollectAndCount(p.prio), "the gone container's series is removed")
 	assert.Equal(t, 1, p.Apps().Len(), "its application is dropped from the cache")
 
+	// --yarn-container-metrics other than container: no per-container
+	// series; the application cache is kept as before.
+	p.opts.PerContainerSeries = func() bool { return false }
+	p.Export()
+	assert.Equal(t, 0, testutil.CollectAndCount(p.prio), "no per-container series")
+	assert.Equal(t, 1, p.Apps().Len())
+
 	d := Describe(res, st.Snapshot(), 5500)
 	assert.Equal(t, ContainerQoS{Queue: "root.etl", ApplicationType: "SPARK", AppKnown: true, Rule: "spark-protected", EffectivePriority: 5900}, d[spark.Name])
 }

@@ -91,7 +91,7 @@ func TestLayoutDiscoveryAndMetrics(t *testing.T) {
 				// unified cpu.stat is tested on the real kernel in
 				// framework/cgroups (TestRealKernelCPUUsageUnified).
 				require.Eventually(t, func() bool {
-					_, ok := value(scrape(t, b), "koordlet_yarn_container_cpu_request_milli_cores", map[string]string{"container_id": burner})
+					_, ok := value(scrape(t, b), "koordlet_yarn_container_cpu_request_cores", map[string]string{"container_id": burner})
 					return ok
 				}, 30*time.Second, 500*time.Millisecond, "the burner's series are exported")
 				// CPU-only YARN: the AM's memory is its processes' (a shell
