@@ -20,6 +20,7 @@ import (
 
 	"k8s.io/klog/v2"
 
+	"github.com/koordlet-yarn/koordlet-yarn/framework/backoff"
 	"github.com/koordlet-yarn/koordlet-yarn/framework/yarn"
 )
 
@@ -77,10 +78,11 @@ type Cache struct {
 	apps    map[string]*entry
 	pending map[string]bool
 	queue   chan string
-	// failing: the RM failed at the last fetch (logged once); backoff is
-	// the wait before the next fetch.
+	// failing: the RM failed at the last fetch (logged once); backoff
+	// holds the wait before the next fetch (from minBackoff, doubling,
+	// jittered; 0 while the RM answers).
 	failing bool
-	backoff time.Duration
+	backoff *backoff.Backoff
 	// onFetched runs after an application's data came.
 	onFetched []func(appID string)
 }
@@ -93,7 +95,7 @@ func New(f Fetcher, max int, timeout time.Duration) *Cache {
 		max = DefaultMaxApps
 	}
 	return &Cache{fetch: f, max: max, timeout: timeout, now: time.Now, apps: map[string]*entry{},
-		pending: map[string]bool{}, queue: make(chan string, max)}
+		pending: map[string]bool{}, queue: make(chan string, max), backoff: backoff.New(maxBackoff)}
 }
 
 // OnFetched registers f to run (in the fetching goroutine) after an
@@ -198,7 +200,7 @@ func (c *Cache) Run(stopCh <-chan struct{}) {
 		case id := <-c.queue:
 			c.fetchOne(ctx, id)
 			c.mu.Lock()
-			wait := c.backoff
+			wait := c.backoff.Delay()
 			c.mu.Unlock()
 			if wait > 0 {
 				select {
@@ -245,11 +247,7 @@ func (c *Cache) fetchOne(ctx context.Context, id string) {
 	}
 	if err != nil {
 		// Down, slow, standby, garbage: keep it queued, back off.
-		if c.backoff == 0 {
-			c.backoff = minBackoff
-		} else {
-			c.backoff = min(2*c.backoff, maxBackoff)
-		}
+		c.backoff.Fail(minBackoff)
 		if !c.failing {
 			c.failing = true
 			klog.Warningf("yarn: ResourceManager application data unavailable, the QoS policy uses the NodeManager's data only (retrying with backoff up to %v): %v", maxBackoff, err)
@@ -273,7 +271,7 @@ func (c *Cache) fetchOne(ctx context.Context, id string) {
 
 // recovered resets the backoff after an answer; mu held.
 func (c *Cache) recovered() {
-	c.backoff = 0
+	c.backoff.Reset()
 	if c.failing {
 		c.failing = false
 		klog.Infof("yarn: the ResourceManager answers again; application data is fetched")

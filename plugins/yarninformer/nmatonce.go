@@ -43,20 +43,22 @@ func (p *Plugin) nmEndpointChanged() bool {
 // its endpoint became known, or nil: no NM error, or the retries have
 // caught up with the periodic resync.
 func (p *Plugin) nmRetry() <-chan time.Time {
+	var d time.Duration
 	switch {
 	case p.nmOK || p.lastEndpoint == "":
-		p.nmBackoff = 0
+		p.nmBackoff.Reset()
 		return nil
 	case p.newEndpoint:
-		p.nmBackoff = nmRetryMin
-	case p.nmBackoff > 0:
-		p.nmBackoff *= 2
+		p.nmBackoff.Reset()
+		d = p.nmBackoff.Fail(nmRetryMin)
+	case p.nmBackoff.Failures() > 0:
+		d = p.nmBackoff.Fail(nmRetryMin)
 	default:
 		return nil
 	}
-	if p.nmBackoff >= p.cfg.ResyncInterval {
-		p.nmBackoff = 0
+	if d >= p.cfg.ResyncInterval {
+		p.nmBackoff.Reset()
 		return nil
 	}
-	return time.After(p.nmBackoff)
+	return time.After(d)
 }

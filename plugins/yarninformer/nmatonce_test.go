@@ -143,13 +143,18 @@ func TestNMRetryBackoff(t *testing.T) {
 		if p.nmRetry() == nil {
 			break
 		}
-		got = append(got, p.nmBackoff)
+		got = append(got, p.nmBackoff.Delay())
 		p.newEndpoint = false
 	}
-	assert.Equal(t, []time.Duration{200 * time.Millisecond, 400 * time.Millisecond, 800 * time.Millisecond}, got)
+	require.Len(t, got, 3, "%v", got)
+	for i, want := range []time.Duration{200 * time.Millisecond, 400 * time.Millisecond, 800 * time.Millisecond} {
+		assert.GreaterOrEqual(t, got[i], want)
+		assert.LessOrEqual(t, got[i], want+want/5, "at most 20%% jitter")
+	}
 
 	p.newEndpoint, p.nmOK = true, true
 	assert.Nil(t, p.nmRetry(), "the NM answered")
-	p.newEndpoint, p.nmOK, p.nmBackoff = false, false, 0
+	p.newEndpoint, p.nmOK = false, false
+	p.nmBackoff.Reset()
 	assert.Nil(t, p.nmRetry(), "an NM failing at a known endpoint waits for the periodic resync")
 }

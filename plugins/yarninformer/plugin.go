@@ -17,6 +17,7 @@ import (
 	"github.com/koordinator-sh/koordinator/pkg/koordlet/statesinformer"
 	"github.com/koordinator-sh/koordinator/pkg/koordlet/statesinformer/impl"
 
+	"github.com/koordlet-yarn/koordlet-yarn/framework/backoff"
 	"github.com/koordlet-yarn/koordlet-yarn/framework/cgroups"
 	"github.com/koordlet-yarn/koordlet-yarn/framework/config"
 	"github.com/koordlet-yarn/koordlet-yarn/framework/features"
@@ -89,11 +90,12 @@ type Plugin struct {
 	rootMissing bool
 	// lastEndpoint is the NM endpoint the last resync resolved ("" when
 	// none); newEndpoint says it differed from the one before; nmOK that
-	// the NM answered; nmBackoff is the pending quick retry's delay.
+	// the NM answered; nmBackoff the quick retries' delays (from
+	// nmRetryMin, doubling, jittered).
 	lastEndpoint string
 	newEndpoint  bool
 	nmOK         bool
-	nmBackoff    time.Duration
+	nmBackoff    *backoff.Backoff
 	// nodeIDEndpoint is the endpoint whose node info gave the node id.
 	nodeIDEndpoint string
 	// layout is the node layout last logged (see logLayout); noneSeen
@@ -112,6 +114,7 @@ func New(cfg *config.Config, st *store.Store, pods PodLister) *Plugin {
 		store:          st,
 		pods:           pods,
 		resyncReq:      make(chan struct{}, 1),
+		nmBackoff:      backoff.New(time.Minute),
 		LocateInterval: DefaultLocateInterval,
 		client: &http.Client{Transport: &http.Transport{
 			Proxy:               nil,

@@ -14,6 +14,7 @@ import (
 
 	"github.com/koordinator-sh/koordinator/pkg/koordlet/statesinformer"
 
+	"github.com/koordlet-yarn/koordlet-yarn/framework/backoff"
 	"github.com/koordlet-yarn/koordlet-yarn/framework/features"
 	"github.com/koordlet-yarn/koordlet-yarn/framework/store"
 )
@@ -66,9 +67,10 @@ type Ledger struct {
 
 	mu sync.Mutex
 	st Status
-	// want is the YARN allocation to write; failures counts consecutive
-	// failed writes (backoff); errKinds the kinds of error already logged.
-	failures int
+	// bo counts consecutive failed writes and the delay before the next
+	// (twice the patch interval, doubling, jittered); errKinds the kinds of
+	// error already logged.
+	bo       *backoff.Backoff
 	errKinds map[string]bool
 	// wake is signalled after each container resync (Notify).
 	wake chan struct{}
@@ -152,7 +154,7 @@ func New(opts Options) *Ledger {
 	if opts.MaxAge == nil {
 		opts.MaxAge = func() time.Duration { return DefaultMaxAge }
 	}
-	return &Ledger{opts: opts, errKinds: map[string]bool{}, wake: make(chan struct{}, 1), started: time.Now()}
+	return &Ledger{opts: opts, bo: backoff.New(maxBackoff), errKinds: map[string]bool{}, wake: make(chan struct{}, 1), started: time.Now()}
 }
 
 // Name names the loop in logs.
@@ -384,8 +386,8 @@ func (l *Ledger) Sync(ctx context.Context, now time.Time) time.Duration {
 	}
 	policy := PatchPolicy{MinInterval: l.opts.PatchInterval(), Hysteresis: l.opts.Hysteresis(), MaxAge: l.opts.MaxAge()}
 	wait := policy.Due(onNode, want, l.st.View.Origin, l.st.Annotation.LastWrite, now, correction || !present)
-	if l.failures > 0 {
-		wait = max(wait, l.st.Annotation.LastAttempt.Add(l.backoff()).Sub(now))
+	if l.bo.Failures() > 0 {
+		wait = max(wait, l.st.Annotation.LastAttempt.Add(l.bo.Delay()).Sub(now))
 	}
 	if wait <= 0 && correction {
 		l.noteCorrection(node, want)
@@ -410,7 +412,6 @@ func (l *Ledger) Sync(ctx context.Context, now time.Time) time.Duration {
 	defer l.mu.Unlock()
 	l.st.Annotation.LastAttempt = end
 	if err != nil {
-		l.failures++
 		l.st.Annotation.LastError = err.Error()
 		l.count("error")
 		kind := errorKind(err)
@@ -418,12 +419,13 @@ func (l *Ledger) Sync(ctx context.Context, now time.Time) time.Duration {
 			l.errKinds[kind] = true
 			klog.Errorf("yarn: ledger cannot write the Node's %s (%s; retried with backoff, logged once per kind): %v", AnnotationKey, kind, err)
 		}
-		return l.backoff()
+		return l.bo.Fail(2 * l.opts.PatchInterval())
 	}
-	if l.failures > 0 || l.st.Annotation.LastError != "" {
+	if l.bo.Failures() > 0 || l.st.Annotation.LastError != "" {
 		klog.Infof("yarn: ledger writes the Node's %s again", AnnotationKey)
 	}
-	l.failures, l.st.Annotation.LastError, l.errKinds = 0, "", map[string]bool{}
+	l.bo.Reset()
+	l.st.Annotation.LastError, l.errKinds = "", map[string]bool{}
 	l.st.Annotation.Written = &want
 	l.st.Annotation.LastWrite = end
 	l.st.Annotation.PendingSince = time.Time{}
@@ -487,7 +489,7 @@ func (l *Ledger) expire(ctx context.Context, now time.Time) time.Duration {
 		l.mu.Unlock()
 		return 0
 	}
-	wait := l.st.Annotation.LastAttempt.Add(l.backoff()).Sub(now)
+	wait := l.st.Annotation.LastAttempt.Add(l.retryWait()).Sub(now)
 	l.mu.Unlock()
 	if wait > 0 {
 		return wait
@@ -506,12 +508,12 @@ func (l *Ledger) expire(ctx context.Context, now time.Time) time.Duration {
 	defer l.mu.Unlock()
 	l.st.Annotation.LastAttempt = time.Now()
 	if err != nil {
-		l.failures++
 		l.st.Annotation.LastError = err.Error()
 		l.count("error")
-		return l.backoff()
+		return l.bo.Fail(2 * l.opts.PatchInterval())
 	}
-	l.failures, l.st.Annotation.LastError = 0, ""
+	l.bo.Reset()
+	l.st.Annotation.LastError = ""
 	if !l.st.Annotation.Expired {
 		l.st.Annotation.Expired = true
 		switch {
@@ -528,15 +530,13 @@ func (l *Ledger) expire(ctx context.Context, now time.Time) time.Duration {
 	return 0
 }
 
-// backoff is the patch interval, doubled per consecutive failure up to
-// maxBackoff; called with mu held.
-func (l *Ledger) backoff() time.Duration {
-	base := l.opts.PatchInterval()
-	d := base
-	for i := 0; i < l.failures && d < maxBackoff; i++ {
-		d *= 2
+// retryWait is how long after the last attempt the next may come: the
+// backoff's delay after failures, the patch interval otherwise; mu held.
+func (l *Ledger) retryWait() time.Duration {
+	if l.bo.Failures() > 0 {
+		return l.bo.Delay()
 	}
-	return min(d, max(maxBackoff, base))
+	return l.opts.PatchInterval()
 }
 
 func (l *Ledger) count(result string) {

@@ -10,6 +10,7 @@ import (
 
 	"k8s.io/klog/v2"
 
+	"github.com/koordlet-yarn/koordlet-yarn/framework/backoff"
 	"github.com/koordlet-yarn/koordlet-yarn/framework/features"
 	"github.com/koordlet-yarn/koordlet-yarn/framework/yarn"
 )
@@ -46,9 +47,11 @@ type RMSyncOptions struct {
 type RMSync struct {
 	opts RMSyncOptions
 
-	mu       sync.Mutex
-	st       RMSyncStatus
-	failures int
+	mu sync.Mutex
+	st RMSyncStatus
+	// bo counts consecutive RM errors and the delay before the next try
+	// (from the sync interval, doubling, jittered).
+	bo       *backoff.Backoff
 	errKinds map[string]bool
 	// warnOnce says once that the gate is on without an RM.
 	warnOnce sync.Once
@@ -89,7 +92,7 @@ func NewRMSync(opts RMSyncOptions) *RMSync {
 	if opts.ReadBack == nil {
 		opts.ReadBack = func() time.Duration { return DefaultRMReadBack }
 	}
-	return &RMSync{opts: opts, errKinds: map[string]bool{}}
+	return &RMSync{opts: opts, bo: backoff.New(maxRMBackoff), errKinds: map[string]bool{}}
 }
 
 // Name names the loop in logs.
@@ -243,10 +246,11 @@ func (r *RMSync) Step(ctx context.Context, now time.Time) {
 		r.failed(ctx, err)
 		return
 	}
-	if r.failures > 0 {
+	if r.bo.Failures() > 0 {
 		klog.Infof("yarn: the ResourceManager %s accepts YARN's capacity again", r.st.Active)
 	}
-	r.failures, r.errKinds, r.st.LastError, r.st.NextTry = 0, map[string]bool{}, "", time.Time{}
+	r.bo.Reset()
+	r.errKinds, r.st.LastError, r.st.NextTry = map[string]bool{}, "", time.Time{}
 	r.st.Pushed, r.st.LastPush, r.st.LastChange = &want, end, end
 	r.st.RMHas, r.st.LastReadBack = &want, now
 	r.st.Pushes++
@@ -261,12 +265,7 @@ func (r *RMSync) failed(ctx context.Context, err error) {
 		return
 	}
 	r.readBackNow = true
-	r.failures++
-	d := r.opts.Interval()
-	for i := 1; i < r.failures && d < maxRMBackoff; i++ {
-		d *= 2
-	}
-	r.st.NextTry = time.Now().Add(min(d, maxRMBackoff))
+	r.st.NextTry = time.Now().Add(r.bo.Fail(r.opts.Interval()))
 	r.st.LastError = err.Error()
 	r.count("error")
 	kind := rmErrorKind(err)

@@ -7,6 +7,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/klog/v2"
 
+	"github.com/koordlet-yarn/koordlet-yarn/framework/backoff"
 	"github.com/koordlet-yarn/koordlet-yarn/framework/features"
 )
 
@@ -40,10 +41,11 @@ func (s *StaleEntry) Run(stopCh <-chan struct{}) {
 		ctx, cancel := context.WithCancel(context.Background())
 		defer cancel()
 		go func() { <-stopCh; cancel() }()
-		wait := s.Retry
-		if wait <= 0 {
-			wait = 5 * time.Second
+		initial := s.Retry
+		if initial <= 0 {
+			initial = 5 * time.Second
 		}
+		bo := backoff.New(5 * time.Minute)
 		logged := false
 		for {
 			done, err := s.Once(ctx)
@@ -57,10 +59,7 @@ func (s *StaleEntry) Run(stopCh <-chan struct{}) {
 			select {
 			case <-stopCh:
 				return
-			case <-time.After(wait):
-			}
-			if wait *= 2; wait > 5*time.Minute {
-				wait = 5 * time.Minute
+			case <-time.After(bo.Fail(initial)):
 			}
 		}
 	}()
