@@ -1,6 +1,7 @@
 package cgroups
 
 import (
+	"math"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -60,11 +61,11 @@ func cgroupFileHas(content string, ctrl Controller, dir string, v2 bool, ns *Nam
 // clock ticks since boot, from procRoot/<id>/stat: with the id, it names
 // one task for as long as the machine runs.
 func TaskStartTicks(procRoot string, id int) (int64, bool) {
-	b, err := os.ReadFile(filepath.Join(procRoot, strconv.Itoa(id), "stat"))
-	if err != nil {
+	st, err := TaskStat(procRoot, id)
+	if err != nil || st.Starttime > math.MaxInt64 {
 		return 0, false
 	}
-	return parseStartTicks(b)
+	return int64(st.Starttime), true
 }
 
 // PathOf returns task id's cgroup in controller ctrl (v1) or on the unified

@@ -3,9 +3,11 @@ package cgroups
 import (
 	"bytes"
 	"fmt"
-	"path/filepath"
+	"math"
 	"strconv"
 	"time"
+
+	"github.com/prometheus/procfs"
 )
 
 // ClockTicks is the unit of the times in /proc/<pid>/stat (USER_HZ): the
@@ -14,33 +16,42 @@ import (
 const ClockTicks = 100
 
 // BootTime reads the boot time (btime, whole seconds since the epoch) from
-// procRoot/stat.
+// procRoot/stat (prometheus/procfs).
 func BootTime(procRoot string) (time.Time, error) {
-	b, err := readInto(filepath.Join(procRoot, "stat"), nil)
+	fs, err := procfs.NewFS(procRoot)
 	if err != nil {
 		return time.Time{}, err
 	}
-	for rest := b; len(rest) > 0; {
-		line := rest
-		if i := bytes.IndexByte(rest, '\n'); i >= 0 {
-			line, rest = rest[:i], rest[i+1:]
-		} else {
-			rest = nil
-		}
-		if v, ok := bytes.CutPrefix(line, []byte("btime ")); ok {
-			sec, err := strconv.ParseInt(string(bytes.TrimSpace(v)), 10, 64)
-			if err != nil || sec <= 0 {
-				return time.Time{}, fmt.Errorf("invalid btime %q in %s/stat", v, procRoot)
-			}
-			return time.Unix(sec, 0), nil
-		}
+	st, err := fs.Stat()
+	if err != nil {
+		return time.Time{}, err
 	}
-	return time.Time{}, fmt.Errorf("no btime in %s/stat", procRoot)
+	if st.BootTime == 0 || st.BootTime > math.MaxInt64 {
+		return time.Time{}, fmt.Errorf("invalid btime %d in %s/stat", st.BootTime, procRoot)
+	}
+	return time.Unix(int64(st.BootTime), 0), nil
+}
+
+// TaskStat reads procRoot/<id>/stat of a pid or a tid (prometheus/procfs).
+// A pid names a process only while it lives: callers that act on the
+// process pin it (pidfd) first and compare its start time afterwards.
+func TaskStat(procRoot string, id int) (procfs.ProcStat, error) {
+	fs, err := procfs.NewFS(procRoot)
+	if err != nil {
+		return procfs.ProcStat{}, err
+	}
+	p, err := fs.Proc(id)
+	if err != nil {
+		return procfs.ProcStat{}, err
+	}
+	return p.Stat()
 }
 
 // parseStartTicks returns field 22 of /proc/<pid>/stat (starttime: clock
 // ticks after boot). The command (field 2) may hold spaces and parentheses,
-// so the fields are counted after its last ')'.
+// so the fields are counted after its last ')'. The scan parses the stat
+// of every container process at every resync into one reused buffer;
+// procfs's ProcStat (which allocates the whole record) is for the rest.
 func parseStartTicks(stat []byte) (int64, bool) {
 	i := bytes.LastIndexByte(stat, ')')
 	if i < 0 {
@@ -61,15 +72,14 @@ func parseStartTicks(stat []byte) (int64, bool) {
 // ProcessStartTime returns when process pid started, from
 // procRoot/<pid>/stat and the boot time.
 func ProcessStartTime(procRoot string, pid int, boot time.Time) (time.Time, error) {
-	b, err := readInto(filepath.Join(procRoot, strconv.Itoa(pid), "stat"), nil)
+	st, err := TaskStat(procRoot, pid)
 	if err != nil {
 		return time.Time{}, err
 	}
-	t, ok := startTimeOf(b, boot)
-	if !ok {
-		return time.Time{}, fmt.Errorf("unparsable %s/%d/stat", procRoot, pid)
+	if st.Starttime > math.MaxInt64/uint64(time.Second/ClockTicks) {
+		return time.Time{}, fmt.Errorf("unparsable %s/%d/stat: start time %d", procRoot, pid, st.Starttime)
 	}
-	return t, nil
+	return boot.Add(time.Duration(st.Starttime) * (time.Second / ClockTicks)), nil
 }
 
 // startTimeOf returns the start time in the content of /proc/<pid>/stat.

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 
 	"golang.org/x/sys/unix"
@@ -53,17 +52,11 @@ func ValidOrigin(from, hierarchy string) bool {
 
 // creatorPid returns the parent of pid (0 if unknown).
 func creatorPid(procRoot string, pid int) int {
-	b, err := os.ReadFile(filepath.Join(procRoot, strconv.Itoa(pid), "status"))
+	st, err := cgroups.TaskStat(procRoot, pid)
 	if err != nil {
 		return 0
 	}
-	for _, line := range strings.Split(string(b), "\n") {
-		if v, ok := strings.CutPrefix(line, "PPid:"); ok {
-			p, _ := strconv.Atoi(strings.TrimSpace(v))
-			return p
-		}
-	}
-	return 0
+	return st.PPID
 }
 
 // RestoreDisabled, with YARNMemoryCgroup off, moves the processes of every

@@ -226,7 +226,7 @@ func livePid(t *testing.T) int {
 func fakeTask(t *testing.T, id int, startTicks int64, dir string) {
 	p := filepath.Join(system.Conf.ProcRootDir, strconv.Itoa(id))
 	require.NoError(t, os.MkdirAll(p, 0o755))
-	stat := fmt.Sprintf("%d (java) S%s %d 0 0\n", id, strings.Repeat(" 0", 18), startTicks)
+	stat := kerneltest.ProcStat(id, "java", 1, startTicks)
 	require.NoError(t, os.WriteFile(filepath.Join(p, "stat"), []byte(stat), 0o644))
 	require.NoError(t, os.WriteFile(filepath.Join(p, "cgroup"), []byte("4:cpu:/"+dir+"\n3:memory:/"+dir+"\n"), 0o644))
 }

@@ -3,10 +3,9 @@ package yarnqos
 import (
 	"errors"
 	"os"
-	"path/filepath"
-	"strconv"
 	"strings"
 
+	"github.com/prometheus/procfs"
 	"golang.org/x/sys/unix"
 	"k8s.io/klog/v2"
 
@@ -140,27 +139,22 @@ func GroupOf(groups map[string]map[int32]struct{}, id int32) (string, bool) {
 // creator returns the task a task took its resctrl group from: its thread
 // group's leader for a thread, its parent for a leader (0 if unknown).
 func creator(procRoot string, id int32) int32 {
-	b, err := os.ReadFile(filepath.Join(procRoot, strconv.Itoa(int(id)), "status"))
+	fs, err := procfs.NewFS(procRoot)
 	if err != nil {
 		return 0
 	}
-	var tgid, ppid int64
-	for _, line := range strings.Split(string(b), "\n") {
-		k, v, ok := strings.Cut(line, ":")
-		if !ok {
-			continue
-		}
-		switch k {
-		case "Tgid":
-			tgid, _ = strconv.ParseInt(strings.TrimSpace(v), 10, 32)
-		case "PPid":
-			ppid, _ = strconv.ParseInt(strings.TrimSpace(v), 10, 32)
-		}
+	p, err := fs.Proc(int(id))
+	if err != nil {
+		return 0
 	}
-	if tgid > 0 && int32(tgid) != id {
-		return int32(tgid)
+	if st, err := p.NewStatus(); err == nil && st.TGID > 0 && int32(st.TGID) != id {
+		return int32(st.TGID) // a thread: its leader
 	}
-	return int32(ppid)
+	st, err := p.Stat()
+	if err != nil {
+		return 0
+	}
+	return int32(st.PPID)
 }
 
 // homeGroups returns, for each task moved into the BE group by a reused

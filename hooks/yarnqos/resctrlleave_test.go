@@ -20,6 +20,7 @@ import (
 	"github.com/koordinator-sh/koordinator/pkg/koordlet/util/system"
 
 	"github.com/koordlet-yarn/koordlet-yarn/framework/cgroups"
+	"github.com/koordlet-yarn/koordlet-yarn/test/kerneltest"
 	"github.com/koordlet-yarn/koordlet-yarn/framework/features"
 )
 
@@ -33,6 +34,7 @@ func TestHomeGroups(t *testing.T) {
 		require.NoError(t, os.MkdirAll(filepath.Join(proc, strconv.Itoa(id)), 0o755))
 		require.NoError(t, os.WriteFile(filepath.Join(proc, strconv.Itoa(id), "status"),
 			[]byte(fmt.Sprintf("Name:\tx\nTgid:\t%d\nPid:\t%d\nPPid:\t%d\n", tgid, id, ppid)), 0o644))
+		require.NoError(t, os.WriteFile(filepath.Join(proc, strconv.Itoa(id), "stat"), []byte(kerneltest.ProcStat(id, "x", ppid, 1)), 0o644))
 	}
 	status(100, 100, 50) // a process whose parent 50 is in LS
 	status(101, 60, 1)   // a thread of 60, which is in BE

@@ -9,10 +9,9 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strconv"
-	"strings"
 	"time"
 
+	"github.com/prometheus/procfs"
 	"golang.org/x/sys/unix"
 	"k8s.io/klog/v2"
 
@@ -292,23 +291,12 @@ func (k *Killer) signal(pid int, ctrl cgroups.Controller, dir string, sig unix.S
 // pfExiting is the kernel's PF_EXITING task flag (/proc/<pid>/stat field 9).
 const pfExiting = 0x4
 
-// exiting reports whether pid is gone, a zombie, or already in exit.
+// exiting reports whether pid is gone, a zombie, or already in exit
+// (procfs's ProcStat: state and flags).
 func exiting(procRoot string, pid int) bool {
-	b, err := os.ReadFile(filepath.Join(procRoot, strconv.Itoa(pid), "stat"))
+	st, err := cgroups.TaskStat(procRoot, pid)
 	if err != nil {
-		return true // gone
+		return !errors.Is(err, procfs.ErrFileParse) // unreadable: gone; unparsable: not proven
 	}
-	i := strings.LastIndexByte(string(b), ')')
-	if i < 0 {
-		return false
-	}
-	f := strings.Fields(string(b[i+1:]))
-	if len(f) < 7 {
-		return false
-	}
-	if f[0] == "Z" || f[0] == "X" || f[0] == "x" {
-		return true
-	}
-	flags, err := strconv.ParseUint(f[6], 10, 64)
-	return err == nil && flags&pfExiting != 0
+	return st.State == "Z" || st.State == "X" || st.State == "x" || st.Flags&pfExiting != 0
 }
