@@ -20,8 +20,8 @@ import (
 	"github.com/koordinator-sh/koordinator/pkg/koordlet/util/system"
 
 	"github.com/koordlet-yarn/koordlet-yarn/framework/cgroups"
-	"github.com/koordlet-yarn/koordlet-yarn/test/kerneltest"
 	"github.com/koordlet-yarn/koordlet-yarn/framework/features"
+	"github.com/koordlet-yarn/koordlet-yarn/test/kerneltest"
 )
 
 // TestHomeGroups: a task moved by a reused number goes back to the group
