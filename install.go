@@ -80,6 +80,8 @@ type Framework struct {
 	preflight bool
 	// version is --version.
 	version bool
+	// policyCheck is --yarn-qos-policy-check.
+	policyCheck string
 }
 
 // Install registers the plugin set into koordlet's registries and its flags
@@ -103,6 +105,7 @@ func install(fs *flag.FlagSet, reg prometheus.Registerer) (*Framework, error) {
 	fw.audit = yarnevict.NewAudit(func() string { return cfg.EvictAuditFile }, yarnevict.DefaultAuditKeep, yarnevict.DefaultAuditMaxBytes)
 	fw.initPreflightFlag(fs)
 	fw.initVersionFlag(fs)
+	fw.initPolicyCheckFlag(fs)
 	if err := registerBuildInfo(reg, version.Get()); err != nil {
 		return nil, fmt.Errorf("register the build info metric: %w", err)
 	}

@@ -32,6 +32,7 @@ import (
 	"k8s.io/component-helpers/auth/rbac/validation"
 
 	"github.com/koordlet-yarn/koordlet-yarn/framework/features"
+	"github.com/koordlet-yarn/koordlet-yarn/framework/policy"
 	"github.com/koordlet-yarn/koordlet-yarn/preflight"
 	"github.com/koordlet-yarn/koordlet-yarn/test/kerneltest"
 	"github.com/koordlet-yarn/koordlet-yarn/test/nodebox"
@@ -411,6 +412,41 @@ func TestEnforcementComponent(t *testing.T) {
 	assert.Equal(t, strip(oc.Args), strip(ec.Args))
 }
 
+// TestQoSPolicyComponent: the example policy ConfigMap validates as
+// koordlet would load it, is mounted into both DaemonSets and named by
+// --yarn-qos-policy-file; its gate is on only where enforcement runs.
+func TestQoSPolicyComponent(t *testing.T) {
+	objs := render(t, operatorOverlay(t, testRegistry, "enforcement", "qos-policy"))
+	var cm *corev1.ConfigMap
+	for _, o := range objs {
+		if o.GetKind() == "ConfigMap" {
+			cm = &corev1.ConfigMap{}
+			require.NoError(t, runtime.DefaultUnstructuredConverter.FromUnstructured(o.Object, cm))
+		}
+	}
+	require.NotNil(t, cm, "the policy ConfigMap is rendered")
+	assert.Equal(t, "koordlet-yarn-qos-policy", cm.Name, "no content hash: koordlet reloads it in place")
+	assert.Equal(t, koordletNS, cm.Namespace)
+	p, err := policy.Parse([]byte(cm.Data["policy.yaml"]))
+	require.NoError(t, err, "the example policy validates")
+	assert.NotEmpty(t, p.Rules)
+
+	for _, name := range []string{"koordlet", "koordlet-enforce"} {
+		ds := daemonSetNamed(t, objs, name)
+		c := ds.Spec.Template.Spec.Containers[0]
+		var mounted string
+		for _, m := range c.VolumeMounts {
+			if m.Name == "koordlet-yarn-qos-policy" {
+				mounted = m.MountPath
+			}
+		}
+		assert.Equal(t, "/etc/koordlet-yarn/qos-policy/", mounted, name)
+		assert.Contains(t, c.Args, "-yarn-qos-policy-file=/etc/koordlet-yarn/qos-policy/policy.yaml", name)
+		gates := gatesOf(t, c)
+		assert.Equal(t, name == "koordlet-enforce", gates["YARNQoSPolicy"], "%s: YARNQoSPolicy only where enforced", name)
+	}
+}
+
 // labelsOf makes a label set of a map.
 func labelsOf(m map[string]string) labels.Set { return labels.Set(m) }
 
@@ -435,7 +471,7 @@ func TestOverlayServerSideDryRun(t *testing.T) {
 	dyn, err := dynamic.NewForConfig(api.Config)
 	require.NoError(t, err)
 
-	objs := render(t, operatorOverlay(t, testRegistry, "enforcement"))
+	objs := render(t, operatorOverlay(t, testRegistry, "enforcement", "qos-policy"))
 	for _, o := range objs {
 		gvk := o.GroupVersionKind()
 		mapping, err := resourceOf(gvk)
@@ -468,7 +504,7 @@ func TestOverlayServerSideDryRun(t *testing.T) {
 
 // resourceOf maps the kinds the overlay renders to their resources.
 func resourceOf(gvk schema.GroupVersionKind) (schema.GroupVersionResource, error) {
-	resources := map[string]string{"DaemonSet": "daemonsets", "ServiceAccount": "serviceaccounts", "ClusterRole": "clusterroles", "ClusterRoleBinding": "clusterrolebindings"}
+	resources := map[string]string{"DaemonSet": "daemonsets", "ServiceAccount": "serviceaccounts", "ClusterRole": "clusterroles", "ClusterRoleBinding": "clusterrolebindings", "ConfigMap": "configmaps"}
 	r, ok := resources[gvk.Kind]
 	if !ok {
 		return schema.GroupVersionResource{}, &unknownKindError{gvk}

@@ -51,6 +51,28 @@ func TestBinaryVersion(t *testing.T) {
 	assert.Regexp(t, `^koordlet-yarn v0\.1\.0-test \(Koordinator v1\.8\.0, go1\.\d+`, string(out))
 }
 
+// TestBinaryPolicyCheck: --yarn-qos-policy-check validates a policy file
+// offline: the example in deploy/ is valid (exit 0); a rule naming an
+// unknown tier is refused with where (exit 1).
+func TestBinaryPolicyCheck(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the koordlet binary")
+	}
+	bin := buildKoordlet(t)
+	out, err := exec.Command(bin, "--yarn-qos-policy-check", "../../deploy/koordlet/components/qos-policy/policy.yaml").CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	assert.Contains(t, string(out), "valid, 4 rules, 2 tiers")
+
+	bad := filepath.Join(t.TempDir(), "policy.yaml")
+	require.NoError(t, os.WriteFile(bad, []byte("rules:\n- name: r1\n  match: {queue: root.a}\n  tier: nope\n"), 0o644))
+	out, err = exec.Command(bin, "--yarn-qos-policy-check", bad).CombinedOutput()
+	var exitErr *exec.ExitError
+	require.ErrorAs(t, err, &exitErr, "%s", out)
+	assert.Equal(t, 1, exitErr.ExitCode())
+	assert.Contains(t, string(out), "INVALID")
+	assert.Contains(t, string(out), "nope")
+}
+
 func TestMain(m *testing.M) {
 	code := m.Run()
 	if built.dir != "" {

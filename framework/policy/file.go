@@ -119,6 +119,16 @@ func (h *Holder) Reload() error {
 	return nil
 }
 
+// ParseFile reads and validates the policy file at path as koordlet would
+// load it (at most MaxFileBytes), for an offline check.
+func ParseFile(path string) (*Policy, error) {
+	data, err := readCapped(path)
+	if err != nil {
+		return nil, err
+	}
+	return Parse(data)
+}
+
 func readCapped(path string) ([]byte, error) {
 	f, err := os.Open(path)
 	if err != nil {

@@ -1,3 +1,23 @@
+/*
+Copyright 2022 The Koordinator Authors.
+Copyright 2026 The koordlet-yarn Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+
+Derived from Koordinator v1.8.0 pkg/koordlet/qosmanager/plugins/cpuevict/cpu_evict.go and memoryevict/memory_evict.go (the allocatable-threshold config check and release arithmetic);
+modified for koordlet-yarn.
+*/
+
 package yarnevict
 
 import (
