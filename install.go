@@ -76,8 +76,9 @@ type Framework struct {
 	loops []Loop
 	rm    rmClient
 
-	// preflight is --yarn-preflight.
-	preflight bool
+	// preflight is --yarn-preflight; preflightOutput its format.
+	preflight       bool
+	preflightOutput string
 	// version is --version.
 	version bool
 	// policyCheck is --yarn-qos-policy-check.

@@ -29,6 +29,7 @@ func Evaluate(f Facts) Report {
 	evalKill(f, add)
 	evalIsolation(f, add)
 	evalNM(f, add)
+	evalCluster(f, add)
 	evalGateDependencies(f, add)
 
 	for _, g := range gateOrder {

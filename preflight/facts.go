@@ -72,6 +72,9 @@ type Facts struct {
 	NM NMFacts
 	// RMEndpoints are the configured ResourceManagers (--yarn-rm-endpoints).
 	RMEndpoints []string
+	// Cluster is what the API server (NodeSLO, permissions) and the
+	// ResourceManager said.
+	Cluster ClusterFacts
 	// Gates are the feature gates that matter here and whether they are
 	// on: the YARN gates and upstream's they depend on.
 	Gates map[string]bool

@@ -35,6 +35,10 @@ type Options struct {
 	// BTFPath is the kernel's BTF (default /sys/kernel/btf/vmlinux: what the
 	// eBPF loader reads, in koordlet's own mount namespace).
 	BTFPath string
+	// Cluster reaches the API server for the NodeSLO and the permissions.
+	Cluster ClusterOptions
+	// JSON prints the report as JSON (Run).
+	JSON bool
 }
 
 // upstreamGates are koordlet's own gates the YARN gates depend on.
@@ -236,6 +240,13 @@ func probeScan(h cgroups.Hierarchy, f *Facts) {
 
 // probeNM finds the NodeManager as the informer does and asks its node info.
 func probeNM(ctx context.Context, opts Options, cfg *config.Config, f Facts) Facts {
+	hierarchy := f.Hierarchy
+	if hierarchy == "" {
+		if h, err := cgroups.ResolveHierarchy(""); err == nil {
+			hierarchy = h.Dir
+		}
+	}
+	f.Cluster = probeCluster(ctx, opts.Cluster, cfg, hierarchy)
 	nm := &f.NM
 	switch {
 	case cfg.NMEndpoint != "":

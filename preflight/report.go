@@ -1,6 +1,7 @@
 package preflight
 
 import (
+	"encoding/json"
 	"fmt"
 	"io"
 	"strings"
@@ -35,27 +36,58 @@ func (s Severity) String() string {
 	return "?"
 }
 
+// MarshalText spells the severity in JSON: ok, info, warn, block.
+func (s Severity) MarshalText() ([]byte, error) {
+	return []byte(strings.ToLower(s.String())), nil
+}
+
 // Finding is one line of the report.
 type Finding struct {
 	// Check names what was looked at ("cgroup", "YARN hierarchy", ...).
-	Check    string
-	Severity Severity
+	Check    string   `json:"check"`
+	Severity Severity `json:"severity"`
 	// Detail says what was found.
-	Detail string
+	Detail string `json:"detail"`
 	// Fix says what to do (Warn and Block findings).
-	Fix string
+	Fix string `json:"fix,omitempty"`
 }
 
 // GateEffect says what an enabled gate will do on this node.
 type GateEffect struct {
-	Gate   string
-	Effect string
+	Gate   string `json:"gate"`
+	Effect string `json:"effect"`
 }
 
 // Report is the preflight's outcome.
 type Report struct {
-	Findings []Finding
-	Gates    []GateEffect
+	Findings []Finding    `json:"findings"`
+	Gates    []GateEffect `json:"gates"`
+}
+
+// jsonReport is the report as --yarn-preflight-output=json prints it.
+type jsonReport struct {
+	Node     string `json:"node,omitempty"`
+	ExitCode int    `json:"exitCode"`
+	Blocking int    `json:"blocking"`
+	Warnings int    `json:"warnings"`
+	Report
+}
+
+// WriteJSON prints the report as one JSON object (node: the node it ran
+// on, "" if unknown).
+func (r Report) WriteJSON(w io.Writer, node string) error {
+	out := jsonReport{Node: node, ExitCode: r.ExitCode(), Blocking: len(r.Blocking()), Report: r}
+	for _, f := range r.Findings {
+		if f.Severity == Warn {
+			out.Warnings++
+		}
+	}
+	if out.Gates == nil {
+		out.Gates = []GateEffect{}
+	}
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(out)
 }
 
 // Blocking returns the Block findings.

@@ -20,7 +20,11 @@ func Run(ctx context.Context, opts Options, w io.Writer) int {
 		system.InitSupportConfigs()
 		r = Evaluate(Probe(ctx, opts))
 	}
-	if err := r.Write(w); err != nil {
+	write := r.Write
+	if opts.JSON {
+		write = func(w io.Writer) error { return r.WriteJSON(w, os.Getenv("NODE_NAME")) }
+	}
+	if err := write(w); err != nil {
 		fmt.Fprintf(os.Stderr, "preflight: write the report: %v\n", err)
 		return 2
 	}

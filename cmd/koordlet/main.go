@@ -29,11 +29,12 @@ import (
 	"net/http"
 	_ "net/http/pprof"
 	"os"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"k8s.io/apimachinery/pkg/util/wait"
-	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	"k8s.io/klog/v2"
 	"sigs.k8s.io/controller-runtime/pkg/manager/signals"
 
@@ -79,12 +80,12 @@ func main() {
 	}
 
 	if yarn.PreflightRequested() {
-		os.Exit(yarn.RunPreflight(os.Stdout, func() (kubernetes.Interface, error) {
+		os.Exit(yarn.RunPreflight(os.Stdout, sync.OnceValues(func() (*rest.Config, error) {
 			if err := cfg.InitKubeConfigForKoordlet(*options.KubeAPIQPS, *options.KubeAPIBurst); err != nil {
 				return nil, err
 			}
-			return kubernetes.NewForConfig(cfg.KubeRestConf)
-		}))
+			return cfg.KubeRestConf, nil
+		})))
 	}
 
 	go wait.Forever(klog.Flush, 5*time.Second)

@@ -227,3 +227,31 @@ func DecodeRMNodeResource(body []byte) (NodeResource, error) {
 	}
 	return r, nil
 }
+
+// ClusterInfo is the part of GET /ws/v1/cluster/info the plugin set shows.
+type ClusterInfo struct {
+	// State is the RM service state (STARTED, ...); HAState ACTIVE or
+	// STANDBY; ResourceManagerVersion the Hadoop version.
+	State                  string `json:"state"`
+	HAState                string `json:"haState"`
+	ResourceManagerVersion string `json:"resourceManagerVersion"`
+}
+
+// ClusterInfo asks the active ResourceManager for its cluster information
+// (a standby one is skipped as for every request).
+func (c *RMClient) ClusterInfo(ctx context.Context) (ClusterInfo, error) {
+	body, err := c.Do(ctx, http.MethodGet, "/ws/v1/cluster/info", nil)
+	if err != nil {
+		return ClusterInfo{}, err
+	}
+	var v struct {
+		ClusterInfo *ClusterInfo `json:"clusterInfo"`
+	}
+	if err := json.Unmarshal(body, &v); err != nil {
+		return ClusterInfo{}, fmt.Errorf("decode /ws/v1/cluster/info: %w", err)
+	}
+	if v.ClusterInfo == nil {
+		return ClusterInfo{}, errors.New("decode /ws/v1/cluster/info: no clusterInfo")
+	}
+	return *v.ClusterInfo, nil
+}

@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"encoding/json"
 	"testing"
 	"time"
 
@@ -38,10 +39,34 @@ func TestPreflight(t *testing.T) {
 		"ok     NodeManager",
 		"pod yarn/nodemanager",
 		"3.3.6-emulated",
+		"ok     RBAC                     koordlet may do all 9 things it needs",
+		"NodeSLO host app",
 		"0 blocking problem(s)",
 	} {
 		assert.Contains(t, report, want)
 	}
+
+	// The same as JSON, for a Job's log collected from many nodes.
+	report, code, err = b.Preflight(ctx, "--yarn-preflight-output=json")
+	require.NoError(t, err)
+	assert.Equal(t, 0, code)
+	var out struct {
+		Node     string `json:"node"`
+		ExitCode int    `json:"exitCode"`
+		Findings []struct {
+			Check    string `json:"check"`
+			Severity string `json:"severity"`
+		} `json:"findings"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(report), &out), report)
+	assert.Equal(t, nodebox.NodeName, out.Node)
+	checks := map[string]string{}
+	for _, f := range out.Findings {
+		checks[f.Check] = f.Severity
+	}
+	assert.Equal(t, "ok", checks["NodeManager"])
+	assert.Equal(t, "ok", checks["RBAC"])
+	assert.Contains(t, checks, "BE thresholds")
 
 	report, code, err = b.Preflight(ctx, "--feature-gates=YARNBEMemoryEvict=true,BEMemoryEvict=false")
 	require.NoError(t, err)
