@@ -19,6 +19,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -447,6 +448,46 @@ func TestQoSPolicyComponent(t *testing.T) {
 	}
 }
 
+// copyTree copies deploy/koordlet to a temporary directory with the
+// registry set in the overlay's image.yaml, as an operator's checkout.
+func copyTree(t *testing.T) string {
+	t.Helper()
+	dst := filepath.Join(t.TempDir(), "koordlet")
+	require.NoError(t, os.CopyFS(dst, os.DirFS("koordlet")))
+	img := filepath.Join(dst, "overlay", "image.yaml")
+	b, err := os.ReadFile(img)
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(img, []byte(strings.Replace(string(b), "  # registry: registry.example.com/koordinator", "  registry: "+testRegistry, 1)), 0o644))
+	return dst
+}
+
+// TestPreflightJob: deploy/koordlet/preflight renders one Job whose pod is
+// the DaemonSet's (image, arguments, host access, mounts, service account)
+// plus the preflight flags, one pod per node labelled for it, never
+// restarted.
+func TestPreflightJob(t *testing.T) {
+	tree := copyTree(t)
+	objs := render(t, filepath.Join(tree, "preflight"))
+	require.Len(t, objs, 1, "only the Job is applied")
+	require.Equal(t, "Job", objs[0].GetKind())
+	var job batchv1.Job
+	require.NoError(t, runtime.DefaultUnstructuredConverter.FromUnstructuredWithValidation(objs[0].Object, &job, true))
+	ds := daemonSet(t, render(t, filepath.Join(tree, "overlay")))
+	pod, dsPod := job.Spec.Template.Spec, ds.Spec.Template.Spec
+	c, dc := pod.Containers[0], dsPod.Containers[0]
+	assert.Equal(t, dc.Image, c.Image)
+	assert.Equal(t, append(append([]string{}, dc.Args...), "-yarn-preflight", "-yarn-preflight-output=json"), c.Args)
+	assert.Equal(t, dc.VolumeMounts, c.VolumeMounts)
+	assert.Equal(t, dsPod.Volumes, pod.Volumes)
+	assert.Equal(t, dsPod.ServiceAccountName, pod.ServiceAccountName)
+	assert.True(t, pod.HostPID)
+	assert.Equal(t, corev1.RestartPolicyNever, pod.RestartPolicy)
+	require.NotNil(t, pod.Affinity)
+	assert.Equal(t, "koordlet-yarn.io/preflight", pod.Affinity.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms[0].MatchExpressions[0].Key)
+	require.NotNil(t, pod.Affinity.PodAntiAffinity, "one pod per node")
+	gatesOf(t, c) // every flag known to bin/koordlet
+}
+
 // labelsOf makes a label set of a map.
 func labelsOf(m map[string]string) labels.Set { return labels.Set(m) }
 
@@ -472,6 +513,7 @@ func TestOverlayServerSideDryRun(t *testing.T) {
 	require.NoError(t, err)
 
 	objs := render(t, operatorOverlay(t, testRegistry, "enforcement", "qos-policy"))
+	objs = append(objs, render(t, filepath.Join(copyTree(t), "preflight"))...)
 	for _, o := range objs {
 		gvk := o.GroupVersionKind()
 		mapping, err := resourceOf(gvk)
@@ -504,7 +546,7 @@ func TestOverlayServerSideDryRun(t *testing.T) {
 
 // resourceOf maps the kinds the overlay renders to their resources.
 func resourceOf(gvk schema.GroupVersionKind) (schema.GroupVersionResource, error) {
-	resources := map[string]string{"DaemonSet": "daemonsets", "ServiceAccount": "serviceaccounts", "ClusterRole": "clusterroles", "ClusterRoleBinding": "clusterrolebindings", "ConfigMap": "configmaps"}
+	resources := map[string]string{"DaemonSet": "daemonsets", "ServiceAccount": "serviceaccounts", "ClusterRole": "clusterroles", "ClusterRoleBinding": "clusterrolebindings", "ConfigMap": "configmaps", "Job": "jobs"}
 	r, ok := resources[gvk.Kind]
 	if !ok {
 		return schema.GroupVersionResource{}, &unknownKindError{gvk}
