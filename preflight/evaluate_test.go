@@ -170,7 +170,7 @@ func TestGateEffects(t *testing.T) {
 		}, "YARNMetricsCollector", "no CPU usage"},
 		{"eBPF falls back", func(f *Facts) { f.EBPFErr = "no BTF" }, "YARNEBPFDiscovery", "inotify"},
 		{"memory evict without upstream", func(f *Facts) { f.Gates["YARNBEMemoryEvict"] = true }, "YARNBEMemoryEvict", "nothing: BEMemoryEvict is off"},
-		{"memory evict", func(f *Facts) { f.Gates["YARNBEMemoryEvict"], f.Gates["BEMemoryEvict"] = true, true }, "YARNBEMemoryEvict", "memory from its cgroup"},
+		{"memory evict", func(f *Facts) { f.Gates["YARNBEMemoryEvict"], f.Gates["BEMemoryEvict"] = true, true }, "YARNBEMemoryEvict", "memory from their cgroups"},
 		{"CPU QoS with sched-idle", func(f *Facts) { f.Gates["YARNCPUQoS"] = true }, "YARNCPUQoS", "cpu.idle"},
 		{"CPU QoS with Group Identity", func(f *Facts) { f.Gates["YARNCPUQoS"] = true; f.GroupIdentity = true }, "YARNCPUQoS", "cpu.bvt_warp_ns"},
 		{"memory cgroup where YARN makes them", func(f *Facts) { f.Gates["YARNMemoryCgroup"] = true }, "YARNMemoryCgroup", "YARN makes memory cgroups itself"},

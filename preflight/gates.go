@@ -67,9 +67,9 @@ func gateEffect(g string, f Facts) string {
 			return "nothing: BEMemoryEvict is off"
 		}
 		if memcg {
-			return "BE memory evict ranks BE pods and YARN containers together and kills one container at a time (memory from its cgroup)"
+			return "BE memory evict ranks BE pods and YARN containers together and kills individual YARN containers, the fewest that cover the need, at once (memory from their cgroups)"
 		}
-		return "BE memory evict ranks BE pods and YARN containers together and kills one container at a time (memory summed over its processes)"
+		return "BE memory evict ranks BE pods and YARN containers together and kills individual YARN containers, the fewest that cover the need, at once (memory summed over their processes)"
 	case string(features.YARNMemoryEvictTrigger):
 		if !f.Gates[string(features.YARNBEMemoryEvict)] || !f.Gates["BEMemoryEvict"] {
 			return "nothing: it wakes the YARN-aware BE memory evict, which is off"

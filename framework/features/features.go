@@ -28,8 +28,9 @@ const (
 	YARNEBPFDiscovery featuregate.Feature = "YARNEBPFDiscovery"
 
 	// YARNBEMemoryEvict makes koordlet's BE memory evict (gate BEMemoryEvict)
-	// rank BE pods and YARN containers together and evict YARN containers
-	// one at a time, protecting the NodeManager pod and ApplicationMasters.
+	// rank BE pods and YARN containers together and evict individual YARN
+	// containers (the fewest that cover the need, killed at once), never the
+	// NodeManager pod, ApplicationMasters last.
 	// owner: koordlet-yarn
 	// alpha: v0.1
 	YARNBEMemoryEvict featuregate.Feature = "YARNBEMemoryEvict"
@@ -82,9 +83,12 @@ const (
 	YARNResctrlQoS featuregate.Feature = "YARNResctrlQoS"
 
 	// YARNMemoryEvictTrigger wakes the YARN-aware BE memory evict when node
-	// memory crosses its threshold (a cgroup v1 memory usage threshold on
-	// the root memory cgroup; a PSI trigger where the kernel accepts one),
-	// besides its periodic check.
+	// memory crosses its threshold, besides its periodic check: cgroup v1
+	// memory usage thresholds on the memory cgroups holding the node's BE
+	// work (kubepods, and the YARN hierarchy if elsewhere; not the root,
+	// whose statistics the kernel flushes late), on cgroup v2 a watch of
+	// their memory.current while armed, and a PSI memory trigger where the
+	// kernel accepts one.
 	// owner: koordlet-yarn
 	// alpha: v0.1
 	YARNMemoryEvictTrigger featuregate.Feature = "YARNMemoryEvictTrigger"

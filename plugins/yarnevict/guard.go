@@ -12,7 +12,7 @@ import (
 // guard wraps koordlet's pod eviction executor: while YARNNodeManagerGuard
 // is on, it refuses to evict the NodeManager pod as long as that pod has
 // live YARN containers (evicting it would kill every job on the node; the
-// YARN-aware strategies evict containers one at a time instead).
+// YARN-aware strategies evict individual containers instead).
 type guard struct {
 	inner qmutil.EvictionExecutor
 	deps  Deps
@@ -30,7 +30,7 @@ func (g *guard) Evict(pod *corev1.Pod, node *corev1.Node, reason, message string
 	if features.Enabled(features.YARNNodeManagerGuard) && g.deps.IsNodeManagerPod(pod) {
 		if n := liveContainers(g.deps); n > 0 {
 			klog.Warningf("yarn: refusing to evict NodeManager pod %s/%s (%s): it runs %d live YARN containers; "+
-				"the YARN-aware strategies evict containers one at a time instead", pod.Namespace, pod.Name, reason, n)
+				"the YARN-aware strategies evict individual containers instead", pod.Namespace, pod.Name, reason, n)
 			return false
 		}
 	}

@@ -1,4 +1,4 @@
-// Package yarnevict evicts YARN containers one at a time inside koordlet's
+// Package yarnevict evicts individual YARN containers inside koordlet's
 // QoS loops: the YARN-aware BE memory evict strategy, the victim ranking over
 // BE pods and YARN containers, the container killer, and the guard that keeps
 // koordlet's pod eviction away from the NodeManager pod.
