@@ -23,7 +23,7 @@ type ContainersResponse struct {
 	Informer yarninformer.Status `json:"informer"`
 	// Discovery is the event source in use: ebpf, inotify or polling.
 	Discovery string `json:"discovery,omitempty"`
-	// Accounting says whether koordlet counts YARN usage as BE (see the README).
+	// Accounting says whether koordlet counts YARN usage as BE (see docs/metrics.md).
 	Accounting *yarnusage.Accounting `json:"accounting,omitempty"`
 	// MemoryAccounting says how the containers' memory was measured at the
 	// collector's last cycle and, for containers without a memory cgroup

@@ -33,7 +33,7 @@ var gateOrder = func() []string {
 }()
 
 // unknownEffect is the effect of a gate the preflight does not describe.
-const unknownEffect = "on (the preflight does not describe this gate yet; see the README's gate table)"
+const unknownEffect = "on (the preflight does not describe this gate yet; see docs/gates.md)"
 
 // gateEffect says what gate g, on, will do on the node of f.
 func gateEffect(g string, f Facts) string {

@@ -495,6 +495,6 @@ func (c *Collector) checkAccounting(nmPresent bool) {
 	if acc.AsBE {
 		klog.Infof("yarn: YARN usage is accounted as BE through NodeSLO host application %q", acc.HostApplication)
 	} else {
-		klog.Warningf("yarn: %s (declare it in slo-controller-config host-application-config; see the README)", acc.Reason)
+		klog.Warningf("yarn: %s (declare it in slo-controller-config host-application-config; deploy/yarn/slo-controller-config.patch.yaml, docs/metrics.md)", acc.Reason)
 	}
 }

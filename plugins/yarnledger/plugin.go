@@ -87,7 +87,7 @@ type Ledger struct {
 	corrected int
 }
 
-// Defaults of the PatchPolicy (see the fleet measurement in the README).
+// Defaults of the PatchPolicy (see the fleet measurement in docs/figures.md).
 const (
 	DefaultPatchInterval = 5 * time.Second
 	DefaultHysteresis    = 10

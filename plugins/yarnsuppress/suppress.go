@@ -78,7 +78,7 @@ func NewFactory(deps Deps) qmframework.QOSStrategyFactory {
 // would subtract YARN twice). The injected host application's usage is the
 // collector's all-YARN aggregate. A covering host application whose QoS is
 // BE is presented as based in the besteffort cgroup, the only base upstream
-// counts as BE: the README recommends "base": "CgroupRoot" for a YARN
+// counts as BE: docs/metrics.md recommends "base": "CgroupRoot" for a YARN
 // hierarchy elsewhere, and counted as non-BE, YARN's usage would shrink the
 // very budget YARN is bound by.
 type View struct {
