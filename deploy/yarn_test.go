@@ -73,8 +73,9 @@ func TestYARNSite(t *testing.T) {
 	}{
 		{"yarn-site.cgroupfs.xml", system.Cgroupfs},
 		{"yarn-site.systemd.xml", system.Systemd},
+		{"yarn-site.cpu-only.xml", system.Systemd},
 	} {
-		t.Run(string(tc.driver), func(t *testing.T) {
+		t.Run(tc.file, func(t *testing.T) {
 			props := readYARNSite(t, tc.file)
 			withDriver(t, tc.driver)
 			h, err := cgroups.ResolveHierarchy("")
@@ -98,8 +99,9 @@ func TestYARNSite(t *testing.T) {
 	}
 }
 
-// TestYARNSiteFragmentsDifferOnlyInHierarchy keeps the two fragments in
-// step.
+// TestYARNSiteFragmentsDifferOnlyInHierarchy keeps the fragments in step:
+// the two drivers' differ only in the hierarchy, the CPU-only one from the
+// systemd one only in the memory cgroups.
 func TestYARNSiteFragmentsDifferOnlyInHierarchy(t *testing.T) {
 	a, b := readYARNSite(t, "yarn-site.cgroupfs.xml"), readYARNSite(t, "yarn-site.systemd.xml")
 	const hierarchy = "yarn.nodemanager.linux-container-executor.cgroups.hierarchy"
@@ -107,6 +109,13 @@ func TestYARNSiteFragmentsDifferOnlyInHierarchy(t *testing.T) {
 	delete(a, hierarchy)
 	delete(b, hierarchy)
 	assert.Equal(t, a, b)
+
+	sys, cpu := readYARNSite(t, "yarn-site.systemd.xml"), readYARNSite(t, "yarn-site.cpu-only.xml")
+	for _, k := range []string{"yarn.nodemanager.resource.memory.enabled", "yarn.nodemanager.resource.memory.enforced"} {
+		delete(sys, k)
+		delete(cpu, k)
+	}
+	assert.Equal(t, sys, cpu)
 }
 
 // TestNodeManagerPodLabels checks the NodeManager pod snippet is selected by
@@ -218,8 +227,8 @@ func siteControllers(props map[string]string) []cgroups.Controller {
 // takes by default, its cpu cgroup its own, its memory measured by its
 // memory cgroup or, CPU-only, by its processes.
 func TestYARNSiteDiscovery(t *testing.T) {
-	cpuOnly := readYARNSite(t, "yarn-site.systemd.xml")
-	cpuOnly["yarn.nodemanager.resource.memory.enabled"] = "false"
+	cpuOnly := readYARNSite(t, "yarn-site.cpu-only.xml")
+	require.Equal(t, "false", cpuOnly["yarn.nodemanager.resource.memory.enabled"])
 	chart := map[string]string{"yarn.nodemanager.linux-container-executor.cgroups.hierarchy": "/kubepods.slice/kubepods-besteffort.slice/hadoop-yarn"}
 	for k, v := range hadoopYARNChartSite {
 		chart[k] = v
@@ -232,7 +241,7 @@ func TestYARNSiteDiscovery(t *testing.T) {
 	}{
 		{"yarn-site.cgroupfs.xml", system.Cgroupfs, readYARNSite(t, "yarn-site.cgroupfs.xml"), cgroups.MemoryByCgroup},
 		{"yarn-site.systemd.xml", system.Systemd, readYARNSite(t, "yarn-site.systemd.xml"), cgroups.MemoryByCgroup},
-		{"CPU-only (Hadoop's default)", system.Systemd, cpuOnly, cgroups.MemoryByProcesses},
+		{"yarn-site.cpu-only.xml (Hadoop's default)", system.Systemd, cpuOnly, cgroups.MemoryByProcesses},
 		{"hadoop-yarn chart", system.Systemd, chart, cgroups.MemoryByCgroup},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
