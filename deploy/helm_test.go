@@ -13,7 +13,6 @@ import (
 	"github.com/stretchr/testify/require"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	yamlutil "k8s.io/apimachinery/pkg/util/yaml"
 
 	"github.com/koordlet-yarn/koordlet-yarn/framework/features"
 )
@@ -37,18 +36,7 @@ func helmTemplate(t *testing.T, dir string, values ...string) []*unstructured.Un
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
 	require.NoError(t, err, "helm template: %s", stderr.String())
-	var objs []*unstructured.Unstructured
-	dec := yamlutil.NewYAMLOrJSONDecoder(bytes.NewReader(out), 4096)
-	for {
-		var obj map[string]any
-		if err := dec.Decode(&obj); err != nil {
-			require.ErrorContains(t, err, "EOF")
-			break
-		}
-		if obj != nil {
-			objs = append(objs, &unstructured.Unstructured{Object: obj})
-		}
-	}
+	objs := decodeObjects(t, out)
 	require.NotEmpty(t, objs)
 	return objs
 }

@@ -98,8 +98,17 @@ func render(t *testing.T, dir string) []*unstructured.Unstructured {
 	}
 	out, err := kustomize(abs)
 	require.NoError(t, err, "kustomize build %s", dir)
+	objs := decodeObjects(t, out)
+	require.NotEmpty(t, objs, "kustomize build %s rendered nothing", dir)
+	renders.Store(abs, objs)
+	return deepCopies(objs)
+}
+
+// decodeObjects decodes a YAML stream of objects (empty documents skipped).
+func decodeObjects(t *testing.T, stream []byte) []*unstructured.Unstructured {
+	t.Helper()
 	var objs []*unstructured.Unstructured
-	dec := yamlutil.NewYAMLOrJSONDecoder(bytes.NewReader(out), 4096)
+	dec := yamlutil.NewYAMLOrJSONDecoder(bytes.NewReader(stream), 4096)
 	for {
 		var obj map[string]any
 		if err := dec.Decode(&obj); errors.Is(err, io.EOF) {
@@ -111,9 +120,7 @@ func render(t *testing.T, dir string) []*unstructured.Unstructured {
 			objs = append(objs, &unstructured.Unstructured{Object: obj})
 		}
 	}
-	require.NotEmpty(t, objs, "kustomize build %s rendered nothing", dir)
-	renders.Store(abs, objs)
-	return deepCopies(objs)
+	return objs
 }
 
 func deepCopies(objs []*unstructured.Unstructured) []*unstructured.Unstructured {
