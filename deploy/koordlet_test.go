@@ -483,7 +483,11 @@ func TestPreflightJob(t *testing.T) {
 	pod, dsPod := job.Spec.Template.Spec, ds.Spec.Template.Spec
 	c, dc := pod.Containers[0], dsPod.Containers[0]
 	assert.Equal(t, dc.Image, c.Image)
-	assert.Equal(t, append(append([]string{}, dc.Args...), "-yarn-preflight", "-yarn-preflight-output=json"), c.Args)
+	assert.Equal(t, append(append([]string{}, dc.Args...), "-yarn-preflight", "-yarn-preflight-output=json", "--v=0"), c.Args)
+	require.NotNil(t, job.Spec.CompletionMode)
+	assert.Equal(t, batchv1.IndexedCompletion, *job.Spec.CompletionMode, "a blocking node fails its own index only")
+	require.NotNil(t, job.Spec.BackoffLimitPerIndex)
+	assert.Equal(t, int32(0), *job.Spec.BackoffLimitPerIndex)
 	assert.Equal(t, dc.VolumeMounts, c.VolumeMounts)
 	assert.Equal(t, dsPod.Volumes, pod.Volumes)
 	assert.Equal(t, dsPod.ServiceAccountName, pod.ServiceAccountName)

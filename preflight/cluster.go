@@ -39,8 +39,9 @@ type AccessFact struct {
 	Err string
 }
 
-// NeededAccess lists the permissions koordlet with the plugin set needs
-// (upstream's, which the chart's role grants, and the plugin set's).
+// NeededAccess lists the permissions the preflight checks: the plugin
+// set's and the main ones of upstream koordlet (the chart's role grants
+// them all; the list is not every verb upstream may use).
 func NeededAccess() []Access {
 	return []Access{
 		{Verb: "list", Resource: "pods", For: "koordlet's pod list, the NodeManager pod"},
@@ -49,9 +50,12 @@ func NeededAccess() []Access {
 		{Verb: "create", Resource: "events", For: "YARNContainerEvicted Events on the NodeManager pod"},
 		{Verb: "patch", Resource: "events", For: "YARNContainerEvicted Events on the NodeManager pod"},
 		{Verb: "get", Resource: "nodes", For: "the Node (origin batch allocatable)"},
+		{Verb: "list", Resource: "nodes", For: "koordlet's Node informer"},
+		{Verb: "watch", Resource: "nodes", For: "koordlet's Node informer"},
 		{Verb: "patch", Resource: "nodes", For: "the batch ledger's thirdPartyAllocations (YARNBatchLedger)"},
 		{Verb: "get", Group: "slo.koordinator.sh", Resource: "nodeslos", For: "the NodeSLO (thresholds, QoS, host applications)"},
 		{Verb: "watch", Group: "slo.koordinator.sh", Resource: "nodeslos", For: "the NodeSLO (thresholds, QoS, host applications)"},
+		{Verb: "update", Group: "slo.koordinator.sh", Resource: "nodemetrics", Subresource: "status", For: "koordlet's NodeMetric report"},
 	}
 }
 
@@ -183,7 +187,7 @@ func evalCluster(f Facts, add addFunc) {
 		case len(unknown) > 0:
 			add("RBAC", Warn, "could not ask about: "+strings.Join(unknown, ", "), "")
 		default:
-			add("RBAC", OK, fmt.Sprintf("koordlet may do all %d things it needs", len(c.Access)), "")
+			add("RBAC", OK, fmt.Sprintf("koordlet may do all %d things checked", len(c.Access)), "")
 		}
 	}
 }

@@ -73,8 +73,9 @@ type jsonReport struct {
 	Report
 }
 
-// WriteJSON prints the report as one JSON object (node: the node it ran
-// on, "" if unknown).
+// WriteJSON prints the report as one JSON object on one line (node: the
+// node it ran on, "" if unknown), so that a log holding klog's lines too
+// keeps each report findable (grep '^{').
 func (r Report) WriteJSON(w io.Writer, node string) error {
 	out := jsonReport{Node: node, ExitCode: r.ExitCode(), Blocking: len(r.Blocking()), Report: r}
 	for _, f := range r.Findings {
@@ -85,9 +86,7 @@ func (r Report) WriteJSON(w io.Writer, node string) error {
 	if out.Gates == nil {
 		out.Gates = []GateEffect{}
 	}
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	return enc.Encode(out)
+	return json.NewEncoder(w).Encode(out)
 }
 
 // Blocking returns the Block findings.

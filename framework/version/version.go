@@ -63,9 +63,10 @@ func info(stamped string, bi *debug.BuildInfo) Info {
 		return i
 	}
 	i.Version = bi.Main.Version
-	if i.Version == "" {
-		i.Version = "(devel)"
+	if i.Version != "" && i.Version != "(devel)" {
+		return i // Go stamped it from VCS already (v0.0.0-<time>-<rev>[+dirty])
 	}
+	i.Version = "(devel)"
 	var rev, modified string
 	for _, s := range bi.Settings {
 		switch s.Key {

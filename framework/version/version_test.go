@@ -19,6 +19,8 @@ func TestInfo(t *testing.T) {
 		{"stamped", "v0.1.0", bi, Info{Version: "v0.1.0", Koordinator: "v1.8.0", Go: "go1.26.0"}},
 		{"from VCS", "", bi, Info{Version: "(devel)+4e357fc01234-dirty", Koordinator: "v1.8.0", Go: "go1.26.0"}},
 		{"no build info", "", nil, Info{Version: "unknown", Koordinator: "unknown"}},
+		{"stamped by Go from VCS", "", &debug.BuildInfo{GoVersion: "go1.26.0", Main: debug.Module{Version: "v0.0.0-20261125140000-4e357fc01234+dirty"},
+			Settings: bi.Settings}, Info{Version: "v0.0.0-20261125140000-4e357fc01234+dirty", Koordinator: "unknown", Go: "go1.26.0"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got := info(tc.stamped, tc.bi)

@@ -7,11 +7,12 @@ package yarnevict
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
+	"syscall"
 	"time"
 
-	"github.com/prometheus/procfs"
 	"golang.org/x/sys/unix"
 	"k8s.io/klog/v2"
 
@@ -296,7 +297,9 @@ const pfExiting = 0x4
 func exiting(procRoot string, pid int) bool {
 	st, err := cgroups.TaskStat(procRoot, pid)
 	if err != nil {
-		return !errors.Is(err, procfs.ErrFileParse) // unreadable: gone; unparsable: not proven
+		// Gone only when the kernel says so; a record that does not parse
+		// proves nothing.
+		return errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ESRCH)
 	}
 	return st.State == "Z" || st.State == "X" || st.State == "x" || st.Flags&pfExiting != 0
 }

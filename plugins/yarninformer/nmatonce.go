@@ -4,6 +4,8 @@ import (
 	"time"
 
 	"k8s.io/klog/v2"
+
+	"github.com/koordlet-yarn/koordlet-yarn/framework/backoff"
 )
 
 // DefaultLocateInterval is how often koordlet's pod list (in memory) is
@@ -49,7 +51,9 @@ func (p *Plugin) nmRetry() <-chan time.Time {
 		p.nmBackoff.Reset()
 		return nil
 	case p.newEndpoint:
-		p.nmBackoff.Reset()
+		// Capped at the resync interval: once a retry would be as late as
+		// the periodic resync, the retries stop (below).
+		p.nmBackoff = backoff.New(p.cfg.ResyncInterval)
 		d = p.nmBackoff.Fail(nmRetryMin)
 	case p.nmBackoff.Failures() > 0:
 		d = p.nmBackoff.Fail(nmRetryMin)

@@ -158,3 +158,17 @@ func TestNMRetryBackoff(t *testing.T) {
 	p.nmBackoff.Reset()
 	assert.Nil(t, p.nmRetry(), "an NM failing at a known endpoint waits for the periodic resync")
 }
+
+// TestNMRetryStopsWithLongResync: with a resync interval above the
+// retries' usual reach, they still stop once as late as the resync.
+func TestNMRetryStopsWithLongResync(t *testing.T) {
+	p := New(testConfig("http://nm:8042"), store.New(), nil)
+	p.cfg.ResyncInterval = 2 * time.Minute
+	p.lastEndpoint, p.newEndpoint, p.nmOK = "http://nm:8042", true, false
+	n := 0
+	for ; n < 50 && p.nmRetry() != nil; n++ {
+		p.newEndpoint = false
+	}
+	assert.Less(t, n, 50, "the retries end")
+	assert.GreaterOrEqual(t, n, 8, "200ms doubling up to 2 min")
+}

@@ -419,7 +419,7 @@ func (l *Ledger) Sync(ctx context.Context, now time.Time) time.Duration {
 			l.errKinds[kind] = true
 			klog.Errorf("yarn: ledger cannot write the Node's %s (%s; retried with backoff, logged once per kind): %v", AnnotationKey, kind, err)
 		}
-		return l.bo.Fail(2 * l.opts.PatchInterval())
+		return l.bo.Fail(l.firstRetry())
 	}
 	if l.bo.Failures() > 0 || l.st.Annotation.LastError != "" {
 		klog.Infof("yarn: ledger writes the Node's %s again", AnnotationKey)
@@ -510,7 +510,7 @@ func (l *Ledger) expire(ctx context.Context, now time.Time) time.Duration {
 	if err != nil {
 		l.st.Annotation.LastError = err.Error()
 		l.count("error")
-		return l.bo.Fail(2 * l.opts.PatchInterval())
+		return l.bo.Fail(l.firstRetry())
 	}
 	l.bo.Reset()
 	l.st.Annotation.LastError = ""
@@ -528,6 +528,14 @@ func (l *Ledger) expire(ctx context.Context, now time.Time) time.Duration {
 	l.st.Annotation.Written = nil
 	l.st.YARNAllocated, l.st.YARNAllocatedKnown = Batch{}, false
 	return 0
+}
+
+// firstRetry is the delay after a first failed write: twice the patch
+// interval, at most maxBackoff or the patch interval if that is longer
+// (the cap of the doubling, as before the shared backoff).
+func (l *Ledger) firstRetry() time.Duration {
+	base := l.opts.PatchInterval()
+	return min(2*base, max(maxBackoff, base))
 }
 
 // retryWait is how long after the last attempt the next may come: the

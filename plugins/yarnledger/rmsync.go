@@ -265,7 +265,7 @@ func (r *RMSync) failed(ctx context.Context, err error) {
 		return
 	}
 	r.readBackNow = true
-	r.st.NextTry = time.Now().Add(r.bo.Fail(r.opts.Interval()))
+	r.st.NextTry = time.Now().Add(r.bo.Fail(min(r.opts.Interval(), maxRMBackoff)))
 	r.st.LastError = err.Error()
 	r.count("error")
 	kind := rmErrorKind(err)

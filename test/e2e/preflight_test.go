@@ -39,7 +39,7 @@ func TestPreflight(t *testing.T) {
 		"ok     NodeManager",
 		"pod yarn/nodemanager",
 		"3.3.6-emulated",
-		"ok     RBAC                     koordlet may do all 9 things it needs",
+		"ok     RBAC                     koordlet may do all 12 things checked",
 		"NodeSLO host app",
 		"0 blocking problem(s)",
 	} {
