@@ -129,9 +129,9 @@ func install(fs *flag.FlagSet, reg prometheus.Registerer) (*Framework, error) {
 		// through the informer's hierarchy (koordlet's cgroup namespace).
 		CgroupHierarchy: fw.Informer.Hierarchy,
 		SeriesMode:      func() string { return cfg.ContainerMetrics },
-		NodeManagerPresent: func() bool {
-			return cfg.NMEndpoint != "" || fw.Informer.NodeManagerPod() != nil
-		},
+		// The NodeManager the informer's last resync resolved (configured
+		// or found among the node's pods).
+		NodeManagerPresent: func() bool { return fw.Informer.Status().NMEndpoint != "" },
 	})
 	// The series of the packages that do not label their own get the
 	// node label every other koordlet_yarn_* series carries.

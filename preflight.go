@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"sync"
 	"time"
 
 	authorizationv1 "k8s.io/api/authorization/v1"
@@ -52,20 +53,21 @@ func (fw *Framework) RunPreflight(w io.Writer, restConfig func() (*rest.Config, 
 	ctx, cancel := context.WithTimeout(context.Background(), preflightTimeout)
 	defer cancel()
 	node := os.Getenv("NODE_NAME")
-	kube := func() (kubernetes.Interface, error) {
+	// One client for the pod list and the permission checks.
+	kube := sync.OnceValues(func() (kubernetes.Interface, error) {
 		rc, err := restConfig()
 		if err != nil {
 			return nil, err
 		}
 		return kubernetes.NewForConfig(rc)
-	}
+	})
 	return preflight.Run(ctx, preflight.Options{Config: fw.Config, Pods: nodePods(kube, node, fw.Config.NMTimeout),
-		Cluster: clusterChecks(restConfig, node, fw.Config.NMTimeout), JSON: fw.preflightOutput == "json"}, w)
+		Cluster: clusterChecks(restConfig, kube, node, fw.Config.NMTimeout), JSON: fw.preflightOutput == "json"}, w)
 }
 
 // clusterChecks reads the node's NodeSLO and asks the API server what
 // koordlet's identity may do (SelfSubjectAccessReview).
-func clusterChecks(restConfig func() (*rest.Config, error), node string, timeout time.Duration) preflight.ClusterOptions {
+func clusterChecks(restConfig func() (*rest.Config, error), kube func() (kubernetes.Interface, error), node string, timeout time.Duration) preflight.ClusterOptions {
 	return preflight.ClusterOptions{
 		NodeSLO: func(ctx context.Context) (*slov1alpha1.NodeSLO, error) {
 			if node == "" {
@@ -84,13 +86,9 @@ func clusterChecks(restConfig func() (*rest.Config, error), node string, timeout
 			return client.SloV1alpha1().NodeSLOs().Get(ctx, node, metav1.GetOptions{})
 		},
 		CanI: func(ctx context.Context, a preflight.Access) (bool, error) {
-			rc, err := restConfig()
+			client, err := kube()
 			if err != nil {
 				return false, fmt.Errorf("API server client: %w", err)
-			}
-			client, err := kubernetes.NewForConfig(rc)
-			if err != nil {
-				return false, err
 			}
 			ctx, cancel := context.WithTimeout(ctx, timeout)
 			defer cancel()

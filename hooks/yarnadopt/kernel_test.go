@@ -110,6 +110,17 @@ func (n *node) adopter(t *testing.T, withNM bool) *Adopter {
 	return New(opts)
 }
 
+// running starts an adopter with the NM's list and waits until it watches
+// the NM pod; it stops when the test ends.
+func (n *node) running(t *testing.T) *Adopter {
+	a := n.adopter(t, true)
+	stop := make(chan struct{})
+	t.Cleanup(func() { close(stop) })
+	a.Run(stop)
+	require.Eventually(t, func() bool { s := a.Status(); return s.Detection != "" && s.NodeManager != "" }, 10*time.Second, 10*time.Millisecond)
+	return a
+}
+
 // launch starts a container's process the DefaultContainerExecutor's way:
 // forked outside, moved into the NM pod's cgroups, then its wrapper execs
 // the launch script there with CONTAINER_ID in its environment.
@@ -129,11 +140,7 @@ func containerName(seq int) string {
 // stay; the finished container's cgroup is removed.
 func TestRealKernelAdopt(t *testing.T) {
 	n := newNode(t)
-	a := n.adopter(t, true)
-	stop := make(chan struct{})
-	defer close(stop)
-	a.Run(stop)
-	require.Eventually(t, func() bool { s := a.Status(); return s.Detection != "" && s.NodeManager != "" }, 10*time.Second, 10*time.Millisecond)
+	a := n.running(t)
 
 	nmProc := kerneltest.Start(t, "exec sleep 3600", n.podAbs...) // the NodeManager
 	require.NoError(t, nmProc.Release())
@@ -197,11 +204,7 @@ func TestMeasureLaunchToCgroup(t *testing.T) {
 	for _, mode := range []string{"store", "nm"} {
 		t.Run(mode, func(t *testing.T) {
 			n := newNode(t)
-			a := n.adopter(t, true)
-			stop := make(chan struct{})
-			defer close(stop)
-			a.Run(stop)
-			require.Eventually(t, func() bool { s := a.Status(); return s.Detection != "" && s.NodeManager != "" }, 10*time.Second, 10*time.Millisecond)
+			a := n.running(t)
 			if a.Status().Detection != "ebpf" {
 				kerneltest.Skip(t, "no eBPF exec watch on this kernel: the figure is for the exec path")
 			}
