@@ -93,20 +93,25 @@ func TestRealKernelKillerDiesAtEachStep(t *testing.T) {
 			// leaves everything running) and keeps forking.
 			p := kerneltest.Start(t, "trap '' TERM; (trap '' TERM; while :; do sleep 0.05 & wait; done) & (trap '' TERM; sleep 3600) & wait", dirs...)
 			require.NoError(t, p.Release())
-			require.Eventually(t, func() bool { return len(kerneltest.Pids(dirs[0])) >= 3 }, 5*time.Second, 10*time.Millisecond)
 			// The long-lived processes: those in two listings 300 ms apart
-			// (the loop's short sleeps, 50 ms each, come and go).
-			first := map[int]bool{}
-			for _, pid := range kerneltest.Pids(dirs[0]) {
-				first[pid] = true
-			}
-			time.Sleep(300 * time.Millisecond)
+			// (the loop's short sleeps, 50 ms each, come and go), once the
+			// shell, the loop and the long sleep have all started (on a
+			// busy machine the first listing may come before the last fork).
 			var before []int
-			for _, pid := range kerneltest.Pids(dirs[0]) {
-				if first[pid] {
-					before = append(before, pid)
+			require.Eventually(t, func() bool {
+				first := map[int]bool{}
+				for _, pid := range kerneltest.Pids(dirs[0]) {
+					first[pid] = true
 				}
-			}
+				time.Sleep(300 * time.Millisecond)
+				before = before[:0]
+				for _, pid := range kerneltest.Pids(dirs[0]) {
+					if first[pid] {
+						before = append(before, pid)
+					}
+				}
+				return len(before) >= 3
+			}, 10*time.Second, 10*time.Millisecond)
 			require.GreaterOrEqual(t, len(before), 3)
 
 			self, err := os.Executable()
