@@ -32,11 +32,11 @@ import (
 	qmutil "github.com/koordinator-sh/koordinator/pkg/koordlet/qosmanager/plugins/util"
 	"github.com/koordinator-sh/koordinator/pkg/koordlet/statesinformer"
 	mockstatesinformer "github.com/koordinator-sh/koordinator/pkg/koordlet/statesinformer/mockstatesinformer"
-	koordletutil "github.com/koordinator-sh/koordinator/pkg/koordlet/util"
 
 	"github.com/koordlet-yarn/koordlet-yarn/framework/cgroups"
 	"github.com/koordlet-yarn/koordlet-yarn/framework/config"
 	"github.com/koordlet-yarn/koordlet-yarn/framework/features"
+	"github.com/koordlet-yarn/koordlet-yarn/framework/nodemem"
 	"github.com/koordlet-yarn/koordlet-yarn/framework/store"
 	"github.com/koordlet-yarn/koordlet-yarn/plugins/yarninformer"
 	"github.com/koordlet-yarn/koordlet-yarn/test/kerneltest"
@@ -267,9 +267,9 @@ func TestRealKernelMemoryEvict(t *testing.T) {
 
 	victim, _ := n.st.Get(n.newest)
 	amPids, oldPids := n.pids(t, n.am), n.pids(t, n.old)
-	mi, err := koordletutil.GetMemInfo()
+	mi, err := nodemem.Read("/proc")
 	require.NoError(t, err)
-	capacity := (int64(mi.MemUsageBytes()) - 80<<20) * 100 / 98
+	capacity := (mi.Used() - 80<<20) * 100 / 98
 	node.Status.Capacity = corev1.ResourceList{corev1.ResourceMemory: *resource.NewQuantity(capacity, resource.BinarySI)}
 	evicted := m.Cycle(now)
 	require.Len(t, evicted, 1, "one container covers the need")
@@ -298,9 +298,9 @@ func TestRealKernelMemoryEvict(t *testing.T) {
 	// is free when the kill returns): when node memory is above the
 	// threshold again a second later, the next check evicts at once, the
 	// older executor and still not the AM.
-	mi, err = koordletutil.GetMemInfo()
+	mi, err = nodemem.Read("/proc")
 	require.NoError(t, err)
-	capacity = (int64(mi.MemUsageBytes()) - 80<<20) * 100 / 98
+	capacity = (mi.Used() - 80<<20) * 100 / 98
 	node.Status.Capacity = corev1.ResourceList{corev1.ResourceMemory: *resource.NewQuantity(capacity, resource.BinarySI)}
 	second := m.Cycle(now.Add(time.Second))
 	require.Len(t, second, 1, "the next check is not held by the cooling")

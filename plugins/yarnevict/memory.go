@@ -22,6 +22,7 @@ import (
 
 	"github.com/koordlet-yarn/koordlet-yarn/framework/cgroups"
 	"github.com/koordlet-yarn/koordlet-yarn/framework/features"
+	"github.com/koordlet-yarn/koordlet-yarn/framework/nodemem"
 	"github.com/koordlet-yarn/koordlet-yarn/framework/policy"
 	"github.com/koordlet-yarn/koordlet-yarn/framework/store"
 	"github.com/koordlet-yarn/koordlet-yarn/plugins/yarnevict/memtrigger"
@@ -248,7 +249,8 @@ func (m *MemoryEvict) Cycle(now time.Time) []Victim {
 // first ones' memory is free. A YARN container's eviction is reported only
 // once its threads are gone (each frees its address space before it leaves
 // the cgroup; MeasureRelease waits up to ReleaseWait), so what it released
-// is in /proc/meminfo, read by the very next check: after a cycle
+// is free when the next check reads the node's memory (which counts the
+// per-CPU free lists as free, see nodeMemoryUsed): after a cycle
 // that evicted only YARN containers, the next check (event or interval)
 // comes without the cooling and evicts again only if memory is still above
 // the threshold. With the event trigger a first plan that fell short (the
@@ -324,13 +326,17 @@ func ThresholdLevel(capacity, threshold int64) int64 {
 }
 
 // nodeMemoryUsed is the node's memory usage with koordlet's definition
-// (MemTotal - MemAvailable), read from /proc/meminfo now, so that the need
-// and the candidates' usage (also read now) describe the same instant and
-// the crossing is seen within one evict interval; the collector's last
-// sample is the fallback.
+// (MemTotal - MemAvailable), less the free pages parked on the per-CPU
+// lists (framework/nodemem: since Linux 6.7 those hold hundreds of MiB for
+// seconds after a large free, which MemAvailable does not count: read
+// right after a kill, koordlet's usage still shows the victim's memory and
+// a second container would go), read now, so that the need and the
+// candidates' usage (also read now) describe the same instant and the
+// crossing is seen within one evict interval; the collector's last sample
+// is the fallback.
 func (m *MemoryEvict) nodeMemoryUsed() (int64, error) {
-	if mi, err := koordletutil.GetMemInfo(); err == nil {
-		return int64(mi.MemUsageBytes()), nil
+	if u, err := nodemem.Read(system.Conf.ProcRootDir); err == nil {
+		return u.Used(), nil
 	}
 	meta, err := metriccache.NodeMemoryUsageMetric.BuildQueryMeta(nil)
 	if err != nil {

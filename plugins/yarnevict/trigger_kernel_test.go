@@ -29,6 +29,7 @@ import (
 	koordletutil "github.com/koordinator-sh/koordinator/pkg/koordlet/util"
 
 	"github.com/koordlet-yarn/koordlet-yarn/framework/features"
+	"github.com/koordlet-yarn/koordlet-yarn/framework/nodemem"
 	"github.com/koordlet-yarn/koordlet-yarn/plugins/yarnevict/memtrigger"
 	"github.com/koordlet-yarn/koordlet-yarn/test/kerneltest"
 )
@@ -65,9 +66,9 @@ func TestRealKernelMemoryEvictWakesOnCrossing(t *testing.T) {
 
 	// The threshold (70%) lies 512 MiB above today's usage; the release
 	// goes down to 69%.
-	mi, err := koordletutil.GetMemInfo()
+	mi, err := nodemem.Read("/proc")
 	require.NoError(t, err)
-	capacity := (int64(mi.MemUsageBytes()) + 512<<20) * 100 / 70
+	capacity := (mi.Used() + 512<<20) * 100 / 70
 	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n1"},
 		Status: corev1.NodeStatus{Capacity: corev1.ResourceList{corev1.ResourceMemory: *resource.NewQuantity(capacity, resource.BinarySI)}}}
 	slo := &slov1alpha1.NodeSLO{Spec: slov1alpha1.NodeSLOSpec{ResourceUsedThresholdWithBE: &slov1alpha1.ResourceThresholdStrategy{
@@ -112,7 +113,7 @@ func TestRealKernelMemoryEvictWakesOnCrossing(t *testing.T) {
 	crossed := make(chan time.Time, 1)
 	go func() {
 		for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(2 * time.Millisecond) {
-			if mi, err := koordletutil.GetMemInfo(); err == nil && int64(mi.MemUsageBytes()) >= level {
+			if mi, err := nodemem.Read("/proc"); err == nil && mi.Used() >= level {
 				crossed <- time.Now()
 				return
 			}

@@ -97,14 +97,36 @@ func startBox(t *testing.T, opts nodebox.Options) *nodebox.Box {
 		}
 		if t.Failed() {
 			if log, err := os.ReadFile(b.KoordletLog()); err == nil {
-				lines := strings.Split(string(log), "\n")
-				if len(lines) > 80 {
-					lines = lines[len(lines)-80:]
-				}
-				t.Logf("koordlet log tail:\n%s", strings.Join(lines, "\n"))
+				t.Logf("koordlet log tail (upstream's every-second lines left out; the whole log is gone with the box):\n%s", logTail(string(log), 40))
 			}
 		}
 		b.Stop()
 	})
 	return b
+}
+
+// upstreamChatter marks the koordlet log lines upstream's loops print every
+// second or minute; a failure's log tail leaves them out so that the test's
+// own failure message stays in view of a CI summary.
+var upstreamChatter = []string{"cpu_suppress.go:", "predict_server.go:"}
+
+// logTail returns the last n lines of log that are not upstream chatter.
+func logTail(log string, n int) string {
+	var kept []string
+	for _, l := range strings.Split(log, "\n") {
+		chatter := false
+		for _, c := range upstreamChatter {
+			if strings.Contains(l, c) && strings.HasPrefix(l, "I") {
+				chatter = true
+				break
+			}
+		}
+		if !chatter {
+			kept = append(kept, l)
+		}
+	}
+	if len(kept) > n {
+		kept = kept[len(kept)-n:]
+	}
+	return strings.Join(kept, "\n")
 }

@@ -8,8 +8,6 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
-	"strconv"
-	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -23,6 +21,8 @@ import (
 
 	slov1alpha1 "github.com/koordinator-sh/koordinator/apis/slo/v1alpha1"
 	koordclient "github.com/koordinator-sh/koordinator/pkg/client/clientset/versioned"
+
+	"github.com/koordlet-yarn/koordlet-yarn/framework/nodemem"
 )
 
 // crdFiles are the Koordinator CRDs koordlet needs, shipped in the
@@ -112,31 +112,15 @@ func createNodeSLO(ctx context.Context, koord koordclient.Interface, name string
 	return nil
 }
 
-// MemInfo returns this machine's MemTotal and used memory (MemTotal -
-// MemAvailable, koordlet's node memory usage), in bytes.
+// MemInfo returns this machine's MemTotal and used memory as koordlet-yarn's
+// memory evictor reads it (MemTotal − MemAvailable less the free pages on
+// the per-CPU lists, framework/nodemem), in bytes.
 func MemInfo() (total, used int64, err error) {
-	b, err := os.ReadFile("/proc/meminfo")
+	u, err := nodemem.Read("/proc")
 	if err != nil {
 		return 0, 0, err
 	}
-	var avail int64
-	for _, line := range strings.Split(string(b), "\n") {
-		f := strings.Fields(line)
-		if len(f) < 2 {
-			continue
-		}
-		v, _ := strconv.ParseInt(f[1], 10, 64)
-		switch f[0] {
-		case "MemTotal:":
-			total = v << 10
-		case "MemAvailable:":
-			avail = v << 10
-		}
-	}
-	if total == 0 {
-		return 0, 0, fmt.Errorf("no MemTotal in /proc/meminfo")
-	}
-	return total, total - avail, nil
+	return u.Total, u.Used(), nil
 }
 
 // PodSpec describes one pod of the box.
