@@ -161,7 +161,15 @@ func noCgroupsNode(t *testing.T, l nodebox.Layout) {
 			assert.Positive(t, ad.ProcessesMoved)
 			say(t, "%s: cgroup made %s, %d processes moved, %d KiB left charged to the NM pod, exec → own cgroup %v",
 				id, ad.CgroupMadeAt.Format(time.RFC3339Nano), ad.ProcessesMoved, ad.MemoryChargedToNodeManagerBytes>>10, time.Duration(ad.LaunchToCgroupNanos))
-			assert.Less(t, ad.MemoryChargedToNodeManagerBytes, int64(8<<20), "moved at its exec, before it allocated")
+			// Each process is moved within milliseconds of its exec, before
+			// the workload allocates (the allocator's 128 MiB come after);
+			// the main process runs sh → sh → env → this Go test binary
+			// within a millisecond, and when the move lands the Go runtime
+			// has already taken up to ~9 MiB (RssAnon; measured on this
+			// machine kind). A JVM's launch script runs for tens of
+			// milliseconds before its exec: make measure-adopt has that
+			// figure.
+			assert.Less(t, ad.MemoryChargedToNodeManagerBytes, int64(16<<20), "moved at its exec, before it allocated")
 			if st.Detection == "ebpf" {
 				assert.Positive(t, ad.LaunchToCgroupNanos, "found at its exec")
 			}
