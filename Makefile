@@ -32,6 +32,17 @@ build: deps
 e2e-tools:
 	test/e2e/tools/build.sh
 
+# The real-YARN peer (test/yarn: Hadoop 3.5.0's MiniYARNCluster and a small
+# ApplicationMaster) built with Maven into build/yarn, its dependencies
+# fetched from Maven Central here, never at test time.
+.PHONY: deps-yarn test-yarn
+deps-yarn:
+	test/yarn/build.sh
+
+# The e2e scenarios against the real ResourceManager and NodeManager alone.
+test-yarn: deps deps-yarn e2e-tools
+	$(GO) test -count=1 -timeout 30m -run '^TestRealYARN' -v ./test/e2e
+
 # Each fuzz target mutates its seed corpus (testdata/fuzz/<FuzzName>, which
 # plain go test also runs) for a short while; a failing input is written
 # next to the seeds. One go test -fuzz per target (Go fuzzes one at a time).
@@ -52,7 +63,7 @@ fuzz: deps
 # failed and skipped; the node-level e2e package runs after the others, alone
 # (see test/run-tests.sh).
 GOTESTSUM ?= $(GO) run gotest.tools/gotestsum@v1.13.0
-test: deps deps-v2 lint e2e-tools fuzz
+test: deps deps-v2 deps-yarn lint e2e-tools fuzz
 	GO="$(GO)" GOTESTSUM="$(GOTESTSUM)" test/run-tests.sh $(PKGS)
 
 # The node-level scenarios on a real cgroup v2 kernel (TestV2): the e2e test

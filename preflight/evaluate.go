@@ -144,8 +144,8 @@ func evalControllers(f Facts, add addFunc) {
 		add("YARN controllers", OK, managed, "")
 	}
 	if !f.CgroupV2 && !slices.Contains(f.Managed, "cpuacct") && !coMounted(f, "cpu", "cpuacct") {
-		add("per-container CPU", Warn, "cpu and cpuacct are mounted apart and YARN makes no cpuacct cgroups: per-container CPU usage is not measured",
-			"co-mount cpu,cpuacct (the distributions' default) or let YARN manage cpuacct")
+		add("per-container CPU", Info, "cpu and cpuacct are mounted apart and YARN makes no cpuacct cgroups: per-container CPU usage is its processes' CPU time (processes shorter than a collect interval are missed)",
+			"co-mount cpu,cpuacct (the distributions' default) or let YARN manage cpuacct for the kernel's exact count")
 	}
 }
 

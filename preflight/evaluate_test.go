@@ -77,7 +77,7 @@ func TestEvaluate(t *testing.T) {
 		{name: "cpuacct apart and unmanaged", mutate: func(f *Facts) {
 			f.Managed = []string{"cpu", "memory"}
 			f.Controllers[0].CoMounted, f.Controllers[1].CoMounted = nil, nil
-		}, check: "per-container CPU", want: Warn, detail: "not measured"},
+		}, check: "per-container CPU", want: Info, detail: "processes' CPU time"},
 		{name: "co-mounted listed once", mutate: func(*Facts) {}, check: "co-mounted controllers", want: OK, detail: "cpu,cpuacct"},
 		{name: "namespace unplaceable, no evict gate", mutate: func(f *Facts) { f.NamespaceErr = "not found" }, check: "cgroup namespace", want: Warn},
 		{name: "namespace unplaceable with memory evict", mutate: func(f *Facts) {
@@ -167,7 +167,7 @@ func TestGateEffects(t *testing.T) {
 		{"collector without cpuacct", func(f *Facts) {
 			f.Managed = []string{"cpu"}
 			f.Controllers[0].CoMounted = nil
-		}, "YARNMetricsCollector", "no CPU usage"},
+		}, "YARNMetricsCollector", "its processes' CPU time"},
 		{"eBPF falls back", func(f *Facts) { f.EBPFErr = "no BTF" }, "YARNEBPFDiscovery", "inotify"},
 		{"memory evict without upstream", func(f *Facts) { f.Gates["YARNBEMemoryEvict"] = true }, "YARNBEMemoryEvict", "nothing: BEMemoryEvict is off"},
 		{"memory evict", func(f *Facts) { f.Gates["YARNBEMemoryEvict"], f.Gates["BEMemoryEvict"] = true, true }, "YARNBEMemoryEvict", "memory from their cgroups"},

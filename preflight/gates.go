@@ -51,7 +51,7 @@ func gateEffect(g string, f Facts) string {
 		}
 		cpu := "per-container CPU and throttling"
 		if !f.CgroupV2 && !slices.Contains(f.Managed, "cpuacct") && !coMounted(f, "cpu", "cpuacct") {
-			cpu = "per-container throttling (no CPU usage: no cpuacct cgroups)"
+			cpu = "per-container CPU (its processes' CPU time: no cpuacct cgroups) and throttling"
 		}
 		if memcg {
 			return cpu + " and memory (memory cgroups) into the metric cache and koordlet_yarn_* series"

@@ -85,6 +85,10 @@ type prev struct {
 	hasCPU      bool
 	throttle    system.CPUStatRaw
 	hasThrottle bool
+	// procs are the processes' CPU times at at, for a container whose
+	// cpu cgroup has no cpuacct (hasProcs: read once).
+	procs    map[int]cgroups.ProcessTicks
+	hasProcs bool
 }
 
 // Collector is the YARN usage collector.
@@ -95,6 +99,8 @@ type Collector struct {
 	samples []metriccache.MetricSample
 
 	warnedNoCPUAcct bool
+	// bootTime is the node's boot time (process start times count from it).
+	bootTime time.Time
 
 	// procMem reads the processes of containers without a memory cgroup;
 	// mem records the memory accounting used.
@@ -246,9 +252,23 @@ func (c *Collector) Collect(now time.Time) Cycle {
 			p.dir = ct.Cgroups[cgroups.Memory].Dir
 		}
 
-		if !ct.Cgroups[cgroups.CPUAcct].Owned && ct.Cgroups[cgroups.CPU].Owned && !c.warnedNoCPUAcct {
-			c.warnedNoCPUAcct = true
-			klog.Warningf("yarn: container %s has its own cpu cgroup but no cpuacct cgroup (cpu and cpuacct are mounted apart and YARN manages only cpu); per-container CPU usage is not measured for such containers", ct.Name)
+		if !ct.Cgroups[cgroups.CPUAcct].Owned && ct.Cgroups[cgroups.CPU].Owned {
+			// cpu and cpuacct mounted apart, YARN managing cpu only (the
+			// LCE's CgroupsLCEResourcesHandler makes no cpuacct cgroup):
+			// the CPU time of the processes in its cpu cgroup.
+			if !c.warnedNoCPUAcct {
+				c.warnedNoCPUAcct = true
+				klog.Infof("yarn: container %s has its own cpu cgroup but no cpuacct cgroup (cpu and cpuacct are mounted apart and YARN manages only cpu); its CPU usage is its processes' CPU time (/proc/<pid>/stat; processes that live less than a collect interval are missed)", ct.Name)
+			}
+			if cores, ok := c.processCPU(ct, p, now); ok {
+				samples = appendSample(samples, metriccache.ContainerCPUUsageMetric, props, now, cores)
+				sr.cpu.Set(cores)
+				if app != nil {
+					app.cpu += cores
+				}
+				aggCPU += cores
+				haveCPU = true
+			}
 		}
 		if ref := ct.Cgroups[cgroups.CPUAcct]; ref.Owned {
 			usage, err := reader.CPUUsage(ref.Dir)
@@ -497,4 +517,34 @@ func (c *Collector) checkAccounting(nmPresent bool) {
 	} else {
 		klog.Warningf("yarn: %s (declare it in slo-controller-config host-application-config; deploy/yarn/slo-controller-config.patch.yaml, docs/metrics.md)", acc.Reason)
 	}
+}
+
+// processCPU is the CPU (cores) the processes in ct's cpu cgroup used since
+// the last collect; false at the first read or when they cannot be read.
+func (c *Collector) processCPU(ct *store.Container, p *prev, now time.Time) (float64, bool) {
+	r := c.processReader()
+	if r == nil {
+		return 0, false
+	}
+	h := r.Hierarchy()
+	if c.bootTime.IsZero() {
+		bt, err := cgroups.BootTime(h.ProcRoot)
+		if err != nil {
+			c.readFailed(ct, "boot time", err)
+			return 0, false
+		}
+		c.bootTime = bt
+	}
+	cur, err := cgroups.ReadProcessTicks(h.ProcRoot, h.AbsDir(cgroups.CPU, ct.Cgroups[cgroups.CPU].Dir))
+	if err != nil {
+		c.readFailed(ct, "process CPU", err)
+		return 0, false
+	}
+	prevProcs, prevAt, had := p.procs, p.at, p.hasProcs
+	p.procs, p.at, p.hasProcs = cur, now, true
+	if !had || !now.After(prevAt) {
+		return 0, false
+	}
+	ticks := cgroups.TicksSince(prevProcs, cur, prevAt, c.bootTime)
+	return float64(ticks) / cgroups.ClockTicks / now.Sub(prevAt).Seconds(), true
 }

@@ -158,6 +158,9 @@ func NewProcessMemoryReader(h Hierarchy) *ProcessMemoryReader {
 		pidfdLive: func(fd int) bool { return unix.PidfdSendSignal(fd, 0, nil, 0) == nil }}
 }
 
+// Hierarchy is the hierarchy the reader reads.
+func (r *ProcessMemoryReader) Hierarchy() Hierarchy { return r.h }
+
 // NoKeep makes the reader keep no descriptor: every process takes the
 // first-sight path (for occasional readers that cannot tell when a
 // container goes away).

@@ -41,7 +41,8 @@
 //
 // Any other code exits 3 (INVALID_COMMAND_PROVIDED), a wrong argument count
 // 1 (INVALID_ARGUMENT_NUMBER), as the native binary does. Every call is
-// appended to $KOORDLET_YARN_CE_LOG when set.
+// appended, with the reason of every failure, to $KOORDLET_YARN_CE_LOG, else
+// to container-executor.log beside the binary.
 package main
 
 import (
@@ -84,9 +85,22 @@ func main() {
 	os.Exit(run(os.Args[1:]))
 }
 
-func logCall(args []string) {
-	p := os.Getenv("KOORDLET_YARN_CE_LOG")
-	if p == "" || (len(args) > 0 && args[0] == childMode) {
+// logPath is the call log: $KOORDLET_YARN_CE_LOG, else container-executor.log
+// beside the binary (the NodeManager runs it with an empty environment).
+func logPath() string {
+	if p := os.Getenv("KOORDLET_YARN_CE_LOG"); p != "" {
+		return p
+	}
+	self, err := os.Executable()
+	if err != nil {
+		return ""
+	}
+	return self + ".log"
+}
+
+func logLine(format string, a ...any) {
+	p := logPath()
+	if p == "" {
 		return
 	}
 	f, err := os.OpenFile(p, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
@@ -94,7 +108,14 @@ func logCall(args []string) {
 		return
 	}
 	defer f.Close()
-	fmt.Fprintf(f, "%s %d %s\n", time.Now().Format(time.RFC3339Nano), os.Getpid(), strings.Join(args, " "))
+	fmt.Fprintf(f, "%s %d %s\n", time.Now().Format(time.RFC3339Nano), os.Getpid(), fmt.Sprintf(format, a...))
+}
+
+func logCall(args []string) {
+	if len(args) > 0 && args[0] == childMode {
+		return
+	}
+	logLine("call: %s", strings.Join(args, " "))
 }
 
 func run(args []string) int {
@@ -135,6 +156,7 @@ func run(args []string) int {
 
 func fail(code int, format string, a ...any) int {
 	fmt.Fprintf(os.Stderr, format+"\n", a...)
+	logLine("exit %d: %s", code, fmt.Sprintf(format, a...))
 	return code
 }
 
@@ -315,16 +337,13 @@ func child(a []string) int {
 	}
 	for fd := 0; fd < 3; fd++ {
 		if err := syscall.Dup2(int(null.Fd()), fd); err != nil {
-			return exitSetupFailed
+			return fail(exitSetupFailed, "stdio: %v", err)
 		}
 	}
-	bash, err := exec.LookPath("bash")
-	if err != nil {
-		return exitSetupFailed
-	}
-	err = syscall.Exec(bash, []string{"bash", script}, os.Environ())
-	fmt.Fprintf(os.Stderr, "exec %s: %v\n", script, err)
-	return exitSetupFailed
+	// As the native binary: /bin/bash by its path (the NodeManager runs
+	// the executor with an empty environment: no PATH).
+	err = syscall.Exec("/bin/bash", []string{"/bin/bash", script}, os.Environ())
+	return fail(exitSetupFailed, "exec /bin/bash %s: %v", script, err)
 }
 
 func writeAtomic(path, content string) error {

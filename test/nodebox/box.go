@@ -83,6 +83,12 @@ type Options struct {
 	// private cgroup namespace rooted there, so that /proc/<pid>/cgroup of
 	// every other process reads relative to it. Unified layouts only.
 	KoordletCgroupNS bool
+	// ExternalNM: the NodeManager koordlet talks to is not the box's
+	// emulator (which then does not listen) but a real one the test
+	// starts in the NodeManager pod's cgroups (NMPodProcs); Start does
+	// not start koordlet: StartKoordletFor does, with the real
+	// NodeManager's REST address.
+	ExternalNM bool
 }
 
 // Box is a running node in a box.
@@ -338,14 +344,20 @@ func Start(ctx context.Context, opts Options) (b *Box, err error) {
 		nmCfg.MirrorControllers = l.mirrorControllers()
 	}
 	b.NM = nmemu.New(nmCfg)
-	if b.NMAddr, err = b.NM.Listen("127.0.0.1:0"); err != nil {
-		return b, err
-	}
 	ports, err := freePorts(1)
 	if err != nil {
 		return b, err
 	}
 	b.koordletPort = ports[0]
+	if opts.ExternalNM {
+		// The test starts the real NodeManager (whose REST port it
+		// learns then), then koordlet (StartKoordletFor); the emulator
+		// object stays, idle, for the box's own bookkeeping.
+		return b, nil
+	}
+	if b.NMAddr, err = b.NM.Listen("127.0.0.1:0"); err != nil {
+		return b, err
+	}
 	if err = b.StartKoordlet(); err != nil {
 		return b, err
 	}
@@ -463,6 +475,13 @@ func (b *Box) KubeconfigPath() string { return b.cp.kubeconfig }
 
 // Dir is the box's work directory (logs, kubeconfig).
 func (b *Box) Dir() string { return b.dir }
+
+// StartKoordletFor starts koordlet for the real NodeManager whose REST is
+// at nmAddr (host:port; Options.ExternalNM).
+func (b *Box) StartKoordletFor(nmAddr string) error {
+	b.NMAddr = nmAddr
+	return b.StartKoordlet()
+}
 
 // StartKoordlet starts bin/koordlet and waits until its YARN informer has synced.
 func (b *Box) StartKoordlet() error {

@@ -91,3 +91,22 @@ func (b *Box) ApplyKubeletCPUShares() error {
 	}
 	return write(l.qosDir(corev1.PodQOSBurstable), milliToShares(burstable))
 }
+
+// NMPodProcs are the cgroup.procs files of the NodeManager pod's container
+// cgroup, one per hierarchy: a real NodeManager (Options.ExternalNM) is
+// moved in through them, as the runtime would start it there.
+func (b *Box) NMPodProcs() []string {
+	var out []string
+	for _, c := range b.ctrls() {
+		out = append(out, filepath.Join(b.cgroupRoot, c, b.PodCgroup("nodemanager"), "cgroup.procs"))
+	}
+	return out
+}
+
+// MakeYARNHierarchy makes YARN's cgroup hierarchy (Hierarchy) in each
+// controller YARN manages, recorded as the box's own (Stop removes it,
+// with what the NodeManager left in it), for a real NodeManager, whose
+// LinuxContainerExecutor expects it (cgroups.mount=false).
+func (b *Box) MakeYARNHierarchy() error {
+	return makeCgroup(&b.created, b.cgroupRoot, b.opts.Layout.yarnControllers(), b.Hierarchy())
+}

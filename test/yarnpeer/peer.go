@@ -1,0 +1,372 @@
+// Package yarnpeer runs the real-YARN test peer (the Maven module in
+// test/yarn: Hadoop 3.5.0's MiniYARNCluster with one ResourceManager and one
+// NodeManager on the LinuxContainerExecutor, and a small ApplicationMaster)
+// for the e2e tests, and speaks its line protocol.
+//
+// The peer is built by `make deps-yarn` (test/yarn/build.sh) into
+// build/yarn; nothing is fetched at test time. Built reports a missing or
+// stale build, naming the command that makes it.
+package yarnpeer
+
+import (
+	"bufio"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// Stamp is the hash of the peer's sources (pom.xml and src/), as
+// test/yarn/build.sh writes it into build/yarn/.stamp after a build.
+func Stamp(top string) (string, error) {
+	dir := filepath.Join(top, "test", "yarn")
+	var files []string
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(dir, p)
+		if !d.IsDir() && (rel == "pom.xml" || strings.HasPrefix(rel, "src"+string(filepath.Separator))) {
+			files = append(files, rel)
+		}
+		return nil
+	})
+	if err != nil {
+		return "", err
+	}
+	sort.Strings(files)
+	h := sha256.New()
+	for _, f := range files {
+		b, err := os.ReadFile(filepath.Join(dir, f))
+		if err != nil {
+			return "", err
+		}
+		fmt.Fprintf(h, "%s\x00%d\x00", f, len(b))
+		h.Write(b)
+	}
+	return hex.EncodeToString(h.Sum(nil))[:16], nil
+}
+
+// Built checks that build/yarn holds a peer built from the sources as they
+// are, and that java runs.
+func Built(top string) error {
+	want, err := Stamp(top)
+	if err != nil {
+		return fmt.Errorf("real-YARN peer sources: %w", err)
+	}
+	got, _ := os.ReadFile(filepath.Join(top, "build", "yarn", ".stamp"))
+	if strings.TrimSpace(string(got)) != want {
+		return fmt.Errorf("the real-YARN peer (Hadoop 3.5.0 MiniYARNCluster, test/yarn) is not built from these sources: run make deps-yarn (needs Java 17, Maven and Maven Central)")
+	}
+	if _, err := exec.LookPath("java"); err != nil {
+		return fmt.Errorf("the real-YARN peer needs java (17): %w", err)
+	}
+	return nil
+}
+
+// ClassPath is the peer's class path under top (its jar and every
+// dependency).
+func ClassPath(top string) string {
+	b := filepath.Join(top, "build", "yarn")
+	return filepath.Join(b, "target", "peer.jar") + ":" + filepath.Join(b, "lib", "*")
+}
+
+// Options configure the peer.
+type Options struct {
+	// Top is the repository's top directory.
+	Top string
+	// Dir is the peer's working directory (its state, the cluster's local
+	// and log dirs, the AM specs); created, and removed by Stop.
+	Dir string
+	// Executor is the container-executor the NodeManager runs.
+	Executor string
+	// Hierarchy is yarn.nodemanager.linux-container-executor.cgroups.hierarchy.
+	Hierarchy string
+	// MountPath is ….cgroups.mount-path (the controllers' mount point).
+	MountPath string
+	// Memory is yarn.nodemanager.resource.memory.enabled (else CPU-only,
+	// Hadoop's default).
+	Memory bool
+	// NMVcores are the NodeManager's vcores (8 by default; its memory is
+	// the MiniYARNCluster's fixed 4096 MB, its ports its own choice).
+	NMVcores int
+	// Procs are cgroup.procs files the peer's JVM is moved into at once
+	// (the NodeManager pod's cgroups), before it starts the cluster.
+	Procs []string
+	// Env is added to the JVM's environment (passed on to containers).
+	Env []string
+}
+
+// Peer is a running peer.
+type Peer struct {
+	opts   Options
+	cmd    *exec.Cmd
+	in     io.WriteCloser
+	out    *bufio.Reader
+	mu     sync.Mutex
+	exited chan struct{}
+
+	// RMWeb and NMWeb are the ResourceManager's and the NodeManager's web
+	// addresses (host:port), NodeID the NodeManager's node id, Pid the
+	// JVM's pid.
+	RMWeb, NMWeb, NodeID string
+	Pid                  int
+}
+
+// Start starts the peer and waits until its NodeManager registered.
+func Start(ctx context.Context, o Options) (*Peer, error) {
+	if o.NMVcores == 0 {
+		o.NMVcores = 8
+	}
+	if err := os.MkdirAll(o.Dir, 0o755); err != nil {
+		return nil, err
+	}
+	ports, err := freePorts(5)
+	if err != nil {
+		return nil, err
+	}
+	addr := func(p int) string { return "127.0.0.1:" + strconv.Itoa(p) }
+	sets := []string{
+		"yarn.resourcemanager.address=" + addr(ports[0]),
+		"yarn.resourcemanager.scheduler.address=" + addr(ports[1]),
+		"yarn.resourcemanager.resource-tracker.address=" + addr(ports[2]),
+		"yarn.resourcemanager.admin.address=" + addr(ports[3]),
+		"yarn.resourcemanager.webapp.address=" + addr(ports[4]),
+	}
+	cp := ClassPath(o.Top)
+	amCP := filepath.Join(o.Dir, "conf") + ":" + cp
+	args := []string{"-Xmx768m", "-XX:+UseSerialGC", "-Dlog4j.configuration=log4j.properties", "-cp", cp,
+		"io.koordletyarn.yarnpeer.Peer",
+		"--executor", o.Executor, "--hierarchy", o.Hierarchy, "--mount-path", o.MountPath,
+		"--memory", strconv.FormatBool(o.Memory), "--nm-vcores", strconv.Itoa(o.NMVcores), "--classpath", amCP}
+	for _, kv := range sets {
+		args = append(args, "--set", kv)
+	}
+	cmd := exec.Command("java", args...)
+	cmd.Dir = o.Dir
+	cmd.Env = append(os.Environ(), o.Env...)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	logf, err := os.Create(filepath.Join(o.Dir, "peer.log"))
+	if err != nil {
+		return nil, err
+	}
+	defer logf.Close()
+	cmd.Stderr = logf
+	in, err := cmd.StdinPipe()
+	if err != nil {
+		return nil, err
+	}
+	outp, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, err
+	}
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("start the real-YARN peer: %w", err)
+	}
+	p := &Peer{opts: o, cmd: cmd, in: in, out: bufio.NewReader(outp), exited: make(chan struct{}), Pid: cmd.Process.Pid}
+	go func() { _ = cmd.Wait(); close(p.exited) }()
+	for _, f := range o.Procs {
+		if err := os.WriteFile(f, []byte(strconv.Itoa(p.Pid)), 0o644); err != nil {
+			p.kill()
+			return nil, fmt.Errorf("move the peer into %s: %w", f, err)
+		}
+	}
+	line, err := p.readLine(ctx)
+	if err != nil {
+		p.kill()
+		return nil, fmt.Errorf("the real-YARN peer did not start: %w (log: %s)", err, p.LogTail(20))
+	}
+	if !strings.HasPrefix(line, "ready ") {
+		p.kill()
+		return nil, fmt.Errorf("the real-YARN peer did not start: %s (log: %s)", line, p.LogTail(20))
+	}
+	kv := fields(strings.TrimPrefix(line, "ready "))
+	p.RMWeb, p.NMWeb, p.NodeID = kv["rm-web"], kv["nm-web"], kv["node-id"]
+	return p, nil
+}
+
+func fields(s string) map[string]string {
+	m := map[string]string{}
+	for _, f := range strings.Fields(s) {
+		if k, v, ok := strings.Cut(f, "="); ok {
+			m[k] = v
+		}
+	}
+	return m
+}
+
+func (p *Peer) readLine(ctx context.Context) (string, error) {
+	type res struct {
+		s   string
+		err error
+	}
+	ch := make(chan res, 1)
+	go func() {
+		s, err := p.out.ReadString('\n')
+		ch <- res{strings.TrimSpace(s), err}
+	}()
+	select {
+	case r := <-ch:
+		return r.s, r.err
+	case <-ctx.Done():
+		return "", ctx.Err()
+	case <-p.exited:
+		select {
+		case r := <-ch:
+			return r.s, r.err
+		default:
+		}
+		return "", errors.New("the peer exited")
+	}
+}
+
+// Do sends one command and returns the answer after "ok ".
+func (p *Peer) Do(ctx context.Context, command string) (string, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if _, err := io.WriteString(p.in, command+"\n"); err != nil {
+		return "", fmt.Errorf("peer %q: %w", command, err)
+	}
+	line, err := p.readLine(ctx)
+	if err != nil {
+		return "", fmt.Errorf("peer %q: %w", command, err)
+	}
+	if s, ok := strings.CutPrefix(line, "ok"); ok {
+		return strings.TrimSpace(s), nil
+	}
+	return "", fmt.Errorf("peer %q: %s", command, line)
+}
+
+// Container is one container an application's AM asks for.
+type Container struct {
+	MB, Vcores int
+	// Replace: asked for again when it completes with a non-zero exit.
+	Replace bool
+	// Command is the shell command the container runs.
+	Command string
+}
+
+// App is an application to submit.
+type App struct {
+	Name, Queue, Type, User string
+	Tags                    []string
+	Containers              []Container
+}
+
+// Submitted is a submitted application.
+type Submitted struct {
+	ID   string
+	spec string
+}
+
+// Submit submits app with the peer's AM; it returns at once.
+func (p *Peer) Submit(ctx context.Context, app App) (Submitted, error) {
+	spec := filepath.Join(p.opts.Dir, fmt.Sprintf("spec-%s-%d", app.Name, time.Now().UnixNano()))
+	var b strings.Builder
+	for _, c := range app.Containers {
+		fmt.Fprintf(&b, "%d %d %t %s\n", c.MB, c.Vcores, c.Replace, c.Command)
+	}
+	if err := os.WriteFile(spec, []byte(b.String()), 0o644); err != nil {
+		return Submitted{}, err
+	}
+	tags := strings.Join(app.Tags, ",")
+	if tags == "" {
+		tags = "-"
+	}
+	id, err := p.Do(ctx, strings.Join([]string{"submit", app.Name, app.Queue, app.Type, tags, app.User, spec}, " "))
+	return Submitted{ID: id, spec: spec}, err
+}
+
+// Event is a line of an AM's event log.
+type Event struct {
+	Kind, Container string
+	// Rest: the spec index, or for "completed" the state, exit status and
+	// diagnostics.
+	Rest string
+}
+
+// Events reads what the application's AM logged so far.
+func (s Submitted) Events() []Event {
+	b, _ := os.ReadFile(s.spec + ".events")
+	var evs []Event
+	for _, l := range strings.Split(string(b), "\n") {
+		f := strings.SplitN(l, " ", 3)
+		if len(f) == 0 || f[0] == "" {
+			continue
+		}
+		e := Event{Kind: f[0]}
+		if len(f) > 1 {
+			e.Container = f[1]
+		}
+		if len(f) > 2 {
+			e.Rest = f[2]
+		}
+		evs = append(evs, e)
+	}
+	return evs
+}
+
+// Finish tells the application's AM to unregister.
+func (s Submitted) Finish() error { return os.WriteFile(s.spec+".finish", nil, 0o644) }
+
+// LogTail returns the last n lines of the peer's log.
+func (p *Peer) LogTail(n int) string {
+	b, _ := os.ReadFile(filepath.Join(p.opts.Dir, "peer.log"))
+	lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
+}
+
+func (p *Peer) kill() {
+	_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
+	<-p.exited
+}
+
+// Stop stops the cluster (its NodeManager kills its containers) and the
+// JVM; after 60 s the JVM's process group is killed.
+func (p *Peer) Stop() {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	_, _ = p.Do(ctx, "stop")
+	select {
+	case <-p.exited:
+	case <-ctx.Done():
+		p.kill()
+	}
+}
+
+// freePorts returns n free TCP ports on loopback (held together while
+// chosen, so they differ).
+func freePorts(n int) ([]int, error) {
+	var ls []net.Listener
+	defer func() {
+		for _, l := range ls {
+			_ = l.Close()
+		}
+	}()
+	var ports []int
+	for range n {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return nil, err
+		}
+		ls = append(ls, l)
+		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
+	}
+	return ports, nil
+}
