@@ -17,6 +17,8 @@ import (
 	slov1alpha1 "github.com/koordinator-sh/koordinator/apis/slo/v1alpha1"
 
 	"github.com/koordlet-yarn/koordlet-yarn/framework/cgroups"
+	"github.com/koordlet-yarn/koordlet-yarn/plugins/yarnledger"
+	"github.com/koordlet-yarn/koordlet-yarn/plugins/yarnpolicy"
 	"github.com/koordlet-yarn/koordlet-yarn/test/kerneltest"
 	"github.com/koordlet-yarn/koordlet-yarn/test/nodebox"
 	"github.com/koordlet-yarn/koordlet-yarn/test/yarnpeer"
@@ -35,11 +37,20 @@ type realYARN struct {
 // memory is yarn.nodemanager.resource.memory.enabled.
 func startRealYARN(t *testing.T, l nodebox.Layout, memory bool, koordletArgs ...string) *realYARN {
 	t.Helper()
+	return startRealYARNWith(t, nodebox.Options{Layout: l}, memory, func(*yarnpeer.Peer) []string { return koordletArgs })
+}
+
+// startRealYARNWith starts a box with opts and the real YARN beside it;
+// koordlet starts last, with the flags args gives for the running peer
+// (its ResourceManager's address).
+func startRealYARNWith(t *testing.T, opts nodebox.Options, memory bool, args func(*yarnpeer.Peer) []string) *realYARN {
+	t.Helper()
 	top := repoTop()
 	if err := yarnpeer.Built(top); err != nil {
 		kerneltest.Skip(t, err.Error())
 	}
-	b := startBox(t, nodebox.Options{Layout: l, ExternalNM: true, KoordletArgs: koordletArgs})
+	opts.ExternalNM = true
+	b := startBox(t, opts)
 	require.NoError(t, b.MakeYARNHierarchy())
 	ce := filepath.Join(b.Dir(), "container-executor")
 	build := exec.Command("go", "build", "-o", ce, "./test/containerexecutor")
@@ -61,6 +72,7 @@ func startRealYARN(t *testing.T, l nodebox.Layout, memory bool, koordletArgs ...
 		}
 		p.Stop()
 	})
+	b.SetKoordletArgs(args(p))
 	require.NoError(t, b.StartKoordletFor(p.NMWeb))
 	return &realYARN{box: b, peer: p}
 }
@@ -70,7 +82,10 @@ func startRealYARN(t *testing.T, l nodebox.Layout, memory bool, koordletArgs ...
 func TestRealYARN(t *testing.T) {
 	t.Run("cgroupfs-memory", func(t *testing.T) { realYARNDiscovery(t, nodebox.LayoutCgroupfs, true) })
 	t.Run("cpu-only", func(t *testing.T) { realYARNDiscovery(t, nodebox.LayoutCPUOnly, false) })
+	t.Run("isolation", realYARNIsolation)
 	t.Run("pressure", realYARNPressure)
+	t.Run("rm-application-data-and-restart", realYARNPolicyAndRestart)
+	t.Run("ledger-and-rm-capacity-sync", realYARNLedger)
 }
 
 // launchedBy waits until app's AM launched n containers and returns them.
@@ -148,6 +163,9 @@ func realYARNPressure(t *testing.T) {
 	require.GreaterOrEqual(t, len(f), 2)
 	assert.Equal(t, "COMPLETE", f[0])
 	assert.Contains(t, []string{"143", "137"}, f[1], "killed from outside YARN: SIGTERM, or SIGKILL after the grace")
+	// The lines the NM emulator copies (nmemu.killedDiagnostics).
+	assert.Contains(t, done.Rest, "Container exited with a non-zero exit code "+f[1]+".")
+	assert.Contains(t, done.Rest, "Killed by external signal")
 	_, olderDone := completion(steady, older)
 	assert.False(t, olderDone, "the older executor lives on")
 	resp := mustContainers(t, y.box)
@@ -270,4 +288,205 @@ func realYARNDiscovery(t *testing.T, l nodebox.Layout, memory bool) {
 		}, 60*time.Second, 500*time.Millisecond, "the allocator's 128 MiB on /metrics")
 	}
 	require.NoError(t, app.Finish())
+}
+
+// realYARNPolicyAndRestart: the real RM's application data (queue, type,
+// tags, AM) reaches the QoS policy; after a work-preserving RM restart the
+// running containers stay known and new ones carry the RM's next epoch,
+// their AM still told apart.
+func realYARNPolicyAndRestart(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "policy.yaml")
+	require.NoError(t, os.WriteFile(file, []byte(`rules:
+- {name: etl-nightly, match: {queue: root.etl, applicationTypes: [SPARK], tags: [nightly]}, priority: 5200}
+`), 0o644))
+	y := startRealYARNWith(t, nodebox.Options{Layout: nodebox.LayoutCgroupfs}, true, func(p *yarnpeer.Peer) []string {
+		return []string{"--feature-gates=YARNQoSPolicy=true", "--yarn-rm-endpoints=http://" + p.RMWeb,
+			"--yarn-rm-timeout=2s", "--yarn-qos-policy-file=" + file}
+	})
+	ctx := context.Background()
+	app, err := y.peer.Submit(ctx, yarnpeer.App{Name: "nightly", Queue: "etl", Type: "SPARK", User: "spark",
+		Tags: []string{"nightly", "team-a"}, Containers: []yarnpeer.Container{{MB: 256, Vcores: 1, Command: "exec sleep 3600"}}})
+	require.NoError(t, err)
+	ex := launchedBy(t, app, 1)[0]
+	st, err := y.peer.Do(ctx, "app "+app.ID)
+	require.NoError(t, err)
+	am := strings.Fields(st)[3]
+	var q yarnpolicy.ContainerQoS
+	if !assert.Eventually(t, func() bool {
+		resp, err := y.box.Containers()
+		if err != nil {
+			return false
+		}
+		q = resp.QoS[ex]
+		a := find(resp, am)
+		return q.AppKnown && q.Rule == "etl-nightly" && a != nil && a.IsAM
+	}, 60*time.Second, 250*time.Millisecond, "the real RM's queue, type and tags select the rule; the AM is told apart") {
+		t.Fatalf("the executor's QoS: %+v", q)
+	}
+	say(t, "from the real RM: queue %q, type %q, tags %v → rule %s, priority %d", q.Queue, q.ApplicationType, q.Tags, q.Rule, q.EffectivePriority)
+	assert.Equal(t, "root.etl", q.Queue)
+	assert.Equal(t, "SPARK", q.ApplicationType)
+	assert.ElementsMatch(t, []string{"nightly", "team-a"}, q.Tags)
+	assert.EqualValues(t, 5200, q.EffectivePriority)
+
+	// Work-preserving RM restart: the containers run on; the RM's epoch
+	// goes up, and a new application's containers carry it.
+	_, err = y.peer.Do(ctx, "restart-rm")
+	require.NoError(t, err)
+	app2, err := y.peer.Submit(ctx, yarnpeer.App{Name: "after-restart", Queue: "default", Type: "MAPREDUCE", User: "etl",
+		Containers: []yarnpeer.Container{{MB: 256, Vcores: 1, Command: "exec sleep 3600"}}})
+	require.NoError(t, err)
+	ex2 := launchedBy(t, app2, 1)[0]
+	st, err = y.peer.Do(ctx, "app "+app2.ID)
+	require.NoError(t, err)
+	am2 := strings.Fields(st)[3]
+	say(t, "after the RM restart: AM %s, executor %s", am2, ex2)
+	assert.Contains(t, ex2, "container_e01_", "a container allocated after the restart carries the RM's epoch")
+	require.Eventually(t, func() bool {
+		resp, err := y.box.Containers()
+		if err != nil {
+			return false
+		}
+		for _, id := range []string{am, ex, am2, ex2} {
+			if c := find(resp, id); c == nil || c.State != "RUNNING" {
+				return false
+			}
+		}
+		return find(resp, am2).IsAM && !find(resp, ex2).IsAM && find(resp, am).IsAM && resp.QoS[ex2].AppKnown
+	}, 60*time.Second, 250*time.Millisecond, "the old and the new containers listed, each AM told apart, the new application known")
+	require.NoError(t, app.Finish())
+	require.NoError(t, app2.Finish())
+}
+
+// realYARNLedger: the Node's hadoop-yarn ledger entry is the real NM's
+// allocations, and the batch capacity left to YARN is pushed to the real
+// RM (updateNodeResource), read back from it, and pushed again after an RM
+// restart made the NM register anew with its own resources.
+func realYARNLedger(t *testing.T) {
+	y := startRealYARNWith(t, nodebox.Options{Layout: nodebox.LayoutCgroupfs, Pods: []nodebox.PodSpec{batchPod("spark-driver", 4000, "8Gi")}}, true,
+		func(p *yarnpeer.Peer) []string {
+			return []string{"--feature-gates=YARNBatchLedger=true,YARNRMNodeResourceSync=true",
+				"--yarn-ledger-patch-interval=300ms", "--yarn-ledger-max-age=300ms", "--yarn-rm-sync-interval=500ms",
+				"--yarn-rm-endpoints=http://" + p.RMWeb, "--yarn-rm-user=yarn", "--yarn-rm-timeout=2s"}
+		})
+	setNodeAnnotations(t, y.box, map[string]string{
+		slov1alpha1.NodeOriginExtendedAllocatableAnnotationKey: originValue(t, 16000, "32Gi"),
+	})
+	ctx := context.Background()
+	capacity := func() (mb, vcores int64, ok bool) {
+		out, err := y.peer.Do(ctx, "node")
+		if err != nil {
+			return 0, 0, false
+		}
+		f := strings.Fields(out)
+		if len(f) < 3 {
+			return 0, 0, false
+		}
+		mb, err1 := strconv.ParseInt(f[1], 10, 64)
+		vc, err2 := strconv.ParseInt(f[2], 10, 64)
+		return mb, vc, err1 == nil && err2 == nil
+	}
+	wantPushed := func(msg string) {
+		t.Helper()
+		var mb, vc int64
+		require.Eventually(t, func() bool {
+			var ok bool
+			mb, vc, ok = capacity()
+			return ok && mb == 24<<10 && vc == 12
+		}, 30*time.Second, 250*time.Millisecond, msg)
+		say(t, "the real RM's node capacity: %d MB, %d vcores (%s)", mb, vc, msg)
+	}
+	wantPushed("16 cores/32 GiB of batch − the driver's 4/8, pushed to the real RM")
+
+	app, err := y.peer.Submit(ctx, yarnpeer.App{Name: "ledger", Queue: "default", Type: "SPARK", User: "spark",
+		Containers: []yarnpeer.Container{{MB: 1024, Vcores: 2, Command: "exec sleep 3600"}}})
+	require.NoError(t, err)
+	launchedBy(t, app, 1)
+	// The AM's 256 MB/1 vcore and the executor's 1024 MB/2 vcores, as the
+	// real NM reports them.
+	waitEntry(t, y.box, yarnledger.Batch{MilliCPU: 3000, MemoryBytes: 1280 << 20}, 30*time.Second, "the ledger entry is the real NM's allocations")
+
+	_, err = y.peer.Do(ctx, "restart-rm")
+	require.NoError(t, err)
+	wantPushed("after the RM restart, the NM re-registered with its own 4096 MB: pushed again")
+	require.NoError(t, app.Finish())
+}
+
+// spinLS runs the LS stand-in (one spinning worker per CPU for d) in the
+// box's LS pod "ls" and returns its loop count.
+func spinLS(t *testing.T, b *nodebox.Box, d time.Duration) int64 {
+	t.Helper()
+	cmd := exec.Command("sh", "-c", "read gate; "+kerneltest.HelperScript("spin="+d.String()))
+	stdin, err := cmd.StdinPipe()
+	require.NoError(t, err)
+	var out strings.Builder
+	cmd.Stdout = &out
+	require.NoError(t, cmd.Start())
+	for _, c := range b.Controllers() {
+		require.NoError(t, os.WriteFile(filepath.Join(b.CgroupRoot(), c, b.PodCgroup("ls"), "cgroup.procs"), []byte(strconv.Itoa(cmd.Process.Pid)), 0o644))
+	}
+	_, _ = stdin.Write([]byte("go\n"))
+	require.NoError(t, cmd.Wait())
+	n, err := strconv.ParseInt(strings.TrimSpace(out.String()), 10, 64)
+	require.NoError(t, err, out.String())
+	return n
+}
+
+// realYARNIsolation: with YARNCPUQoS and the NodeSLO's BE sched-idle, the
+// real NM's containers run SCHED_IDLE beside an LS workload, which keeps
+// its throughput; the real LCE still makes and writes the cgroups of new
+// containers.
+func realYARNIsolation(t *testing.T) {
+	// The LS stand-in's pod may use every CPU (the box's "web" has a
+	// 500m limit, which koordlet's CPU burst enforces a moment after it
+	// starts).
+	// The kubelet's cpu.shares on the QoS and pod cgroups (besteffort: 2),
+	// as on a real node: sched-idle works inside the besteffort share.
+	y := startRealYARNWith(t, nodebox.Options{Layout: nodebox.LayoutCgroupfs, KubeletCPUShares: true,
+		Pods: []nodebox.PodSpec{{Namespace: "default", Name: "ls", Labels: map[string]string{"app": "ls"}, CPU: "2", Memory: "256Mi"}}}, true,
+		func(*yarnpeer.Peer) []string {
+			return []string{"--feature-gates=YARNCPUQoS=true", "--yarn-qos-reconcile-interval=1s"}
+		})
+	if _, err := os.Stat(filepath.Join(y.box.CgroupRoot(), "cpu", "kubepods", "cpu.idle")); err != nil {
+		kerneltest.Skip(t, "this kernel has no cpu.idle")
+	}
+	ctx := context.Background()
+	alone := spinLS(t, y.box, 3*time.Second)
+	require.NoError(t, y.box.UpdateNodeSLO(ctx, func(s *slov1alpha1.NodeSLOSpec) {
+		policy := slov1alpha1.CPUQOSPolicyCoreSched
+		s.ResourceQOSStrategy = &slov1alpha1.ResourceQOSStrategy{
+			Policies: &slov1alpha1.ResourceQOSPolicies{CPUPolicy: &policy},
+			BEClass: &slov1alpha1.ResourceQOS{CPUQOS: &slov1alpha1.CPUQOSCfg{Enable: ptr.To(true),
+				CPUQOS: slov1alpha1.CPUQOS{SchedIdle: ptr.To[int64](1)}}}}
+	}))
+	burn := yarnpeer.Container{MB: 256, Vcores: 1, Command: kerneltest.HelperScript("burn")}
+	app, err := y.peer.Submit(ctx, yarnpeer.App{Name: "hogs", Queue: "default", Type: "SPARK", User: "spark",
+		Containers: []yarnpeer.Container{burn, burn}})
+	require.NoError(t, err)
+	hogs := launchedBy(t, app, 2)
+	cpuDir := func(id string) string { return filepath.Join(y.box.CgroupRoot(), "cpu", y.box.Hierarchy(), id) }
+	require.Eventually(t, func() bool {
+		for _, id := range hogs {
+			if n, other := policyCounts(cpuDir(id)); n == 0 || other != 0 {
+				return false
+			}
+		}
+		v, err := os.ReadFile(filepath.Join(y.box.CgroupRoot(), "cpu", y.box.Hierarchy(), "cpu.idle"))
+		return err == nil && strings.TrimSpace(string(v)) == "1"
+	}, 60*time.Second, 250*time.Millisecond, "the real NM's containers run SCHED_IDLE, the YARN root cpu.idle=1")
+	beside := spinLS(t, y.box, 3*time.Second)
+	ratio := float64(beside) / float64(alone)
+	say(t, "LS throughput beside two YARN CPU hogs of the real NM, sched-idle on: %.2f of LS alone", ratio)
+	assert.GreaterOrEqual(t, ratio, 0.85, "the LS workload keeps its throughput")
+
+	// The real LCE makes and writes a new container's cgroup as before.
+	more, err := y.peer.Submit(ctx, yarnpeer.App{Name: "after", Queue: "default", Type: "SPARK", User: "spark",
+		Containers: []yarnpeer.Container{{MB: 256, Vcores: 2, Command: "exec sleep 3600"}}})
+	require.NoError(t, err)
+	id := launchedBy(t, more, 1)[0]
+	shares, err := os.ReadFile(filepath.Join(cpuDir(id), "cpu.shares"))
+	require.NoError(t, err)
+	assert.Equal(t, "2048", strings.TrimSpace(string(shares)), "the LCE's cpu.shares for 2 vcores")
+	require.NoError(t, app.Finish())
+	require.NoError(t, more.Finish())
 }

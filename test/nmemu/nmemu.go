@@ -410,7 +410,7 @@ func (nm *NM) reap(c *Container, dirs []string) {
 		if ee, ok := err.(*exec.ExitError); ok {
 			if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
 				code = 128 + int(ws.Signal())
-				diag = fmt.Sprintf("Container killed by signal %d", ws.Signal())
+				diag = killedDiagnostics(time.Now(), code)
 			} else {
 				code = ee.ExitCode()
 			}
@@ -572,4 +572,17 @@ func writeJSON(w http.ResponseWriter, v any) {
 // shellQuote quotes s for sh as one word.
 func shellQuote(s string) string {
 	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
+
+// killedDiagnostics is what Hadoop 3.5.0's NodeManager reports for a
+// container whose process a signal from outside YARN ended (seen against
+// the real NM in TestRealYARN): three time-stamped lines.
+func killedDiagnostics(at time.Time, code int) string {
+	ts := "[" + at.Format("2006-01-02 15:04:05.000") + "]"
+	var b strings.Builder
+	if code == 143 || code == 137 {
+		fmt.Fprintf(&b, "%sContainer killed on request. Exit code is %d\n", ts, code)
+	}
+	fmt.Fprintf(&b, "%sContainer exited with a non-zero exit code %d. \n%sKilled by external signal\n", ts, code, ts)
+	return b.String()
 }

@@ -41,9 +41,13 @@ type Layout struct {
 	// the driver from those names.
 	Systemd bool
 	// YARNControllers are the controllers YARN makes container cgroups in
-	// (cgroup v1 names); empty: cpu, cpuacct and memory. CPU-only YARN
-	// (Hadoop's default, memory.enabled=false) has cpu only:
-	// the containers' memory is charged to the NodeManager pod's cgroup.
+	// (cgroup v1 names); empty: cpu, cpuacct and memory, as on a host that
+	// co-mounts cpu,cpuacct (the distributions' default: YARN's cpu
+	// cgroup is its cpuacct cgroup). This host mounts them apart, where
+	// the real LCE makes cpu (and memory) only: TestRealYARN covers that
+	// layout with Hadoop's own NodeManager. CPU-only YARN (Hadoop's
+	// default, memory.enabled=false) has cpu only: the containers' memory
+	// is charged to the NodeManager pod's cgroup.
 	YARNControllers []string
 	// Unified puts the box on the host's cgroup2 hierarchy (UnifiedRoot()),
 	// one directory per container as Hadoop 3.5's v2 handler makes it,
