@@ -252,6 +252,15 @@ func (c *Collector) Collect(now time.Time) Cycle {
 			p.dir = ct.Cgroups[cgroups.Memory].Dir
 		}
 
+		addCPU := func(cores float64) {
+			samples = appendSample(samples, metriccache.ContainerCPUUsageMetric, props, now, cores)
+			sr.cpu.Set(cores)
+			if app != nil {
+				app.cpu += cores
+			}
+			aggCPU += cores
+			haveCPU = true
+		}
 		if !ct.Cgroups[cgroups.CPUAcct].Owned && ct.Cgroups[cgroups.CPU].Owned {
 			// cpu and cpuacct mounted apart, YARN managing cpu only (the
 			// LCE's CgroupsLCEResourcesHandler makes no cpuacct cgroup):
@@ -261,13 +270,7 @@ func (c *Collector) Collect(now time.Time) Cycle {
 				klog.Infof("yarn: container %s has its own cpu cgroup but no cpuacct cgroup (cpu and cpuacct are mounted apart and YARN manages only cpu); its CPU usage is its processes' CPU time (/proc/<pid>/stat; processes that live less than a collect interval are missed)", ct.Name)
 			}
 			if cores, ok := c.processCPU(ct, p, now); ok {
-				samples = appendSample(samples, metriccache.ContainerCPUUsageMetric, props, now, cores)
-				sr.cpu.Set(cores)
-				if app != nil {
-					app.cpu += cores
-				}
-				aggCPU += cores
-				haveCPU = true
+				addCPU(cores)
 			}
 		}
 		if ref := ct.Cgroups[cgroups.CPUAcct]; ref.Owned {
@@ -276,14 +279,7 @@ func (c *Collector) Collect(now time.Time) Cycle {
 			case err != nil:
 				c.readFailed(ct, "cpuacct usage", err)
 			case p.hasCPU && usage >= p.cpu && now.After(p.at):
-				cores := float64(usage-p.cpu) / float64(now.Sub(p.at))
-				samples = appendSample(samples, metriccache.ContainerCPUUsageMetric, props, now, cores)
-				sr.cpu.Set(cores)
-				if app != nil {
-					app.cpu += cores
-				}
-				aggCPU += cores
-				haveCPU = true
+				addCPU(float64(usage-p.cpu) / float64(now.Sub(p.at)))
 				fallthrough
 			default:
 				p.cpu, p.at, p.hasCPU = usage, now, true
