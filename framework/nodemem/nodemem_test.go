@@ -114,3 +114,14 @@ func TestFreedMemoryIsSeenAtOnce(t *testing.T) {
 		freed>>20, (before.KoordletUsed()-after.KoordletUsed())>>20, before.PerCPUFree>>20, after.PerCPUFree>>20)
 	assert.Greater(t, freed, int64(400<<20), "the freed memory shows at once")
 }
+
+// BenchmarkRead is the cost the memory evictor pays per check for the
+// corrected node usage (/proc/meminfo through procfs, /proc/zoneinfo).
+func BenchmarkRead(b *testing.B) {
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := Read("/proc"); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
