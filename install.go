@@ -33,6 +33,7 @@ import (
 	"github.com/koordlet-yarn/koordlet-yarn/framework/features"
 	"github.com/koordlet-yarn/koordlet-yarn/framework/handles"
 	"github.com/koordlet-yarn/koordlet-yarn/framework/policy"
+	"github.com/koordlet-yarn/koordlet-yarn/framework/rmrelease"
 	"github.com/koordlet-yarn/koordlet-yarn/framework/store"
 	"github.com/koordlet-yarn/koordlet-yarn/framework/version"
 	"github.com/koordlet-yarn/koordlet-yarn/hooks/yarnadopt"
@@ -56,6 +57,9 @@ type Framework struct {
 	Watch    *cgroupwatch.Watcher
 	Ledger   *yarnledger.Ledger
 	rmSync   *yarnledger.RMSync
+	// rmRelease is the release asked of the ResourceManager
+	// (YARNRMPreemption): the RM sync writes it, the evictor waits for it.
+	rmRelease *rmrelease.Window
 	// Policy is the YARN QoS policy loop; policy the resolver it binds,
 	// shared by the evict strategies, the QoS appliers and the endpoint.
 	Policy *yarnpolicy.Plugin
@@ -177,6 +181,10 @@ func install(fs *flag.FlagSet, reg prometheus.Registerer) (*Framework, error) {
 		Hierarchy:        fw.Informer.HierarchyDir,
 		CgroupHierarchy:  fw.Informer.Hierarchy,
 		Policy:           fw.policy,
+		RMRelease:        fw.rmRelease,
+		// The RM sync notices an over-commit within its interval and the
+		// push takes up to the RM timeout.
+		RMSyncDelay: func() time.Duration { return cfg.Ledger.RMSyncInterval + cfg.RM.Timeout },
 	}
 	qmplugins.StrategyPlugins[memoryevict.MemoryEvictName] = yarnevict.NewMemoryEvictFactory(evictDeps)
 	qmplugins.StrategyPlugins[cpuevict.CPUEvictName] = yarnevict.NewCPUEvictFactory(evictDeps)

@@ -11,6 +11,7 @@ import (
 
 	"github.com/koordinator-sh/koordinator/cmd/koordlet/options"
 
+	"github.com/koordlet-yarn/koordlet-yarn/framework/rmrelease"
 	"github.com/koordlet-yarn/koordlet-yarn/plugins/yarnledger"
 )
 
@@ -47,6 +48,7 @@ func (fw *Framework) installLedger(reg prometheus.Registerer) error {
 		Metrics:       metrics,
 		RequestResync: fw.Informer.RequestResync,
 	})
+	fw.rmRelease = &rmrelease.Window{}
 	fw.rmSync = yarnledger.NewRMSync(yarnledger.RMSyncOptions{
 		Client: fw.RMClient,
 		NodeID: func() string {
@@ -55,11 +57,13 @@ func (fw *Framework) installLedger(reg prometheus.Registerer) error {
 			}
 			return fw.Informer.NodeID()
 		},
-		View:     func() yarnledger.View { v, _ := fw.Ledger.View(); return v },
-		Interval: func() time.Duration { return fw.Config.Ledger.RMSyncInterval },
-		ReadBack: func() time.Duration { return fw.Config.Ledger.RMReadBack },
-		Metrics:  metrics,
-		NodeName: os.Getenv("NODE_NAME"),
+		View:              func() yarnledger.View { v, _ := fw.Ledger.View(); return v },
+		Interval:          func() time.Duration { return fw.Config.Ledger.RMSyncInterval },
+		ReadBack:          func() time.Duration { return fw.Config.Ledger.RMReadBack },
+		Metrics:           metrics,
+		NodeName:          os.Getenv("NODE_NAME"),
+		PreemptionTimeout: func() time.Duration { return fw.Config.Ledger.RMPreemptionTimeout },
+		Release:           fw.rmRelease,
 	})
 	fw.Informer.AfterResync = fw.Ledger.Notify
 	stale := &yarnledger.StaleEntry{Client: fw.Handles.KubeClient, NodeName: os.Getenv("NODE_NAME")}

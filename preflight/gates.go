@@ -15,7 +15,7 @@ var knownGates = []string{
 	string(features.YARNBEMemoryEvict), string(features.YARNMemoryEvictTrigger), string(features.YARNBECPUEvict), string(features.YARNAllocatableEvict),
 	string(features.YARNBECPUSuppress), string(features.YARNNodeManagerGuard), string(features.YARNCPUQoS),
 	string(features.YARNMemoryQoS), string(features.YARNMemoryCgroup), string(features.YARNContainerCgroups), string(features.YARNResctrlQoS),
-	string(features.YARNBatchLedger), string(features.YARNRMNodeResourceSync),
+	string(features.YARNBatchLedger), string(features.YARNRMNodeResourceSync), string(features.YARNRMPreemption),
 	string(features.YARNQoSPolicy),
 }
 
@@ -143,6 +143,14 @@ func gateEffect(g string, f Facts) string {
 			return "nothing: no --yarn-rm-endpoints"
 		}
 		return "pushes YARN's capacity on this node to the ResourceManager (" + strings.Join(f.RMEndpoints, ", ") + ") when it changes"
+	case string(features.YARNRMPreemption):
+		switch {
+		case len(f.RMEndpoints) == 0:
+			return "nothing: no --yarn-rm-endpoints"
+		case !f.Gates[string(features.YARNRMNodeResourceSync)]:
+			return "nothing: YARNRMNodeResourceSync is off"
+		}
+		return "a capacity below YARN's allocation goes to the ResourceManager with an over-commit timeout: the RM preempts the containers above it, and the allocatable triggers wait for it before killing YARN containers"
 	case string(features.YARNQoSPolicy):
 		if len(f.RMEndpoints) == 0 {
 			return "applies --yarn-qos-policy-file with the NodeManager's data only (rules on queue, type and tags need --yarn-rm-endpoints)"

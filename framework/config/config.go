@@ -88,7 +88,7 @@ func NewDefault() *Config {
 		ContainerCgroupsScanInterval: time.Second,
 		ContainerMetrics:             ContainerMetricsContainer,
 		RM:                           RM{Timeout: yarn.DefaultRMTimeout, MaxResponseBytes: yarn.DefaultRMMaxResponseBytes},
-		Ledger:                       Ledger{PatchInterval: DefaultLedgerPatchInterval, Hysteresis: DefaultLedgerHysteresis, MaxAge: DefaultLedgerMaxAge, RMSyncInterval: DefaultRMSyncInterval, RMReadBack: DefaultRMReadBack, Expiry: DefaultLedgerExpiry},
+		Ledger:                       Ledger{PatchInterval: DefaultLedgerPatchInterval, Hysteresis: DefaultLedgerHysteresis, MaxAge: DefaultLedgerMaxAge, RMSyncInterval: DefaultRMSyncInterval, RMReadBack: DefaultRMReadBack, Expiry: DefaultLedgerExpiry, RMPreemptionTimeout: DefaultRMPreemptionTimeout},
 	}
 }
 

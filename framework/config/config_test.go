@@ -19,7 +19,7 @@ func TestFlagsAndValidate(t *testing.T) {
 		"--yarn-nm-port=8044", "--yarn-nm-timeout=2s", "--yarn-nm-max-response-bytes=1024",
 		"--yarn-cgroup-hierarchy=/hadoop-yarn", "--yarn-resync-interval=30s", "--yarn-evict-grace-period=2s",
 		"--yarn-rm-endpoints= http://rm1:8088, https://rm2:8090 ,", "--yarn-rm-user=yarn", "--yarn-rm-timeout=3s",
-		"--yarn-rm-max-response-bytes=2048", "--yarn-ledger-patch-interval=2s", "--yarn-ledger-hysteresis=5", "--yarn-ledger-max-age=30s", "--yarn-rm-sync-interval=5s", "--yarn-rm-read-back-interval=30s", "--yarn-ledger-expiry=5m", "--yarn-rm-node-id=n1:45454",
+		"--yarn-rm-max-response-bytes=2048", "--yarn-ledger-patch-interval=2s", "--yarn-ledger-hysteresis=5", "--yarn-ledger-max-age=30s", "--yarn-rm-sync-interval=5s", "--yarn-rm-read-back-interval=30s", "--yarn-ledger-expiry=5m", "--yarn-rm-preemption-timeout=3s", "--yarn-rm-node-id=n1:45454",
 		"--yarn-container-metrics=application",
 	}))
 	require.NoError(t, cfg.Validate())
@@ -29,7 +29,7 @@ func TestFlagsAndValidate(t *testing.T) {
 		ResyncInterval: 30 * time.Second, EvictGracePeriod: 2 * time.Second, EvictAuditFile: DefaultEvictAuditFile, QoSReconcileInterval: 10 * time.Second, ContainerCgroupsScanInterval: time.Second,
 		ContainerMetrics: ContainerMetricsApplication,
 		RM:               RM{Endpoints: []string{"http://rm1:8088", "https://rm2:8090"}, User: "yarn", Timeout: 3 * time.Second, MaxResponseBytes: 2048},
-		Ledger:           Ledger{PatchInterval: 2 * time.Second, Hysteresis: 5, MaxAge: 30 * time.Second, RMSyncInterval: 5 * time.Second, RMReadBack: 30 * time.Second, Expiry: 5 * time.Minute, RMNodeID: "n1:45454"},
+		Ledger:           Ledger{PatchInterval: 2 * time.Second, Hysteresis: 5, MaxAge: 30 * time.Second, RMSyncInterval: 5 * time.Second, RMReadBack: 30 * time.Second, Expiry: 5 * time.Minute, RMPreemptionTimeout: 3 * time.Second, RMNodeID: "n1:45454"},
 	}, cfg)
 	rm, err := cfg.RM.Client()
 	require.NoError(t, err)
@@ -57,6 +57,7 @@ func TestFlagsAndValidate(t *testing.T) {
 		{func(c *Config) { c.Ledger.PatchInterval = time.Millisecond }, "--yarn-ledger-patch-interval"},
 		{func(c *Config) { c.Ledger.RMSyncInterval = 0 }, "--yarn-rm-sync-interval"},
 		{func(c *Config) { c.Ledger.RMReadBack = time.Millisecond }, "--yarn-rm-read-back-interval"},
+		{func(c *Config) { c.Ledger.RMPreemptionTimeout = -time.Second }, "--yarn-rm-preemption-timeout"},
 		{func(c *Config) { c.Ledger.RMNodeID = "a/b" }, "--yarn-rm-node-id"},
 		{func(c *Config) { c.RM.MaxResponseBytes = 0 }, "--yarn-rm-max-response-bytes"},
 		{func(c *Config) { c.ContainerMetrics = "per-pod" }, "--yarn-container-metrics"},

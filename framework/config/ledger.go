@@ -26,6 +26,11 @@ type Ledger struct {
 	// RMReadBack is how often what the ResourceManager holds for the node
 	// is read back while nothing changed here (also after any RM error).
 	RMReadBack time.Duration
+	// RMPreemptionTimeout is the over-commit timeout pushed with a
+	// capacity below YARN's allocation on the node (YARNRMPreemption): the
+	// ResourceManager asks the AMs to give containers back at once and
+	// preempts them when it has passed.
+	RMPreemptionTimeout time.Duration
 	// RMNodeID is the YARN node id (host:port) of this node's NodeManager;
 	// empty: the NodeManager pod's annotation yarn.hadoop.apache.org/node-id,
 	// else the NM's /ws/v1/node/info.
@@ -40,6 +45,7 @@ const (
 	DefaultRMSyncInterval      = 10 * time.Second
 	DefaultRMReadBack          = 2 * time.Minute
 	DefaultLedgerExpiry        = 10 * time.Minute
+	DefaultRMPreemptionTimeout = 10 * time.Second
 )
 
 func (l *Ledger) initFlags(fs *flag.FlagSet) {
@@ -55,6 +61,8 @@ func (l *Ledger) initFlags(fs *flag.FlagSet) {
 		"How often YARN's capacity on the node is compared with what was last pushed to the ResourceManager (YARNRMNodeResourceSync); pushed only when it changed.")
 	fs.DurationVar(&l.RMReadBack, "yarn-rm-read-back-interval", l.RMReadBack,
 		"How often the node's resource is read back from the ResourceManager (GET /ws/v1/cluster/nodes/{id}) while YARN's capacity did not change (YARNRMNodeResourceSync); also after any RM error. An RM restart, a failover or the NodeManager registering again resets the node to its yarn-site capacity: the read-back finds it and pushes again.")
+	fs.DurationVar(&l.RMPreemptionTimeout, "yarn-rm-preemption-timeout", l.RMPreemptionTimeout,
+		"With YARNRMPreemption: the over-commit timeout pushed to the ResourceManager with a capacity below YARN's allocation on the node. The RM asks the ApplicationMasters at once to give containers back and preempts the containers above the capacity when it has passed (the AMs see PREEMPTED); koordlet's allocatable evict waits for it before it kills YARN containers itself.")
 	fs.StringVar(&l.RMNodeID, "yarn-rm-node-id", l.RMNodeID,
 		"YARN node id (host:port) of this node's NodeManager for the ResourceManager. Empty: the NodeManager pod's annotation yarn.hadoop.apache.org/node-id, else the NodeManager's /ws/v1/node/info.")
 }
@@ -77,6 +85,9 @@ func (l *Ledger) validate() error {
 	}
 	if l.RMReadBack < time.Second {
 		return fmt.Errorf("--yarn-rm-read-back-interval %v: must be at least 1s", l.RMReadBack)
+	}
+	if l.RMPreemptionTimeout < 0 || l.RMPreemptionTimeout > time.Hour {
+		return fmt.Errorf("--yarn-rm-preemption-timeout %v: must be between 0 and 1h", l.RMPreemptionTimeout)
 	}
 	if strings.ContainsAny(l.RMNodeID, "/?#% ") {
 		return fmt.Errorf("--yarn-rm-node-id %q: not a YARN node id (host:port)", l.RMNodeID)

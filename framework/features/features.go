@@ -133,6 +133,17 @@ const (
 	// owner: koordlet-yarn
 	// alpha: v0.1
 	YARNAllocatableEvict featuregate.Feature = "YARNAllocatableEvict"
+
+	// YARNRMPreemption makes the ResourceManager release an over-commit:
+	// with YARNRMNodeResourceSync, a capacity below YARN's allocation on
+	// the node is pushed with an over-commit timeout
+	// (--yarn-rm-preemption-timeout), so that the RM asks the AMs for
+	// containers back and then preempts them (the AMs see PREEMPTED, which
+	// MapReduce and Spark do not count as task failures); koordlet's
+	// allocatable evict holds its kills until the timeout has passed.
+	// owner: koordlet-yarn
+	// alpha: v0.1
+	YARNRMPreemption featuregate.Feature = "YARNRMPreemption"
 )
 
 // Specs are the koordlet-yarn gates and their defaults.
@@ -152,6 +163,7 @@ var Specs = map[featuregate.Feature]featuregate.FeatureSpec{
 	YARNBatchLedger:        {Default: false, PreRelease: featuregate.Alpha},
 	YARNRMNodeResourceSync: {Default: false, PreRelease: featuregate.Alpha},
 	YARNAllocatableEvict:   {Default: false, PreRelease: featuregate.Alpha},
+	YARNRMPreemption:       {Default: false, PreRelease: featuregate.Alpha},
 	YARNMemoryEvictTrigger: {Default: false, PreRelease: featuregate.Alpha},
 	YARNQoSPolicy:          {Default: false, PreRelease: featuregate.Alpha},
 }
@@ -178,6 +190,7 @@ var Acts = map[featuregate.Feature]string{
 	YARNQoSPolicy:          "changes YARN containers' eviction priorities and QoS tiers",
 	YARNBatchLedger:        "patches the Node's thirdPartyAllocations (the scheduler's batch capacity)",
 	YARNRMNodeResourceSync: "updates the node's resource in the ResourceManager",
+	YARNRMPreemption:       "makes the ResourceManager preempt YARN containers above the node's capacity (over-commit timeout)",
 }
 
 // Register adds the koordlet-yarn gates to koordlet's mutable feature gate.

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"time"
 )
 
 // RMApp is the part of the ResourceManager's application report
@@ -151,21 +152,38 @@ type ResourceOption struct {
 // UpdateNodeResource sets the total resource of the YARN node nodeID
 // (host:port, the NM's node id) through the RM web service
 // POST /ws/v1/cluster/nodes/{nodeId}/resource (RMWebServices.updateNodeResource,
-// Hadoop 3.2 and later), with overCommitTimeout -1. The RM needs an
-// authenticated caller for it (User, with simple authentication).
+// Hadoop 3.2 and later), with overCommitTimeout -1: containers above the
+// new total are never preempted for it. The RM needs an authenticated
+// caller for it (User, with simple authentication).
 func (c *RMClient) UpdateNodeResource(ctx context.Context, nodeID string, r NodeResource) error {
+	return c.UpdateNodeResourceWithTimeout(ctx, nodeID, r, -1)
+}
+
+// UpdateNodeResourceWithTimeout is UpdateNodeResource with an over-commit
+// timeout: when the new total is below what the node has allocated, the
+// RM's scheduler (AbstractYarnScheduler, Hadoop 3.3 and later) at once asks
+// the ApplicationMasters for the containers above it (a preemption
+// message), and at the first node heartbeat after the timeout preempts
+// them (exit status PREEMPTED), non-AM containers first. A negative
+// timeout is sent as -1 (never). The RM keeps a node's timeout until it
+// restarts: a later -1 does not clear it.
+func (c *RMClient) UpdateNodeResourceWithTimeout(ctx context.Context, nodeID string, r NodeResource, timeout time.Duration) error {
 	if nodeID == "" || strings.ContainsAny(nodeID, "/?#%") {
 		return fmt.Errorf("invalid YARN node id %q", nodeID)
 	}
 	if r.MemoryMB < 0 || r.VCores < 0 {
 		return fmt.Errorf("update YARN node %s: negative resource %+v", nodeID, r)
 	}
-	body, err := json.Marshal(ResourceOption{Resource: r, OverCommitTimeout: -1})
+	ms := int64(-1)
+	if timeout >= 0 {
+		ms = timeout.Milliseconds()
+	}
+	body, err := json.Marshal(ResourceOption{Resource: r, OverCommitTimeout: ms})
 	if err != nil {
 		return fmt.Errorf("encode resource option: %w", err)
 	}
 	if _, err := c.Do(ctx, http.MethodPost, "/ws/v1/cluster/nodes/"+url.PathEscape(nodeID)+"/resource", body); err != nil {
-		return fmt.Errorf("update YARN node %s resource to %d MB, %d vcores: %w", nodeID, r.MemoryMB, r.VCores, err)
+		return fmt.Errorf("update YARN node %s resource to %d MB, %d vcores (over-commit timeout %d ms): %w", nodeID, r.MemoryMB, r.VCores, ms, err)
 	}
 	return nil
 }

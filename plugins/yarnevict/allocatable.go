@@ -23,6 +23,7 @@ package yarnevict
 import (
 	"fmt"
 	"sort"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 
@@ -343,4 +344,36 @@ func yarnAllocated(kind AllocKind, cs []*store.Container) int64 {
 		}
 	}
 	return sum
+}
+
+// YARNAboveCapacity reports whether YARN's allocation is above its
+// capacity on the node for kind: the origin batch allocatable less the
+// batch requests of the pods (koord-manager's and the ledger's YARN
+// capacity). Only then can the ResourceManager release anything by
+// preemption.
+func YARNAboveCapacity(kind AllocKind, pods []*corev1.Pod, yarnAlloc *YARNAllocation) bool {
+	if yarnAlloc == nil || !yarnAlloc.OriginKnown || yarnAlloc.Allocated <= 0 {
+		return false
+	}
+	var k8s int64
+	for _, pod := range pods {
+		if rt, v := qmutil.GetRequestTypeAndValueFromPod(pod, kind.resource()); rt == kind.batchName() {
+			k8s += v
+		}
+	}
+	return yarnAlloc.Allocated > max(yarnAlloc.Origin-k8s, 0)
+}
+
+// HoldForRM decides whether an allocatable trigger waits for the
+// ResourceManager instead of killing now (YARNRMPreemption): while YARN is
+// above its capacity and the RM was asked to preempt (pending, until the
+// ask's deadline), or the RM sync has not had the time to notice the
+// over-commit and ask yet (syncDelay since the trigger first saw it).
+// Afterwards — the RM is down, slow, or did not release — the trigger acts
+// as without the gate.
+func HoldForRM(now time.Time, above, pending bool, aboveSince time.Time, syncDelay time.Duration) bool {
+	if !above {
+		return false
+	}
+	return pending || now.Sub(aboveSince) < syncDelay
 }

@@ -22,6 +22,7 @@ package yarnevict
 
 import (
 	"fmt"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/klog/v2"
@@ -35,6 +36,7 @@ import (
 	"github.com/koordinator-sh/koordinator/pkg/koordlet/statesinformer"
 	"github.com/koordinator-sh/koordinator/pkg/util"
 
+	"github.com/koordlet-yarn/koordlet-yarn/framework/features"
 	"github.com/koordlet-yarn/koordlet-yarn/framework/store"
 	"github.com/koordlet-yarn/koordlet-yarn/framework/yarn"
 )
@@ -55,6 +57,11 @@ type AllocatableEvict struct {
 	// containers may be evicted).
 	CountYARN func() bool
 	Executor  qmutil.EvictionExecutor
+
+	// aboveSince is when this trigger first saw YARN above its capacity
+	// (zero: not above); holding says the trigger waits for the RM.
+	aboveSince time.Time
+	holding    bool
 }
 
 // Cycle evaluates the trigger once and evicts; it returns the victims
@@ -81,6 +88,10 @@ func (a *AllocatableEvict) Cycle(node *corev1.Node, slo *slov1alpha1.NodeSLO) (e
 	}
 	need := AllocatableRelease(a.Kind, cfg, node, podsOf(pods), yarnAlloc)
 	if len(need) == 0 {
+		a.aboveSince, a.holding = time.Time{}, false
+		return nil, false
+	}
+	if countYARN && a.holdForRM(time.Now(), podsOf(pods), yarnAlloc, need) {
 		return nil, false
 	}
 	victims := a.victims(cfg, pods, nmPod, countYARN, containers)
@@ -98,6 +109,38 @@ func (a *AllocatableEvict) Cycle(node *corev1.Node, slo *slov1alpha1.NodeSLO) (e
 		a.Deps.Metrics.AddNeeded(a.Deps.NodeName, a.Kind.Reason(), resource, need[a.Kind.batchName()])
 	}
 	return evicted, attempted
+}
+
+// holdForRM says whether the trigger waits for the ResourceManager to
+// preempt YARN's over-commit (see HoldForRM); it logs when it starts and
+// stops waiting.
+func (a *AllocatableEvict) holdForRM(now time.Time, pods []*corev1.Pod, ya *YARNAllocation, need map[corev1.ResourceName]int64) bool {
+	if a.Deps.RMSyncDelay == nil || !features.Enabled(features.YARNRMPreemption) || !features.Enabled(features.YARNRMNodeResourceSync) {
+		return false
+	}
+	above := YARNAboveCapacity(a.Kind, pods, ya)
+	if !above {
+		a.aboveSince, a.holding = time.Time{}, false
+		return false
+	}
+	if a.aboveSince.IsZero() {
+		a.aboveSince = now
+	}
+	ask, pending := a.Deps.RMRelease.Pending(now)
+	hold := HoldForRM(now, above, pending, a.aboveSince, a.Deps.RMSyncDelay())
+	switch {
+	case hold && !a.holding && pending:
+		klog.Infof("yarn: %s: release %v; YARN's allocation is above its capacity and the ResourceManager was asked at %s to preempt %d MB, %d vcores: waiting until %s before killing YARN containers",
+			a.Kind.Reason(), need, ask.At.Format(time.RFC3339), ask.MemoryMB, ask.VCores, ask.Deadline().Format(time.RFC3339))
+	case hold && !a.holding:
+		klog.Infof("yarn: %s: release %v; YARN's allocation is above its capacity: waiting up to %v for the ResourceManager sync to ask the RM to preempt",
+			a.Kind.Reason(), need, a.Deps.RMSyncDelay())
+	case !hold && a.holding, !hold && a.aboveSince.Equal(now):
+		klog.Warningf("yarn: %s: YARN's allocation is still above its capacity and the ResourceManager has not released it (not asked, or its deadline passed): koordlet evicts",
+			a.Kind.Reason())
+	}
+	a.holding = hold
+	return hold
 }
 
 // releaseUnit names the unit a trigger's need and releases are counted in.

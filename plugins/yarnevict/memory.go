@@ -24,6 +24,7 @@ import (
 	"github.com/koordlet-yarn/koordlet-yarn/framework/features"
 	"github.com/koordlet-yarn/koordlet-yarn/framework/nodemem"
 	"github.com/koordlet-yarn/koordlet-yarn/framework/policy"
+	"github.com/koordlet-yarn/koordlet-yarn/framework/rmrelease"
 	"github.com/koordlet-yarn/koordlet-yarn/framework/store"
 	"github.com/koordlet-yarn/koordlet-yarn/plugins/yarnevict/memtrigger"
 )
@@ -55,6 +56,12 @@ type Deps struct {
 	// Policy gives YARN containers their priority and tier from the YARN
 	// QoS policy (nil: none, the NodeManager pod's priority).
 	Policy *policy.Resolver
+	// RMRelease is the release of YARN allocations asked of the
+	// ResourceManager (YARNRMPreemption; nil: none), and RMSyncDelay how
+	// long the RM sync may take to notice an over-commit and ask: the
+	// allocatable triggers wait for the RM that long before they kill.
+	RMRelease   *rmrelease.Window
+	RMSyncDelay func() time.Duration
 	// held reads what a killed container still holds (memory evictions
 	// measure what they released; nil: not measured). Set by the memory
 	// strategy on its own copy.

@@ -23,6 +23,7 @@ import (
 	mockstatesinformer "github.com/koordinator-sh/koordinator/pkg/koordlet/statesinformer/mockstatesinformer"
 
 	"github.com/koordlet-yarn/koordlet-yarn/framework/features"
+	"github.com/koordlet-yarn/koordlet-yarn/framework/rmrelease"
 	"github.com/koordlet-yarn/koordlet-yarn/framework/store"
 	"github.com/koordlet-yarn/koordlet-yarn/framework/yarn"
 )
@@ -46,7 +47,8 @@ func setGates(t *testing.T, gates map[string]bool) {
 	all := map[string]bool{}
 	for _, g := range []string{string(koordfeatures.BEMemoryEvict), string(koordfeatures.MemoryEvict), string(koordfeatures.MemoryAllocatableEvict),
 		string(koordfeatures.BECPUEvict), string(koordfeatures.CPUEvict), string(koordfeatures.CPUAllocatableEvict),
-		string(features.YARNBEMemoryEvict), string(features.YARNBECPUEvict), string(features.YARNAllocatableEvict)} {
+		string(features.YARNBEMemoryEvict), string(features.YARNBECPUEvict), string(features.YARNAllocatableEvict),
+		string(features.YARNRMNodeResourceSync), string(features.YARNRMPreemption)} {
 		all[g] = false
 	}
 	for g, v := range gates {
@@ -94,7 +96,7 @@ type slotEnv struct {
 }
 
 func newSlotEnv(t *testing.T, kind AllocKind, node *corev1.Node, slo *slov1alpha1.NodeSLO, pods []*corev1.Pod, st *store.Store,
-	samples func(add func(metriccache.MetricResource, map[metriccache.MetricProperty]string, float64))) *slotEnv {
+	samples func(add func(metriccache.MetricResource, map[metriccache.MetricProperty]string, float64)), mods ...func(*Deps)) *slotEnv {
 	ctrl := gomock.NewController(t)
 	si := mockstatesinformer.NewMockStatesInformer(ctrl)
 	var pms []*statesinformer.PodMeta
@@ -123,6 +125,9 @@ func newSlotEnv(t *testing.T, kind AllocKind, node *corev1.Node, slo *slov1alpha
 		EventRecorder: record.NewFakeRecorder(10), MetricAdvisorConfig: &ma.Config{CollectResUsedInterval: time.Second}}
 	deps := Deps{Store: st, IsNodeManagerPod: func(p *corev1.Pod) bool { return p.Labels["app.kubernetes.io/component"] == "node-manager" },
 		Killer: func() *Killer { return nil }}
+	for _, m := range mods {
+		m(&deps)
+	}
 	s := newSlot(kind, deps, opts, nil, time.Second, 0)
 	exec := &reasonExecutor{}
 	s.executor, s.alloc.Executor = exec, exec
@@ -180,6 +185,86 @@ func TestSlotAllocatableCountsYARN(t *testing.T) {
 			assert.Equal(t, tc.want, env.exec.evicted)
 		})
 	}
+}
+
+// With YARNRMPreemption the allocatable trigger waits for the
+// ResourceManager to preempt YARN's over-commit: while the RM sync may not
+// have asked yet, and while an ask is pending; after the ask's deadline (or
+// without the gate) it evicts as before.
+func TestSlotAllocatableWaitsForTheRM(t *testing.T) {
+	node := originNode(t, 20000, 40, 20000, 30)
+	slo := &slov1alpha1.NodeSLO{Spec: slov1alpha1.NodeSLOSpec{ResourceUsedThresholdWithBE: &slov1alpha1.ResourceThresholdStrategy{
+		Enable: ptr.To(true), MemoryAllocatableEvictThresholdPercent: ptr.To[int64](90), MemoryAllocatableEvictLowerPercent: ptr.To[int64](80),
+		AllocatableEvictPriorityThreshold: ptr.To[int32](apiext.PriorityBatchValueMax)}}}
+	pod := memPod("batch-a", apiext.PriorityBatchValueMin, 28) // YARN's capacity: 40 − 28 = 12 GiB < its 16 GiB
+	st := store.New()
+	id, err := yarn.ParseContainerID("container_1700000000000_0042_01_000002")
+	require.NoError(t, err)
+	st.Resync(store.Observation{NMOK: true, ScanOK: true, Started: time.Now(),
+		NM: []yarn.NMContainer{{ID: id, State: yarn.StateLocalizing, TotalMemoryNeededMB: 16 << 10, TotalVCoresNeeded: 1}}}, time.Now())
+	samples := func(add func(metriccache.MetricResource, map[metriccache.MetricProperty]string, float64)) {
+		add(metriccache.PodMemUsageMetric, metriccache.MetricPropertiesFunc.Pod(string(pod.UID)), 1e9)
+	}
+	gates := func(preempt bool) map[string]bool {
+		return map[string]bool{string(features.YARNAllocatableEvict): true, string(koordfeatures.MemoryAllocatableEvict): true,
+			string(features.YARNRMNodeResourceSync): true, string(features.YARNRMPreemption): preempt}
+	}
+	now := time.Now()
+	evicted := []string{"batch-a:trigger by koordlet feature MemoryAllocatableEvict"}
+	for _, tc := range []struct {
+		name    string
+		preempt bool
+		delay   time.Duration
+		ask     *rmrelease.Ask
+		want    []string
+	}{
+		{"gate off: evicts at once", false, time.Hour, nil, evicted},
+		{"the RM sync has not asked yet: waits", true, time.Hour, nil, nil},
+		{"the RM was asked, before its deadline: waits", true, 0, &rmrelease.Ask{At: now, Timeout: time.Minute, MemoryMB: 4 << 10}, nil},
+		{"the RM was asked, its deadline passed: evicts", true, 0, &rmrelease.Ask{At: now.Add(-time.Hour), Timeout: time.Minute, MemoryMB: 4 << 10}, evicted},
+		{"never asked, the sync's time passed: evicts", true, 0, nil, evicted},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			setGates(t, gates(tc.preempt))
+			w := &rmrelease.Window{}
+			if tc.ask != nil {
+				w.Start(*tc.ask)
+			}
+			env := newSlotEnv(t, AllocMemory, node, slo, []*corev1.Pod{pod}, st, samples, func(d *Deps) {
+				d.RMRelease, d.RMSyncDelay = w, func() time.Duration { return tc.delay }
+			})
+			env.slot.Cycle(time.Now())
+			assert.Equal(t, tc.want, env.exec.evicted)
+		})
+	}
+}
+
+func TestHoldForRM(t *testing.T) {
+	now := time.Unix(1700000000, 0)
+	for _, tc := range []struct {
+		name           string
+		above, pending bool
+		since          time.Duration
+		want           bool
+	}{
+		{"YARN fits its capacity", false, true, 0, false},
+		{"just seen above, not asked yet", true, false, 2 * time.Second, true},
+		{"above longer than the sync takes, not asked", true, false, 20 * time.Second, false},
+		{"asked, pending", true, true, time.Hour, true},
+	} {
+		assert.Equal(t, tc.want, HoldForRM(now, tc.above, tc.pending, now.Add(-tc.since), 10*time.Second), tc.name)
+	}
+}
+
+func TestYARNAboveCapacity(t *testing.T) {
+	pods := []*corev1.Pod{memPod("a", apiext.PriorityBatchValueMin, 28)}
+	ya := func(gib int64, known bool) *YARNAllocation {
+		return &YARNAllocation{Allocated: gib << 30, Origin: 40 << 30, OriginKnown: known}
+	}
+	assert.True(t, YARNAboveCapacity(AllocMemory, pods, ya(16, true)), "40 − 28 = 12 < 16")
+	assert.False(t, YARNAboveCapacity(AllocMemory, pods, ya(12, true)), "at its capacity")
+	assert.False(t, YARNAboveCapacity(AllocMemory, pods, ya(16, false)), "no origin: no capacity to compare")
+	assert.False(t, YARNAboveCapacity(AllocMemory, pods, nil))
 }
 
 // Upstream's CPUEvict trigger keeps running in the YARN CPU slot: node CPU

@@ -41,7 +41,7 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 		Patches: prometheus.NewCounterVec(prometheus.CounterOpts{Subsystem: koordmetrics.KoordletSubsystem, Name: "yarn_batch_ledger_patches_total",
 			Help: "Patches of the Node's thirdPartyAllocations hadoop-yarn entry, by result (patched, unchanged, error; corrected: the Node held another hadoop-yarn value than the ledger had written; expired: the entry was withdrawn because the NodeManager is gone)."}, []string{"node", "result"}),
 		RMUpdates: prometheus.NewCounterVec(prometheus.CounterOpts{Subsystem: koordmetrics.KoordletSubsystem, Name: "yarn_rm_node_resource_updates_total",
-			Help: "updateNodeResource calls to the ResourceManager, by result (ok, error; drift: a read-back found the RM holding another resource than was pushed, then pushed again)."}, []string{"node", "result"}),
+			Help: "updateNodeResource calls to the ResourceManager, by result (ok, error; drift: a read-back found the RM holding another resource than was pushed, then pushed again; preempt: a capacity below YARN's allocation pushed with the over-commit timeout; preempt_released, preempt_late: YARN's allocation fitted its capacity again before or after that timeout and its grace)."}, []string{"node", "result"}),
 	}
 	for _, g := range []**prometheus.GaugeVec{&m.Origin, &m.KubernetesRequested, &m.YARNAllocated, &m.YARNCapacity, &m.OverCommit, &m.Age} {
 		if err := register(reg, g); err != nil {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/koordlet-yarn/koordlet-yarn/framework/backoff"
 	"github.com/koordlet-yarn/koordlet-yarn/framework/features"
+	"github.com/koordlet-yarn/koordlet-yarn/framework/rmrelease"
 	"github.com/koordlet-yarn/koordlet-yarn/framework/yarn"
 )
 
@@ -39,6 +40,11 @@ type RMSyncOptions struct {
 	Timeout  time.Duration
 	Metrics  *Metrics
 	NodeName string
+	// PreemptionTimeout returns the over-commit timeout pushed with a
+	// capacity below YARN's allocation when YARNRMPreemption is on.
+	PreemptionTimeout func() time.Duration
+	// Release records the release asked of the RM (nil: not recorded).
+	Release *rmrelease.Window
 }
 
 // RMSync pushes YARN's capacity on the node to the ResourceManager
@@ -79,6 +85,11 @@ type RMSyncStatus struct {
 	// Drifts counts the read-backs that found the RM holding something
 	// else than was pushed (then pushed again).
 	Drifts int `json:"drifts"`
+	// PushedTimeout is the over-commit timeout sent with Pushed (nil: -1,
+	// never preempt).
+	PushedTimeout *time.Duration `json:"pushedTimeoutNanos,omitempty"`
+	// Preemption is the release asked of the RM (YARNRMPreemption).
+	Preemption *rmrelease.Status `json:"preemption,omitempty"`
 }
 
 // NewRMSync returns the push.
@@ -120,6 +131,14 @@ func (r *RMSync) Status() RMSyncStatus {
 	if s.Pushed != nil {
 		p := *s.Pushed
 		s.Pushed = &p
+	}
+	if s.PushedTimeout != nil {
+		d := *s.PushedTimeout
+		s.PushedTimeout = &d
+	}
+	if r.opts.Release != nil && features.Enabled(features.YARNRMPreemption) {
+		st := r.opts.Release.Status()
+		s.Preemption = &st
 	}
 	return s
 }
@@ -173,11 +192,13 @@ const (
 )
 
 // NextAction decides a step: push when the wanted capacity differs from
-// what was pushed; else read back when the last read-back is older than
-// period or an RM error happened since.
-func NextAction(pushed *yarn.NodeResource, want yarn.NodeResource, lastReadBack, now time.Time, period time.Duration, errorSince bool) Action {
+// what was pushed, or when the capacity is below YARN's allocation and must
+// carry an over-commit timeout that the last push did not (timeoutMissing);
+// else read back when the last read-back is older than period or an RM
+// error happened since.
+func NextAction(pushed *yarn.NodeResource, want yarn.NodeResource, timeoutMissing bool, lastReadBack, now time.Time, period time.Duration, errorSince bool) Action {
 	switch {
-	case pushed == nil || *pushed != want:
+	case pushed == nil || *pushed != want || timeoutMissing:
 		return Push
 	case errorSince || !now.Before(lastReadBack.Add(period)):
 		return ReadBack
@@ -202,7 +223,14 @@ func (r *RMSync) Step(ctx context.Context, now time.Time) {
 		r.st.Skipped = ""
 	}
 	want := Capacity(v.YARNCapacity)
-	action := NextAction(r.st.Pushed, want, r.st.LastReadBack, now, r.opts.ReadBack(), r.readBackNow)
+	over := Above(v.YARNAllocated, want)
+	timeout := time.Duration(-1)
+	if over != (yarn.NodeResource{}) && features.Enabled(features.YARNRMPreemption) && r.opts.PreemptionTimeout != nil {
+		timeout = r.opts.PreemptionTimeout()
+	} else if over == (yarn.NodeResource{}) && r.opts.Release != nil {
+		r.endRelease(now)
+	}
+	action := NextAction(r.st.Pushed, want, timeout >= 0 && r.st.PushedTimeout == nil, r.st.LastReadBack, now, r.opts.ReadBack(), r.readBackNow)
 	if r.st.Skipped != "" || action == Wait || now.Before(r.st.NextTry) {
 		r.mu.Unlock()
 		return
@@ -236,7 +264,7 @@ func (r *RMSync) Step(ctx context.Context, now time.Time) {
 	}
 
 	cctx, cancel := context.WithTimeout(ctx, r.opts.Timeout)
-	err := client.UpdateNodeResource(cctx, nodeID, want)
+	err := client.UpdateNodeResourceWithTimeout(cctx, nodeID, want, timeout)
 	cancel()
 	end := time.Now()
 	r.mu.Lock()
@@ -254,8 +282,43 @@ func (r *RMSync) Step(ctx context.Context, now time.Time) {
 	r.st.Pushed, r.st.LastPush, r.st.LastChange = &want, end, end
 	r.st.RMHas, r.st.LastReadBack = &want, now
 	r.st.Pushes++
+	r.st.PushedTimeout = nil
+	if timeout >= 0 {
+		r.st.PushedTimeout = &timeout
+		if r.opts.Release != nil {
+			r.opts.Release.Start(rmrelease.Ask{At: end, Timeout: timeout, MemoryMB: over.MemoryMB, VCores: over.VCores})
+		}
+		r.count("preempt")
+		klog.Infof("yarn: pushed node %s resource %d MB, %d vcores to the ResourceManager %s, %d MB and %d vcores below YARN's allocation: the RM asks the ApplicationMasters for containers back and preempts them after %v",
+			nodeID, want.MemoryMB, want.VCores, r.st.Active, over.MemoryMB, over.VCores, timeout)
+		return
+	}
 	r.count("ok")
 	klog.V(2).Infof("yarn: pushed node %s resource %d MB, %d vcores to the ResourceManager %s", nodeID, want.MemoryMB, want.VCores, r.st.Active)
+}
+
+// Above returns YARN's allocation above the capacity c, in the RM's units
+// (whole MiB, whole vcores rounded up), per resource at least 0.
+func Above(allocated Batch, c yarn.NodeResource) yarn.NodeResource {
+	mb := (allocated.MemoryBytes + 1<<20 - 1) >> 20
+	vc := (allocated.MilliCPU + 999) / 1000
+	return yarn.NodeResource{MemoryMB: max(mb-c.MemoryMB, 0), VCores: max(vc-c.VCores, 0)}
+}
+
+// endRelease ends a release asked of the RM once nothing is above the
+// capacity: said once, counted by whether it ended in time.
+func (r *RMSync) endRelease(now time.Time) {
+	was, inTime := r.opts.Release.End(now)
+	if !was {
+		return
+	}
+	if inTime {
+		klog.Infof("yarn: YARN's allocation on the node is within its capacity again: the ResourceManager released the over-commit")
+		r.count("preempt_released")
+		return
+	}
+	klog.Infof("yarn: YARN's allocation on the node is within its capacity again, after the ResourceManager's over-commit timeout had passed")
+	r.count("preempt_late")
 }
 
 // failed records an RM error: backoff, a read-back at the next try, one log

@@ -8,9 +8,97 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	koordfeatures "github.com/koordinator-sh/koordinator/pkg/features"
+
+	"github.com/koordlet-yarn/koordlet-yarn/framework/features"
+	"github.com/koordlet-yarn/koordlet-yarn/framework/rmrelease"
 	"github.com/koordlet-yarn/koordlet-yarn/framework/yarn"
 	"github.com/koordlet-yarn/koordlet-yarn/test/rmemu"
 )
+
+func TestAbove(t *testing.T) {
+	c := yarn.NodeResource{MemoryMB: 1536, VCores: 2}
+	assert.Equal(t, yarn.NodeResource{MemoryMB: 768, VCores: 1}, Above(Batch{MilliCPU: 3000, MemoryBytes: 2304 << 20}, c))
+	assert.Equal(t, yarn.NodeResource{}, Above(Batch{MilliCPU: 2000, MemoryBytes: 1536 << 20}, c), "at the capacity: nothing above")
+	assert.Equal(t, yarn.NodeResource{MemoryMB: 1, VCores: 1}, Above(Batch{MilliCPU: 2001, MemoryBytes: 1536<<20 + 1}, c), "a part counts whole")
+	assert.Equal(t, yarn.NodeResource{VCores: 1}, Above(Batch{MilliCPU: 3000, MemoryBytes: 1 << 20}, c), "each resource apart")
+}
+
+// setRMPreemption turns YARNRMPreemption on or off for the test.
+func setRMPreemption(t *testing.T, on bool) {
+	require.NoError(t, features.Register())
+	require.NoError(t, koordfeatures.DefaultMutableKoordletFeatureGate.SetFromMap(map[string]bool{string(features.YARNRMPreemption): on}))
+	t.Cleanup(func() {
+		_ = koordfeatures.DefaultMutableKoordletFeatureGate.SetFromMap(map[string]bool{string(features.YARNRMPreemption): false})
+	})
+}
+
+// TestRMSyncAsksTheRMToPreempt: a capacity below YARN's allocation goes to
+// the RM with the over-commit timeout when YARNRMPreemption is on (-1, never
+// preempt, when off), the release is recorded for the evictor and ends when
+// YARN's allocation fits again; a capacity that YARN's allocation fits
+// carries -1.
+func TestRMSyncAsksTheRMToPreempt(t *testing.T) {
+	for _, on := range []bool{false, true} {
+		t.Run(map[bool]string{false: "gate off", true: "gate on"}[on], func(t *testing.T) {
+			setRMPreemption(t, on)
+			rm, err := rmemu.Start()
+			require.NoError(t, err)
+			t.Cleanup(func() { _ = rm.Close() })
+			client, err := yarn.NewRMClient(yarn.RMOptions{Endpoints: []string{rm.URL}, User: "yarn", Timeout: 300 * time.Millisecond})
+			require.NoError(t, err)
+			origin := Batch{MilliCPU: 8000, MemoryBytes: 8 << 30}
+			yarnAlloc := Batch{MilliCPU: 3000, MemoryBytes: 2304 << 20}
+			view := Compute(origin, true, Batch{MilliCPU: 2000, MemoryBytes: 2 << 30}, yarnAlloc)
+			var w rmrelease.Window
+			s := NewRMSync(RMSyncOptions{Client: func() *yarn.RMClient { return client }, NodeID: func() string { return "nm:45454" },
+				View: func() View { return view }, Release: &w, PreemptionTimeout: func() time.Duration { return 3 * time.Second }})
+			ctx := context.Background()
+			now := time.Now()
+
+			s.Step(ctx, now)
+			require.Len(t, rm.Calls(), 1)
+			assert.EqualValues(t, -1, rm.Calls()[0].OverCommitTimeout, "YARN fits its capacity: never preempt")
+			_, pending := w.Pending(now)
+			assert.False(t, pending)
+
+			// A Kubernetes batch pod takes 6.5 GiB: YARN's capacity falls
+			// to 1.5 GiB, below its 2.25 GiB.
+			view = Compute(origin, true, Batch{MilliCPU: 6000, MemoryBytes: 6656 << 20}, yarnAlloc)
+			s.Step(ctx, now)
+			calls := rm.Calls()
+			require.Len(t, calls, 2)
+			assert.Equal(t, yarn.NodeResource{MemoryMB: 1536, VCores: 2}, calls[1].Resource)
+			ask, pending := w.Pending(now)
+			if !on {
+				assert.EqualValues(t, -1, calls[1].OverCommitTimeout)
+				assert.False(t, pending, "nothing asked of the RM with the gate off")
+				assert.Nil(t, s.Status().Preemption)
+				return
+			}
+			assert.EqualValues(t, 3000, calls[1].OverCommitTimeout, "the RM preempts after 3 s")
+			require.True(t, pending)
+			assert.Equal(t, int64(768), ask.MemoryMB)
+			assert.Equal(t, int64(1), ask.VCores)
+			st := s.Status()
+			require.NotNil(t, st.PushedTimeout)
+			assert.Equal(t, 3*time.Second, *st.PushedTimeout)
+			require.NotNil(t, st.Preemption)
+			require.NotNil(t, st.Preemption.Pending)
+
+			s.Step(ctx, now.Add(time.Second))
+			assert.Len(t, rm.Calls(), 2, "asked once: pushing again would move the RM's deadline")
+
+			// The RM preempted the 1 GiB executor: YARN fits again.
+			view = Compute(origin, true, Batch{MilliCPU: 6000, MemoryBytes: 6656 << 20}, Batch{MilliCPU: 2000, MemoryBytes: 1280 << 20})
+			s.Step(ctx, now.Add(4*time.Second))
+			_, pending = w.Pending(now.Add(4 * time.Second))
+			assert.False(t, pending, "released: the evictor need not wait")
+			assert.Equal(t, 1, w.Status().Released)
+			assert.Len(t, rm.Calls(), 2)
+		})
+	}
+}
 
 func TestCapacityRoundsDown(t *testing.T) {
 	assert.Equal(t, yarn.NodeResource{MemoryMB: 1023, VCores: 3}, Capacity(Batch{MilliCPU: 3999, MemoryBytes: 1<<30 - 1}))
@@ -84,19 +172,21 @@ func TestNextAction(t *testing.T) {
 	want := yarn.NodeResource{MemoryMB: 4096, VCores: 4}
 	other := yarn.NodeResource{MemoryMB: 8192, VCores: 4}
 	for _, tc := range []struct {
-		name       string
-		pushed     *yarn.NodeResource
-		lastRead   time.Time
-		errorSince bool
-		want       Action
+		name           string
+		pushed         *yarn.NodeResource
+		timeoutMissing bool
+		lastRead       time.Time
+		errorSince     bool
+		want           Action
 	}{
-		{"never pushed", nil, now, false, Push},
-		{"changed", &other, now, false, Push},
-		{"unchanged, read back recently", &want, now.Add(-time.Minute), false, Wait},
-		{"unchanged, read-back due", &want, now.Add(-2 * time.Minute), false, ReadBack},
-		{"unchanged, an RM error since", &want, now, true, ReadBack},
+		{"never pushed", nil, false, now, false, Push},
+		{"changed", &other, false, now, false, Push},
+		{"unchanged, read back recently", &want, false, now.Add(-time.Minute), false, Wait},
+		{"unchanged, read-back due", &want, false, now.Add(-2 * time.Minute), false, ReadBack},
+		{"unchanged, an RM error since", &want, false, now, true, ReadBack},
+		{"unchanged, but below YARN's allocation without a timeout", &want, true, now, false, Push},
 	} {
-		assert.Equal(t, tc.want, NextAction(tc.pushed, want, tc.lastRead, now, 2*time.Minute, tc.errorSince), tc.name)
+		assert.Equal(t, tc.want, NextAction(tc.pushed, want, tc.timeoutMissing, tc.lastRead, now, 2*time.Minute, tc.errorSince), tc.name)
 	}
 }
 

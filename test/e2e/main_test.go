@@ -98,6 +98,7 @@ func startBox(t *testing.T, opts nodebox.Options) *nodebox.Box {
 		if t.Failed() {
 			if log, err := os.ReadFile(b.KoordletLog()); err == nil {
 				t.Logf("koordlet log tail (upstream's every-second lines left out; the whole log is gone with the box):\n%s", logTail(string(log), 40))
+				t.Logf("koordlet's YARN lines since the box started (last 80):\n%s", yarnLines(string(log), 80))
 			}
 		}
 		b.Stop()
@@ -109,6 +110,22 @@ func startBox(t *testing.T, opts nodebox.Options) *nodebox.Box {
 // second or minute; a failure's log tail leaves them out so that the test's
 // own failure message stays in view of a CI summary.
 var upstreamChatter = []string{"cpu_suppress.go:", "predict_server.go:"}
+
+// yarnLines returns the last n lines of log that the plugin set wrote
+// ("yarn: ..."), from every koordlet the box ran: a failure that happened
+// before a restart keeps its story.
+func yarnLines(log string, n int) string {
+	var kept []string
+	for _, l := range strings.Split(log, "\n") {
+		if strings.Contains(l, "] yarn: ") {
+			kept = append(kept, l)
+		}
+	}
+	if len(kept) > n {
+		kept = kept[len(kept)-n:]
+	}
+	return strings.Join(kept, "\n")
+}
 
 // logTail returns the last n lines of log that are not upstream chatter.
 func logTail(log string, n int) string {

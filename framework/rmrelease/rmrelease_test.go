@@ -1,0 +1,38 @@
+package rmrelease
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+)
+
+func TestWindow(t *testing.T) {
+	var w Window
+	now := time.Unix(1700000000, 0)
+	_, ok := w.Pending(now)
+	assert.False(t, ok, "nothing asked")
+	was, _ := w.End(now)
+	assert.False(t, was)
+
+	w.Start(Ask{At: now, Timeout: 10 * time.Second, MemoryMB: 1024})
+	a, ok := w.Pending(now.Add(10 * time.Second))
+	assert.True(t, ok, "pending until the timeout and the grace")
+	assert.Equal(t, int64(1024), a.MemoryMB)
+	_, ok = w.Pending(now.Add(10*time.Second + Grace + time.Millisecond))
+	assert.False(t, ok, "past the deadline the evictor acts on its own")
+	assert.NotNil(t, w.Status().Pending, "still shown until the over-commit ends")
+
+	was, inTime := w.End(now.Add(time.Minute))
+	assert.True(t, was)
+	assert.False(t, inTime)
+	w.Start(Ask{At: now, Timeout: time.Second})
+	was, inTime = w.End(now.Add(2 * time.Second))
+	assert.True(t, was)
+	assert.True(t, inTime)
+	assert.Equal(t, Status{Released: 1, Expired: 1}, w.Status())
+
+	var nilWindow *Window
+	_, ok = nilWindow.Pending(now)
+	assert.False(t, ok, "no window: nothing pending")
+}
