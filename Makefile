@@ -197,6 +197,19 @@ LEDGER_EPISODES ?= 5
 measure-ledger: deps
 	$(GO) run ./test/measure/ledger -containers $(LEDGER_CONTAINERS) -churn-rate $(LEDGER_CHURN_RATE) -episodes $(LEDGER_EPISODES)
 
+# Release through the ResourceManager vs a kill by koordlet, against Hadoop
+# 3.5.0's own RM and NM: the node's batch memory shrinks below what the pods
+# and YARN hold; how the AM hears of the released executor (PREEMPTED or a
+# failed container) and how long after the shrink, RM_PREEMPT_RUNS times
+# each way (root, cgroup v1, Java 17; about 1.5 minutes a run).
+RM_PREEMPT_RUNS ?= 3
+.PHONY: measure-rm-preemption
+measure-rm-preemption: deps deps-yarn e2e-tools
+	@mkdir -p build
+	@$(GO) test -count=$(RM_PREEMPT_RUNS) -timeout 60m -run '^TestRealYARN$$/^over-commit-' -v ./test/e2e > build/measure-rm-preemption.log 2>&1; rc=$$?; \
+		grep -E 'YARNRMPreemption=.*hears|^\s*--- (PASS|FAIL)|^(ok|FAIL)' build/measure-rm-preemption.log; \
+		echo "whole output: build/measure-rm-preemption.log"; exit $$rc
+
 # The batch ledger's cost across a fleet: FLEET_NODES simulated nodes (each
 # with its own watch on its Node and a ledger writer driven by YARN container
 # churn) against one real kube-apiserver and etcd; the ledger before the patch

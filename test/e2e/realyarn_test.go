@@ -86,6 +86,8 @@ func TestRealYARN(t *testing.T) {
 	t.Run("pressure", realYARNPressure)
 	t.Run("rm-application-data-and-restart", realYARNPolicyAndRestart)
 	t.Run("ledger-and-rm-capacity-sync", realYARNLedger)
+	t.Run("over-commit-killed-by-koordlet", func(t *testing.T) { realYARNOverCommit(t, false) })
+	t.Run("over-commit-preempted-by-the-rm", func(t *testing.T) { realYARNOverCommit(t, true) })
 }
 
 // launchedBy waits until app's AM launched n containers and returns them.

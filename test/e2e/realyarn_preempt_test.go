@@ -1,0 +1,148 @@
+package e2e
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"k8s.io/utils/ptr"
+
+	apiext "github.com/koordinator-sh/koordinator/apis/extension"
+	slov1alpha1 "github.com/koordinator-sh/koordinator/apis/slo/v1alpha1"
+
+	"github.com/koordlet-yarn/koordlet-yarn/plugins/yarnledger"
+	"github.com/koordlet-yarn/koordlet-yarn/test/nodebox"
+	"github.com/koordlet-yarn/koordlet-yarn/test/yarnpeer"
+)
+
+// preemptedExit is YARN's ContainerExitStatus.PREEMPTED: the exit status an
+// AM sees for a container the scheduler preempted (MapReduce and Spark do
+// not count it against the job).
+const preemptedExit = "-102"
+
+// realYARNOverCommit: the node's batch memory shrinks (koord-manager lowers
+// the origin batch allocatable) below what the Kubernetes pods and YARN
+// hold together, so one executor of the real YARN must go. With
+// YARNRMPreemption koordlet pushes the smaller capacity to the real
+// ResourceManager with an over-commit timeout, the RM preempts an executor
+// and the AM sees PREEMPTED; without it koordlet's allocatable evict kills
+// one itself and the AM sees a failed container (143/137). Either way the
+// AM, the other executor and the NodeManager live on and the node is back
+// within its batch capacity. The time from the shrink to the AM hearing of
+// the release is logged (make measure-rm-preemption repeats it).
+func realYARNOverCommit(t *testing.T, preempt bool) {
+	gates := "YARNBatchLedger=true,YARNRMNodeResourceSync=true,YARNAllocatableEvict=true,MemoryAllocatableEvict=true"
+	if preempt {
+		gates += ",YARNRMPreemption=true"
+	}
+	y := startRealYARNWith(t, nodebox.Options{Layout: nodebox.LayoutCgroupfs,
+		Pods: []nodebox.PodSpec{batchPod("spark-driver", 2000, "2Gi")},
+		NodeSLO: slov1alpha1.NodeSLOSpec{ResourceUsedThresholdWithBE: &slov1alpha1.ResourceThresholdStrategy{
+			Enable: ptr.To(true),
+			// Release down to the origin as soon as the requests are
+			// above it: the over-commit, no more.
+			MemoryAllocatableEvictThresholdPercent: ptr.To[int64](101),
+			MemoryAllocatableEvictLowerPercent:     ptr.To[int64](100),
+			AllocatableEvictPriorityThreshold:      ptr.To[int32](apiext.PriorityBatchValueMax),
+		}}}, true,
+		func(p *yarnpeer.Peer) []string {
+			return []string{"--feature-gates=" + gates,
+				"--yarn-ledger-patch-interval=300ms", "--yarn-ledger-max-age=300ms", "--yarn-rm-sync-interval=500ms",
+				"--yarn-rm-endpoints=http://" + p.RMWeb, "--yarn-rm-user=yarn", "--yarn-rm-timeout=2s",
+				"--yarn-rm-preemption-timeout=3s"}
+		})
+	setNodeAnnotations(t, y.box, map[string]string{
+		slov1alpha1.NodeOriginExtendedAllocatableAnnotationKey: originValue(t, 16000, "8Gi"),
+	})
+	ctx := context.Background()
+	app, err := y.peer.Submit(ctx, yarnpeer.App{Name: "etl", Queue: "default", Type: "SPARK", User: "spark",
+		Containers: []yarnpeer.Container{{MB: 1024, Vcores: 1, Command: "exec sleep 3600"}, {MB: 1024, Vcores: 1, Command: "exec sleep 3600"}}})
+	require.NoError(t, err)
+	executors := launchedBy(t, app, 2)
+	st, err := y.peer.Do(ctx, "app "+app.ID)
+	require.NoError(t, err)
+	am := strings.Fields(st)[3]
+	// The AM's 256 MB and the executors' 2 × 1024 MB.
+	waitEntry(t, y.box, yarnledger.Batch{MilliCPU: 3000, MemoryBytes: 2304 << 20}, 60*time.Second, "the ledger entry is the real NM's allocations")
+	time.Sleep(2 * time.Second) // several evict intervals within the capacity: nothing happens
+	for _, id := range executors {
+		_, done := completion(app, id)
+		require.False(t, done, "%s runs while YARN fits its capacity", id)
+	}
+
+	// The batch memory shrinks to 4 GiB: the driver's 2 GiB leave YARN
+	// 2048 MB, 256 MB below its 2304.
+	start := time.Now()
+	setNodeAnnotations(t, y.box, map[string]string{
+		slov1alpha1.NodeOriginExtendedAllocatableAnnotationKey: originValue(t, 16000, "4Gi"),
+	})
+	var (
+		victim string
+		done   yarnpeer.Event
+	)
+	require.Eventually(t, func() bool {
+		for _, id := range executors {
+			if e, ok := completion(app, id); ok {
+				victim, done = id, e
+				return true
+			}
+		}
+		return false
+	}, 60*time.Second, 100*time.Millisecond, "an executor is released")
+	released := time.Since(start)
+	f := strings.Fields(done.Rest)
+	require.GreaterOrEqual(t, len(f), 2, done.Rest)
+	preemptionMessage := false
+	for _, e := range app.Events() {
+		if e.Kind == "preemption-message" {
+			preemptionMessage = true
+		}
+	}
+	how := "killed by koordlet"
+	if f[1] == preemptedExit {
+		how = "preempted by the ResourceManager"
+	}
+	say(t, "YARNRMPreemption=%t: shrink → the AM hears of %s in %v: exit %s (%s), a preemption message first: %t; the AM's report: %s",
+		preempt, victim, released.Round(10*time.Millisecond), f[1], how, preemptionMessage, done.Rest)
+	if preempt {
+		assert.Equal(t, preemptedExit, f[1], "the RM preempted it: PREEMPTED, not a failure")
+		assert.True(t, preemptionMessage, "the AM was asked to give a container back before the timeout")
+	} else {
+		assert.Contains(t, []string{"143", "137"}, f[1], "killed from outside YARN: a failed container")
+	}
+
+	// One executor is enough: the AM and the other run on, the node is
+	// within its batch capacity.
+	l, err := y.box.Ledger()
+	require.NoError(t, err)
+	require.Eventually(t, func() bool {
+		l, err = y.box.Ledger()
+		return err == nil && l.OverCommit == (yarnledger.Batch{})
+	}, 30*time.Second, 200*time.Millisecond, "the node is back within its batch capacity")
+	time.Sleep(3 * time.Second)
+	resp := mustContainers(t, y.box)
+	for _, id := range append([]string{am}, executors...) {
+		if id == victim {
+			continue
+		}
+		_, gone := completion(app, id)
+		assert.False(t, gone, "%s lives on", id)
+		if c := find(resp, id); assert.NotNil(t, c, "%s still listed", id) {
+			assert.Equal(t, "RUNNING", c.State, "%s survives", id)
+		}
+	}
+	assert.True(t, alive(y.peer.Pid), "the NodeManager (the peer's JVM) survives")
+	m, err := y.box.Metrics()
+	require.NoError(t, err)
+	kills := strings.Contains(m, `koordlet_yarn_container_evictions_total{node="`+nodebox.NodeName+`",reason="MemoryAllocatableEvict",result="succeeded"}`)
+	if preempt {
+		assert.False(t, kills, "koordlet killed nothing itself: the RM released in time")
+		assert.Contains(t, m, `koordlet_yarn_rm_node_resource_updates_total{node="`+nodebox.NodeName+`",result="preempt"} 1`)
+	} else {
+		assert.True(t, kills, "koordlet's allocatable evict released it")
+	}
+	require.NoError(t, app.Finish())
+}
