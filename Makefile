@@ -95,13 +95,14 @@ measure-v2: deps deps-v2 e2e-tools build
 	$(GO) run ./test/v2guest/run -box -memory 8192 -dir $(CURDIR) -- /bin/sh -c '$(V2_MEASURE_CMDS)'
 	$(GO) run ./test/v2guest/run -box -cgroup-v1 -memory 8192 -dir $(CURDIR) -- /bin/sh -c '$(V2_MEASURE_CMDS)'
 
-# qemu for make test-v2, and the package lists apt-get download needs.
+# qemu and depmod (kmod) for make test-v2, and the package lists apt-get
+# download needs.
 .PHONY: deps-v2 test-v2
 deps-v2:
 	@if [ "$$(id -u)" = 0 ]; then SUDO=""; else SUDO="sudo"; fi; \
-	if ! command -v qemu-system-x86_64 >/dev/null; then \
-		echo "installing qemu-system-x86 (the cgroup v2 guest of make test-v2)"; \
-		$$SUDO apt-get update -qq && $$SUDO apt-get install -y -qq qemu-system-x86; \
+	if ! command -v qemu-system-x86_64 >/dev/null || ! PATH="$$PATH:/usr/sbin:/sbin" command -v depmod >/dev/null; then \
+		echo "installing qemu-system-x86 and kmod (the cgroup v2 guest of make test-v2; depmod indexes its kernel's modules)"; \
+		$$SUDO apt-get update -qq && $$SUDO apt-get install -y -qq qemu-system-x86 kmod; \
 	elif ! apt-cache depends linux-image-amd64 >/dev/null 2>&1; then \
 		$$SUDO apt-get update -qq; \
 	fi

@@ -81,8 +81,12 @@ func FetchKernel(dir string) (Kernel, error) {
 	// The package ships no modules.dep (its postinst runs depmod): make
 	// it in the extracted tree.
 	mods, _ := filepath.Glob(filepath.Join(tmp, "lib/modules/*"))
+	depmod, err := lookDepmod()
+	if err != nil && len(mods) > 0 {
+		return Kernel{}, err
+	}
 	for _, m := range mods {
-		if b, err := exec.Command("depmod", "-b", tmp, filepath.Base(m)).CombinedOutput(); err != nil {
+		if b, err := exec.Command(depmod, "-b", tmp, filepath.Base(m)).CombinedOutput(); err != nil {
 			return Kernel{}, fmt.Errorf("depmod -b %s %s: %w\n%s", tmp, filepath.Base(m), err, b)
 		}
 	}
@@ -91,6 +95,20 @@ func FetchKernel(dir string) (Kernel, error) {
 		return Kernel{}, err
 	}
 	return FindKernel(dir)
+}
+
+// lookDepmod finds depmod (package kmod), also in the sbin directories a
+// non-root PATH lacks.
+func lookDepmod() (string, error) {
+	if p, err := exec.LookPath("depmod"); err == nil {
+		return p, nil
+	}
+	for _, p := range []string{"/usr/sbin/depmod", "/sbin/depmod"} {
+		if _, err := os.Stat(p); err == nil {
+			return p, nil
+		}
+	}
+	return "", fmt.Errorf("depmod not found: the guest's kernel modules need their index (apt-get install kmod; make deps-v2 does)")
 }
 
 // FindKernel finds the one kernel of an extracted kernel package (or a
