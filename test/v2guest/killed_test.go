@@ -43,6 +43,8 @@ func TestKilledRunnerLeavesNoGuest(t *testing.T) {
 
 	runner := exec.Command(bin, "-work", filepath.Join(top, "build/v2guest"), "-memory", "512", "-timeout", "10m", "--", "/bin/sleep", "600")
 	runner.Dir = top
+	var runnerOut strings.Builder
+	runner.Stdout, runner.Stderr = &runnerOut, &runnerOut
 	require.NoError(t, runner.Start())
 	runnerDone := make(chan struct{})
 	go func() { _ = runner.Wait(); close(runnerDone) }()
@@ -55,6 +57,11 @@ func TestKilledRunnerLeavesNoGuest(t *testing.T) {
 	var rec string
 	var qemu int
 	require.Eventually(t, func() bool {
+		select {
+		case <-runnerDone:
+			return true // said below
+		default:
+		}
 		entries, _ := os.ReadDir(recordsDir)
 		for _, e := range entries {
 			b, err := os.ReadFile(filepath.Join(recordsDir, e.Name(), "owner"))
@@ -69,6 +76,13 @@ func TestKilledRunnerLeavesNoGuest(t *testing.T) {
 		}
 		return false
 	}, 2*time.Minute, 100*time.Millisecond, "the runner starts qemu and records it")
+	select {
+	case <-runnerDone:
+		if qemu == 0 {
+			t.Fatalf("the runner ended before it started qemu:\n%s", runnerOut.String())
+		}
+	default:
+	}
 	time.Sleep(2 * time.Second) // the guest boots
 	require.NoError(t, syscall.Kill(qemu, 0), "qemu runs")
 
