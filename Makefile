@@ -208,7 +208,7 @@ RM_PREEMPT_RUNS ?= 3
 measure-rm-preemption: deps deps-yarn e2e-tools
 	@mkdir -p build
 	@$(GO) test -count=$(RM_PREEMPT_RUNS) -timeout 60m -run '^TestRealYARN$$/^over-commit-' -v ./test/e2e > build/measure-rm-preemption.log 2>&1; rc=$$?; \
-		grep -E 'YARNRMPreemption=.*hears|^\s*--- (PASS|FAIL)|^(ok|FAIL)' build/measure-rm-preemption.log; \
+		grep -E '^TestRealYARN/.*YARNRMPreemption=|^\s*--- (PASS|FAIL)|^(ok|FAIL)' build/measure-rm-preemption.log; \
 		echo "whole output: build/measure-rm-preemption.log"; exit $$rc
 
 # The batch ledger's cost across a fleet: FLEET_NODES simulated nodes (each
