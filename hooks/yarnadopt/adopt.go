@@ -530,6 +530,7 @@ func (a *Adopter) adopt(h cgroups.Hierarchy, pids []int, fromExec bool, ktime ui
 			continue
 		}
 		r := a.move(h, o.p, name, dirs, ctrls, o.from)
+		klog.V(3).Infof("yarn: move process %d of YARN container %s from %v (found at its exec: %t): %s", pid, name, o.from, fromExec, r)
 		a.metrics.moves.WithLabelValues(r).Inc()
 		if r != ResultMoved {
 			continue

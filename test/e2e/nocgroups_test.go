@@ -140,7 +140,11 @@ func noCgroupsNode(t *testing.T, l nodebox.Layout) {
 	for _, id := range []string{am, burner, alloc} {
 		pid := b.NM.Pid(id)
 		for _, c := range ctrls {
-			assert.Equal(t, own(id), procCgroup(pid, c), "%s's process in its own %s cgroup", id, c)
+			if !assert.Equal(t, own(id), procCgroup(pid, c), "%s's process in its own %s cgroup", id, c) {
+				dir := filepath.Join(b.CgroupRoot(), c, own(id))
+				t.Logf("%s's main process %d: stat %q; its cgroup holds %q", id, pid,
+					readFile("/proc/"+strconv.Itoa(pid)+"/stat"), readFile(filepath.Join(dir, "cgroup.procs")))
+			}
 			dir := filepath.Join(b.CgroupRoot(), c, own(id))
 			m := make([]byte, 1)
 			_, err := unix.Getxattr(dir, yarnadopt.Marker, m)
