@@ -152,15 +152,14 @@ func TestSlotRunsUpstreamUsageTrigger(t *testing.T) {
 	assert.Equal(t, []string{"batch-low:evicted"}, env.exec.evicted, "upstream's trigger evicts the pod within the priority threshold")
 }
 
-// With YARNAllocatableEvict the slot's allocatable trigger sees YARN's
-// allocation against the origin, where koord-manager's (stale) allocatable
-// showed room.
-func TestSlotAllocatableCountsYARN(t *testing.T) {
-	node := originNode(t, 20000, 40, 20000, 30) // published allocatable: 30 GiB
+// allocatableCase is a node's memory allocatable trigger (90% / 80%), a
+// batch pod of podGiB with a usage sample, and a 16 GiB YARN container the
+// NodeManager lists (not yet running: no victim itself).
+func allocatableCase(t *testing.T, podGiB int64) (*slov1alpha1.NodeSLO, *corev1.Pod, *store.Store, func(add func(metriccache.MetricResource, map[metriccache.MetricProperty]string, float64))) {
 	slo := &slov1alpha1.NodeSLO{Spec: slov1alpha1.NodeSLOSpec{ResourceUsedThresholdWithBE: &slov1alpha1.ResourceThresholdStrategy{
 		Enable: ptr.To(true), MemoryAllocatableEvictThresholdPercent: ptr.To[int64](90), MemoryAllocatableEvictLowerPercent: ptr.To[int64](80),
 		AllocatableEvictPriorityThreshold: ptr.To[int32](apiext.PriorityBatchValueMax)}}}
-	pod := memPod("batch-a", apiext.PriorityBatchValueMin, 24)
+	pod := memPod("batch-a", apiext.PriorityBatchValueMin, podGiB)
 	st := store.New()
 	id, err := yarn.ParseContainerID("container_1700000000000_0042_01_000002")
 	require.NoError(t, err)
@@ -169,6 +168,15 @@ func TestSlotAllocatableCountsYARN(t *testing.T) {
 	samples := func(add func(metriccache.MetricResource, map[metriccache.MetricProperty]string, float64)) {
 		add(metriccache.PodMemUsageMetric, metriccache.MetricPropertiesFunc.Pod(string(pod.UID)), 1e9)
 	}
+	return slo, pod, st, samples
+}
+
+// With YARNAllocatableEvict the slot's allocatable trigger sees YARN's
+// allocation against the origin, where koord-manager's (stale) allocatable
+// showed room.
+func TestSlotAllocatableCountsYARN(t *testing.T) {
+	node := originNode(t, 20000, 40, 20000, 30) // published allocatable: 30 GiB
+	slo, pod, st, samples := allocatableCase(t, 24)
 	for _, tc := range []struct {
 		name  string
 		gates map[string]bool
@@ -193,18 +201,7 @@ func TestSlotAllocatableCountsYARN(t *testing.T) {
 // without the gate) it evicts as before.
 func TestSlotAllocatableWaitsForTheRM(t *testing.T) {
 	node := originNode(t, 20000, 40, 20000, 30)
-	slo := &slov1alpha1.NodeSLO{Spec: slov1alpha1.NodeSLOSpec{ResourceUsedThresholdWithBE: &slov1alpha1.ResourceThresholdStrategy{
-		Enable: ptr.To(true), MemoryAllocatableEvictThresholdPercent: ptr.To[int64](90), MemoryAllocatableEvictLowerPercent: ptr.To[int64](80),
-		AllocatableEvictPriorityThreshold: ptr.To[int32](apiext.PriorityBatchValueMax)}}}
-	pod := memPod("batch-a", apiext.PriorityBatchValueMin, 28) // YARN's capacity: 40 − 28 = 12 GiB < its 16 GiB
-	st := store.New()
-	id, err := yarn.ParseContainerID("container_1700000000000_0042_01_000002")
-	require.NoError(t, err)
-	st.Resync(store.Observation{NMOK: true, ScanOK: true, Started: time.Now(),
-		NM: []yarn.NMContainer{{ID: id, State: yarn.StateLocalizing, TotalMemoryNeededMB: 16 << 10, TotalVCoresNeeded: 1}}}, time.Now())
-	samples := func(add func(metriccache.MetricResource, map[metriccache.MetricProperty]string, float64)) {
-		add(metriccache.PodMemUsageMetric, metriccache.MetricPropertiesFunc.Pod(string(pod.UID)), 1e9)
-	}
+	slo, pod, st, samples := allocatableCase(t, 28) // YARN's capacity: 40 − 28 = 12 GiB < its 16 GiB
 	gates := func(preempt bool) map[string]bool {
 		return map[string]bool{string(features.YARNAllocatableEvict): true, string(koordfeatures.MemoryAllocatableEvict): true,
 			string(features.YARNRMNodeResourceSync): true, string(features.YARNRMPreemption): preempt}
