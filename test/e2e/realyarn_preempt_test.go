@@ -32,7 +32,8 @@ const preemptedExit = "-102"
 // one itself and the AM sees a failed container (143/137). Either way the
 // AM, the other executor and the NodeManager live on and the node is back
 // within its batch capacity. The time from the shrink to the AM hearing of
-// the release is logged (make measure-rm-preemption repeats it).
+// the release is logged (make measure-rm-preemption repeats it). The AM
+// asks for the executor again; the capacity keeps it off the node.
 func realYARNOverCommit(t *testing.T, preempt bool) {
 	gates := "YARNBatchLedger=true,YARNRMNodeResourceSync=true,YARNAllocatableEvict=true,MemoryAllocatableEvict=true"
 	if preempt {
@@ -59,7 +60,8 @@ func realYARNOverCommit(t *testing.T, preempt bool) {
 	})
 	ctx := context.Background()
 	app, err := y.peer.Submit(ctx, yarnpeer.App{Name: "etl", Queue: "default", Type: "SPARK", User: "spark",
-		Containers: []yarnpeer.Container{{MB: 1024, Vcores: 1, Command: "exec sleep 3600"}, {MB: 1024, Vcores: 1, Command: "exec sleep 3600"}}})
+		Containers: []yarnpeer.Container{{MB: 1024, Vcores: 1, Command: "exec sleep 3600", Replace: true},
+			{MB: 1024, Vcores: 1, Command: "exec sleep 3600", Replace: true}}})
 	require.NoError(t, err)
 	executors := launchedBy(t, app, 2)
 	st, err := y.peer.Do(ctx, "app "+app.ID)
@@ -123,6 +125,21 @@ func realYARNOverCommit(t *testing.T, preempt bool) {
 		return err == nil && l.OverCommit == (yarnledger.Batch{})
 	}, 30*time.Second, 200*time.Millisecond, "the node is back within its batch capacity")
 	time.Sleep(3 * time.Second)
+	// The AM asks for the lost executor again (as MapReduce and Spark do
+	// for a preempted or a failed task; only the failure counts against
+	// the job), and the RM does not place it here: the node's capacity
+	// has no room for it.
+	asked, launched := false, 0
+	for _, e := range app.Events() {
+		switch {
+		case e.Kind == "replacement" && e.Container == victim:
+			asked = true
+		case e.Kind == "launched":
+			launched++
+		}
+	}
+	assert.True(t, asked, "the AM asks for a replacement of %s", victim)
+	assert.Equal(t, 2, launched, "no replacement lands on the node while YARN is at its capacity")
 	resp := mustContainers(t, y.box)
 	for _, id := range append([]string{am}, executors...) {
 		if id == victim {
