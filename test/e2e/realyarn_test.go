@@ -485,8 +485,13 @@ func realYARNIsolation(t *testing.T) {
 		Containers: []yarnpeer.Container{{MB: 256, Vcores: 2, Command: "exec sleep 3600"}}})
 	require.NoError(t, err)
 	id := launchedBy(t, more, 1)[0]
-	shares, err := os.ReadFile(filepath.Join(cpuDir(id), "cpu.shares"))
-	require.NoError(t, err)
+	// The AM's "launched" is startContainers returning; the NM launches
+	// (and the LCE makes the cgroup) after that, asynchronously.
+	var shares []byte
+	require.Eventually(t, func() bool {
+		shares, err = os.ReadFile(filepath.Join(cpuDir(id), "cpu.shares"))
+		return err == nil
+	}, 30*time.Second, 100*time.Millisecond, "the LCE makes %s's cpu cgroup", id)
 	assert.Equal(t, "2048", strings.TrimSpace(string(shares)), "the LCE's cpu.shares for 2 vcores")
 	require.NoError(t, app.Finish())
 	require.NoError(t, more.Finish())
