@@ -27,6 +27,12 @@ var ErrEnvironTimeout = errors.New("reading the process environment timed out")
 // environment is read until one returns.
 var ErrEnvironBusy = errors.New("too many environment reads stuck on processes in D state")
 
+// ErrEnvironEmpty: the environment read back empty. A process in the
+// middle of an exec shows one (the kernel publishes the new image's
+// argument address before its environment's end), so it is not an answer
+// to keep: read again at the next exec or scan.
+var ErrEnvironEmpty = errors.New("the process environment is empty (in the middle of an exec?)")
+
 // environReader reads environments in time-bounded, concurrency-bounded
 // goroutines: a caller waits at most timeout, whatever the kernel does.
 type environReader struct {
@@ -81,11 +87,15 @@ func NewEnvironReader() *EnvironReader { return &EnvironReader{r: newEnvironRead
 // ContainerID returns the CONTAINER_ID in the environment of process pid
 // ("" when it has none; an environment cut at the cap without it says
 // none too: the NodeManager puts it among the first entries). The error is
-// the read's (ErrEnvironTimeout, ErrEnvironBusy, a gone process).
+// the read's (ErrEnvironTimeout, ErrEnvironBusy, ErrEnvironEmpty, a gone
+// process).
 func (e *EnvironReader) ContainerID(procRoot string, pid int) (string, error) {
 	b, truncated, err := e.r.Read(filepath.Join(procRoot, strconv.Itoa(pid), "environ"))
 	if err != nil {
 		return "", err
+	}
+	if len(b) == 0 {
+		return "", ErrEnvironEmpty
 	}
 	switch v, id := parseEnviron(b, "", truncated); v {
 	case envForeign:

@@ -1,10 +1,13 @@
 package cgroups
 
 import (
+	"os"
+	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 // TestEnvironReadIsBounded: a read of /proc/<pid>/environ that blocks (a
@@ -37,4 +40,26 @@ func TestEnvironReadIsBounded(t *testing.T) {
 		d, _, err := r.Read("/proc/1/environ")
 		return err == nil && string(d) == "CONTAINER_ID=x"
 	}, 2*time.Second, 10*time.Millisecond)
+}
+
+// An empty environment is no answer: a process in the middle of an exec
+// shows one (found by make measure-adopt: the adopter kept "no container"
+// for a launch whose environment it had read mid-exec, and never moved it).
+func TestContainerIDEmptyEnvironment(t *testing.T) {
+	root := t.TempDir()
+	require.NoError(t, os.MkdirAll(filepath.Join(root, "42"), 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(root, "42", "environ"), nil, 0o644))
+	r := NewEnvironReader()
+	_, err := r.ContainerID(root, 42)
+	assert.ErrorIs(t, err, ErrEnvironEmpty)
+
+	const id = "container_e17_1700000000000_0007_01_000003"
+	require.NoError(t, os.WriteFile(filepath.Join(root, "42", "environ"), []byte("HOME=/\x00CONTAINER_ID="+id+"\x00"), 0o644))
+	got, err := r.ContainerID(root, 42)
+	require.NoError(t, err)
+	assert.Equal(t, id, got)
+	require.NoError(t, os.WriteFile(filepath.Join(root, "42", "environ"), []byte("HOME=/\x00"), 0o644))
+	got, err = r.ContainerID(root, 42)
+	require.NoError(t, err)
+	assert.Empty(t, got, "an environment without CONTAINER_ID: none, an answer")
 }

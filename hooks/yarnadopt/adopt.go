@@ -587,7 +587,7 @@ func (a *Adopter) observe(h cgroups.Hierarchy, pfs procfs.FS, pid int, ctrls []c
 	if !ok {
 		id, err = a.env.ContainerID(h.ProcRoot, pid)
 		if err != nil {
-			if !errors.Is(err, unix.ESRCH) && !errors.Is(err, os.ErrNotExist) {
+			if !errors.Is(err, unix.ESRCH) && !errors.Is(err, os.ErrNotExist) && !errors.Is(err, cgroups.ErrEnvironEmpty) {
 				klog.V(4).Infof("yarn: environment of %d: %v", pid, err)
 			}
 			p.release()
