@@ -14,9 +14,11 @@ type procStat struct {
 	// Start is the start time in clock ticks since boot: with the pid it
 	// names one process.
 	Start int64
-	// EnvStart is the address of the environment (field 48): a new one
-	// at every exec, so that an environment read before an exec is never
-	// taken for the one after it.
+	// EnvStart is the address of the arguments (field 48, arg_start): a
+	// new one at every exec, so that an environment read before an exec is
+	// never taken for the one after it. The kernel sets it before the
+	// environment's end, so an environment read mid-exec is empty
+	// (cgroups.ErrEnvironEmpty) and is not kept.
 	EnvStart uint64
 }
 

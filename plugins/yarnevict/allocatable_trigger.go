@@ -86,12 +86,13 @@ func (a *AllocatableEvict) Cycle(node *corev1.Node, slo *slov1alpha1.NodeSLO) (e
 		containers = a.Deps.Store.Snapshot()
 		yarnAlloc = a.yarnAllocation(node, nmPod, containers)
 	}
-	need := AllocatableRelease(a.Kind, cfg, node, podsOf(pods), yarnAlloc)
+	podList := podsOf(pods)
+	need := AllocatableRelease(a.Kind, cfg, node, podList, yarnAlloc)
 	if len(need) == 0 {
 		a.aboveSince, a.holding = time.Time{}, false
 		return nil, false
 	}
-	if countYARN && a.holdForRM(time.Now(), podsOf(pods), yarnAlloc, need) {
+	if countYARN && a.holdForRM(time.Now(), podList, yarnAlloc, need) {
 		return nil, false
 	}
 	victims := a.victims(cfg, pods, nmPod, countYARN, containers)
