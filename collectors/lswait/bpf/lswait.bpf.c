@@ -1,0 +1,217 @@
+// SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
+// lswait measures how long the tasks of latency-sensitive (LS) pods wait
+// for a CPU: from the moment a task becomes runnable (woken up, or
+// preempted while still runnable) until the scheduler switches it in. The
+// waits are aggregated in the kernel, per pod ("slot"), into a log-linear
+// histogram (four buckets per power of two of microseconds) and a sum;
+// user space reads and differences them each interval. Nothing is sent per
+// event.
+//
+// A watched cgroup is keyed, as in cgroupwatch and execwatch, by its
+// hierarchy id and kernfs id; the task's cgroup is read in the default (v2)
+// hierarchy and in the cpu controller's hierarchy (v1), so one of them
+// matches on either kind of node. User space lists every cgroup of an LS
+// pod (the pod's and its containers') with the pod's slot.
+
+#include <linux/types.h>
+#include <linux/bpf.h>
+typedef _Bool bool;
+
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_core_read.h>
+#include <bpf/bpf_tracing.h>
+
+struct kernfs_node {
+	__u64 id;
+} __attribute__((preserve_access_index));
+
+struct cgroup_root {
+	int hierarchy_id;
+} __attribute__((preserve_access_index));
+
+struct cgroup {
+	struct kernfs_node *kn;
+	struct cgroup_root *root;
+} __attribute__((preserve_access_index));
+
+struct cgroup_subsys_state {
+	struct cgroup *cgroup;
+} __attribute__((preserve_access_index));
+
+enum cgroup_subsys_id {
+	cpu_cgrp_id = 0,
+};
+
+struct css_set {
+	struct cgroup_subsys_state *subsys[0];
+	struct cgroup *dfl_cgrp;
+} __attribute__((preserve_access_index));
+
+struct task_struct {
+	int pid;
+	struct css_set *cgroups;
+} __attribute__((preserve_access_index));
+
+#define NBUCKETS 104
+#define MAX_SLOTS 256
+
+struct cgroup_key {
+	__u32 hierarchy_id;
+	__u32 pad;
+	__u64 kn_id;
+};
+
+// hist is one pod's waits: buckets[0] counts waits under 1 µs; a wait of
+// v µs (v ≥ 1, l = floor(log2 v)) is in bucket 1 + 4l + the two bits of v
+// after its leading one. sum_ns is the total wait.
+struct hist {
+	__u64 buckets[NBUCKETS];
+	__u64 sum_ns;
+};
+
+struct start {
+	__u64 ts;
+	__u32 slot;
+	__u32 pad;
+};
+
+// Keep the types in the BTF for the generated Go types.
+const struct hist *unused_hist __attribute__((unused));
+const struct cgroup_key *unused_cgroup_key __attribute__((unused));
+
+// watched maps an LS cgroup to its pod's slot.
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 4096);
+	__type(key, struct cgroup_key);
+	__type(value, __u32);
+} watched SEC(".maps");
+
+// starts holds a runnable LS task's start of wait (freed with the task).
+struct {
+	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, int);
+	__type(value, struct start);
+} starts SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, MAX_SLOTS);
+	__type(key, __u32);
+	__type(value, struct hist);
+} hists SEC(".maps");
+
+static __always_inline __u32 *lookup(struct cgroup *cgrp)
+{
+	struct cgroup_key key = {};
+
+	if (!cgrp)
+		return 0;
+	key.hierarchy_id = BPF_CORE_READ(cgrp, root, hierarchy_id);
+	key.kn_id = BPF_CORE_READ(cgrp, kn, id);
+	return bpf_map_lookup_elem(&watched, &key);
+}
+
+static __always_inline __u32 *slot_of(struct task_struct *p)
+{
+	struct css_set *cset = BPF_CORE_READ(p, cgroups);
+	struct cgroup_subsys_state *css = 0;
+	int cpu = bpf_core_enum_value(enum cgroup_subsys_id, cpu_cgrp_id);
+	__u32 *slot = lookup(BPF_CORE_READ(cset, dfl_cgrp));
+
+	if (slot)
+		return slot;
+	bpf_core_read(&css, sizeof(css), &cset->subsys[cpu]);
+	if (!css)
+		return 0;
+	return lookup(BPF_CORE_READ(css, cgroup));
+}
+
+static __always_inline void enqueue(struct task_struct *p)
+{
+	if (!p || BPF_CORE_READ(p, pid) == 0)
+		return;
+	__u32 *slot = slot_of(p);
+	if (!slot)
+		return;
+	struct start *s = bpf_task_storage_get(&starts, p, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
+	if (!s)
+		return;
+	s->ts = bpf_ktime_get_ns();
+	s->slot = *slot;
+}
+
+static __always_inline __u32 log2_u32(__u32 v)
+{
+	__u32 r, shift;
+
+	r = (v > 0xFFFF) << 4; v >>= r;
+	shift = (v > 0xFF) << 3; v >>= shift; r |= shift;
+	shift = (v > 0xF) << 2; v >>= shift; r |= shift;
+	shift = (v > 0x3) << 1; v >>= shift; r |= shift;
+	r |= (v >> 1);
+	return r;
+}
+
+static __always_inline __u32 bucket(__u64 ns)
+{
+	__u64 us = ns / 1000;
+
+	if (us == 0)
+		return 0;
+	if (us > 0xFFFFFFFF)
+		return NBUCKETS - 1;
+	__u32 v = us;
+	__u32 l = log2_u32(v);
+	__u32 sub = l >= 2 ? (v >> (l - 2)) & 3 : (v << (2 - l)) & 3;
+	__u32 b = 1 + 4 * l + sub;
+	return b < NBUCKETS ? b : NBUCKETS - 1;
+}
+
+static __always_inline void dequeue(struct task_struct *p)
+{
+	if (!p || BPF_CORE_READ(p, pid) == 0)
+		return;
+	struct start *s = bpf_task_storage_get(&starts, p, 0, 0);
+	if (!s || s->ts == 0)
+		return;
+	__u64 now = bpf_ktime_get_ns();
+	__u64 d = now > s->ts ? now - s->ts : 0;
+	__u32 slot = s->slot;
+	s->ts = 0;
+	struct hist *h = bpf_map_lookup_elem(&hists, &slot);
+	if (!h)
+		return;
+	__u32 b = bucket(d);
+	if (b < NBUCKETS)
+		h->buckets[b]++;
+	h->sum_ns += d;
+}
+
+SEC("tp_btf/sched_wakeup")
+int BPF_PROG(on_wakeup, struct task_struct *p)
+{
+	enqueue(p);
+	return 0;
+}
+
+SEC("tp_btf/sched_wakeup_new")
+int BPF_PROG(on_wakeup_new, struct task_struct *p)
+{
+	enqueue(p);
+	return 0;
+}
+
+SEC("tp_btf/sched_switch")
+int BPF_PROG(on_switch, bool preempt, struct task_struct *prev, struct task_struct *next, unsigned int prev_state)
+{
+	// A task switched out while still runnable (preempted, or yielding)
+	// waits again from now.
+	if (preempt || prev_state == 0)
+		enqueue(prev);
+	dequeue(next);
+	return 0;
+}
+
+char LICENSE[] SEC("license") = "Dual BSD/GPL";

@@ -1,0 +1,102 @@
+package lswait
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/link"
+	"github.com/cilium/ebpf/rlimit"
+)
+
+// MaxSlots is how many pods the eBPF source measures at once (the
+// program's MAX_SLOTS).
+const MaxSlots = 256
+
+// CgroupKey names a cgroup on the node: its hierarchy id (0 on the unified
+// hierarchy) and its kernfs id (the directory's inode number).
+type CgroupKey struct {
+	HierarchyID uint32
+	ID          uint64
+}
+
+// Probe is the loaded eBPF wait probe: programs on the sched_wakeup,
+// sched_wakeup_new and sched_switch BTF tracepoints that time the waits of
+// the tasks in the watched cgroups, into one histogram per slot.
+type Probe struct {
+	objs  lswaitObjects
+	links []link.Link
+}
+
+// OpenProbe loads and attaches the probe; it watches no cgroup until
+// Watch. It fails (and cleans up) on a kernel without BTF, task storage or
+// the tracepoints, or without the privileges.
+func OpenProbe() (*Probe, error) {
+	if err := rlimit.RemoveMemlock(); err != nil {
+		return nil, fmt.Errorf("remove memlock limit: %w", err)
+	}
+	spec, err := loadLswait()
+	if err != nil {
+		return nil, err
+	}
+	p := &Probe{}
+	if err := spec.LoadAndAssign(&p.objs, nil); err != nil {
+		var ve *ebpf.VerifierError
+		if errors.As(err, &ve) {
+			return nil, fmt.Errorf("load the CPU wait probe: verifier: %+v", ve)
+		}
+		return nil, fmt.Errorf("load the CPU wait probe: %w", err)
+	}
+	for _, prog := range []*ebpf.Program{p.objs.OnWakeup, p.objs.OnWakeupNew, p.objs.OnSwitch} {
+		l, err := link.AttachTracing(link.TracingOptions{Program: prog})
+		if err != nil {
+			p.Close()
+			return nil, fmt.Errorf("attach the CPU wait probe (%s): %w", prog, err)
+		}
+		p.links = append(p.links, l)
+	}
+	return p, nil
+}
+
+// Watch counts the waits of the tasks in cgroup k into slot.
+func (p *Probe) Watch(k CgroupKey, slot uint32) error {
+	if err := p.objs.Watched.Put(lswaitCgroupKey{HierarchyId: k.HierarchyID, KnId: k.ID}, slot); err != nil {
+		return fmt.Errorf("watch CPU waits in cgroup %d/%d: %w", k.HierarchyID, k.ID, err)
+	}
+	return nil
+}
+
+// Unwatch stops counting the waits in cgroup k.
+func (p *Probe) Unwatch(k CgroupKey) error {
+	err := p.objs.Watched.Delete(lswaitCgroupKey{HierarchyId: k.HierarchyID, KnId: k.ID})
+	if err != nil && !errors.Is(err, ebpf.ErrKeyNotExist) {
+		return fmt.Errorf("unwatch cgroup %d/%d: %w", k.HierarchyID, k.ID, err)
+	}
+	return nil
+}
+
+// Read returns slot's cumulative histogram, summed over the CPUs.
+func (p *Probe) Read(slot uint32) (Hist, error) {
+	var per []lswaitHist
+	if err := p.objs.Hists.Lookup(slot, &per); err != nil {
+		return Hist{}, fmt.Errorf("read the CPU wait histogram of slot %d: %w", slot, err)
+	}
+	var h Hist
+	for _, c := range per {
+		for i, n := range c.Buckets {
+			h.Buckets[i] += n
+		}
+		h.Sum += time.Duration(c.SumNs)
+	}
+	return h, nil
+}
+
+// Close detaches and unloads the probe.
+func (p *Probe) Close() {
+	for _, l := range p.links {
+		_ = l.Close()
+	}
+	p.links = nil
+	_ = p.objs.Close()
+}

@@ -1,0 +1,64 @@
+package lswait
+
+import (
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"golang.org/x/sys/unix"
+
+	"github.com/koordlet-yarn/koordlet-yarn/framework/cgroups"
+	"github.com/koordlet-yarn/koordlet-yarn/test/kerneltest"
+)
+
+// TestRealKernelProbe: the waits of the tasks in a watched cgroup are
+// counted in its slot, those elsewhere in no slot; a task that competes
+// with two CPU hogs on one CPU waits.
+func TestRealKernelProbe(t *testing.T) {
+	kerneltest.RequireCgroupV1(t, "cpu")
+	kerneltest.UseHostRoots(t)
+	root := kerneltest.UniqueRoot(t)
+	ls := kerneltest.MakeCgroup(t, "cpu", filepath.Join(root, "ls"))
+	hog := kerneltest.MakeCgroup(t, "cpu", filepath.Join(root, "hog"))
+	p, err := OpenProbe()
+	if err != nil {
+		kerneltest.Skipf(t, "real-kernel test: cannot load the CPU wait probe here: %v", err)
+	}
+	defer p.Close()
+	hid, err := cgroups.HierarchyID(cgroups.Hierarchy{CgroupRoot: kerneltest.CgroupRoot}, cgroups.CPU)
+	require.NoError(t, err)
+	var st unix.Stat_t
+	require.NoError(t, unix.Stat(ls, &st))
+	require.NoError(t, p.Watch(CgroupKey{HierarchyID: hid, ID: st.Ino}, 7))
+	before, err := p.Read(7)
+	require.NoError(t, err)
+	other, err := p.Read(8)
+	require.NoError(t, err)
+
+	// Two hogs and a task that sleeps and wakes, all on CPU 0.
+	h := kerneltest.Start(t, "exec taskset -c 0 sh -c 'while :; do :; done & while :; do :; done'", hog)
+	l := kerneltest.Start(t, "exec taskset -c 0 sh -c 'while :; do i=0; while [ $i -lt 200 ]; do i=$((i+1)); done; sleep 0.005; done'", ls)
+	require.NoError(t, h.Release())
+	require.NoError(t, l.Release())
+	time.Sleep(2 * time.Second)
+
+	after, err := p.Read(7)
+	require.NoError(t, err)
+	d := after.Sub(before)
+	require.Greater(t, d.Count(), uint64(50), "the LS task's wake-ups were timed")
+	require.Greater(t, d.Sum, time.Duration(0))
+	t.Logf("LS waits: %d, mean %v, p99 ≤ %v", d.Count(), d.Mean(), d.Quantile(0.99))
+	otherAfter, err := p.Read(8)
+	require.NoError(t, err)
+	require.Equal(t, other.Count(), otherAfter.Count(), "no wait counted in a slot no cgroup maps to")
+
+	require.NoError(t, p.Unwatch(CgroupKey{HierarchyID: hid, ID: st.Ino}))
+	time.Sleep(100 * time.Millisecond)
+	mid, err := p.Read(7)
+	require.NoError(t, err)
+	time.Sleep(500 * time.Millisecond)
+	end, err := p.Read(7)
+	require.NoError(t, err)
+	require.Equal(t, mid.Count(), end.Count(), "an unwatched cgroup's waits are not counted")
+}
