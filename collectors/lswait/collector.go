@@ -1,0 +1,355 @@
+package lswait
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"golang.org/x/sys/unix"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/klog/v2"
+
+	"github.com/koordinator-sh/koordinator/apis/extension"
+	"github.com/koordinator-sh/koordinator/pkg/koordlet/statesinformer"
+	koordletutil "github.com/koordinator-sh/koordinator/pkg/koordlet/util"
+	"github.com/koordinator-sh/koordinator/pkg/koordlet/util/system"
+
+	"github.com/koordlet-yarn/koordlet-yarn/framework/cgroups"
+)
+
+// Sources of the signal.
+const (
+	SourceEBPF      = "ebpf"
+	SourceSchedstat = "schedstat"
+)
+
+// Signal is the LS pods' CPU wait over the last interval.
+type Signal struct {
+	// At is when it was read; Interval the time it covers.
+	At       time.Time
+	Interval time.Duration
+	// Source is SourceEBPF or SourceSchedstat.
+	Source string
+	// P99 is the 99th percentile of the waits of all LS pods' tasks
+	// (eBPF only: 0 from schedstat); Mean the mean wait per wake-up (eBPF)
+	// or per time slice (schedstat).
+	P99, Mean time.Duration
+	// Waits is how many waits (eBPF) or time slices (schedstat) there were.
+	Waits uint64
+	// Pods is how many LS pods were measured.
+	Pods int
+}
+
+// Value is the figure a target applies to: the p99 from eBPF, the mean
+// from schedstat (which has no distribution).
+func (s Signal) Value() time.Duration {
+	if s.Source == SourceEBPF {
+		return s.P99
+	}
+	return s.Mean
+}
+
+// Options configure a Collector.
+type Options struct {
+	// Enabled says whether to run (the feature gates).
+	Enabled func() bool
+	// Pods lists the node's pods (koordlet's states informer).
+	Pods func() []*statesinformer.PodMeta
+	// IsNodeManagerPod excludes the NodeManager pod (its cgroup may hold
+	// YARN containers, batch work).
+	IsNodeManagerPod func(*corev1.Pod) bool
+	Interval         time.Duration
+	Registerer       prometheus.Registerer
+	// NoEBPF forces the schedstat source (tests).
+	NoEBPF bool
+}
+
+// pod is one measured LS pod.
+type pod struct {
+	ns, name string
+	slot     uint32
+	keys     map[CgroupKey]bool
+	dirs     []string
+	last     Hist
+	lastPSI  time.Duration
+	psiOK    bool
+}
+
+// Collector measures the LS pods' CPU waits each interval.
+type Collector struct {
+	opts    Options
+	metrics *metrics
+
+	mu     sync.Mutex
+	latest Signal
+	ok     bool
+
+	// Loop state (the loop's goroutine only).
+	probe     *Probe
+	source    string
+	pods      map[string]*pod // by UID
+	freeSlots []uint32
+	sched     *schedstatSource
+	said      map[string]bool
+}
+
+// New returns a collector; its metrics are registered on opts.Registerer.
+func New(opts Options) (*Collector, error) {
+	m, err := newMetrics(opts.Registerer)
+	if err != nil {
+		return nil, err
+	}
+	c := &Collector{opts: opts, metrics: m, pods: map[string]*pod{}, said: map[string]bool{}}
+	for s := MaxSlots - 1; s >= 1; s-- { // slot 0 is never used: a zeroed start is no slot
+		c.freeSlots = append(c.freeSlots, uint32(s))
+	}
+	return c, nil
+}
+
+// Name names the loop.
+func (c *Collector) Name() string { return "YARN interference signal (LS CPU wait)" }
+
+// Enabled follows the gates.
+func (c *Collector) Enabled() bool { return c.opts.Enabled != nil && c.opts.Enabled() }
+
+// SetInterval sets the interval (before Run).
+func (c *Collector) SetInterval(d time.Duration) { c.opts.Interval = d }
+
+// Latest returns the last signal; ok is false before the first or when it
+// is older than three intervals (the loop stalled).
+func (c *Collector) Latest() (Signal, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !c.ok || time.Since(c.latest.At) > 3*c.opts.Interval {
+		return c.latest, false
+	}
+	return c.latest, true
+}
+
+// Run opens the eBPF probe (or falls back to schedstat, said once) and
+// measures every interval until stopCh closes.
+func (c *Collector) Run(stopCh <-chan struct{}) {
+	c.source = SourceSchedstat
+	if !c.opts.NoEBPF {
+		p, err := OpenProbe()
+		if err != nil {
+			klog.Warningf("yarn: LS CPU wait: the eBPF probe cannot run here (%v); measuring the mean run-queue wait from /proc/<tid>/schedstat instead", err)
+		} else {
+			c.probe, c.source = p, SourceEBPF
+		}
+	}
+	if c.source == SourceSchedstat {
+		c.sched = &schedstatSource{procRoot: system.Conf.ProcRootDir, last: map[int]Schedstat{}}
+	}
+	c.metrics.setSource(c.source)
+	klog.Infof("yarn: LS CPU wait measured by %s every %v", c.source, c.opts.Interval)
+	go func() {
+		wait.Until(c.Collect, c.opts.Interval, stopCh)
+		if c.probe != nil {
+			c.probe.Close()
+		}
+	}()
+}
+
+// lsPods returns the running LS pods (koordinator QoS LSE, LSR or LS, or
+// a Guaranteed or Burstable pod without one), but not the NodeManager's.
+func (c *Collector) lsPods() []*corev1.Pod {
+	var out []*corev1.Pod
+	if c.opts.Pods == nil {
+		return nil
+	}
+	for _, pm := range c.opts.Pods() {
+		if pm == nil || pm.Pod == nil || pm.Pod.Status.Phase == corev1.PodSucceeded || pm.Pod.Status.Phase == corev1.PodFailed {
+			continue
+		}
+		switch extension.GetPodQoSClassWithDefault(pm.Pod) {
+		case extension.QoSLSE, extension.QoSLSR, extension.QoSLS:
+		default:
+			continue
+		}
+		if c.opts.IsNodeManagerPod != nil && c.opts.IsNodeManagerPod(pm.Pod) {
+			continue
+		}
+		out = append(out, pm.Pod)
+	}
+	return out
+}
+
+// podDirs returns the pod's cgroup and its children's (the containers') in
+// the cpu controller (v1) or the unified hierarchy (v2).
+func podDirs(p *corev1.Pod) []string {
+	root := system.Conf.CgroupRootDir
+	if system.GetCurrentCgroupVersion() != system.CgroupVersionV2 {
+		root = filepath.Join(root, "cpu")
+	}
+	dir := filepath.Join(root, koordletutil.GetPodCgroupParentDir(p))
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return nil
+	}
+	out := []string{dir}
+	for _, e := range ents {
+		if e.IsDir() {
+			out = append(out, filepath.Join(dir, e.Name()))
+		}
+	}
+	return out
+}
+
+// sayOnce logs a warning once per key.
+func (c *Collector) sayOnce(key, format string, args ...any) {
+	if !c.said[key] {
+		c.said[key] = true
+		klog.Warningf(format, args...)
+	}
+}
+
+// Collect measures one interval.
+func (c *Collector) Collect() {
+	now := time.Now()
+	v2 := system.GetCurrentCgroupVersion() == system.CgroupVersionV2
+	var hid uint32
+	if c.probe != nil {
+		var err error
+		if hid, err = cgroups.HierarchyID(cgroups.Hierarchy{CgroupRoot: system.Conf.CgroupRootDir, ProcRoot: system.Conf.ProcRootDir, V2: v2}, cgroups.CPU); err != nil {
+			c.sayOnce("hid", "yarn: LS CPU wait: %v; no wait is measured", err)
+			return
+		}
+	}
+	seen := map[string]bool{}
+	var total Hist
+	var schedWait time.Duration
+	var schedSlices uint64
+	nextSched := map[int]Schedstat{}
+	for _, p := range c.lsPods() {
+		uid := string(p.UID)
+		seen[uid] = true
+		lp := c.pods[uid]
+		if lp == nil {
+			if c.probe != nil && len(c.freeSlots) == 0 {
+				c.sayOnce("slots", "yarn: LS CPU wait: more than %d LS pods; pod %s/%s and later ones are not measured", MaxSlots-1, p.Namespace, p.Name)
+				continue
+			}
+			lp = &pod{ns: p.Namespace, name: p.Name, keys: map[CgroupKey]bool{}}
+			if c.probe != nil {
+				lp.slot = c.freeSlots[len(c.freeSlots)-1]
+				c.freeSlots = c.freeSlots[:len(c.freeSlots)-1]
+				// The slot's counters go on from a previous pod's: the
+				// first reading is the baseline.
+				lp.last, _ = c.probe.Read(lp.slot)
+			}
+			c.pods[uid] = lp
+		}
+		lp.dirs = podDirs(p)
+		var d Hist
+		if c.probe != nil {
+			c.watch(lp, hid)
+			cur, err := c.probe.Read(lp.slot)
+			if err != nil {
+				c.sayOnce("read", "yarn: LS CPU wait: %v", err)
+				continue
+			}
+			d = cur.Sub(lp.last)
+			lp.last = cur
+			total.Add(d)
+			c.metrics.observePod(lp.ns, lp.name, d.Sum, d.Count(), d.Quantile(0.99))
+		} else {
+			w, n := c.sched.delta(readTids(lp.dirs, v2), nextSched)
+			schedWait += w
+			schedSlices += n
+			var mean time.Duration
+			if n > 0 {
+				mean = w / time.Duration(n)
+			}
+			c.metrics.observePod(lp.ns, lp.name, w, n, mean)
+		}
+		if v2 && len(lp.dirs) > 0 {
+			c.psi(lp, now)
+		}
+	}
+	if c.sched != nil {
+		c.sched.last = nextSched
+	}
+	for uid, lp := range c.pods {
+		if seen[uid] {
+			continue
+		}
+		if c.probe != nil {
+			for k := range lp.keys {
+				_ = c.probe.Unwatch(k)
+			}
+			c.freeSlots = append(c.freeSlots, lp.slot)
+		}
+		c.metrics.forget(lp.ns, lp.name)
+		delete(c.pods, uid)
+	}
+	sig := Signal{At: now, Interval: c.opts.Interval, Source: c.source, Pods: len(seen)}
+	if c.probe != nil {
+		sig.P99, sig.Mean, sig.Waits = total.Quantile(0.99), total.Mean(), total.Count()
+	} else if schedSlices > 0 {
+		sig.Mean, sig.Waits = schedWait/time.Duration(schedSlices), schedSlices
+	}
+	c.metrics.observeNode(sig)
+	c.mu.Lock()
+	c.latest, c.ok = sig, true
+	c.mu.Unlock()
+	klog.V(5).Infof("yarn: LS CPU wait: %d pods, %d waits, p99 %v, mean %v (%s)", sig.Pods, sig.Waits, sig.P99, sig.Mean, sig.Source)
+}
+
+// watch makes the probe's keys of lp its cgroups now.
+func (c *Collector) watch(lp *pod, hid uint32) {
+	keys := map[CgroupKey]bool{}
+	for _, d := range lp.dirs {
+		var st unix.Stat_t
+		if unix.Stat(d, &st) == nil {
+			keys[CgroupKey{HierarchyID: hid, ID: st.Ino}] = true
+		}
+	}
+	for k := range keys {
+		if !lp.keys[k] {
+			if err := c.probe.Watch(k, lp.slot); err != nil {
+				c.sayOnce("watch", "yarn: LS CPU wait: %v", err)
+				delete(keys, k)
+			}
+		}
+	}
+	for k := range lp.keys {
+		if !keys[k] {
+			_ = c.probe.Unwatch(k)
+		}
+	}
+	lp.keys = keys
+}
+
+// psi exports the pod's cpu.pressure "some" stall share (cgroup v2).
+func (c *Collector) psi(lp *pod, now time.Time) {
+	b, err := os.ReadFile(filepath.Join(lp.dirs[0], "cpu.pressure"))
+	if err != nil {
+		c.sayOnce("psi", "yarn: LS CPU wait: no per-cgroup PSI here (%v); the cpu.pressure series is not exported", err)
+		return
+	}
+	total, err := PSITotal(b)
+	if err != nil {
+		c.sayOnce("psi-parse", "yarn: LS CPU wait: %v", err)
+		return
+	}
+	if lp.psiOK && total >= lp.lastPSI {
+		c.metrics.observePSI(lp.ns, lp.name, float64(total-lp.lastPSI)/float64(c.opts.Interval))
+	}
+	lp.lastPSI, lp.psiOK = total, true
+}
+
+// Pods returns the measured pods' "namespace/name", sorted (tests, logs).
+func (c *Collector) Pods() []string {
+	var out []string
+	for _, p := range c.pods {
+		out = append(out, fmt.Sprintf("%s/%s", p.ns, p.name))
+	}
+	sort.Strings(out)
+	return out
+}

@@ -1,0 +1,85 @@
+package lswait
+
+import (
+	"errors"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	koordmetrics "github.com/koordinator-sh/koordinator/pkg/koordlet/metrics"
+)
+
+// metrics are the collector's koordlet_yarn_* series.
+type metrics struct {
+	waitSeconds *prometheus.CounterVec
+	waits       *prometheus.CounterVec
+	podP99      *prometheus.GaugeVec
+	nodeP99     prometheus.Gauge
+	nodeMean    prometheus.Gauge
+	source      *prometheus.GaugeVec
+	pressure    *prometheus.GaugeVec
+}
+
+func newMetrics(reg prometheus.Registerer) (*metrics, error) {
+	sub := koordmetrics.KoordletSubsystem
+	pod := []string{"namespace", "pod"}
+	m := &metrics{
+		waitSeconds: prometheus.NewCounterVec(prometheus.CounterOpts{Subsystem: sub, Name: "yarn_ls_cpu_wait_seconds_total",
+			Help: "Time the LS pod's tasks waited runnable for a CPU (eBPF: from wake-up or preemption to running; schedstat: run-queue wait)."}, pod),
+		waits: prometheus.NewCounterVec(prometheus.CounterOpts{Subsystem: sub, Name: "yarn_ls_cpu_waits_total",
+			Help: "Waits for a CPU of the LS pod's tasks (eBPF) or time slices they ran (schedstat)."}, pod),
+		podP99: prometheus.NewGaugeVec(prometheus.GaugeOpts{Subsystem: sub, Name: "yarn_ls_cpu_wait_p99_seconds",
+			Help: "99th percentile of the LS pod's CPU waits over the last interval (eBPF; with schedstat the mean wait per time slice)."}, pod),
+		nodeP99: prometheus.NewGauge(prometheus.GaugeOpts{Subsystem: sub, Name: "yarn_ls_cpu_wait_node_p99_seconds",
+			Help: "99th percentile of the CPU waits of all LS pods' tasks over the last interval (eBPF; 0 with schedstat)."}),
+		nodeMean: prometheus.NewGauge(prometheus.GaugeOpts{Subsystem: sub, Name: "yarn_ls_cpu_wait_node_mean_seconds",
+			Help: "Mean CPU wait of all LS pods' tasks over the last interval (per wake-up with eBPF, per time slice with schedstat)."}),
+		source: prometheus.NewGaugeVec(prometheus.GaugeOpts{Subsystem: sub, Name: "yarn_ls_cpu_wait_source",
+			Help: "1 for the way LS CPU waits are measured now (ebpf or schedstat), 0 for the other."}, []string{"source"}),
+		pressure: prometheus.NewGaugeVec(prometheus.GaugeOpts{Subsystem: sub, Name: "yarn_ls_cpu_pressure_some_ratio",
+			Help: "Share of the last interval in which some task of the LS pod waited for a CPU (cgroup v2 PSI cpu.pressure)."}, pod),
+	}
+	if reg == nil {
+		return m, nil
+	}
+	for _, c := range []prometheus.Collector{m.waitSeconds, m.waits, m.podP99, m.nodeP99, m.nodeMean, m.source, m.pressure} {
+		if err := reg.Register(c); err != nil {
+			var are prometheus.AlreadyRegisteredError
+			if !errors.As(err, &are) {
+				return nil, err
+			}
+		}
+	}
+	return m, nil
+}
+
+func (m *metrics) setSource(s string) {
+	for _, v := range []string{SourceEBPF, SourceSchedstat} {
+		val := 0.0
+		if v == s {
+			val = 1
+		}
+		m.source.WithLabelValues(v).Set(val)
+	}
+}
+
+func (m *metrics) observePod(ns, name string, wait time.Duration, n uint64, p99 time.Duration) {
+	m.waitSeconds.WithLabelValues(ns, name).Add(wait.Seconds())
+	m.waits.WithLabelValues(ns, name).Add(float64(n))
+	m.podP99.WithLabelValues(ns, name).Set(p99.Seconds())
+}
+
+func (m *metrics) observePSI(ns, name string, ratio float64) {
+	m.pressure.WithLabelValues(ns, name).Set(ratio)
+}
+
+func (m *metrics) observeNode(s Signal) {
+	m.nodeP99.Set(s.P99.Seconds())
+	m.nodeMean.Set(s.Mean.Seconds())
+}
+
+func (m *metrics) forget(ns, name string) {
+	for _, v := range []*prometheus.MetricVec{m.waitSeconds.MetricVec, m.waits.MetricVec, m.podP99.MetricVec, m.pressure.MetricVec} {
+		v.DeleteLabelValues(ns, name)
+	}
+}
