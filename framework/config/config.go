@@ -72,6 +72,9 @@ type Config struct {
 	// per application or none beyond the node totals. The metric cache,
 	// which eviction reads, is written per container whatever this is.
 	ContainerMetrics string
+	// Interference configures the LS CPU wait signal and the interference
+	// controller.
+	Interference Interference
 }
 
 // NewDefault returns the default configuration.
@@ -88,7 +91,9 @@ func NewDefault() *Config {
 		ContainerCgroupsScanInterval: time.Second,
 		ContainerMetrics:             ContainerMetricsContainer,
 		RM:                           RM{Timeout: yarn.DefaultRMTimeout, MaxResponseBytes: yarn.DefaultRMMaxResponseBytes},
-		Ledger:                       Ledger{PatchInterval: DefaultLedgerPatchInterval, Hysteresis: DefaultLedgerHysteresis, MaxAge: DefaultLedgerMaxAge, RMSyncInterval: DefaultRMSyncInterval, RMReadBack: DefaultRMReadBack, Expiry: DefaultLedgerExpiry, RMPreemptionTimeout: DefaultRMPreemptionTimeout},
+		Interference: Interference{Interval: DefaultInterferenceInterval, Target: DefaultInterferenceTarget,
+			MinPercent: DefaultInterferenceMinPercent, StepPercent: DefaultInterferenceStepPercent},
+		Ledger: Ledger{PatchInterval: DefaultLedgerPatchInterval, Hysteresis: DefaultLedgerHysteresis, MaxAge: DefaultLedgerMaxAge, RMSyncInterval: DefaultRMSyncInterval, RMReadBack: DefaultRMReadBack, Expiry: DefaultLedgerExpiry, RMPreemptionTimeout: DefaultRMPreemptionTimeout},
 	}
 }
 
@@ -118,6 +123,7 @@ func (c *Config) InitFlags(fs *flag.FlagSet) {
 		"Time an evicted YARN container's processes get between SIGTERM and SIGKILL (YARN's sleep-delay-before-sigkill).")
 	c.RM.initFlags(fs)
 	c.Ledger.initFlags(fs)
+	c.Interference.initFlags(fs)
 	fs.StringVar(&c.ContainerMetrics, "yarn-container-metrics", c.ContainerMetrics,
 		"Prometheus series of YARN usage: container (a set per container: container_id, application_id, user, am; and the effective priority with queue, rule, tier), application (a set per application: application_id, user) or off (the node's YARN totals only). Per-container series come and go with every short-lived container; eviction reads koordlet's metric cache, which is written per container whatever this is.")
 	fs.StringVar(&c.QoSPolicyFile, "yarn-qos-policy-file", c.QoSPolicyFile,
@@ -167,6 +173,9 @@ func (c *Config) Validate() error {
 			ContainerMetricsContainer, ContainerMetricsApplication, ContainerMetricsOff)
 	}
 	if err := c.RM.validate(); err != nil {
+		return err
+	}
+	if err := c.Interference.validate(); err != nil {
 		return err
 	}
 	if err := c.Ledger.validate(); err != nil {

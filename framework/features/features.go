@@ -144,28 +144,47 @@ const (
 	// owner: koordlet-yarn
 	// alpha: v0.1
 	YARNRMPreemption featuregate.Feature = "YARNRMPreemption"
+
+	// YARNLSCPUWait measures how long the tasks of the node's LS pods wait
+	// for a CPU (eBPF on the scheduler's wake-up and switch events, the
+	// schedstat run-queue wait without eBPF) and exports it; it only
+	// observes (its cost: docs/figures.md).
+	// owner: koordlet-yarn
+	// beta: v0.1
+	YARNLSCPUWait featuregate.Feature = "YARNLSCPUWait"
+
+	// YARNInterferenceControl sets the YARN hierarchy's CPU budget (its
+	// cfs quota, below what BE suppress allows) from the LS pods' CPU wait
+	// against a target (--yarn-interference-target or the NodeSLO): grown
+	// while LS waits little, halved when it waits too long (AIMD). It runs
+	// the YARNLSCPUWait measurement itself.
+	// owner: koordlet-yarn
+	// alpha: v0.1
+	YARNInterferenceControl featuregate.Feature = "YARNInterferenceControl"
 )
 
 // Specs are the koordlet-yarn gates and their defaults.
 var Specs = map[featuregate.Feature]featuregate.FeatureSpec{
-	YARNContainerInformer:  {Default: true, PreRelease: featuregate.Beta},
-	YARNMetricsCollector:   {Default: true, PreRelease: featuregate.Beta},
-	YARNEBPFDiscovery:      {Default: true, PreRelease: featuregate.Beta},
-	YARNBEMemoryEvict:      {Default: false, PreRelease: featuregate.Alpha},
-	YARNNodeManagerGuard:   {Default: false, PreRelease: featuregate.Alpha},
-	YARNBECPUSuppress:      {Default: false, PreRelease: featuregate.Alpha},
-	YARNBECPUEvict:         {Default: false, PreRelease: featuregate.Alpha},
-	YARNCPUQoS:             {Default: false, PreRelease: featuregate.Alpha},
-	YARNMemoryQoS:          {Default: false, PreRelease: featuregate.Alpha},
-	YARNResctrlQoS:         {Default: false, PreRelease: featuregate.Alpha},
-	YARNMemoryCgroup:       {Default: false, PreRelease: featuregate.Alpha},
-	YARNContainerCgroups:   {Default: false, PreRelease: featuregate.Alpha},
-	YARNBatchLedger:        {Default: false, PreRelease: featuregate.Alpha},
-	YARNRMNodeResourceSync: {Default: false, PreRelease: featuregate.Alpha},
-	YARNAllocatableEvict:   {Default: false, PreRelease: featuregate.Alpha},
-	YARNRMPreemption:       {Default: false, PreRelease: featuregate.Alpha},
-	YARNMemoryEvictTrigger: {Default: false, PreRelease: featuregate.Alpha},
-	YARNQoSPolicy:          {Default: false, PreRelease: featuregate.Alpha},
+	YARNContainerInformer:   {Default: true, PreRelease: featuregate.Beta},
+	YARNMetricsCollector:    {Default: true, PreRelease: featuregate.Beta},
+	YARNEBPFDiscovery:       {Default: true, PreRelease: featuregate.Beta},
+	YARNBEMemoryEvict:       {Default: false, PreRelease: featuregate.Alpha},
+	YARNNodeManagerGuard:    {Default: false, PreRelease: featuregate.Alpha},
+	YARNBECPUSuppress:       {Default: false, PreRelease: featuregate.Alpha},
+	YARNBECPUEvict:          {Default: false, PreRelease: featuregate.Alpha},
+	YARNCPUQoS:              {Default: false, PreRelease: featuregate.Alpha},
+	YARNMemoryQoS:           {Default: false, PreRelease: featuregate.Alpha},
+	YARNResctrlQoS:          {Default: false, PreRelease: featuregate.Alpha},
+	YARNMemoryCgroup:        {Default: false, PreRelease: featuregate.Alpha},
+	YARNContainerCgroups:    {Default: false, PreRelease: featuregate.Alpha},
+	YARNBatchLedger:         {Default: false, PreRelease: featuregate.Alpha},
+	YARNRMNodeResourceSync:  {Default: false, PreRelease: featuregate.Alpha},
+	YARNAllocatableEvict:    {Default: false, PreRelease: featuregate.Alpha},
+	YARNRMPreemption:        {Default: false, PreRelease: featuregate.Alpha},
+	YARNMemoryEvictTrigger:  {Default: false, PreRelease: featuregate.Alpha},
+	YARNQoSPolicy:           {Default: false, PreRelease: featuregate.Alpha},
+	YARNLSCPUWait:           {Default: true, PreRelease: featuregate.Beta},
+	YARNInterferenceControl: {Default: false, PreRelease: featuregate.Alpha},
 }
 
 // Acts says, for each gate that acts on the node or the cluster when on,
@@ -176,21 +195,22 @@ var Specs = map[featuregate.Feature]featuregate.FeatureSpec{
 // none of them and the enforcement component enables them
 // (deploy/koordlet_test.go checks both against this map).
 var Acts = map[featuregate.Feature]string{
-	YARNBEMemoryEvict:      "kills YARN containers when node memory crosses the BE threshold",
-	YARNBECPUEvict:         "kills YARN containers when BE CPU satisfaction is low",
-	YARNAllocatableEvict:   "kills YARN containers when batch allocations exceed the node's origin batch allocatable",
-	YARNNodeManagerGuard:   "makes koordlet's pod eviction refuse the NodeManager pod",
-	YARNMemoryEvictTrigger: "wakes the YARN memory evict at the threshold crossing (registers cgroup usage thresholds)",
-	YARNBECPUSuppress:      "writes the YARN hierarchy's CPU limits (BE suppress)",
-	YARNCPUQoS:             "writes YARN containers' CPU QoS (cpu.idle, bvt, scheduling policy)",
-	YARNMemoryQoS:          "writes YARN containers' Memory QoS files",
-	YARNResctrlQoS:         "moves YARN containers' tasks into the resctrl BE group",
-	YARNMemoryCgroup:       "makes memory cgroups and moves YARN container processes into them",
-	YARNContainerCgroups:   "makes container cgroups and moves YARN container processes into them",
-	YARNQoSPolicy:          "changes YARN containers' eviction priorities and QoS tiers",
-	YARNBatchLedger:        "patches the Node's thirdPartyAllocations (the scheduler's batch capacity)",
-	YARNRMNodeResourceSync: "updates the node's resource in the ResourceManager",
-	YARNRMPreemption:       "makes the ResourceManager preempt YARN containers above the node's capacity (over-commit timeout)",
+	YARNBEMemoryEvict:       "kills YARN containers when node memory crosses the BE threshold",
+	YARNBECPUEvict:          "kills YARN containers when BE CPU satisfaction is low",
+	YARNAllocatableEvict:    "kills YARN containers when batch allocations exceed the node's origin batch allocatable",
+	YARNNodeManagerGuard:    "makes koordlet's pod eviction refuse the NodeManager pod",
+	YARNMemoryEvictTrigger:  "wakes the YARN memory evict at the threshold crossing (registers cgroup usage thresholds)",
+	YARNBECPUSuppress:       "writes the YARN hierarchy's CPU limits (BE suppress)",
+	YARNCPUQoS:              "writes YARN containers' CPU QoS (cpu.idle, bvt, scheduling policy)",
+	YARNMemoryQoS:           "writes YARN containers' Memory QoS files",
+	YARNResctrlQoS:          "moves YARN containers' tasks into the resctrl BE group",
+	YARNMemoryCgroup:        "makes memory cgroups and moves YARN container processes into them",
+	YARNContainerCgroups:    "makes container cgroups and moves YARN container processes into them",
+	YARNQoSPolicy:           "changes YARN containers' eviction priorities and QoS tiers",
+	YARNBatchLedger:         "patches the Node's thirdPartyAllocations (the scheduler's batch capacity)",
+	YARNRMNodeResourceSync:  "updates the node's resource in the ResourceManager",
+	YARNRMPreemption:        "makes the ResourceManager preempt YARN containers above the node's capacity (over-commit timeout)",
+	YARNInterferenceControl: "writes the YARN hierarchy's CPU quota from the LS pods' CPU wait",
 }
 
 // Register adds the koordlet-yarn gates to koordlet's mutable feature gate.

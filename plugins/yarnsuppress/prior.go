@@ -1,17 +1,15 @@
 package yarnsuppress
 
 import (
-	"errors"
 	"os"
 	"path/filepath"
 	"strconv"
-	"strings"
 
-	"golang.org/x/sys/unix"
 	"k8s.io/klog/v2"
 
 	"github.com/koordinator-sh/koordinator/pkg/koordlet/util/system"
 
+	"github.com/koordlet-yarn/koordlet-yarn/framework/cgroups"
 	"github.com/koordlet-yarn/koordlet-yarn/framework/features"
 )
 
@@ -24,32 +22,15 @@ import (
 const PriorQuotaXattr = "trusted.koordlet-yarn.prior-cfs-quota"
 
 // quotaDir is the absolute cpu cgroup dir of rel.
-func quotaDir(rel string) string {
-	r, err := system.GetCgroupResource(system.CPUCFSQuotaName)
-	if err != nil {
-		return ""
-	}
-	return filepath.Dir(r.Path(rel))
-}
+func quotaDir(rel string) string { return cgroups.QuotaDir(rel) }
 
 // recordPrior records rel's current quota once (nothing when a record is
 // there already). A record that cannot be made is said once; the write goes
 // on, and the quota is restored to unlimited then.
 func (s *Strategy) recordPrior(rel string) {
-	dir := quotaDir(rel)
-	if dir == "" {
-		return
-	}
-	if _, err := unix.Getxattr(dir, PriorQuotaXattr, make([]byte, 32)); err == nil {
-		return
-	}
-	b, err := os.ReadFile(filepath.Join(dir, system.CPUCFSQuotaName))
-	if err != nil {
-		return
-	}
-	if err := unix.Setxattr(dir, PriorQuotaXattr, []byte(strings.TrimSpace(string(b))), 0); err != nil && !s.priorSaid {
+	if err := cgroups.RecordPriorQuota(rel, PriorQuotaXattr); err != nil && !s.priorSaid {
 		s.priorSaid = true
-		klog.Warningf("yarn: cannot record the YARN hierarchy's cfs quota before dividing the BE budget (xattr %s on %s: %v); it will be set unlimited when the division ends", PriorQuotaXattr, dir, err)
+		klog.Warningf("yarn: cannot record the YARN hierarchy's cfs quota before dividing the BE budget (%v); it will be set unlimited when the division ends", err)
 	}
 }
 
@@ -57,26 +38,7 @@ func (s *Strategy) recordPrior(rel string) {
 // through write and removes the record; restored is false when there was no
 // record (koordlet never wrote rel's quota: it is left alone).
 func RestorePriorQuota(rel string, write func(dir string, quota int64) bool) (restored bool) {
-	dir := quotaDir(rel)
-	if dir == "" {
-		return false
-	}
-	buf := make([]byte, 32)
-	n, err := unix.Getxattr(dir, PriorQuotaXattr, buf)
-	if err != nil {
-		return false
-	}
-	quota, err := strconv.ParseInt(strings.TrimSpace(string(buf[:n])), 10, 64)
-	if err != nil || quota == 0 || quota < -1 {
-		quota = -1
-	}
-	if !write(rel, quota) {
-		return false
-	}
-	if err := unix.Removexattr(dir, PriorQuotaXattr); err != nil && !errors.Is(err, unix.ENODATA) {
-		klog.V(4).Infof("yarn: remove %s from %s: %v", PriorQuotaXattr, dir, err)
-	}
-	return true
+	return cgroups.RestorePriorQuota(rel, PriorQuotaXattr, write)
 }
 
 // Restorer gives the YARN hierarchy root its own CFS quota back when

@@ -1,0 +1,58 @@
+package config
+
+import (
+	"flag"
+	"fmt"
+	"time"
+)
+
+// Interference holds the flags of the LS CPU wait signal and the YARN
+// interference controller (gates YARNLSCPUWait, YARNInterferenceControl).
+type Interference struct {
+	// Interval is how often the LS CPU wait is measured and the YARN CPU
+	// budget set.
+	Interval time.Duration
+	// Target is the LS pods' CPU wait the controller holds YARN to (the
+	// p99 with eBPF, the mean per time slice with schedstat); the
+	// NodeSLO's extensions.yarnInterferenceControl.cpuWaitTargetMicroseconds
+	// overrides it.
+	Target time.Duration
+	// MinPercent is the budget's floor and StepPercent its growth per
+	// interval, in percent of the node's CPU.
+	MinPercent, StepPercent int64
+}
+
+// Interference defaults.
+const (
+	DefaultInterferenceInterval    = time.Second
+	DefaultInterferenceTarget      = 2 * time.Millisecond
+	DefaultInterferenceMinPercent  = 10
+	DefaultInterferenceStepPercent = 5
+)
+
+func (i *Interference) initFlags(fs *flag.FlagSet) {
+	fs.DurationVar(&i.Interval, "yarn-interference-interval", i.Interval,
+		"Period of the LS CPU wait measurement (YARNLSCPUWait) and of the YARN CPU budget's adjustment (YARNInterferenceControl).")
+	fs.DurationVar(&i.Target, "yarn-interference-target", i.Target,
+		"LS CPU wait the interference controller holds YARN to: the 99th percentile of the LS pods' waits for a CPU (the mean per time slice where eBPF cannot run). The NodeSLO's spec.extensions.yarnInterferenceControl.cpuWaitTargetMicroseconds overrides it.")
+	fs.Int64Var(&i.MinPercent, "yarn-interference-min-cpu-percent", i.MinPercent,
+		"Floor of the YARN CPU budget the interference controller sets, in percent of the node's CPU (never above what BE suppress allows).")
+	fs.Int64Var(&i.StepPercent, "yarn-interference-step-percent", i.StepPercent,
+		"Growth of the YARN CPU budget per interval while LS waits less than 70% of the target, in percent of the node's CPU (above the target it is halved).")
+}
+
+func (i *Interference) validate() error {
+	if i.Interval < 100*time.Millisecond {
+		return fmt.Errorf("--yarn-interference-interval %v: below 100ms", i.Interval)
+	}
+	if i.Target <= 0 {
+		return fmt.Errorf("--yarn-interference-target %v: must be positive", i.Target)
+	}
+	if i.MinPercent < 1 || i.MinPercent > 100 {
+		return fmt.Errorf("--yarn-interference-min-cpu-percent %d: not in 1–100", i.MinPercent)
+	}
+	if i.StepPercent < 1 || i.StepPercent > 100 {
+		return fmt.Errorf("--yarn-interference-step-percent %d: not in 1–100", i.StepPercent)
+	}
+	return nil
+}
