@@ -28,6 +28,7 @@ import (
 	koordletutil "github.com/koordinator-sh/koordinator/pkg/koordlet/util"
 
 	"github.com/koordlet-yarn/koordlet-yarn/collectors/cgroupwatch"
+	"github.com/koordlet-yarn/koordlet-yarn/collectors/lswait"
 	"github.com/koordlet-yarn/koordlet-yarn/collectors/yarnusage"
 	"github.com/koordlet-yarn/koordlet-yarn/framework/config"
 	"github.com/koordlet-yarn/koordlet-yarn/framework/features"
@@ -60,6 +61,9 @@ type Framework struct {
 	// rmRelease is the release asked of the ResourceManager
 	// (YARNRMPreemption): the RM sync writes it, the evictor waits for it.
 	rmRelease *rmrelease.Window
+	// lsWait measures the LS pods' CPU wait (YARNLSCPUWait), the signal of
+	// the interference controller.
+	lsWait *lswait.Collector
 	// Policy is the YARN QoS policy loop; policy the resolver it binds,
 	// shared by the evict strategies, the QoS appliers and the endpoint.
 	Policy *yarnpolicy.Plugin
@@ -162,6 +166,10 @@ func install(fs *flag.FlagSet, reg prometheus.Registerer) (*Framework, error) {
 		return nil, fmt.Errorf("register YARN QoS policy metrics: %w", err)
 	}
 	fw.loops = append(fw.loops, fw.Policy)
+
+	if err := fw.installInterference(nodeReg); err != nil {
+		return nil, err
+	}
 
 	if err := fw.installLedger(reg); err != nil {
 		return nil, fmt.Errorf("install the YARN batch ledger: %w", err)
@@ -270,6 +278,7 @@ func (fw *Framework) Validate() error {
 	fw.memcg.SetInterval(fw.Config.QoSReconcileInterval)
 	fw.adopt.SetScanInterval(fw.Config.ContainerCgroupsScanInterval)
 	fw.Watch.SetResyncInterval(fw.Config.ResyncInterval)
+	fw.lsWait.SetInterval(fw.Config.Interference.Interval)
 	return nil
 }
 

@@ -1,0 +1,320 @@
+package yarninterference
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/klog/v2"
+
+	slov1alpha1 "github.com/koordinator-sh/koordinator/apis/slo/v1alpha1"
+	"github.com/koordinator-sh/koordinator/pkg/koordlet/resourceexecutor"
+	koordletutil "github.com/koordinator-sh/koordinator/pkg/koordlet/util"
+	"github.com/koordinator-sh/koordinator/pkg/koordlet/util/system"
+
+	"github.com/koordlet-yarn/koordlet-yarn/collectors/lswait"
+	"github.com/koordlet-yarn/koordlet-yarn/framework/cgroups"
+	"github.com/koordlet-yarn/koordlet-yarn/framework/config"
+	"github.com/koordlet-yarn/koordlet-yarn/framework/features"
+)
+
+// PriorQuotaXattr records the YARN hierarchy root's cfs quota before the
+// controller's first write (YARN's own or -1); it goes back when the
+// controller stops or koordlet runs with the gate off.
+const PriorQuotaXattr = "trusted.koordlet-yarn.interference-prior-cfs-quota"
+
+// NodeSLOExtension is the NodeSLO's spec.extensions key of the controller's
+// settings; its cpuWaitTargetMicroseconds overrides --yarn-interference-target.
+const NodeSLOExtension = "yarnInterferenceControl"
+
+// Options wire the controller.
+type Options struct {
+	// Hierarchy returns the YARN hierarchy dir ("" when unknown).
+	Hierarchy func() string
+	// Signal returns the LS CPU wait (collectors/lswait).
+	Signal func() (lswait.Signal, bool)
+	// Node and NodeSLO are koordlet's (nil before they are known).
+	Node    func() *corev1.Node
+	NodeSLO func() *slov1alpha1.NodeSLO
+	// Config holds the flags (read at each step: parsed after Install).
+	Config *config.Interference
+	// Reader reads cgroups (nil: koordlet's for this host).
+	Reader     resourceexecutor.CgroupReader
+	Registerer prometheus.Registerer
+}
+
+// Controller is the framework loop that sets the YARN CPU budget.
+type Controller struct {
+	opts     Options
+	metrics  *metrics
+	executor resourceexecutor.ResourceUpdateExecutor
+
+	mu sync.Mutex
+	// budget is the current budget (milli-CPU); 0 before the first step.
+	budget int64
+	// dir is the YARN root the budget was last written to ("" none).
+	dir       string
+	lastUsage uint64
+	lastAt    time.Time
+	said      map[string]bool
+	// now is the clock (tests).
+	now func() time.Time
+}
+
+// New returns the controller; its metrics are registered on opts.Registerer.
+func New(opts Options) (*Controller, error) {
+	m, err := newMetrics(opts.Registerer)
+	if err != nil {
+		return nil, err
+	}
+	if opts.Reader == nil {
+		opts.Reader = resourceexecutor.NewCgroupReader()
+	}
+	return &Controller{opts: opts, metrics: m, executor: resourceexecutor.NewResourceUpdateExecutor(), said: map[string]bool{}, now: time.Now}, nil
+}
+
+// Name names the loop.
+func (c *Controller) Name() string { return "YARN interference control" }
+
+// Enabled follows YARNInterferenceControl.
+func (c *Controller) Enabled() bool { return features.Enabled(features.YARNInterferenceControl) }
+
+// Run adjusts the budget every interval until stopCh closes, then gives
+// the YARN root its own quota back.
+func (c *Controller) Run(stopCh <-chan struct{}) {
+	c.executor.Run(stopCh)
+	klog.Infof("yarn: interference control: the YARN CPU budget follows the LS CPU wait (target %v, floor %d%%, step %d%% of the node every %v)",
+		c.opts.Config.Target, c.opts.Config.MinPercent, c.opts.Config.StepPercent, c.opts.Config.Interval)
+	go func() {
+		wait.Until(c.Step, c.opts.Config.Interval, stopCh)
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		c.release("koordlet stops")
+	}()
+}
+
+// RestoreDisabled gives the YARN root its own quota back when koordlet runs
+// with the gate off after one that controlled it.
+func (c *Controller) RestoreDisabled() int {
+	h := c.opts.Hierarchy()
+	if h == "" {
+		return 0
+	}
+	if cgroups.RestorePriorQuota(h, PriorQuotaXattr, c.writeDirect) {
+		klog.Infof("yarn: %s is off: the cfs quota of the YARN hierarchy %s is back to its value before the interference controller", features.YARNInterferenceControl, h)
+		return 1
+	}
+	return 0
+}
+
+func (c *Controller) sayOnce(key, format string, args ...any) {
+	if !c.said[key] {
+		c.said[key] = true
+		klog.Warningf(format, args...)
+	}
+}
+
+// Target is the target in force: the NodeSLO's, else the flag's.
+func (c *Controller) Target() time.Duration {
+	if c.opts.NodeSLO != nil {
+		if slo := c.opts.NodeSLO(); slo != nil && slo.Spec.Extensions != nil {
+			if raw, ok := slo.Spec.Extensions.Object[NodeSLOExtension]; ok {
+				d, err := parseTarget(raw)
+				if err == nil {
+					return d
+				}
+				c.sayOnce("slo-"+fmt.Sprint(raw), "yarn: interference control: NodeSLO spec.extensions.%s: %v; --yarn-interference-target %v is used", NodeSLOExtension, err, c.opts.Config.Target)
+			}
+		}
+	}
+	return c.opts.Config.Target
+}
+
+// parseTarget reads {"cpuWaitTargetMicroseconds": N}.
+func parseTarget(raw any) (time.Duration, error) {
+	m, ok := raw.(map[string]any)
+	if !ok {
+		return 0, fmt.Errorf("not an object: %v", raw)
+	}
+	v, ok := m["cpuWaitTargetMicroseconds"]
+	if !ok {
+		return 0, fmt.Errorf("no cpuWaitTargetMicroseconds in %v", raw)
+	}
+	var us float64
+	switch n := v.(type) {
+	case float64:
+		us = n
+	case int64:
+		us = float64(n)
+	case int:
+		us = float64(n)
+	default:
+		return 0, fmt.Errorf("cpuWaitTargetMicroseconds %v: not a number", v)
+	}
+	if us < 1 || us > 10e6 {
+		return 0, fmt.Errorf("cpuWaitTargetMicroseconds %v: not in 1–10000000", v)
+	}
+	return time.Duration(us * float64(time.Microsecond)), nil
+}
+
+// capacity is the node's CPU in milli-CPU.
+func (c *Controller) capacity() int64 {
+	if c.opts.Node != nil {
+		if n := c.opts.Node(); n != nil {
+			if v := n.Status.Capacity.Cpu().MilliValue(); v > 0 {
+				return v
+			}
+		}
+	}
+	return int64(runtime.NumCPU()) * 1000
+}
+
+// Step runs one interval of the controller.
+func (c *Controller) Step() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	h := c.opts.Hierarchy()
+	if h == "" {
+		return
+	}
+	if cgroups.OutsideBestEffort(h) && features.Enabled(features.YARNBECPUSuppress) {
+		c.sayOnce("outside", "yarn: interference control stands down: the YARN hierarchy %s is outside the besteffort cgroup and YARNBECPUSuppress divides the BE budget onto its root's quota", h)
+		c.release("the hierarchy is outside besteffort")
+		return
+	}
+	if c.dir != "" && c.dir != h {
+		c.release("the YARN hierarchy moved")
+	}
+	period, err := c.opts.Reader.ReadCPUPeriod(h)
+	if err != nil || period <= 0 {
+		klog.V(4).Infof("yarn: interference control: read the cfs period of %s: %v", h, err) // not created yet
+		return
+	}
+	capacity := c.capacity()
+	ceiling := capacity
+	beDir := koordletutil.GetPodQoSRelativePath(corev1.PodQOSBestEffort)
+	if !cgroups.OutsideBestEffort(h) {
+		if q, err := c.opts.Reader.ReadCPUQuota(beDir); err == nil && q > 0 {
+			if bp, err := c.opts.Reader.ReadCPUPeriod(beDir); err == nil && bp > 0 {
+				ceiling = min(ceiling, q*1000/bp)
+			}
+		}
+	}
+	if prior, ok := cgroups.PriorQuota(h, PriorQuotaXattr); ok && prior > 0 {
+		ceiling = min(ceiling, prior*1000/period) // YARN's own limit
+	} else if !ok {
+		if q, err := c.opts.Reader.ReadCPUQuota(h); err == nil && q > 0 {
+			ceiling = min(ceiling, q*1000/period)
+		}
+	}
+	usage := c.usage(h)
+	sig, ok := c.opts.Signal()
+	cfg := c.opts.Config
+	a := AIMD{Target: c.Target(), HoldBelow: 0.7, Decrease: 0.5,
+		Step: capacity * cfg.StepPercent / 100, Floor: capacity * cfg.MinPercent / 100}
+	next, act := a.Next(c.budget, ceiling, usage, sig.Value(), ok)
+	if c.budget == 0 && ok {
+		// The first budget is the floor: it grows only while LS is seen unharmed.
+		next, act = min(a.Floor, ceiling), Hold
+	}
+	if !ok {
+		c.sayOnce("nosignal", "yarn: interference control: no LS CPU wait signal; the YARN budget is released to what BE suppress allows until there is one")
+	} else {
+		delete(c.said, "nosignal")
+	}
+	c.metrics.observe(a.Target, sig.Value(), ceiling, act)
+	if act == Release {
+		c.release("no signal")
+		c.budget = 0
+		return
+	}
+	minDelta := capacity / 100
+	if c.dir == h && act != Cut && abs(next-c.budget) < minDelta {
+		c.metrics.budget.Set(float64(c.budget) / 1000)
+		return
+	}
+	if err := cgroups.RecordPriorQuota(h, PriorQuotaXattr); err != nil {
+		c.sayOnce("prior", "yarn: interference control: %v; the quota goes back to unlimited when the controller stops", err)
+	}
+	quota := max(next*period/1000, system.CFSQuotaMinValue)
+	if !c.write(h, quota) {
+		return
+	}
+	if act == Cut {
+		klog.V(3).Infof("yarn: interference control: LS CPU wait %v above %v: YARN budget %dm → %dm", sig.Value(), a.Target, c.budget, next)
+	} else {
+		klog.V(4).Infof("yarn: interference control: LS CPU wait %v (target %v): YARN budget %dm → %dm (%s)", sig.Value(), a.Target, c.budget, next, act)
+	}
+	c.budget, c.dir = next, h
+	c.metrics.budget.Set(float64(next) / 1000)
+}
+
+// usage is YARN's CPU use since the last step in milli-CPU (-1 unknown).
+func (c *Controller) usage(h string) int64 {
+	now := c.now()
+	u, err := c.opts.Reader.ReadCPUAcctUsage(h)
+	if err != nil {
+		return -1
+	}
+	prev, at := c.lastUsage, c.lastAt
+	c.lastUsage, c.lastAt = u, now
+	if at.IsZero() || u < prev || !now.After(at) {
+		return -1
+	}
+	return int64(float64(u-prev) / float64(now.Sub(at)) * 1000)
+}
+
+// release gives the YARN root its own quota back (caller holds mu).
+func (c *Controller) release(why string) {
+	if c.dir == "" {
+		return
+	}
+	if cgroups.RestorePriorQuota(c.dir, PriorQuotaXattr, c.write) {
+		klog.Infof("yarn: interference control: the YARN hierarchy %s has its own cfs quota back (%s)", c.dir, why)
+	}
+	c.dir, c.budget = "", 0
+	c.metrics.budget.Set(0)
+}
+
+// write sets dir's cfs quota through koordlet's resource executor.
+func (c *Controller) write(dir string, quota int64) bool {
+	updater, err := resourceexecutor.DefaultCgroupUpdaterFactory.New(system.CPUCFSQuotaName, dir, strconv.FormatInt(quota, 10), nil)
+	if err == nil {
+		_, err = c.executor.Update(false, updater)
+	}
+	if err != nil {
+		klog.Warningf("yarn: interference control: set the cfs quota of %s to %d: %v", dir, quota, err)
+		return false
+	}
+	return true
+}
+
+// writeDirect is write before the executor runs (RestoreDisabled).
+func (c *Controller) writeDirect(dir string, quota int64) bool {
+	if err := os.WriteFile(filepath.Join(cgroups.QuotaDir(dir), system.CPUCFSQuotaName), []byte(strconv.FormatInt(quota, 10)), 0); err != nil {
+		klog.Warningf("yarn: %s is off: restore the cfs quota of %s to %d: %v", features.YARNInterferenceControl, dir, quota, err)
+		return false
+	}
+	return true
+}
+
+// Budget returns the current budget in milli-CPU (0: none written).
+func (c *Controller) Budget() int64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.budget
+}
+
+func abs(v int64) int64 {
+	if v < 0 {
+		return -v
+	}
+	return v
+}
