@@ -64,8 +64,8 @@ func newFakeNode(t *testing.T, yarnQuota, beQuota string) *fakeNode {
 		Signal:  func() (lswait.Signal, bool) { return n.sig, n.ok },
 		Node:    func() *corev1.Node { return node },
 		NodeSLO: func() *slov1alpha1.NodeSLO { return n.slo },
-		Config: &config.Interference{Interval: time.Second, Target: time.Millisecond, MinPercent: 10, StepPercent: 5},
-		Reader: resourceexecutor.NewCgroupReader()})
+		Config:  &config.Interference{Interval: time.Second, Target: time.Millisecond, MinPercent: 10, StepPercent: 5},
+		Reader:  resourceexecutor.NewCgroupReader()})
 	require.NoError(t, err)
 	c.executor.Run(n.stop)
 	c.now = func() time.Time { return n.clock }
