@@ -177,16 +177,20 @@ measure-nm-at-once: deps
 	$(GO) run ./test/measure/nmatonce -runs $(NM_RUNS) $(if $(NM_BASELINE),-baseline)
 
 # The co-location benchmark: an LS HTTP service's latency (vegeta, open
-# loop) beside YARN batch on the node in a box, under four configurations
-# (LS alone, no QoS, upstream koordlet's best practice for YARN, this plugin
-# set), each at every level of COLOC_LEVELS (shares of the node's CPU),
-# COLOC_REPEATS times (root, cgroup v1; about 12 minutes with the defaults).
-# COLOC_ARGS passes more flags (go run ./test/measure/colocation -h).
+# loop) beside YARN batch on the node in a box. By default the SLO sweep:
+# LS alone, upstream koordlet's best practice for YARN at suppress
+# thresholds 50–100%, and this plugin set with the interference controller
+# at targets 500 µs–8 ms, each at every level of COLOC_LEVELS (shares of the
+# node's CPU), COLOC_REPEATS times; the frontier at LS p99 targets 1.1–2×
+# LS alone; then the controller's step response (LS 30% → 60%), plotted to
+# build/colocation-step.svg (root, cgroup v1; about 25 minutes).
+# COLOC_ARGS= (empty) runs the four-configuration comparison instead
+# (-configs 1,2,3,4); go run ./test/measure/colocation -h lists the flags.
 COLOC_LEVELS ?= 0.3,0.6
-COLOC_REPEATS ?= 3
-COLOC_WARMUP ?= 5s
+COLOC_REPEATS ?= 2
+COLOC_WARMUP ?= 10s
 COLOC_WINDOW ?= 15s
-COLOC_ARGS ?=
+COLOC_ARGS ?= -sweep -step-target 2ms
 # The batch ledger and arbitration (YARNBatchLedger, YARNAllocatableEvict) in
 # the node in a box, every change written each second: container allocated → Node
 # annotation updated, patches per minute under churn, over-commit → resolved

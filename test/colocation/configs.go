@@ -3,6 +3,7 @@ package colocation
 import (
 	"fmt"
 	"strings"
+	"time"
 
 	"k8s.io/utils/ptr"
 
@@ -26,10 +27,13 @@ const (
 	UpstreamBest
 	// PluginSet: this plugin set with the gates a user turns on.
 	PluginSet
+	// Controlled: the plugin set with the interference controller
+	// (YARNInterferenceControl) at Thresholds.InterferenceTarget.
+	Controlled
 )
 
 // AllConfigs lists every configuration in run order.
-var AllConfigs = []Config{LSAlone, NoQoS, UpstreamBest, PluginSet}
+var AllConfigs = []Config{LSAlone, NoQoS, UpstreamBest, PluginSet, Controlled}
 
 func (c Config) String() string {
 	switch c {
@@ -41,6 +45,8 @@ func (c Config) String() string {
 		return "3 + YARN, upstream's best"
 	case PluginSet:
 		return "4 + YARN, this plugin set"
+	case Controlled:
+		return "5 + YARN, plugin set + interference control"
 	}
 	return fmt.Sprintf("config %d", int(c))
 }
@@ -62,6 +68,11 @@ type Thresholds struct {
 	// requests more vcores than the node has, so it would evict by design
 	// (arbitration of an over-committed node, not co-location).
 	PluginCPUEvict bool
+	// InterferenceTarget is --yarn-interference-target in configuration 5
+	// (0: koordlet's default).
+	InterferenceTarget time.Duration
+	// InterferenceStepPercent is --yarn-interference-step-percent there (0: the default).
+	InterferenceStepPercent int64
 }
 
 // DefaultThresholds: configuration 3 keeps Koordinator's default CPU
@@ -86,10 +97,13 @@ func (c Config) KoordletArgs(t Thresholds) []string {
 	switch c {
 	case UpstreamBest:
 		gates = upstreamGates
-	case PluginSet:
+	case PluginSet, Controlled:
 		gates = pluginGates
 		if t.PluginCPUEvict {
 			gates = append(append([]string(nil), gates...), "BECPUEvict", "YARNBECPUEvict")
+		}
+		if c == Controlled {
+			gates = append(append([]string(nil), gates...), "YARNInterferenceControl")
 		}
 	default:
 		return nil
@@ -98,7 +112,16 @@ func (c Config) KoordletArgs(t Thresholds) []string {
 	for i, g := range gates {
 		on[i] = g + "=true"
 	}
-	return []string{"--feature-gates=" + strings.Join(on, ","), "--yarn-qos-reconcile-interval=1s"}
+	args := []string{"--feature-gates=" + strings.Join(on, ","), "--yarn-qos-reconcile-interval=1s"}
+	if c == Controlled {
+		if t.InterferenceTarget > 0 {
+			args = append(args, "--yarn-interference-target="+t.InterferenceTarget.String())
+		}
+		if t.InterferenceStepPercent > 0 {
+			args = append(args, fmt.Sprintf("--yarn-interference-step-percent=%d", t.InterferenceStepPercent))
+		}
+	}
+	return args
 }
 
 // yarnHostApp declares the YARN hierarchy (hadoop-yarn below the
@@ -112,11 +135,11 @@ func yarnHostApp() slov1alpha1.HostApplicationSpec {
 // NodeSLO is the node's NodeSLO spec in c.
 func (c Config) NodeSLO(t Thresholds) slov1alpha1.NodeSLOSpec {
 	suppress := t.UpstreamCPUSuppressPercent
-	if c == PluginSet {
+	if c == PluginSet || c == Controlled {
 		suppress = t.PluginCPUSuppressPercent
 	}
 	switch c {
-	case UpstreamBest, PluginSet:
+	case UpstreamBest, PluginSet, Controlled:
 	default:
 		return slov1alpha1.NodeSLOSpec{}
 	}
@@ -131,13 +154,13 @@ func (c Config) NodeSLO(t Thresholds) slov1alpha1.NodeSLOSpec {
 			MemoryEvictThresholdPercent: ptr.To(t.MemoryEvictPercent),
 		},
 	}
-	if c == PluginSet && t.PluginCPUEvict {
+	if (c == PluginSet || c == Controlled) && t.PluginCPUEvict {
 		r := spec.ResourceUsedThresholdWithBE
 		r.CPUEvictBESatisfactionLowerPercent = ptr.To[int64](40)
 		r.CPUEvictBESatisfactionUpperPercent = ptr.To[int64](60)
 		r.CPUEvictBEUsageThresholdPercent = ptr.To[int64](90)
 	}
-	if c == PluginSet {
+	if c == PluginSet || c == Controlled {
 		policy := slov1alpha1.CPUQOSPolicyCoreSched
 		spec.ResourceQOSStrategy = &slov1alpha1.ResourceQOSStrategy{
 			Policies: &slov1alpha1.ResourceQOSPolicies{CPUPolicy: &policy},

@@ -12,6 +12,8 @@ import (
 // Episode is one measured run of one configuration at one load level.
 type Episode struct {
 	Config Config
+	// Setting names the variant of Config ("" when there is one).
+	Setting string
 	// Level is the LS load as a share of the node's CPU (0.3: 30%).
 	Level  float64
 	Repeat int
@@ -49,6 +51,7 @@ type Episode struct {
 // Row aggregates the repeats of one configuration at one load level.
 type Row struct {
 	Config             Config
+	Setting            string
 	Level              float64
 	P50, P99, P999     Spread // milliseconds
 	ErrorRate          Spread
@@ -76,12 +79,13 @@ func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond)
 func Rows(eps []Episode) []Row {
 	type key struct {
 		c Config
+		s string
 		l float64
 	}
 	groups := map[key][]Episode{}
 	var keys []key
 	for _, e := range eps {
-		k := key{e.Config, e.Level}
+		k := key{e.Config, e.Setting, e.Level}
 		if _, ok := groups[k]; !ok {
 			keys = append(keys, k)
 		}
@@ -91,7 +95,10 @@ func Rows(eps []Episode) []Row {
 		if keys[i].l != keys[j].l {
 			return keys[i].l < keys[j].l
 		}
-		return keys[i].c < keys[j].c
+		if keys[i].c != keys[j].c {
+			return keys[i].c < keys[j].c
+		}
+		return keys[i].s < keys[j].s
 	})
 	spread := func(g []Episode, f func(Episode) float64) Spread {
 		vs := make([]float64, len(g))
@@ -103,7 +110,7 @@ func Rows(eps []Episode) []Row {
 	var rows []Row
 	for _, k := range keys {
 		g := groups[k]
-		r := Row{Config: k.c, Level: k.l, Events: map[string]int{},
+		r := Row{Config: k.c, Setting: k.s, Level: k.l, Events: map[string]int{},
 			P50:                spread(g, func(e Episode) float64 { return ms(e.LS.P50) }),
 			P99:                spread(g, func(e Episode) float64 { return ms(e.LS.P99) }),
 			P999:               spread(g, func(e Episode) float64 { return ms(e.LS.P999) }),
@@ -259,8 +266,12 @@ func PrintTable(w io.Writer, rows []Row) {
 	fmt.Fprintln(w, "| configuration | LS load | LS p50 ms | LS p99 ms | LS p99.9 ms | p99 ÷ alone | LS errors | batch CPU-s | batch ÷ idle | node CPU | koordlet CPU-s | evicted | Events |")
 	fmt.Fprintln(w, "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
 	for _, r := range rows {
+		name := r.Config.String()
+		if r.Setting != "" {
+			name += " (" + r.Setting + ")"
+		}
 		fmt.Fprintf(w, "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %d | %s |\n",
-			r.Config, pct(r.Level),
+			name, pct(r.Level),
 			spreadCell(r.P50, "%.2f"), spreadCell(r.P99, "%.2f"), spreadCell(r.P999, "%.2f"),
 			ratioCell(r.P99Ratio, "%.2f×"),
 			fmt.Sprintf("%.2f%%", 100*r.ErrorRate.Max),
@@ -303,6 +314,16 @@ func (r Report) Print(w io.Writer) {
 		r.Opts.Repeats, r.Opts.Window, r.Opts.Warmup)
 	PrintTable(w, r.Rows)
 	fmt.Fprintln(w)
+	if len(r.Frontier) > 0 {
+		fmt.Fprintln(w, "SLO sweep: the most batch CPU-s among the settings whose LS p99 meets each target (p99 ÷ LS alone, medians):")
+		fmt.Fprintln(w)
+		PrintFrontier(w, r.Frontier)
+		fmt.Fprintln(w)
+	}
+	if r.Step != nil {
+		r.Step.Print(w)
+		fmt.Fprintln(w)
+	}
 	fmt.Fprintln(w, "Targets:")
 	PrintTargets(w, r.Targets)
 }

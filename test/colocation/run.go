@@ -32,9 +32,23 @@ import (
 	"github.com/koordlet-yarn/koordlet-yarn/test/nodebox"
 )
 
+// Variant is one configuration with its settings (a sweep runs several of
+// one configuration).
+type Variant struct {
+	Config     Config
+	Thresholds Thresholds
+	// Setting names what differs between variants of one configuration
+	// ("" when there is one).
+	Setting string
+}
+
 // Options configure a run.
 type Options struct {
 	Configs []Config
+	// Variants, when set, replace Configs (each with its own thresholds).
+	Variants []Variant
+	// Step, when set, ends the run with a step response (StepOptions).
+	Step *StepOptions
 	// Levels are the LS loads as shares of the node's CPU.
 	Levels  []float64
 	Repeats int
@@ -53,6 +67,8 @@ type Options struct {
 	Settle time.Duration
 	// Log receives progress lines.
 	Log io.Writer
+	// SLOs are the sweep's LS p99 targets, as ratios to LS alone.
+	SLOs []float64
 }
 
 // DefaultOptions are the full run of make measure-colocation (about 12
@@ -95,6 +111,9 @@ type Report struct {
 	Episodes       []Episode
 	Rows           []Row
 	Targets        []Target
+	// Frontier is the SLO sweep's (with Variants); Step the step response.
+	Frontier []FrontierRow
+	Step     *StepResult
 }
 
 // harness is one run's state.
@@ -113,7 +132,7 @@ type harness struct {
 	episodes       int
 	eventsSeen     map[string]int32
 	realtime       bool
-	koordletConfig Config
+	koordletConfig Variant
 }
 
 // Run measures on box (started with BoxOptions) and returns the report;
@@ -122,7 +141,7 @@ func Run(ctx context.Context, box *nodebox.Box, opts Options) (rep Report, err e
 	if opts.Log == nil {
 		opts.Log = io.Discard
 	}
-	h := &harness{box: box, opts: opts, cpus: runtime.NumCPU(), eventsSeen: map[string]int32{}, koordletConfig: LSAlone}
+	h := &harness{box: box, opts: opts, cpus: runtime.NumCPU(), eventsSeen: map[string]int32{}, koordletConfig: Variant{Config: LSAlone, Thresholds: opts.Thresholds}}
 	rep = Report{Opts: opts, Rates: map[float64]int{}}
 	defer func() {
 		if h.server != nil {
@@ -189,25 +208,45 @@ func Run(ctx context.Context, box *nodebox.Box, opts Options) (rep Report, err e
 	}
 	fmt.Fprintf(opts.Log, "work %d passes; LS pod CPU per request %v; rates %v req/s\n", rep.Passes, rep.RequestCPU.Round(time.Microsecond), rep.Rates)
 
-	for r := 1; r <= opts.Repeats; r++ {
+	variants := opts.Variants
+	if len(variants) == 0 {
 		for _, c := range opts.Configs {
-			if err := h.configure(ctx, c); err != nil {
+			variants = append(variants, Variant{Config: c, Thresholds: opts.Thresholds})
+		}
+	}
+	for r := 1; r <= opts.Repeats; r++ {
+		for _, v := range variants {
+			c := v.Config
+			if err := h.configure(ctx, v); err != nil {
 				return rep, err
 			}
 			for _, l := range opts.Levels {
 				ep, err := h.episode(ctx, c, l, rep.Rates[l], r)
 				if err != nil {
-					return rep, fmt.Errorf("%s at %s, repeat %d: %w", c, pct(l), r, err)
+					return rep, fmt.Errorf("%s %s at %s, repeat %d: %w", c, v.Setting, pct(l), r, err)
 				}
+				ep.Setting = v.Setting
 				rep.Episodes = append(rep.Episodes, ep)
-				fmt.Fprintf(opts.Log, "repeat %d, %s, LS %s: p50 %.2f p99 %.2f p99.9 %.2f ms, errors %d/%d, pacer lag p99 %.2f ms; batch %.1f CPU-s, LS %.1f, loadgen %.1f, koordlet %.2f; node CPU %.0f%%; evicted %d; events %v; %s\n",
-					r, c, pct(l), ms(ep.LS.P50), ms(ep.LS.P99), ms(ep.LS.P999), ep.LS.Errors, ep.LS.Requests, ms(ep.PacerLagP99),
+				fmt.Fprintf(opts.Log, "repeat %d, %s %s, LS %s: p50 %.2f p99 %.2f p99.9 %.2f ms, errors %d/%d, pacer lag p99 %.2f ms; batch %.1f CPU-s, LS %.1f, loadgen %.1f, koordlet %.2f; node CPU %.0f%%; evicted %d; events %v; %s\n",
+					r, c, v.Setting, pct(l), ms(ep.LS.P50), ms(ep.LS.P99), ms(ep.LS.P999), ep.LS.Errors, ep.LS.Requests, ms(ep.PacerLagP99),
 					ep.BatchCPUSeconds, ep.LSCPUSeconds, ep.LoadgenCPUSeconds, ep.KoordletCPUSeconds, 100*ep.NodeUtilisation, ep.Evicted, ep.Events, ep.Knobs)
 			}
 		}
 	}
 	rep.Rows = Rows(rep.Episodes)
-	rep.Targets = Targets(rep.Rows)
+	if len(opts.Variants) > 0 {
+		rep.Frontier = FrontierOf(rep.Rows, opts.SLOs)
+		rep.Targets = FrontierTargets(rep.Frontier, rep.Rows)
+	} else {
+		rep.Targets = Targets(rep.Rows)
+	}
+	if opts.Step != nil {
+		st, err := h.stepResponse(ctx, *opts.Step, rep.Rates)
+		if err != nil {
+			return rep, fmt.Errorf("step response: %w", err)
+		}
+		rep.Step = &st
+	}
 	return rep, nil
 }
 
@@ -244,24 +283,25 @@ func (h *harness) calibrateRequestCPU(ctx context.Context) (time.Duration, error
 // stops, the cgroup knobs koordlet may have written are reset to the
 // kubelet's values, the NodeSLO is set and koordlet starts with c's gates.
 // Configurations with the same koordlet flags and NodeSLO share a koordlet.
-func (h *harness) configure(ctx context.Context, c Config) error {
-	if reflect.DeepEqual(c.KoordletArgs(h.opts.Thresholds), h.koordletConfig.KoordletArgs(h.opts.Thresholds)) &&
-		reflect.DeepEqual(c.NodeSLO(h.opts.Thresholds), h.koordletConfig.NodeSLO(h.opts.Thresholds)) {
+func (h *harness) configure(ctx context.Context, v Variant) error {
+	c, th := v.Config, v.Thresholds
+	if reflect.DeepEqual(c.KoordletArgs(th), h.koordletConfig.Config.KoordletArgs(h.koordletConfig.Thresholds)) &&
+		reflect.DeepEqual(c.NodeSLO(th), h.koordletConfig.Config.NodeSLO(h.koordletConfig.Thresholds)) {
 		return nil
 	}
 	h.box.StopKoordlet()
 	if err := h.resetKnobs(); err != nil {
 		return err
 	}
-	spec := c.NodeSLO(h.opts.Thresholds)
+	spec := c.NodeSLO(th)
 	if err := h.box.UpdateNodeSLO(ctx, func(s *slov1alpha1.NodeSLOSpec) { *s = spec }); err != nil {
 		return fmt.Errorf("set the NodeSLO of %s: %w", c, err)
 	}
-	h.box.SetKoordletArgs(c.KoordletArgs(h.opts.Thresholds))
+	h.box.SetKoordletArgs(c.KoordletArgs(th))
 	if err := h.box.StartKoordlet(); err != nil {
 		return fmt.Errorf("start koordlet for %s: %w", c, err)
 	}
-	h.koordletConfig = c
+	h.koordletConfig = v
 	time.Sleep(h.opts.Settle)
 	return nil
 }

@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
@@ -27,7 +28,14 @@ func main() {
 	colocation.RunHelperIfRequested()
 	o := colocation.DefaultOptions()
 	levels := flag.String("levels", "0.3,0.6", "LS load levels, shares of the node's CPU")
-	configs := flag.String("configs", "1,2,3,4", "configurations to run (1 LS alone, 2 no QoS, 3 upstream's best, 4 this plugin set)")
+	configs := flag.String("configs", "1,2,3,4", "configurations to run (1 LS alone, 2 no QoS, 3 upstream's best, 4 this plugin set, 5 the plugin set with interference control); without -sweep")
+	sweep := flag.Bool("sweep", false, "run the SLO sweep instead of -configs: LS alone, upstream's best at each -sweep-thresholds and the interference controller at each -sweep-targets; the frontier at each -slos")
+	thresholds := flag.String("sweep-thresholds", "50,60,70,80,90,100", "cpuSuppressThresholdPercent values of configuration 3 in the sweep")
+	targets := flag.String("sweep-targets", "500us,1ms,2ms,4ms,8ms", "--yarn-interference-target values of configuration 5 in the sweep")
+	slos := flag.String("slos", "1.1,1.3,1.5,2", "LS p99 targets of the sweep, × LS alone")
+	stepTarget := flag.Duration("step-target", 0, "after the episodes, a step response of configuration 5 at this target (LS 30% → 60%); 0: none")
+	plotFile := flag.String("plot", "build/colocation-step.svg", "SVG file of the step response's plot")
+	flag.Int64Var(&o.Thresholds.InterferenceStepPercent, "interference-step", 10, "--yarn-interference-step-percent in configuration 5")
 	flag.IntVar(&o.Repeats, "repeats", o.Repeats, "repeats of every configuration and level")
 	flag.DurationVar(&o.Warmup, "warmup", o.Warmup, "load and batch before the measured window")
 	flag.DurationVar(&o.Window, "window", o.Window, "measured window of an episode")
@@ -44,6 +52,22 @@ func main() {
 	if err := parseLists(&o, *levels, *configs); err != nil {
 		fmt.Fprintln(os.Stderr, "colocation:", err)
 		os.Exit(2)
+	}
+	if *sweep {
+		if err := sweepVariants(&o, *thresholds, *targets, *slos); err != nil {
+			fmt.Fprintln(os.Stderr, "colocation:", err)
+			os.Exit(2)
+		}
+	}
+	if *stepTarget > 0 {
+		o.Step = &colocation.StepOptions{Target: *stepTarget, From: 0.3, To: 0.6, Before: 20 * time.Second, After: 25 * time.Second,
+			Plot: *plotFile, Thresholds: o.Thresholds}
+		if dir := filepath.Dir(*plotFile); dir != "." {
+			if err := os.MkdirAll(dir, 0o755); err != nil {
+				fmt.Fprintln(os.Stderr, "colocation:", err)
+				os.Exit(2)
+			}
+		}
 	}
 	o.Log = os.Stderr
 	if err := run(o); err != nil {
@@ -63,10 +87,42 @@ func parseLists(o *colocation.Options, levels, configs string) error {
 	}
 	for _, s := range strings.Split(configs, ",") {
 		c, err := strconv.Atoi(strings.TrimSpace(s))
-		if err != nil || c < int(colocation.LSAlone) || c > int(colocation.PluginSet) {
-			return fmt.Errorf("bad configuration %q (1–%d)", s, int(colocation.PluginSet))
+		if err != nil || c < int(colocation.LSAlone) || c > int(colocation.Controlled) {
+			return fmt.Errorf("bad configuration %q (1–%d)", s, int(colocation.Controlled))
 		}
 		o.Configs = append(o.Configs, colocation.Config(c))
+	}
+	return nil
+}
+
+// sweepVariants sets the sweep's variants and SLOs.
+func sweepVariants(o *colocation.Options, thresholds, targets, slos string) error {
+	o.Variants = []colocation.Variant{{Config: colocation.LSAlone, Thresholds: o.Thresholds}}
+	for _, s := range strings.Split(thresholds, ",") {
+		p, err := strconv.ParseInt(strings.TrimSpace(s), 10, 64)
+		if err != nil || p < 1 || p > 100 {
+			return fmt.Errorf("bad threshold %q (a percentage)", s)
+		}
+		th := o.Thresholds
+		th.UpstreamCPUSuppressPercent = p
+		o.Variants = append(o.Variants, colocation.Variant{Config: colocation.UpstreamBest, Thresholds: th, Setting: fmt.Sprintf("suppress %d%%", p)})
+	}
+	for _, s := range strings.Split(targets, ",") {
+		d, err := time.ParseDuration(strings.TrimSpace(s))
+		if err != nil || d <= 0 {
+			return fmt.Errorf("bad controller target %q (a duration)", s)
+		}
+		th := o.Thresholds
+		th.InterferenceTarget = d
+		o.Variants = append(o.Variants, colocation.Variant{Config: colocation.Controlled, Thresholds: th, Setting: "target " + d.String()})
+	}
+	o.SLOs = nil
+	for _, s := range strings.Split(slos, ",") {
+		v, err := strconv.ParseFloat(strings.TrimSpace(s), 64)
+		if err != nil || v < 1 {
+			return fmt.Errorf("bad SLO %q (a ratio ≥ 1)", s)
+		}
+		o.SLOs = append(o.SLOs, v)
 	}
 	return nil
 }

@@ -1,0 +1,55 @@
+package colocation
+
+import (
+	"math"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func row(c Config, setting string, level, ratio, batch, idle float64) Row {
+	return Row{Config: c, Setting: setting, Level: level, P99Ratio: ratio, BatchCPUSeconds: Spread{Median: batch, N: 1},
+		IdleCPUSeconds: Spread{Median: idle, N: 1}, BatchShare: batch / 20}
+}
+
+func TestFrontierPicksTheBestSettingMeetingEachSLO(t *testing.T) {
+	rows := []Row{
+		row(LSAlone, "", 0.6, 1, 0, 20),
+		row(UpstreamBest, "suppress 50%", 0.6, 1.05, 2, 0),
+		row(UpstreamBest, "suppress 70%", 0.6, 1.25, 6, 0),
+		row(UpstreamBest, "suppress 100%", 0.6, 2.5, 18, 0),
+		row(Controlled, "target 500µs", 0.6, 1.08, 4, 0),
+		row(Controlled, "target 1ms", 0.6, 1.2, 12, 0),
+		row(Controlled, "target 5ms", 0.6, 1.9, 16, 0),
+	}
+	fr := FrontierOf(rows, DefaultSLOs)
+	require.Len(t, fr, 4)
+	assert.Equal(t, "suppress 50%", fr[0].Static.Setting)
+	assert.Equal(t, "target 500µs", fr[0].Controlled.Setting)
+	assert.InDelta(t, 2, fr[0].Gain, 1e-9)
+	assert.Equal(t, "suppress 70%", fr[1].Static.Setting)
+	assert.Equal(t, "target 1ms", fr[1].Controlled.Setting)
+	assert.InDelta(t, 2, fr[1].Gain, 1e-9)
+	assert.Equal(t, "target 5ms", fr[3].Controlled.Setting, "2×: the 5 ms target; 100% is over")
+	ts := FrontierTargets(fr, rows)
+	var names []string
+	for _, tg := range ts {
+		names = append(names, tg.Name)
+	}
+	require.Len(t, ts, 6, "%v", names) // 4 gains, the idle share at 60%/1.3×, evictions
+	assert.True(t, ts[0].Met)
+	assert.True(t, ts[2].Met, "12 CPU-s = 60% of 20 idle: %s", ts[2].Measured)
+	assert.True(t, ts[4].Met, "16 vs 6 CPU-s at 2×")
+	assert.True(t, ts[5].Met, "no eviction")
+}
+
+func TestFrontierNoneMeets(t *testing.T) {
+	rows := []Row{row(LSAlone, "", 0.3, 1, 0, 40), row(UpstreamBest, "suppress 100%", 0.3, 3, 30, 0), row(Controlled, "target 1ms", 0.3, 1.2, 10, 0)}
+	fr := FrontierOf(rows, []float64{1.1, 1.3})
+	assert.True(t, math.IsNaN(fr[0].Gain), "neither")
+	assert.True(t, math.IsInf(fr[1].Gain, 1), "only the controller")
+	ts := FrontierTargets(fr, rows)
+	assert.False(t, ts[0].Met)
+	assert.True(t, ts[1].Met)
+}

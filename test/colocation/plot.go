@@ -1,0 +1,87 @@
+package colocation
+
+import (
+	"fmt"
+	"math"
+	"os"
+	"time"
+
+	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/vg"
+	"gonum.org/v1/plot/vg/draw"
+	"gonum.org/v1/plot/vg/vgsvg"
+)
+
+// writeStepPlot draws the step response (gonum/plot, SVG): the LS p99 per
+// half-second on top; the YARN budget and YARN's CPU use below; the step
+// at t = 0.
+func writeStepPlot(file string, r StepResult) error {
+	top := plot.New()
+	top.Title.Text = fmt.Sprintf("LS load %.0f%% → %.0f%% at t = 0, interference control target %v", 100*r.Opts.From, 100*r.Opts.To, r.Opts.Target)
+	top.Y.Label.Text = "LS p99 (ms) per 0.5 s"
+	var lat plotter.XYs
+	for _, b := range r.Bins {
+		if b.P99 > time.Hour {
+			continue
+		}
+		lat = append(lat, plotter.XY{X: (b.At + stepBin/2).Seconds(), Y: ms(b.P99)})
+	}
+	if err := addLine(top, lat, "LS p99", 0); err != nil {
+		return err
+	}
+	bottom := plot.New()
+	bottom.X.Label.Text = "seconds from the step"
+	bottom.Y.Label.Text = "cores"
+	var budget, usage plotter.XYs
+	for _, s := range r.Samples {
+		if !math.IsNaN(s.Budget) {
+			budget = append(budget, plotter.XY{X: s.At.Seconds(), Y: s.Budget})
+		}
+		usage = append(usage, plotter.XY{X: s.At.Seconds(), Y: s.Usage})
+	}
+	if err := addLine(bottom, budget, "YARN budget (cfs quota)", 1); err != nil {
+		return err
+	}
+	if err := addLine(bottom, usage, "YARN CPU use", 2); err != nil {
+		return err
+	}
+	for _, p := range []*plot.Plot{top, bottom} {
+		p.Add(plotter.NewGrid())
+		p.Legend.Top = true
+		p.X.Min, p.X.Max = -r.Opts.Before.Seconds(), r.Opts.After.Seconds()
+	}
+	bottom.Y.Min = 0
+	top.Y.Min = 0
+	const w, h = 8 * vg.Inch, 7 * vg.Inch
+	c := vgsvg.New(w, h)
+	dc := draw.New(c)
+	tiles := draw.Tiles{Rows: 2, Cols: 1, PadTop: vg.Points(4), PadBottom: vg.Points(4), PadLeft: vg.Points(4), PadRight: vg.Points(8), PadY: vg.Points(8)}
+	plots := [][]*plot.Plot{{top}, {bottom}}
+	canvases := plot.Align(plots, tiles, dc)
+	top.Draw(canvases[0][0])
+	bottom.Draw(canvases[1][0])
+	f, err := os.Create(file)
+	if err != nil {
+		return fmt.Errorf("write the step plot: %w", err)
+	}
+	if _, err := c.WriteTo(f); err != nil {
+		f.Close()
+		return fmt.Errorf("write the step plot %s: %w", file, err)
+	}
+	return f.Close()
+}
+
+func addLine(p *plot.Plot, xys plotter.XYs, name string, color int) error {
+	if len(xys) == 0 {
+		return nil
+	}
+	l, err := plotter.NewLine(xys)
+	if err != nil {
+		return fmt.Errorf("plot %s: %w", name, err)
+	}
+	l.Color = plotColor(color)
+	p.Add(l)
+	p.Legend.Add(name, l)
+	return nil
+}
