@@ -227,6 +227,15 @@ FLEET_CONFIGS ?= before,defaults
 measure-fleet: deps e2e-tools
 	$(GO) run ./test/measure/fleet -nodes $(FLEET_NODES) -warmup $(FLEET_WARMUP) -duration $(FLEET_DURATION) -configs $(FLEET_CONFIGS)
 
+# The kernel-side cost of the LS CPU wait probe (YARNLSCPUWait): run beside
+# a koordlet with the probe loaded, e.g. during make measure-colocation;
+# turns on kernel.bpf_stats_enabled for the run and puts it back (root).
+LSWAIT_WINDOW ?= 30s
+LSWAIT_REPEATS ?= 5
+.PHONY: measure-lswait-cost
+measure-lswait-cost: deps
+	$(GO) run ./test/measure/lswaitcost -window $(LSWAIT_WINDOW) -repeats $(LSWAIT_REPEATS)
+
 .PHONY: measure-colocation
 measure-colocation: deps
 	$(GO) run ./test/measure/colocation -levels $(COLOC_LEVELS) -repeats $(COLOC_REPEATS) -warmup $(COLOC_WARMUP) -window $(COLOC_WINDOW) $(COLOC_ARGS)

@@ -136,7 +136,7 @@ func (c *Collector) Latest() (Signal, bool) {
 func (c *Collector) Run(stopCh <-chan struct{}) {
 	c.source = SourceSchedstat
 	if !c.opts.NoEBPF {
-		p, err := OpenProbe()
+		p, err := OpenProbe(system.GetCurrentCgroupVersion() == system.CgroupVersionV2)
 		if err != nil {
 			klog.Warningf("yarn: LS CPU wait: the eBPF probe cannot run here (%v); measuring the mean run-queue wait from /proc/<tid>/schedstat instead", err)
 		} else {

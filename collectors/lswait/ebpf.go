@@ -30,15 +30,23 @@ type Probe struct {
 }
 
 // OpenProbe loads and attaches the probe; it watches no cgroup until
-// Watch. It fails (and cleans up) on a kernel without BTF, task storage or
-// the tracepoints, or without the privileges.
-func OpenProbe() (*Probe, error) {
+// Watch. v2 says where tasks' cgroups are: the unified hierarchy (v2) or
+// the cpu controller's v1 hierarchy. It fails (and cleans up) on a kernel
+// without BTF, task storage or the tracepoints, or without the privileges.
+func OpenProbe(v2 bool) (*Probe, error) {
 	if err := rlimit.RemoveMemlock(); err != nil {
 		return nil, fmt.Errorf("remove memlock limit: %w", err)
 	}
 	spec, err := loadLswait()
 	if err != nil {
 		return nil, err
+	}
+	hierarchies := uint32(2)
+	if v2 {
+		hierarchies = 1
+	}
+	if err := spec.Variables["hierarchies"].Set(hierarchies); err != nil {
+		return nil, fmt.Errorf("configure the CPU wait probe: %w", err)
 	}
 	p := &Probe{}
 	if err := spec.LoadAndAssign(&p.objs, nil); err != nil {

@@ -89,6 +89,7 @@ type lswaitMapSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type lswaitVariableSpecs struct {
+	Hierarchies     *ebpf.VariableSpec `ebpf:"hierarchies"`
 	UnusedCgroupKey *ebpf.VariableSpec `ebpf:"unused_cgroup_key"`
 	UnusedHist      *ebpf.VariableSpec `ebpf:"unused_hist"`
 }
@@ -130,6 +131,7 @@ func (m *lswaitMaps) Close() error {
 //
 // It can be passed to loadLswaitObjects or ebpf.CollectionSpec.LoadAndAssign.
 type lswaitVariables struct {
+	Hierarchies     *ebpf.Variable `ebpf:"hierarchies"`
 	UnusedCgroupKey *ebpf.Variable `ebpf:"unused_cgroup_key"`
 	UnusedHist      *ebpf.Variable `ebpf:"unused_hist"`
 }

@@ -21,7 +21,7 @@ func TestRealKernelProbe(t *testing.T) {
 	root := kerneltest.UniqueRoot(t)
 	ls := kerneltest.MakeCgroup(t, "cpu", filepath.Join(root, "ls"))
 	hog := kerneltest.MakeCgroup(t, "cpu", filepath.Join(root, "hog"))
-	p, err := OpenProbe()
+	p, err := OpenProbe(false)
 	if err != nil {
 		kerneltest.Skipf(t, "real-kernel test: cannot load the CPU wait probe here: %v", err)
 	}

@@ -79,6 +79,11 @@ struct start {
 const struct hist *unused_hist __attribute__((unused));
 const struct cgroup_key *unused_cgroup_key __attribute__((unused));
 
+// hierarchies says where a task's cgroup is looked up: 1 the default (v2)
+// hierarchy only, 2 the cpu controller's (v1) only, 3 both. Set by the
+// loader: one hash lookup per event instead of two.
+volatile const __u32 hierarchies = 3;
+
 // watched maps an LS cgroup to its pod's slot.
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
@@ -118,10 +123,13 @@ static __always_inline __u32 *slot_of(struct task_struct *p)
 	struct css_set *cset = BPF_CORE_READ(p, cgroups);
 	struct cgroup_subsys_state *css = 0;
 	int cpu = bpf_core_enum_value(enum cgroup_subsys_id, cpu_cgrp_id);
-	__u32 *slot = lookup(BPF_CORE_READ(cset, dfl_cgrp));
+	__u32 *slot;
 
-	if (slot)
-		return slot;
+	if (hierarchies & 1) {
+		slot = lookup(BPF_CORE_READ(cset, dfl_cgrp));
+		if (slot || !(hierarchies & 2))
+			return slot;
+	}
 	bpf_core_read(&css, sizeof(css), &cset->subsys[cpu]);
 	if (!css)
 		return 0;

@@ -1,0 +1,107 @@
+// Command lswaitcost measures the kernel-side cost of koordlet's LS CPU
+// wait probe (make measure-lswait-cost): it turns on the kernel's BPF
+// run-time statistics (kernel.bpf_stats_enabled; the value it found is put
+// back at the end), samples the run time of the probe's programs
+// (on_wakeup, on_wakeup_new, on_switch) over a window, repeatedly, and
+// prints their CPU share of one CPU with the events per second. Run it
+// beside a koordlet that has the probe loaded (YARNLSCPUWait, on by
+// default), e.g. during make measure-colocation. Needs root.
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/cilium/ebpf"
+)
+
+const statsSysctl = "/proc/sys/kernel/bpf_stats_enabled"
+
+var probeProgs = map[string]bool{"on_wakeup": true, "on_wakeup_new": true, "on_switch": true}
+
+type sample struct {
+	runtime time.Duration
+	count   uint64
+	progs   int
+}
+
+// read sums the run time and run count of the probe's loaded programs.
+func read() (sample, error) {
+	var s sample
+	id := ebpf.ProgramID(0)
+	for {
+		next, err := ebpf.ProgramGetNextID(id)
+		if errors.Is(err, os.ErrNotExist) {
+			return s, nil
+		}
+		if err != nil {
+			return s, fmt.Errorf("list BPF programs: %w", err)
+		}
+		id = next
+		p, err := ebpf.NewProgramFromID(id)
+		if err != nil {
+			continue // gone
+		}
+		info, err := p.Info()
+		p.Close()
+		if err != nil || !probeProgs[info.Name] {
+			continue
+		}
+		rt, _ := info.Runtime()
+		rc, _ := info.RunCount()
+		s.runtime += rt
+		s.count += rc
+		s.progs++
+	}
+}
+
+func main() {
+	window := flag.Duration("window", 30*time.Second, "one measurement window")
+	repeats := flag.Int("repeats", 5, "windows")
+	flag.Parse()
+	prev, err := os.ReadFile(statsSysctl)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "lswaitcost:", err)
+		os.Exit(1)
+	}
+	if err := os.WriteFile(statsSysctl, []byte("1"), 0); err != nil {
+		fmt.Fprintln(os.Stderr, "lswaitcost: enable BPF run-time statistics:", err)
+		os.Exit(1)
+	}
+	defer func() { _ = os.WriteFile(statsSysctl, []byte(strings.TrimSpace(string(prev))), 0) }()
+	var shares []string
+	for i := 0; i < *repeats; i++ {
+		a, err := read()
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "lswaitcost:", err)
+			return
+		}
+		if a.progs == 0 {
+			fmt.Fprintln(os.Stderr, "lswaitcost: the probe's programs are not loaded (is koordlet running with YARNLSCPUWait?)")
+			return
+		}
+		time.Sleep(*window)
+		b, err := read()
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "lswaitcost:", err)
+			return
+		}
+		if b.runtime < a.runtime || b.count < a.count || b.progs != a.progs {
+			fmt.Printf("window %d: the probe was reloaded (koordlet restarted); not counted\n", i+1)
+			continue
+		}
+		rt, n := b.runtime-a.runtime, b.count-a.count
+		share := 100 * rt.Seconds() / window.Seconds()
+		per := time.Duration(0)
+		if n > 0 {
+			per = rt / time.Duration(n)
+		}
+		shares = append(shares, fmt.Sprintf("%.3f%%", share))
+		fmt.Printf("window %d: %d programs, %.0f runs/s, %v per run, %.3f%% of one CPU\n", i+1, b.progs, float64(n)/window.Seconds(), per, share)
+	}
+	fmt.Printf("probe CPU, %% of one CPU per window: %s\n", strings.Join(shares, ", "))
+}
