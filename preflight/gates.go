@@ -16,7 +16,7 @@ var knownGates = []string{
 	string(features.YARNBECPUSuppress), string(features.YARNNodeManagerGuard), string(features.YARNCPUQoS),
 	string(features.YARNMemoryQoS), string(features.YARNMemoryCgroup), string(features.YARNContainerCgroups), string(features.YARNResctrlQoS),
 	string(features.YARNBatchLedger), string(features.YARNRMNodeResourceSync), string(features.YARNRMPreemption),
-	string(features.YARNQoSPolicy),
+	string(features.YARNQoSPolicy), string(features.YARNLSCPUWait), string(features.YARNInterferenceControl),
 }
 
 // gateOrder is knownGates, then any other gate of the plugin set by name.
@@ -156,6 +156,13 @@ func gateEffect(g string, f Facts) string {
 			return "applies --yarn-qos-policy-file with the NodeManager's data only (rules on queue, type and tags need --yarn-rm-endpoints)"
 		}
 		return "applies --yarn-qos-policy-file: per-application priorities and tiers, applications read from " + strings.Join(f.RMEndpoints, ", ")
+	case string(features.YARNLSCPUWait):
+		if f.BTF && (!f.EBPFTried || f.EBPFErr == "") {
+			return "measures how long the LS pods' tasks wait for a CPU (eBPF on the scheduler's wake-up and switch events): koordlet_yarn_ls_cpu_wait_*"
+		}
+		return "measures the LS pods' mean run-queue wait from /proc/<tid>/schedstat (no eBPF here): koordlet_yarn_ls_cpu_wait_*"
+	case string(features.YARNInterferenceControl):
+		return "sets the YARN hierarchy's cfs quota from the LS pods' CPU wait against --yarn-interference-target (halved above it, grown below it, within BE suppress's budget); YARN's own quota back when it stops"
 	}
 	return unknownEffect
 }
