@@ -39,17 +39,23 @@ type Signal struct {
 	// (eBPF only: 0 from schedstat); Mean the mean wait per wake-up (eBPF)
 	// or per time slice (schedstat).
 	P99, Mean time.Duration
+	// InterferenceP99 is the 99th percentile of the same waits counting
+	// only those behind a task of no LS pod (batch, daemons), the others
+	// as zero: the part of the LS tail that throttling batch can remove
+	// (eBPF only).
+	InterferenceP99 time.Duration
 	// Waits is how many waits (eBPF) or time slices (schedstat) there were.
 	Waits uint64
 	// Pods is how many LS pods were measured.
 	Pods int
 }
 
-// Value is the figure a target applies to: the p99 from eBPF, the mean
-// from schedstat (which has no distribution).
+// Value is the figure a target applies to: the interference p99 from
+// eBPF; the mean from schedstat (which has no distribution and cannot tell
+// whom a task waited behind).
 func (s Signal) Value() time.Duration {
 	if s.Source == SourceEBPF {
-		return s.P99
+		return s.InterferenceP99
 	}
 	return s.Mean
 }
@@ -75,7 +81,7 @@ type pod struct {
 	slot     uint32
 	keys     map[CgroupKey]bool
 	dirs     []string
-	last     Hist
+	last     Waits
 	lastPSI  time.Duration
 	psiOK    bool
 }
@@ -222,7 +228,7 @@ func (c *Collector) Collect() {
 		}
 	}
 	seen := map[string]bool{}
-	var total Hist
+	var total Waits
 	var schedWait time.Duration
 	var schedSlices uint64
 	nextSched := map[int]Schedstat{}
@@ -246,7 +252,7 @@ func (c *Collector) Collect() {
 			c.pods[uid] = lp
 		}
 		lp.dirs = podDirs(p)
-		var d Hist
+		var d Waits
 		if c.probe != nil {
 			c.watch(lp, hid)
 			cur, err := c.probe.Read(lp.slot)
@@ -257,7 +263,8 @@ func (c *Collector) Collect() {
 			d = cur.Sub(lp.last)
 			lp.last = cur
 			total.Add(d)
-			c.metrics.observePod(lp.ns, lp.name, d.Sum, d.Count(), d.Quantile(0.99))
+			c.metrics.observePod(lp.ns, lp.name, d.All.Sum, d.All.Count(), d.All.Quantile(0.99))
+			c.metrics.interference.WithLabelValues(lp.ns, lp.name).Add(d.Others.Sum.Seconds())
 		} else {
 			w, n := c.sched.delta(readTids(lp.dirs, v2), nextSched)
 			schedWait += w
@@ -290,7 +297,8 @@ func (c *Collector) Collect() {
 	}
 	sig := Signal{At: now, Interval: c.opts.Interval, Source: c.source, Pods: len(seen)}
 	if c.probe != nil {
-		sig.P99, sig.Mean, sig.Waits = total.Quantile(0.99), total.Mean(), total.Count()
+		sig.P99, sig.Mean, sig.Waits = total.All.Quantile(0.99), total.All.Mean(), total.All.Count()
+		sig.InterferenceP99 = total.Others.Quantile(0.99)
 	} else if schedSlices > 0 {
 		sig.Mean, sig.Waits = schedWait/time.Duration(schedSlices), schedSlices
 	}
@@ -298,7 +306,7 @@ func (c *Collector) Collect() {
 	c.mu.Lock()
 	c.latest, c.ok = sig, true
 	c.mu.Unlock()
-	klog.V(5).Infof("yarn: LS CPU wait: %d pods, %d waits, p99 %v, mean %v (%s)", sig.Pods, sig.Waits, sig.P99, sig.Mean, sig.Source)
+	klog.V(5).Infof("yarn: LS CPU wait: %d pods, %d waits, p99 %v (behind non-LS tasks %v), mean %v (%s)", sig.Pods, sig.Waits, sig.P99, sig.InterferenceP99, sig.Mean, sig.Source)
 }
 
 // watch makes the probe's keys of lp its cgroups now.

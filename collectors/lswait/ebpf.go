@@ -84,20 +84,39 @@ func (p *Probe) Unwatch(k CgroupKey) error {
 	return nil
 }
 
-// Read returns slot's cumulative histogram, summed over the CPUs.
-func (p *Probe) Read(slot uint32) (Hist, error) {
+// Waits are a pod's cumulative waits: All of them, and Others, the same
+// waits counting only those behind a task of no LS pod (the others as 0).
+type Waits struct {
+	All, Others Hist
+}
+
+// Sub returns w − prev (see Hist.Sub).
+func (w Waits) Sub(prev Waits) Waits {
+	return Waits{All: w.All.Sub(prev.All), Others: w.Others.Sub(prev.Others)}
+}
+
+// Add adds o to w.
+func (w *Waits) Add(o Waits) {
+	w.All.Add(o.All)
+	w.Others.Add(o.Others)
+}
+
+// Read returns slot's cumulative waits, summed over the CPUs.
+func (p *Probe) Read(slot uint32) (Waits, error) {
 	var per []lswaitHist
 	if err := p.objs.Hists.Lookup(slot, &per); err != nil {
-		return Hist{}, fmt.Errorf("read the CPU wait histogram of slot %d: %w", slot, err)
+		return Waits{}, fmt.Errorf("read the CPU wait histogram of slot %d: %w", slot, err)
 	}
-	var h Hist
+	var w Waits
 	for _, c := range per {
-		for i, n := range c.Buckets {
-			h.Buckets[i] += n
+		for i := range c.Buckets {
+			w.All.Buckets[i] += c.Buckets[i]
+			w.Others.Buckets[i] += c.Others[i]
 		}
-		h.Sum += time.Duration(c.SumNs)
+		w.All.Sum += time.Duration(c.SumNs)
+		w.Others.Sum += time.Duration(c.OthersSumNs)
 	}
-	return h, nil
+	return w, nil
 }
 
 // Close detaches and unloads the probe.

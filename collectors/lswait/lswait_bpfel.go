@@ -19,8 +19,10 @@ type lswaitCgroupKey struct {
 }
 
 type lswaitHist struct {
-	Buckets [104]uint64
-	SumNs   uint64
+	Buckets     [104]uint64
+	SumNs       uint64
+	Others      [104]uint64
+	OthersSumNs uint64
 }
 
 type lswaitStart struct {

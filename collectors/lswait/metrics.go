@@ -13,11 +13,14 @@ import (
 type metrics struct {
 	waitSeconds *prometheus.CounterVec
 	waits       *prometheus.CounterVec
-	podP99      *prometheus.GaugeVec
-	nodeP99     prometheus.Gauge
-	nodeMean    prometheus.Gauge
-	source      *prometheus.GaugeVec
-	pressure    *prometheus.GaugeVec
+	// interference is the wait behind tasks of no LS pod.
+	interference        *prometheus.CounterVec
+	nodeInterferenceP99 prometheus.Gauge
+	podP99              *prometheus.GaugeVec
+	nodeP99             prometheus.Gauge
+	nodeMean            prometheus.Gauge
+	source              *prometheus.GaugeVec
+	pressure            *prometheus.GaugeVec
 }
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
@@ -28,6 +31,10 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Help: "Time the LS pod's tasks waited runnable for a CPU (eBPF: from wake-up or preemption to running; schedstat: run-queue wait)."}, pod),
 		waits: prometheus.NewCounterVec(prometheus.CounterOpts{Subsystem: sub, Name: "yarn_ls_cpu_waits_total",
 			Help: "Waits for a CPU of the LS pod's tasks (eBPF) or time slices they ran (schedstat)."}, pod),
+		interference: prometheus.NewCounterVec(prometheus.CounterOpts{Subsystem: sub, Name: "yarn_ls_cpu_interference_wait_seconds_total",
+			Help: "Part of the LS pod's CPU wait spent behind tasks of no LS pod (batch, daemons): a wait counts when the CPU's previous task was not an LS pod's (eBPF only)."}, pod),
+		nodeInterferenceP99: prometheus.NewGauge(prometheus.GaugeOpts{Subsystem: sub, Name: "yarn_ls_cpu_interference_wait_node_p99_seconds",
+			Help: "99th percentile over all LS pods' CPU waits in the last interval, a wait behind an LS task counting as zero: the interference controller's signal (eBPF only)."}),
 		podP99: prometheus.NewGaugeVec(prometheus.GaugeOpts{Subsystem: sub, Name: "yarn_ls_cpu_wait_p99_seconds",
 			Help: "99th percentile of the LS pod's CPU waits over the last interval (eBPF; with schedstat the mean wait per time slice)."}, pod),
 		nodeP99: prometheus.NewGauge(prometheus.GaugeOpts{Subsystem: sub, Name: "yarn_ls_cpu_wait_node_p99_seconds",
@@ -42,7 +49,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	if reg == nil {
 		return m, nil
 	}
-	for _, c := range []prometheus.Collector{m.waitSeconds, m.waits, m.podP99, m.nodeP99, m.nodeMean, m.source, m.pressure} {
+	for _, c := range []prometheus.Collector{m.waitSeconds, m.waits, m.interference, m.nodeInterferenceP99, m.podP99, m.nodeP99, m.nodeMean, m.source, m.pressure} {
 		if err := reg.Register(c); err != nil {
 			var are prometheus.AlreadyRegisteredError
 			if !errors.As(err, &are) {
@@ -75,11 +82,12 @@ func (m *metrics) observePSI(ns, name string, ratio float64) {
 
 func (m *metrics) observeNode(s Signal) {
 	m.nodeP99.Set(s.P99.Seconds())
+	m.nodeInterferenceP99.Set(s.InterferenceP99.Seconds())
 	m.nodeMean.Set(s.Mean.Seconds())
 }
 
 func (m *metrics) forget(ns, name string) {
-	for _, v := range []*prometheus.MetricVec{m.waitSeconds.MetricVec, m.waits.MetricVec, m.podP99.MetricVec, m.pressure.MetricVec} {
+	for _, v := range []*prometheus.MetricVec{m.waitSeconds.MetricVec, m.waits.MetricVec, m.interference.MetricVec, m.podP99.MetricVec, m.pressure.MetricVec} {
 		v.DeleteLabelValues(ns, name)
 	}
 }

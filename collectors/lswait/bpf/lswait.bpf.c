@@ -63,10 +63,16 @@ struct cgroup_key {
 
 // hist is one pod's waits: buckets[0] counts waits under 1 µs; a wait of
 // v µs (v ≥ 1, l = floor(log2 v)) is in bucket 1 + 4l + the two bits of v
-// after its leading one. sum_ns is the total wait.
+// after its leading one. sum_ns is the total wait. others and others_sum_ns
+// count the same waits as the interference from outside LS: a wait whose
+// CPU was last held by a task of no LS pod (batch, daemons; not the idle
+// task) as it was, every other wait (behind the pod's own or another LS
+// pod's tasks) as zero.
 struct hist {
 	__u64 buckets[NBUCKETS];
 	__u64 sum_ns;
+	__u64 others[NBUCKETS];
+	__u64 others_sum_ns;
 };
 
 struct start {
@@ -177,7 +183,7 @@ static __always_inline __u32 bucket(__u64 ns)
 	return b < NBUCKETS ? b : NBUCKETS - 1;
 }
 
-static __always_inline void dequeue(struct task_struct *p)
+static __always_inline void dequeue(struct task_struct *p, struct task_struct *prev)
 {
 	if (!p || BPF_CORE_READ(p, pid) == 0)
 		return;
@@ -195,6 +201,14 @@ static __always_inline void dequeue(struct task_struct *p)
 	if (b < NBUCKETS)
 		h->buckets[b]++;
 	h->sum_ns += d;
+	// Behind whom: the task this CPU ran before it.
+	if (prev && BPF_CORE_READ(prev, pid) != 0 && !slot_of(prev)) {
+		if (b < NBUCKETS)
+			h->others[b]++;
+		h->others_sum_ns += d;
+	} else {
+		h->others[0]++;
+	}
 }
 
 SEC("tp_btf/sched_wakeup")
@@ -218,7 +232,7 @@ int BPF_PROG(on_switch, bool preempt, struct task_struct *prev, struct task_stru
 	// waits again from now.
 	if (preempt || prev_state == 0)
 		enqueue(prev);
-	dequeue(next);
+	dequeue(next, prev);
 	return 0;
 }
 
