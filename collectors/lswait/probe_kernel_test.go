@@ -65,3 +65,36 @@ func TestRealKernelProbe(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, mid.All.Count(), end.All.Count(), "an unwatched cgroup's waits are not counted")
 }
+
+// TestRealKernelProbeSelfWaitIsNoInterference: a task that waits behind a
+// hog of its own pod (both in watched cgroups) waits, but not as
+// interference: the task before it on the CPU is an LS pod's.
+func TestRealKernelProbeSelfWaitIsNoInterference(t *testing.T) {
+	kerneltest.RequireCgroupV1(t, "cpu")
+	kerneltest.UseHostRoots(t)
+	root := kerneltest.UniqueRoot(t)
+	ls := kerneltest.MakeCgroup(t, "cpu", filepath.Join(root, "ls"))
+	p, err := OpenProbe(false)
+	if err != nil {
+		kerneltest.Skipf(t, "real-kernel test: cannot load the CPU wait probe here: %v", err)
+	}
+	defer p.Close()
+	hid, err := cgroups.HierarchyID(cgroups.Hierarchy{CgroupRoot: kerneltest.CgroupRoot}, cgroups.CPU)
+	require.NoError(t, err)
+	var st unix.Stat_t
+	require.NoError(t, unix.Stat(ls, &st))
+	require.NoError(t, p.Watch(CgroupKey{HierarchyID: hid, ID: st.Ino}, 9))
+	before, err := p.Read(9)
+	require.NoError(t, err)
+	// A hog and a sleeper in the LS cgroup, alone on CPU 1 but for the
+	// machine's own short tasks.
+	l := kerneltest.Start(t, "exec taskset -c 1 sh -c 'while :; do :; done & while :; do sleep 0.005; done'", ls)
+	require.NoError(t, l.Release())
+	time.Sleep(2 * time.Second)
+	after, err := p.Read(9)
+	require.NoError(t, err)
+	d := after.Sub(before)
+	require.Greater(t, d.All.Count(), uint64(50))
+	t.Logf("waits %d, %v in all, %v behind non-LS tasks", d.All.Count(), d.All.Sum, d.Others.Sum)
+	require.Less(t, d.Others.Sum, d.All.Sum/4, "most of the wait is behind the pod's own hog: not interference")
+}

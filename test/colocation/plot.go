@@ -19,7 +19,7 @@ import (
 func writeStepPlot(file string, r StepResult) error {
 	top := plot.New()
 	top.Title.Text = fmt.Sprintf("LS load %.0f%% → %.0f%% at t = 0, interference control target %v", 100*r.Opts.From, 100*r.Opts.To, r.Opts.Target)
-	top.Y.Label.Text = "LS p99 (ms) per 0.5 s"
+	top.Y.Label.Text = "ms"
 	var lat plotter.XYs
 	for _, b := range r.Bins {
 		if b.P99 > time.Hour {
@@ -27,7 +27,20 @@ func writeStepPlot(file string, r StepResult) error {
 		}
 		lat = append(lat, plotter.XY{X: (b.At + stepBin/2).Seconds(), Y: ms(b.P99)})
 	}
-	if err := addLine(top, lat, "LS p99", 0); err != nil {
+	if err := addLine(top, lat, "LS request p99", 0); err != nil {
+		return err
+	}
+	var sig, target plotter.XYs
+	for _, s := range r.Samples {
+		if s.Signal >= 0 {
+			sig = append(sig, plotter.XY{X: s.At.Seconds(), Y: ms(s.Signal)})
+		}
+	}
+	if err := addLine(top, sig, "LS interference wait p99 (the controller's signal, 1 s)", 3); err != nil {
+		return err
+	}
+	target = plotter.XYs{{X: -r.Opts.Before.Seconds(), Y: ms(r.Opts.Target)}, {X: r.Opts.After.Seconds(), Y: ms(r.Opts.Target)}}
+	if err := addLine(top, target, "signal target", 4); err != nil {
 		return err
 	}
 	bottom := plot.New()

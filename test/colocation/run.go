@@ -368,7 +368,7 @@ func (h *harness) knobs() string {
 	}
 	yarn := h.box.Hierarchy()
 	be := filepath.Dir(yarn)
-	return fmt.Sprintf("besteffort cfs_quota_us %s cpu.idle %s, YARN root cpu.idle %s", read(be, "cpu.cfs_quota_us"), read(be, "cpu.idle"), read(yarn, "cpu.idle"))
+	return fmt.Sprintf("besteffort cfs_quota_us %s cpu.idle %s, YARN root cfs_quota_us %s cpu.idle %s", read(be, "cpu.cfs_quota_us"), read(be, "cpu.idle"), read(yarn, "cpu.cfs_quota_us"), read(yarn, "cpu.idle"))
 }
 
 // attack runs the load generator at rate for d; at began+offset of each

@@ -34,6 +34,10 @@ type StepSample struct {
 	// Budget is the YARN root's cfs quota in cores (NaN: unlimited);
 	// Usage YARN's CPU use since the previous sample, in cores.
 	Budget, Usage float64
+	// Signal is the controller's last signal from koordlet's /metrics
+	// (koordlet_yarn_interference_signal_seconds; NaN: not read at this
+	// sample).
+	Signal time.Duration
 }
 
 // LatencyBin is the LS p99 of the requests sent in one bin.
@@ -106,6 +110,7 @@ func (h *harness) stepResponse(ctx context.Context, o StepOptions, rates map[flo
 		defer tick.Stop()
 		lastUse, _ := cpuacctSeconds(h.yarnAcct)
 		last := time.Now()
+		n := 0
 		for {
 			select {
 			case <-stop:
@@ -121,9 +126,18 @@ func (h *harness) stepResponse(ctx context.Context, o StepOptions, rates map[flo
 				if qerr == nil && perr == nil && q > 0 && p > 0 {
 					budget = float64(q) / float64(p)
 				}
+				sig := time.Duration(-1)
+				if n%5 == 0 { // koordlet's signal every half second
+					if fams, err := h.box.MetricFamilies(); err == nil {
+						if f, ok := fams["koordlet_yarn_interference_signal_seconds"]; ok && len(f.Metric) > 0 {
+							sig = time.Duration(f.Metric[0].GetGauge().GetValue() * float64(time.Second))
+						}
+					}
+				}
+				n++
 				mu.Lock()
 				if !stepAt.IsZero() {
-					samples = append(samples, StepSample{At: now.Sub(stepAt), Budget: budget, Usage: (use - lastUse) / now.Sub(last).Seconds()})
+					samples = append(samples, StepSample{At: now.Sub(stepAt), Budget: budget, Usage: (use - lastUse) / now.Sub(last).Seconds(), Signal: sig})
 				}
 				mu.Unlock()
 				lastUse, last = use, now

@@ -45,7 +45,7 @@ func TestLatencyBinsAndPlot(t *testing.T) {
 
 	file := filepath.Join(t.TempDir(), "step.svg")
 	r := StepResult{Opts: StepOptions{Target: time.Millisecond, From: 0.3, To: 0.6, Before: 10 * time.Second, After: 10 * time.Second},
-		Bins: bins, Samples: []StepSample{{At: -time.Second, Budget: 1.5, Usage: 1.4}, {At: time.Second, Budget: 0.7, Usage: 0.7}}}
+		Bins: bins, Samples: []StepSample{{At: -time.Second, Budget: 1.5, Usage: 1.4, Signal: 800 * time.Microsecond}, {At: time.Second, Budget: 0.7, Usage: 0.7, Signal: -1}}}
 	require.NoError(t, writeStepPlot(file, r))
 	b, err := os.ReadFile(file)
 	require.NoError(t, err)

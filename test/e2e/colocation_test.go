@@ -2,6 +2,8 @@ package e2e
 
 import (
 	"context"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -24,7 +26,11 @@ func TestColocationSmoke(t *testing.T) {
 	o := colocation.DefaultOptions()
 	o.Levels, o.Repeats = []float64{0.3}, 1
 	o.Warmup, o.Window, o.Settle = 2*time.Second, 4*time.Second, 2*time.Second
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	// And the controller's step response, short, with its plot.
+	plot := filepath.Join(t.TempDir(), "step.svg")
+	o.Step = &colocation.StepOptions{Target: 2 * time.Millisecond, From: 0.2, To: 0.4, Before: 4 * time.Second, After: 4 * time.Second,
+		Plot: plot, Thresholds: o.Thresholds}
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
 	rep, err := colocation.Run(ctx, b, o)
 	require.NoError(t, err)
@@ -53,4 +59,28 @@ func TestColocationSmoke(t *testing.T) {
 	}
 	assert.Len(t, rep.Rows, len(colocation.AllConfigs))
 	assert.NotEmpty(t, rep.Targets)
+
+	// Interference control: koordlet wrote a YARN budget (a quota on the
+	// YARN root) and published its signal, which the step sampled.
+	for _, ep := range rep.Episodes {
+		if ep.Config == colocation.Controlled {
+			assert.NotContains(t, ep.Knobs, "YARN root cfs_quota_us -1", "the controller set a budget: %s", ep.Knobs)
+		}
+	}
+	require.NotNil(t, rep.Step)
+	assert.NotEmpty(t, rep.Step.Bins)
+	budgets, signals := 0, 0
+	for _, s := range rep.Step.Samples {
+		if s.Budget > 0 {
+			budgets++
+		}
+		if s.Signal >= 0 {
+			signals++
+		}
+	}
+	assert.Greater(t, budgets, 0, "the YARN root had a budget during the step")
+	assert.Greater(t, signals, 0, "koordlet published the interference signal")
+	st, err := os.Stat(plot)
+	require.NoError(t, err, "the step plot was written")
+	assert.Greater(t, st.Size(), int64(1000))
 }
