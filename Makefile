@@ -180,7 +180,7 @@ measure-nm-at-once: deps
 # loop) beside YARN batch on the node in a box. By default the SLO sweep:
 # LS alone, upstream koordlet's best practice for YARN at suppress
 # thresholds 50–100%, and this plugin set with the interference controller
-# at targets 500 µs–8 ms, each at every level of COLOC_LEVELS (shares of the
+# at targets 25–150 µs, each at every level of COLOC_LEVELS (shares of the
 # node's CPU), COLOC_REPEATS times; the frontier at LS p99 targets 1.1–2×
 # LS alone; then the controller's step response (LS 30% → 60%), plotted to
 # build/colocation-step.svg (root, cgroup v1; about 25 minutes).
@@ -190,7 +190,7 @@ COLOC_LEVELS ?= 0.3,0.6
 COLOC_REPEATS ?= 2
 COLOC_WARMUP ?= 10s
 COLOC_WINDOW ?= 15s
-COLOC_ARGS ?= -sweep -step-target 2ms
+COLOC_ARGS ?= -sweep -step-target 50us
 # The batch ledger and arbitration (YARNBatchLedger, YARNAllocatableEvict) in
 # the node in a box, every change written each second: container allocated → Node
 # annotation updated, patches per minute under churn, over-commit → resolved

@@ -14,13 +14,15 @@ type metrics struct {
 	waitSeconds *prometheus.CounterVec
 	waits       *prometheus.CounterVec
 	// interference is the wait behind tasks of no LS pod.
-	interference        *prometheus.CounterVec
-	nodeInterferenceP99 prometheus.Gauge
-	podP99              *prometheus.GaugeVec
-	nodeP99             prometheus.Gauge
-	nodeMean            prometheus.Gauge
-	source              *prometheus.GaugeVec
-	pressure            *prometheus.GaugeVec
+	interference                   *prometheus.CounterVec
+	nodeInterferenceP99            prometheus.Gauge
+	nodeP999, nodeInterferenceP999 prometheus.Gauge
+	nodeInterferenceMean           prometheus.Gauge
+	podP99                         *prometheus.GaugeVec
+	nodeP99                        prometheus.Gauge
+	nodeMean                       prometheus.Gauge
+	source                         *prometheus.GaugeVec
+	pressure                       *prometheus.GaugeVec
 }
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
@@ -34,7 +36,13 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		interference: prometheus.NewCounterVec(prometheus.CounterOpts{Subsystem: sub, Name: "yarn_ls_cpu_interference_wait_seconds_total",
 			Help: "Part of the LS pod's CPU wait spent behind tasks of no LS pod (batch, daemons): a wait counts when the CPU's previous task was not an LS pod's (eBPF only)."}, pod),
 		nodeInterferenceP99: prometheus.NewGauge(prometheus.GaugeOpts{Subsystem: sub, Name: "yarn_ls_cpu_interference_wait_node_p99_seconds",
-			Help: "99th percentile over all LS pods' CPU waits in the last interval, a wait behind an LS task counting as zero: the interference controller's signal (eBPF only)."}),
+			Help: "99th percentile over all LS pods' CPU waits in the last interval, a wait behind an LS task counting as zero (eBPF only)."}),
+		nodeP999: prometheus.NewGauge(prometheus.GaugeOpts{Subsystem: sub, Name: "yarn_ls_cpu_wait_node_p999_seconds",
+			Help: "99.9th percentile of the CPU waits of all LS pods' tasks over the last interval (eBPF; 0 with schedstat)."}),
+		nodeInterferenceP999: prometheus.NewGauge(prometheus.GaugeOpts{Subsystem: sub, Name: "yarn_ls_cpu_interference_wait_node_p999_seconds",
+			Help: "99.9th percentile over all LS pods' CPU waits in the last interval, a wait behind an LS task counting as zero (eBPF only)."}),
+		nodeInterferenceMean: prometheus.NewGauge(prometheus.GaugeOpts{Subsystem: sub, Name: "yarn_ls_cpu_interference_wait_node_mean_seconds",
+			Help: "Wait behind tasks of no LS pod per LS wake-up over the last interval (a wait behind an LS task counting as zero): the interference controller's signal (eBPF only)."}),
 		podP99: prometheus.NewGaugeVec(prometheus.GaugeOpts{Subsystem: sub, Name: "yarn_ls_cpu_wait_p99_seconds",
 			Help: "99th percentile of the LS pod's CPU waits over the last interval (eBPF; with schedstat the mean wait per time slice)."}, pod),
 		nodeP99: prometheus.NewGauge(prometheus.GaugeOpts{Subsystem: sub, Name: "yarn_ls_cpu_wait_node_p99_seconds",
@@ -49,7 +57,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	if reg == nil {
 		return m, nil
 	}
-	for _, c := range []prometheus.Collector{m.waitSeconds, m.waits, m.interference, m.nodeInterferenceP99, m.podP99, m.nodeP99, m.nodeMean, m.source, m.pressure} {
+	for _, c := range []prometheus.Collector{m.waitSeconds, m.waits, m.interference, m.nodeInterferenceP99, m.nodeP999, m.nodeInterferenceP999, m.nodeInterferenceMean, m.podP99, m.nodeP99, m.nodeMean, m.source, m.pressure} {
 		if err := reg.Register(c); err != nil {
 			var are prometheus.AlreadyRegisteredError
 			if !errors.As(err, &are) {
@@ -83,6 +91,9 @@ func (m *metrics) observePSI(ns, name string, ratio float64) {
 func (m *metrics) observeNode(s Signal) {
 	m.nodeP99.Set(s.P99.Seconds())
 	m.nodeInterferenceP99.Set(s.InterferenceP99.Seconds())
+	m.nodeP999.Set(s.P999.Seconds())
+	m.nodeInterferenceP999.Set(s.InterferenceP999.Seconds())
+	m.nodeInterferenceMean.Set(s.InterferenceMean.Seconds())
 	m.nodeMean.Set(s.Mean.Seconds())
 }
 

@@ -3,7 +3,6 @@ package cgroups
 import (
 	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -11,6 +10,7 @@ import (
 	"golang.org/x/sys/unix"
 	"k8s.io/klog/v2"
 
+	"github.com/koordinator-sh/koordinator/pkg/koordlet/resourceexecutor"
 	"github.com/koordinator-sh/koordinator/pkg/koordlet/util/system"
 )
 
@@ -40,11 +40,12 @@ func RecordPriorQuota(rel, xattr string) error {
 	if _, err := unix.Getxattr(dir, xattr, make([]byte, 32)); err == nil {
 		return nil
 	}
-	b, err := os.ReadFile(filepath.Join(dir, system.CPUCFSQuotaName))
+	// koordlet's reader: cpu.cfs_quota_us on v1, cpu.max on v2 ("max" is -1).
+	q, err := resourceexecutor.NewCgroupReader().ReadCPUQuota(rel)
 	if err != nil {
 		return fmt.Errorf("read the cfs quota of %s: %w", dir, err)
 	}
-	if err := unix.Setxattr(dir, xattr, []byte(strings.TrimSpace(string(b))), 0); err != nil {
+	if err := unix.Setxattr(dir, xattr, []byte(strconv.FormatInt(q, 10)), 0); err != nil {
 		return fmt.Errorf("record the cfs quota of %s (xattr %s): %w", dir, xattr, err)
 	}
 	return nil

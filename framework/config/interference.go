@@ -13,7 +13,8 @@ type Interference struct {
 	// budget set.
 	Interval time.Duration
 	// Target is the LS pods' CPU wait the controller holds YARN to (the
-	// p99 with eBPF, the mean per time slice with schedstat); the
+	// mean wait behind non-LS tasks per wake-up with eBPF, the mean wait
+	// per time slice with schedstat); the
 	// NodeSLO's extensions.yarnInterferenceControl.cpuWaitTargetMicroseconds
 	// overrides it.
 	Target time.Duration
@@ -25,8 +26,8 @@ type Interference struct {
 // Interference defaults.
 const (
 	DefaultInterferenceInterval    = time.Second
-	DefaultInterferenceTarget      = 2 * time.Millisecond
-	DefaultInterferenceMinPercent  = 10
+	DefaultInterferenceTarget      = 50 * time.Microsecond
+	DefaultInterferenceMinPercent  = 5
 	DefaultInterferenceStepPercent = 5
 )
 
@@ -34,7 +35,7 @@ func (i *Interference) initFlags(fs *flag.FlagSet) {
 	fs.DurationVar(&i.Interval, "yarn-interference-interval", i.Interval,
 		"Period of the LS CPU wait measurement (YARNLSCPUWait) and of the YARN CPU budget's adjustment (YARNInterferenceControl).")
 	fs.DurationVar(&i.Target, "yarn-interference-target", i.Target,
-		"LS CPU wait the interference controller holds YARN to: the 99th percentile of the LS pods' waits for a CPU (the mean per time slice where eBPF cannot run). The NodeSLO's spec.extensions.yarnInterferenceControl.cpuWaitTargetMicroseconds overrides it.")
+		"LS CPU wait the interference controller holds YARN to: the mean time an LS pod's task waits behind tasks of no LS pod per wake-up (eBPF; the mean run-queue wait per time slice where eBPF cannot run). The NodeSLO's spec.extensions.yarnInterferenceControl.cpuWaitTargetMicroseconds overrides it.")
 	fs.Int64Var(&i.MinPercent, "yarn-interference-min-cpu-percent", i.MinPercent,
 		"Floor of the YARN CPU budget the interference controller sets, in percent of the node's CPU (never above what BE suppress allows).")
 	fs.Int64Var(&i.StepPercent, "yarn-interference-step-percent", i.StepPercent,

@@ -2,8 +2,6 @@ package yarninterference
 
 import (
 	"fmt"
-	"os"
-	"path/filepath"
 	"runtime"
 	"strconv"
 	"sync"
@@ -107,7 +105,7 @@ func (c *Controller) RestoreDisabled() int {
 	if h == "" {
 		return 0
 	}
-	if cgroups.RestorePriorQuota(h, PriorQuotaXattr, c.writeDirect) {
+	if cgroups.RestorePriorQuota(h, PriorQuotaXattr, c.write) {
 		klog.Infof("yarn: %s is off: the cfs quota of the YARN hierarchy %s is back to its value before the interference controller", features.YARNInterferenceControl, h)
 		return 1
 	}
@@ -291,15 +289,6 @@ func (c *Controller) write(dir string, quota int64) bool {
 	}
 	if err != nil {
 		klog.Warningf("yarn: interference control: set the cfs quota of %s to %d: %v", dir, quota, err)
-		return false
-	}
-	return true
-}
-
-// writeDirect is write before the executor runs (RestoreDisabled).
-func (c *Controller) writeDirect(dir string, quota int64) bool {
-	if err := os.WriteFile(filepath.Join(cgroups.QuotaDir(dir), system.CPUCFSQuotaName), []byte(strconv.FormatInt(quota, 10)), 0); err != nil {
-		klog.Warningf("yarn: %s is off: restore the cfs quota of %s to %d: %v", features.YARNInterferenceControl, dir, quota, err)
 		return false
 	}
 	return true

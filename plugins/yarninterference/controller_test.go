@@ -91,7 +91,7 @@ func (n *fakeNode) step(t *testing.T) {
 }
 
 func (n *fakeNode) wait(d time.Duration) {
-	n.sig = lswait.Signal{At: time.Now(), Source: lswait.SourceEBPF, P99: d}
+	n.sig = lswait.Signal{At: time.Now(), Source: lswait.SourceEBPF, InterferenceMean: d}
 }
 
 // TestControllerGrowsCutsAndGivesBack: from the floor the budget grows a

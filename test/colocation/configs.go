@@ -71,8 +71,10 @@ type Thresholds struct {
 	// InterferenceTarget is --yarn-interference-target in configuration 5
 	// (0: koordlet's default).
 	InterferenceTarget time.Duration
-	// InterferenceStepPercent is --yarn-interference-step-percent there (0: the default).
-	InterferenceStepPercent int64
+	// InterferenceStepPercent and InterferenceMinPercent are
+	// --yarn-interference-step-percent and --yarn-interference-min-cpu-percent
+	// there (0: the defaults).
+	InterferenceStepPercent, InterferenceMinPercent int64
 }
 
 // DefaultThresholds: configuration 3 keeps Koordinator's default CPU
@@ -119,6 +121,9 @@ func (c Config) KoordletArgs(t Thresholds) []string {
 		}
 		if t.InterferenceStepPercent > 0 {
 			args = append(args, fmt.Sprintf("--yarn-interference-step-percent=%d", t.InterferenceStepPercent))
+		}
+		if t.InterferenceMinPercent > 0 {
+			args = append(args, fmt.Sprintf("--yarn-interference-min-cpu-percent=%d", t.InterferenceMinPercent))
 		}
 	}
 	return args

@@ -28,7 +28,7 @@ func TestColocationSmoke(t *testing.T) {
 	o.Warmup, o.Window, o.Settle = 2*time.Second, 4*time.Second, 2*time.Second
 	// And the controller's step response, short, with its plot.
 	plot := filepath.Join(t.TempDir(), "step.svg")
-	o.Step = &colocation.StepOptions{Target: 2 * time.Millisecond, From: 0.2, To: 0.4, Before: 4 * time.Second, After: 4 * time.Second,
+	o.Step = &colocation.StepOptions{Target: 50 * time.Microsecond, From: 0.2, To: 0.4, Before: 4 * time.Second, After: 4 * time.Second,
 		Plot: plot, Thresholds: o.Thresholds}
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()

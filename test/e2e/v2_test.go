@@ -65,6 +65,9 @@ func TestV2(t *testing.T) {
 		t.Run(l.Name, func(t *testing.T) {
 			t.Run("discovery, metrics, QoS, restart", func(t *testing.T) { v2Node(t, l, discovery) })
 			t.Run("pressure, cgroup namespace", func(t *testing.T) { v2Pressure(t, l) })
+			if i == 0 {
+				t.Run("LS CPU wait, interference control", func(t *testing.T) { v2Interference(t, l, btfErr == nil) })
+			}
 			t.Run("nothing left behind", func(t *testing.T) { v2NothingLeft(t) })
 		})
 	}
