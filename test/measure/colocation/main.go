@@ -35,7 +35,7 @@ func main() {
 	slos := flag.String("slos", "1.1,1.3,1.5,2", "LS p99 targets of the sweep, × LS alone")
 	stepTarget := flag.Duration("step-target", 0, "after the episodes, a step response of configuration 5 at this target (LS 30% → 60%); 0: none")
 	plotFile := flag.String("plot", "build/colocation-step.svg", "SVG file of the step response's plot")
-	flag.Int64Var(&o.Thresholds.InterferenceStepPercent, "interference-step", 10, "--yarn-interference-step-percent in configuration 5")
+	flag.Int64Var(&o.Thresholds.InterferenceStepPercent, "interference-step", 0, "--yarn-interference-step-percent in configuration 5 (0: koordlet's default)")
 	flag.Int64Var(&o.Thresholds.InterferenceMinPercent, "interference-min", 1, "--yarn-interference-min-cpu-percent in configuration 5 (low, so that tight targets can be met: the static thresholds go as low)")
 	flag.IntVar(&o.Repeats, "repeats", o.Repeats, "repeats of every configuration and level")
 	flag.DurationVar(&o.Warmup, "warmup", o.Warmup, "load and batch before the measured window")

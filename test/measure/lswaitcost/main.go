@@ -80,9 +80,10 @@ func main() {
 			fmt.Fprintln(os.Stderr, "lswaitcost:", err)
 			return
 		}
-		if a.progs == 0 {
-			fmt.Fprintln(os.Stderr, "lswaitcost: the probe's programs are not loaded (is koordlet running with YARNLSCPUWait?)")
-			return
+		if a.progs == 0 { // koordlet restarting, or not running with YARNLSCPUWait
+			fmt.Printf("window %d: the probe's programs are not loaded; waiting a window\n", i+1)
+			time.Sleep(*window)
+			continue
 		}
 		time.Sleep(*window)
 		b, err := read()
