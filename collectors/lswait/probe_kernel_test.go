@@ -2,6 +2,7 @@ package lswait
 
 import (
 	"path/filepath"
+	"syscall"
 	"testing"
 	"time"
 
@@ -68,12 +69,15 @@ func TestRealKernelProbe(t *testing.T) {
 
 // TestRealKernelProbeSelfWaitIsNoInterference: a task that waits behind a
 // hog of its own pod (both in watched cgroups) waits, but not as
-// interference: the task before it on the CPU is an LS pod's.
+// interference; the same hog in a cgroup of no LS pod makes the same waits
+// interference. Compared under the same load, so that the machine's own
+// tasks (counted as interference in both) do not decide it.
 func TestRealKernelProbeSelfWaitIsNoInterference(t *testing.T) {
 	kerneltest.RequireCgroupV1(t, "cpu")
 	kerneltest.UseHostRoots(t)
 	root := kerneltest.UniqueRoot(t)
 	ls := kerneltest.MakeCgroup(t, "cpu", filepath.Join(root, "ls"))
+	other := kerneltest.MakeCgroup(t, "cpu", filepath.Join(root, "other"))
 	p, err := OpenProbe(false)
 	if err != nil {
 		kerneltest.Skipf(t, "real-kernel test: cannot load the CPU wait probe here: %v", err)
@@ -84,17 +88,31 @@ func TestRealKernelProbeSelfWaitIsNoInterference(t *testing.T) {
 	var st unix.Stat_t
 	require.NoError(t, unix.Stat(ls, &st))
 	require.NoError(t, p.Watch(CgroupKey{HierarchyID: hid, ID: st.Ino}, 9))
-	before, err := p.Read(9)
-	require.NoError(t, err)
-	// A hog and a sleeper in the LS cgroup, alone on CPU 1 but for the
-	// machine's own short tasks.
-	l := kerneltest.Start(t, "exec taskset -c 1 sh -c 'while :; do :; done & while :; do sleep 0.005; done'", ls)
-	require.NoError(t, l.Release())
-	time.Sleep(2 * time.Second)
-	after, err := p.Read(9)
-	require.NoError(t, err)
-	d := after.Sub(before)
-	require.Greater(t, d.All.Count(), uint64(50))
-	t.Logf("waits %d, %v in all, %v behind non-LS tasks", d.All.Count(), d.All.Sum, d.Others.Sum)
-	require.Less(t, d.Others.Sum, d.All.Sum/4, "most of the wait is behind the pod's own hog: not interference")
+	// run times a sleeper in the LS cgroup beside a hog in hogDir, both on
+	// CPU 1, for a second.
+	run := func(hogDir string) Waits {
+		before, err := p.Read(9)
+		require.NoError(t, err)
+		hog := kerneltest.Start(t, "exec taskset -c 1 sh -c 'while :; do :; done'", hogDir)
+		sleeper := kerneltest.Start(t, "exec taskset -c 1 sh -c 'while :; do sleep 0.005; done'", ls)
+		require.NoError(t, hog.Release())
+		require.NoError(t, sleeper.Release())
+		time.Sleep(time.Second)
+		after, err := p.Read(9)
+		require.NoError(t, err)
+		for _, pr := range []*kerneltest.Process{hog, sleeper} {
+			_ = syscall.Kill(-pr.Pid(), syscall.SIGKILL)
+		}
+		return after.Sub(before)
+	}
+	self, foreign := run(ls), run(other)
+	t.Logf("behind the pod's own hog: %d waits, %v in all, %v as interference; behind a foreign hog: %d waits, %v in all, %v as interference",
+		self.All.Count(), self.All.Sum, self.Others.Sum, foreign.All.Count(), foreign.All.Sum, foreign.Others.Sum)
+	require.Greater(t, self.All.Count(), uint64(20))
+	require.Greater(t, foreign.Others.Sum, time.Duration(0))
+	// The waits counted as behind LS tasks (all − interference): the
+	// pod's own hog's, not the foreign hog's.
+	selfLS, foreignLS := self.All.Sum-self.Others.Sum, foreign.All.Sum-foreign.Others.Sum
+	require.Greater(t, selfLS, 50*time.Millisecond, "the waits behind the pod's own hog are not interference")
+	require.Greater(t, selfLS, 3*foreignLS, "the waits behind a foreign hog are interference")
 }
