@@ -13,25 +13,34 @@ import (
 	"github.com/koordlet-yarn/koordlet-yarn/test/kerneltest"
 )
 
-// TestRealKernelProbe: the waits of the tasks in a watched cgroup are
-// counted in its slot, those elsewhere in no slot; a task that competes
-// with a CPU hog on one CPU waits.
-func TestRealKernelProbe(t *testing.T) {
+// watchedTestCgroup loads the probe (closed when the test ends) and makes
+// two cpu cgroups of this test: ls, watched into slot, and other, not.
+func watchedTestCgroup(t *testing.T, slot uint32) (p *Probe, ls, other string, key CgroupKey) {
+	t.Helper()
 	kerneltest.RequireCgroupV1(t, "cpu")
 	kerneltest.UseHostRoots(t)
 	root := kerneltest.UniqueRoot(t)
-	ls := kerneltest.MakeCgroup(t, "cpu", filepath.Join(root, "ls"))
-	hog := kerneltest.MakeCgroup(t, "cpu", filepath.Join(root, "hog"))
+	ls = kerneltest.MakeCgroup(t, "cpu", filepath.Join(root, "ls"))
+	other = kerneltest.MakeCgroup(t, "cpu", filepath.Join(root, "other"))
 	p, err := OpenProbe(false)
 	if err != nil {
 		kerneltest.Skipf(t, "real-kernel test: cannot load the CPU wait probe here: %v", err)
 	}
-	defer p.Close()
+	t.Cleanup(p.Close)
 	hid, err := cgroups.HierarchyID(cgroups.Hierarchy{CgroupRoot: kerneltest.CgroupRoot}, cgroups.CPU)
 	require.NoError(t, err)
 	var st unix.Stat_t
 	require.NoError(t, unix.Stat(ls, &st))
-	require.NoError(t, p.Watch(CgroupKey{HierarchyID: hid, ID: st.Ino}, 7))
+	key = CgroupKey{HierarchyID: hid, ID: st.Ino}
+	require.NoError(t, p.Watch(key, slot))
+	return p, ls, other, key
+}
+
+// TestRealKernelProbe: the waits of the tasks in a watched cgroup are
+// counted in its slot, those elsewhere in no slot; a task that competes
+// with a CPU hog on one CPU waits.
+func TestRealKernelProbe(t *testing.T) {
+	p, ls, hog, lsKey := watchedTestCgroup(t, 7)
 	before, err := p.Read(7)
 	require.NoError(t, err)
 	other, err := p.Read(8)
@@ -57,7 +66,7 @@ func TestRealKernelProbe(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, other.All.Count(), otherAfter.All.Count(), "no wait counted in a slot no cgroup maps to")
 
-	require.NoError(t, p.Unwatch(CgroupKey{HierarchyID: hid, ID: st.Ino}))
+	require.NoError(t, p.Unwatch(lsKey))
 	time.Sleep(100 * time.Millisecond)
 	mid, err := p.Read(7)
 	require.NoError(t, err)
@@ -73,21 +82,7 @@ func TestRealKernelProbe(t *testing.T) {
 // interference. Compared under the same load, so that the machine's own
 // tasks (counted as interference in both) do not decide it.
 func TestRealKernelProbeSelfWaitIsNoInterference(t *testing.T) {
-	kerneltest.RequireCgroupV1(t, "cpu")
-	kerneltest.UseHostRoots(t)
-	root := kerneltest.UniqueRoot(t)
-	ls := kerneltest.MakeCgroup(t, "cpu", filepath.Join(root, "ls"))
-	other := kerneltest.MakeCgroup(t, "cpu", filepath.Join(root, "other"))
-	p, err := OpenProbe(false)
-	if err != nil {
-		kerneltest.Skipf(t, "real-kernel test: cannot load the CPU wait probe here: %v", err)
-	}
-	defer p.Close()
-	hid, err := cgroups.HierarchyID(cgroups.Hierarchy{CgroupRoot: kerneltest.CgroupRoot}, cgroups.CPU)
-	require.NoError(t, err)
-	var st unix.Stat_t
-	require.NoError(t, unix.Stat(ls, &st))
-	require.NoError(t, p.Watch(CgroupKey{HierarchyID: hid, ID: st.Ino}, 9))
+	p, ls, other, _ := watchedTestCgroup(t, 9)
 	// run times a sleeper in the LS cgroup beside a hog in hogDir, both on
 	// CPU 1, for a second.
 	run := func(hogDir string) Waits {
