@@ -101,21 +101,16 @@ func (w *Waits) Add(o Waits) {
 	w.Others.Add(o.Others)
 }
 
-// Read returns slot's cumulative waits, summed over the CPUs.
+// Read returns slot's cumulative waits.
 func (p *Probe) Read(slot uint32) (Waits, error) {
-	var per []lswaitHist
-	if err := p.objs.Hists.Lookup(slot, &per); err != nil {
+	var c lswaitHist
+	if err := p.objs.Hists.Lookup(slot, &c); err != nil {
 		return Waits{}, fmt.Errorf("read the CPU wait histogram of slot %d: %w", slot, err)
 	}
 	var w Waits
-	for _, c := range per {
-		for i := range c.Buckets {
-			w.All.Buckets[i] += c.Buckets[i]
-			w.Others.Buckets[i] += c.Others[i]
-		}
-		w.All.Sum += time.Duration(c.SumNs)
-		w.Others.Sum += time.Duration(c.OthersSumNs)
-	}
+	copy(w.All.Buckets[:], c.Buckets[:])
+	copy(w.Others.Buckets[:], c.Others[:])
+	w.All.Sum, w.Others.Sum = time.Duration(c.SumNs), time.Duration(c.OthersSumNs)
 	return w, nil
 }
 

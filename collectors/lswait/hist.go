@@ -6,7 +6,7 @@ import (
 )
 
 // NumBuckets is the number of buckets of a Hist (the BPF program's NBUCKETS).
-const NumBuckets = 104
+const NumBuckets = 128
 
 // Hist is a distribution of CPU waits: Buckets[0] counts waits under 1 µs;
 // a wait of v µs (v ≥ 1, l = ⌊log₂ v⌋) is in bucket 1 + 4l + the two bits

@@ -19,9 +19,9 @@ type lswaitCgroupKey struct {
 }
 
 type lswaitHist struct {
-	Buckets     [104]uint64
+	Buckets     [128]uint64
 	SumNs       uint64
-	Others      [104]uint64
+	Others      [128]uint64
 	OthersSumNs uint64
 }
 

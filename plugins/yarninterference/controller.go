@@ -43,7 +43,9 @@ type Options struct {
 	NodeSLO func() *slov1alpha1.NodeSLO
 	// Config holds the flags (read at each step: parsed after Install).
 	Config *config.Interference
-	// Reader reads cgroups (nil: koordlet's for this host).
+	// Reader reads cgroups (nil: koordlet's for this host, made at each
+	// step: koordlet knows the host's cgroup version only after its flags
+	// are parsed, after Install built the controller).
 	Reader     resourceexecutor.CgroupReader
 	Registerer prometheus.Registerer
 }
@@ -71,9 +73,6 @@ func New(opts Options) (*Controller, error) {
 	m, err := newMetrics(opts.Registerer)
 	if err != nil {
 		return nil, err
-	}
-	if opts.Reader == nil {
-		opts.Reader = resourceexecutor.NewCgroupReader()
 	}
 	return &Controller{opts: opts, metrics: m, executor: resourceexecutor.NewResourceUpdateExecutor(), said: map[string]bool{}, now: time.Now}, nil
 }
@@ -190,17 +189,20 @@ func (c *Controller) Step() {
 	if c.dir != "" && c.dir != h {
 		c.release("the YARN hierarchy moved")
 	}
-	period, err := c.opts.Reader.ReadCPUPeriod(h)
+	rd := c.reader()
+	period, err := rd.ReadCPUPeriod(h)
 	if err != nil || period <= 0 {
-		klog.V(4).Infof("yarn: interference control: read the cfs period of %s: %v", h, err) // not created yet
+		// Before the NodeManager creates the root, or a real fault: said once.
+		c.sayOnce("period", "yarn: interference control: read the cfs period of the YARN hierarchy %s: %v (period %d); no budget until it reads", h, err, period)
 		return
 	}
+	delete(c.said, "period")
 	capacity := c.capacity()
 	ceiling := capacity
 	beDir := koordletutil.GetPodQoSRelativePath(corev1.PodQOSBestEffort)
 	if !cgroups.OutsideBestEffort(h) {
-		if q, err := c.opts.Reader.ReadCPUQuota(beDir); err == nil && q > 0 {
-			if bp, err := c.opts.Reader.ReadCPUPeriod(beDir); err == nil && bp > 0 {
+		if q, err := rd.ReadCPUQuota(beDir); err == nil && q > 0 {
+			if bp, err := rd.ReadCPUPeriod(beDir); err == nil && bp > 0 {
 				ceiling = min(ceiling, q*1000/bp)
 			}
 		}
@@ -208,7 +210,7 @@ func (c *Controller) Step() {
 	if prior, ok := cgroups.PriorQuota(h, PriorQuotaXattr); ok && prior > 0 {
 		ceiling = min(ceiling, prior*1000/period) // YARN's own limit
 	} else if !ok {
-		if q, err := c.opts.Reader.ReadCPUQuota(h); err == nil && q > 0 {
+		if q, err := rd.ReadCPUQuota(h); err == nil && q > 0 {
 			ceiling = min(ceiling, q*1000/period)
 		}
 	}
@@ -250,14 +252,25 @@ func (c *Controller) Step() {
 	} else {
 		klog.V(4).Infof("yarn: interference control: LS CPU wait %v (target %v): YARN budget %dm → %dm (%s)", sig.Value(), a.Target, c.budget, next, act)
 	}
+	if c.dir == "" {
+		klog.Infof("yarn: interference control: first YARN budget %dm on %s (LS CPU wait %v, target %v, ceiling %dm)", next, h, sig.Value(), a.Target, ceiling)
+	}
 	c.budget, c.dir = next, h
 	c.metrics.budget.Set(float64(next) / 1000)
+}
+
+// reader is the injected reader or koordlet's for this host now.
+func (c *Controller) reader() resourceexecutor.CgroupReader {
+	if c.opts.Reader != nil {
+		return c.opts.Reader
+	}
+	return resourceexecutor.NewCgroupReader()
 }
 
 // usage is YARN's CPU use since the last step in milli-CPU (-1 unknown).
 func (c *Controller) usage(h string) int64 {
 	now := c.now()
-	u, err := c.opts.Reader.ReadCPUAcctUsage(h)
+	u, err := c.reader().ReadCPUAcctUsage(h)
 	if err != nil {
 		return -1
 	}

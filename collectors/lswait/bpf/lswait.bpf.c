@@ -52,7 +52,7 @@ struct task_struct {
 	struct css_set *cgroups;
 } __attribute__((preserve_access_index));
 
-#define NBUCKETS 104
+#define NBUCKETS 128
 #define MAX_SLOTS 256
 
 struct cgroup_key {
@@ -106,8 +106,10 @@ struct {
 	__type(value, struct start);
 } starts SEC(".maps");
 
+// hists is one shared array (atomic adds), not per CPU: its size
+// (MAX_SLOTS × 2 KiB) does not grow with the node's CPUs.
 struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(type, BPF_MAP_TYPE_ARRAY);
 	__uint(max_entries, MAX_SLOTS);
 	__type(key, __u32);
 	__type(value, struct hist);
@@ -183,6 +185,10 @@ static __always_inline __u32 bucket(__u64 ns)
 	return b < NBUCKETS ? b : NBUCKETS - 1;
 }
 
+// The index masked to the array, so that every verifier (5.x too) sees it
+// bounded; NBUCKETS is a power of two and bucket() never exceeds it.
+#define IDX(b) ((b) & (NBUCKETS - 1))
+
 static __always_inline void dequeue(struct task_struct *p, struct task_struct *prev)
 {
 	if (!p || BPF_CORE_READ(p, pid) == 0)
@@ -198,16 +204,14 @@ static __always_inline void dequeue(struct task_struct *p, struct task_struct *p
 	if (!h)
 		return;
 	__u32 b = bucket(d);
-	if (b < NBUCKETS)
-		h->buckets[b]++;
-	h->sum_ns += d;
+	__sync_fetch_and_add(&h->buckets[IDX(b)], 1);
+	__sync_fetch_and_add(&h->sum_ns, d);
 	// Behind whom: the task this CPU ran before it.
 	if (prev && BPF_CORE_READ(prev, pid) != 0 && !slot_of(prev)) {
-		if (b < NBUCKETS)
-			h->others[b]++;
-		h->others_sum_ns += d;
+		__sync_fetch_and_add(&h->others[IDX(b)], 1);
+		__sync_fetch_and_add(&h->others_sum_ns, d);
 	} else {
-		h->others[0]++;
+		__sync_fetch_and_add(&h->others[0], 1);
 	}
 }
 
