@@ -42,6 +42,7 @@ import (
 	"github.com/koordlet-yarn/koordlet-yarn/hooks/yarnqos"
 	"github.com/koordlet-yarn/koordlet-yarn/plugins/yarnevict"
 	"github.com/koordlet-yarn/koordlet-yarn/plugins/yarninformer"
+	"github.com/koordlet-yarn/koordlet-yarn/plugins/yarninterference"
 	"github.com/koordlet-yarn/koordlet-yarn/plugins/yarnledger"
 	"github.com/koordlet-yarn/koordlet-yarn/plugins/yarnpolicy"
 	"github.com/koordlet-yarn/koordlet-yarn/plugins/yarnsuppress"
@@ -64,6 +65,8 @@ type Framework struct {
 	// lsWait measures the LS pods' CPU wait (YARNLSCPUWait), the signal of
 	// the interference controller.
 	lsWait *lswait.Collector
+	// interference is the interference controller (YARNInterferenceControl).
+	interference *yarninterference.Controller
 	// Policy is the YARN QoS policy loop; policy the resolver it binds,
 	// shared by the evict strategies, the QoS appliers and the endpoint.
 	Policy *yarnpolicy.Plugin
@@ -257,6 +260,9 @@ func (fw *Framework) recoverKills() {
 // koordlet's exit does not cut one short. main calls it after koordlet's
 // daemon has returned.
 func (fw *Framework) Shutdown(timeout time.Duration) {
+	if fw.interference != nil {
+		fw.interference.Stop() // YARN's own CPU quota back first
+	}
 	if !fw.kills.Wait(timeout) {
 		klog.Warningf("yarn: koordlet exits with a kill in flight; the next koordlet finishes it")
 	}

@@ -38,6 +38,7 @@ func (fw *Framework) installInterference(reg prometheus.Registerer) error {
 	if err != nil {
 		return fmt.Errorf("register the interference controller metrics: %w", err)
 	}
+	fw.interference = ctl
 	fw.loops = append(fw.loops, fw.lsWait, ctl)
 	return nil
 }

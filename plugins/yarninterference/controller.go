@@ -66,6 +66,8 @@ type Controller struct {
 	said      map[string]bool
 	// now is the clock (tests).
 	now func() time.Time
+	// stopped: Stop ran; no step writes again.
+	stopped bool
 }
 
 // New returns the controller; its metrics are registered on opts.Registerer.
@@ -173,10 +175,23 @@ func (c *Controller) capacity() int64 {
 	return int64(runtime.NumCPU()) * 1000
 }
 
+// Stop gives the YARN root its own quota back and ends the steps. The
+// framework calls it as koordlet exits (after its daemon returned, before
+// the process ends: the loop's own exit path may not get to run).
+func (c *Controller) Stop() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.stopped = true
+	c.release("koordlet stops")
+}
+
 // Step runs one interval of the controller.
 func (c *Controller) Step() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if c.stopped {
+		return
+	}
 	h := c.opts.Hierarchy()
 	if h == "" {
 		return

@@ -159,6 +159,19 @@ func TestControllerWithoutOwnQuota(t *testing.T) {
 	assert.Equal(t, int64(-1), n.quota(t))
 }
 
+// TestControllerStop: Stop (koordlet exiting) gives YARN its own quota
+// back and no later step writes again.
+func TestControllerStop(t *testing.T) {
+	n := newFakeNode(t, "300000", "-1")
+	n.wait(0)
+	n.step(t)
+	require.Equal(t, int64(40000), n.quota(t))
+	n.c.Stop()
+	assert.Equal(t, int64(300000), n.quota(t))
+	n.step(t)
+	assert.Equal(t, int64(300000), n.quota(t), "no step after Stop")
+}
+
 func TestTargetFromNodeSLO(t *testing.T) {
 	n := newFakeNode(t, "-1", "-1")
 	assert.Equal(t, time.Millisecond, n.c.Target(), "the flag")

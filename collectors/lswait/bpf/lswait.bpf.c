@@ -185,9 +185,18 @@ static __always_inline __u32 bucket(__u64 ns)
 	return b < NBUCKETS ? b : NBUCKETS - 1;
 }
 
-// The index masked to the array, so that every verifier (5.x too) sees it
-// bounded; NBUCKETS is a power of two and bucket() never exceeds it.
-#define IDX(b) ((b) & (NBUCKETS - 1))
+// idx masks a bucket to the array in an instruction the compiler cannot
+// drop (it knows bucket() is in range; older verifiers, 6.1's, do not), so
+// that every verifier sees the access bounded. NBUCKETS is a power of two.
+static __always_inline __u64 idx(__u32 b)
+{
+	__u64 i = b;
+
+	asm volatile("%[i] &= 127" : [i] "+r"(i));
+	return i;
+}
+
+#define IDX(b) idx(b)
 
 static __always_inline void dequeue(struct task_struct *p, struct task_struct *prev)
 {
