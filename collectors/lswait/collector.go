@@ -117,6 +117,9 @@ type Collector struct {
 	freeSlots []uint32
 	sched     *schedstatSource
 	said      map[string]bool
+	// hid is the hierarchy id cgroups are keyed by (hidOK: read).
+	hid   uint32
+	hidOK bool
 }
 
 // New returns a collector; its metrics are registered on opts.Registerer.
@@ -234,14 +237,16 @@ func (c *Collector) sayOnce(key, format string, args ...any) {
 func (c *Collector) Collect() {
 	now := time.Now()
 	v2 := system.GetCurrentCgroupVersion() == system.CgroupVersionV2
-	var hid uint32
-	if c.probe != nil {
-		var err error
-		if hid, err = cgroups.HierarchyID(cgroups.Hierarchy{CgroupRoot: system.Conf.CgroupRootDir, ProcRoot: system.Conf.ProcRootDir, V2: v2}, cgroups.CPU); err != nil {
+	if c.probe != nil && !c.hidOK {
+		// Read once: the hierarchy id of a mounted controller does not change.
+		hid, err := cgroups.HierarchyID(cgroups.Hierarchy{CgroupRoot: system.Conf.CgroupRootDir, ProcRoot: system.Conf.ProcRootDir, V2: v2}, cgroups.CPU)
+		if err != nil {
 			c.sayOnce("hid", "yarn: LS CPU wait: %v; no wait is measured", err)
 			return
 		}
+		c.hid, c.hidOK = hid, true
 	}
+	hid := c.hid
 	seen := map[string]bool{}
 	var total Waits
 	var schedWait time.Duration

@@ -1,12 +1,13 @@
 package lswait
 
 import (
-	"errors"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
 	koordmetrics "github.com/koordinator-sh/koordinator/pkg/koordlet/metrics"
+
+	"github.com/koordlet-yarn/koordlet-yarn/framework/promreg"
 )
 
 // metrics are the collector's koordlet_yarn_* series.
@@ -54,16 +55,8 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		pressure: prometheus.NewGaugeVec(prometheus.GaugeOpts{Subsystem: sub, Name: "yarn_ls_cpu_pressure_some_ratio",
 			Help: "Share of the last interval in which some task of the LS pod waited for a CPU (cgroup v2 PSI cpu.pressure)."}, pod),
 	}
-	if reg == nil {
-		return m, nil
-	}
-	for _, c := range []prometheus.Collector{m.waitSeconds, m.waits, m.interference, m.nodeInterferenceP99, m.nodeP999, m.nodeInterferenceP999, m.nodeInterferenceMean, m.podP99, m.nodeP99, m.nodeMean, m.source, m.pressure} {
-		if err := reg.Register(c); err != nil {
-			var are prometheus.AlreadyRegisteredError
-			if !errors.As(err, &are) {
-				return nil, err
-			}
-		}
+	if err := promreg.Register(reg, m.waitSeconds, m.waits, m.interference, m.nodeInterferenceP99, m.nodeP999, m.nodeInterferenceP999, m.nodeInterferenceMean, m.podP99, m.nodeP99, m.nodeMean, m.source, m.pressure); err != nil {
+		return nil, err
 	}
 	return m, nil
 }

@@ -1,12 +1,13 @@
 package yarninterference
 
 import (
-	"errors"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
 	koordmetrics "github.com/koordinator-sh/koordinator/pkg/koordlet/metrics"
+
+	"github.com/koordlet-yarn/koordlet-yarn/framework/promreg"
 )
 
 type metrics struct {
@@ -28,16 +29,8 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		actions: prometheus.NewCounterVec(prometheus.CounterOpts{Subsystem: sub, Name: "yarn_interference_actions_total",
 			Help: "Steps of the interference controller by action: grow, hold, cut, release (no signal)."}, []string{"action"}),
 	}
-	if reg == nil {
-		return m, nil
-	}
-	for _, c := range []prometheus.Collector{m.budget, m.ceiling, m.target, m.signal, m.actions} {
-		if err := reg.Register(c); err != nil {
-			var are prometheus.AlreadyRegisteredError
-			if !errors.As(err, &are) {
-				return nil, err
-			}
-		}
+	if err := promreg.Register(reg, m.budget, m.ceiling, m.target, m.signal, m.actions); err != nil {
+		return nil, err
 	}
 	return m, nil
 }
