@@ -326,8 +326,9 @@ func NeedsWrite(node *corev1.Node, want Batch, written *Batch, lastWrite, now ti
 
 // Expired reports whether the entry is to be withdrawn: the NodeManager has
 // not answered for longer than expiry (counted from its last answer, or
-// from since when it never answered) and no YARN container is left on the
-// node. While containers remain their allocation stays in the entry.
+// from since when it never answered) and no YARN container is alive on the
+// node (containers: those with a process). While containers remain their
+// allocation stays in the entry.
 func Expired(lastOK, since, now time.Time, nmOK bool, containers int, expiry time.Duration) bool {
 	if nmOK || containers > 0 || expiry <= 0 {
 		return false
@@ -460,12 +461,15 @@ func (l *Ledger) noteCorrection(node *corev1.Node, want Batch) {
 	}
 }
 
-// containersOnNode counts the YARN containers found on the node (a cgroup
-// or processes): what the NM listed before it went away does not count.
+// containersOnNode counts the YARN containers still alive on the node:
+// those with a process. What the NM listed before it went away does not
+// count, nor does a container_* cgroup left empty (an NM that died before
+// removing its containers' cgroups): it holds nothing and would keep the
+// entry, and the batch capacity it withholds, forever.
 func (l *Ledger) containersOnNode() int {
 	n := 0
 	for _, c := range l.opts.Store.Snapshot() {
-		if c.HasCgroup() || len(c.Pids) > 0 {
+		if len(c.Pids) > 0 {
 			n++
 		}
 	}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/koordinator-sh/koordinator/pkg/koordlet/statesinformer"
 
+	"github.com/koordlet-yarn/koordlet-yarn/framework/cgroups"
 	"github.com/koordlet-yarn/koordlet-yarn/framework/store"
 	"github.com/koordlet-yarn/koordlet-yarn/framework/yarn"
 )
@@ -308,4 +309,55 @@ func TestLedgerExpiresWhenTheNMIsGone(t *testing.T) {
 	assert.True(t, ok, "the NM is back: written again")
 	assert.Equal(t, Batch{}, got)
 	assert.False(t, l.Status().Annotation.Expired)
+}
+
+// TestLedgerExpiresOverEmptyCgroups: an NM that died before removing its
+// containers' cgroups leaves empty container_* directories; they hold no
+// process and no allocation, so the entry expires as if they were gone.
+// A cgroup that still has a process keeps the entry. The code before
+// counted any container with a cgroup and kept the entry forever.
+func TestLedgerExpiresOverEmptyCgroups(t *testing.T) {
+	const empty, live = "container_1700000000000_0001_01_000002", "container_1700000000000_0001_01_000003"
+	scan := func(t *testing.T, pids map[string][]int) []cgroups.Container {
+		var out []cgroups.Container
+		for name, p := range pids {
+			id, err := yarn.ParseContainerID(name)
+			require.NoError(t, err)
+			c := cgroups.Container{Name: name, ID: id, Pids: p}
+			c.Cgroups[cgroups.CPU] = cgroups.Ref{Dir: "hadoop-yarn/" + name, Owned: true}
+			out = append(out, c)
+		}
+		return out
+	}
+	for _, tc := range []struct {
+		name    string
+		pids    map[string][]int
+		expired bool
+	}{
+		{"only empty cgroups left", map[string][]int{empty: nil}, true},
+		{"a process left in one", map[string][]int{empty: nil, live: {4242}}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			client := fake.NewClientset(testNode(nil))
+			st := store.New()
+			nm := &fakeNM{last: time.Now(), ok: true}
+			l := newLedger(t, st, nm, client, 10*time.Millisecond)
+			l.opts.Expiry = func() time.Duration { return 10 * time.Minute }
+			ctx := context.Background()
+			resync(t, st, []yarn.NMContainer{nmc(t, empty, yarn.StateRunning, 2, 2048), nmc(t, live, yarn.StateRunning, 1, 1024)})
+			now := time.Now()
+			l.Refresh(now)
+			assert.Zero(t, l.Sync(ctx, now))
+			_, ok := annotation(t, client)
+			require.True(t, ok)
+
+			nm.ok = false
+			st.Resync(store.Observation{Scan: scan(t, tc.pids), ScanOK: true, Started: time.Now()}, time.Now())
+			l.Refresh(now.Add(11 * time.Minute))
+			l.Sync(ctx, now.Add(11*time.Minute))
+			_, ok = annotation(t, client)
+			assert.Equal(t, !tc.expired, ok, "entry present")
+			assert.Equal(t, tc.expired, l.Status().Annotation.Expired)
+		})
+	}
 }
