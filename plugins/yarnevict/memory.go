@@ -2,6 +2,7 @@ package yarnevict
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -290,6 +291,9 @@ func (m *MemoryEvict) arm(used, level int64) {
 	if err := m.trigger.Arm(used, level); err != nil && !m.armFailed {
 		m.armFailed = true
 		klog.Warningf("yarn: memory evict trigger: %v; the periodic check goes on", err)
+	}
+	if kinds := m.trigger.Kinds(); !slices.Equal(kinds, m.TriggerKinds()) {
+		m.triggerKinds.Store(&kinds) // a cgroup made after koordlet started
 	}
 }
 

@@ -101,7 +101,7 @@ func TestRealKernelThresholdFires(t *testing.T) {
 	// The crossed threshold is spent: re-armed above the usage now, it is
 	// registered again and fires at the next crossing (keepArmed decides
 	// the case within the slack).
-	require.Eventually(t, func() bool { u, _ := th.Usage(); return u >= 256<<20 }, 5*time.Second, 10*time.Millisecond,
+	require.Eventually(t, func() bool { u, _ := th.Usage(); return u >= 256<<20 }, 30*time.Second, 10*time.Millisecond,
 		"the first allocator holds its 256 MiB")
 	usage, err = th.Usage()
 	require.NoError(t, err)
@@ -214,4 +214,25 @@ func TestRealKernelThresholdFollowsARecreatedCgroup(t *testing.T) {
 	assert.False(t, waitFire(fired, 300*time.Millisecond), "nothing crossed yet")
 	require.NoError(t, kerneltest.Start(t, kerneltest.HelperScript("grow=256@512"), dir).Release())
 	assert.True(t, waitFire(fired, 5*time.Second), "a crossing in the new cgroup fires")
+}
+
+// TestRealKernelTriggerOpensARootMadeLater: on the real memory controller,
+// a YARN root that does not exist when the trigger is made gets its usage
+// threshold at the first Arm after it exists, and a process allocating in
+// a child of it wakes the trigger. The code before dropped it for good.
+func TestRealKernelTriggerOpensARootMadeLater(t *testing.T) {
+	kerneltest.RequireCgroupV1(t, "memory")
+	parent := kerneltest.UniqueRoot(t)
+	tr := New(Options{CgroupRoot: kerneltest.CgroupRoot, ProcRoot: filepath.Join(t.TempDir(), "no-proc"), MemoryDirs: []string{parent}})
+	t.Cleanup(func() { _ = tr.Close() })
+	require.Empty(t, tr.Kinds(), "the root does not exist yet")
+
+	dir := kerneltest.MakeCgroup(t, "memory", parent+"/child")
+	mi, err := koordletutil.GetMemInfo()
+	require.NoError(t, err)
+	used := int64(mi.MemUsageBytes())
+	require.NoError(t, tr.Arm(used, used+64<<20))
+	require.Equal(t, []string{KindThreshold + " on " + parent}, tr.Kinds())
+	require.NoError(t, kerneltest.Start(t, kerneltest.HelperScript("grow=256@512"), dir).Release())
+	assert.True(t, waitFire(tr.C(), 5*time.Second), "the threshold on the root made later fires")
 }

@@ -18,7 +18,10 @@ package memtrigger
 import (
 	"errors"
 	"fmt"
+	"io/fs"
+	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 
@@ -37,10 +40,15 @@ const (
 type Trigger struct {
 	wake chan struct{}
 
+	opts Options
+
 	mu         sync.Mutex
 	thresholds []source
 	psi        *PSI
 	kinds      []string
+	// pending are the MemoryDirs that did not exist yet (a node booted
+	// before its NodeManager made the YARN root): each Arm tries them again.
+	pending []string
 }
 
 // Options say where the kernel's files are.
@@ -61,19 +69,14 @@ type Options struct {
 // New opens every source the kernel supports and says in one log line
 // which are in use (or that none is and the periodic check stays alone).
 func New(opts Options) *Trigger {
-	t := &Trigger{wake: make(chan struct{}, 1)}
+	t := &Trigger{wake: make(chan struct{}, 1), opts: opts}
 	var why, dirs []string
-	kind := KindThreshold
-	if opts.V2 {
-		kind = KindWatch
-	}
 	for _, d := range opts.MemoryDirs {
-		var src source
-		var err error
-		if opts.V2 {
-			src, err = NewWatch(filepath.Join(opts.CgroupRoot, d), DefaultWatchInterval, t.fire)
-		} else {
-			src, err = NewThreshold(filepath.Join(opts.CgroupRoot, "memory", d), t.fire)
+		src, missing, err := t.open(d)
+		if missing {
+			t.pending = append(t.pending, d)
+			why = append(why, fmt.Sprintf("%s does not exist yet (tried again at each check)", d))
+			continue
 		}
 		if err != nil {
 			why = append(why, err.Error())
@@ -83,7 +86,7 @@ func New(opts Options) *Trigger {
 		dirs = append(dirs, d)
 	}
 	if len(t.thresholds) > 0 {
-		t.kinds = append(t.kinds, fmt.Sprintf("%s on %s", kind, strings.Join(dirs, ", ")))
+		t.kinds = append(t.kinds, fmt.Sprintf("%s on %s", t.kind(), strings.Join(dirs, ", ")))
 	}
 	if p, err := NewPSI(filepath.Join(opts.ProcRoot, "pressure", "memory"), DefaultPSIStall, DefaultPSIWindow, t.fire); err != nil {
 		why = append(why, err.Error())
@@ -102,6 +105,57 @@ func New(opts Options) *Trigger {
 	return t
 }
 
+// kind names the usage source of this node's cgroup version.
+func (t *Trigger) kind() string {
+	if t.opts.V2 {
+		return KindWatch
+	}
+	return KindThreshold
+}
+
+// open makes the usage source of the memory cgroup d (relative to the
+// memory controller's mount); missing is true when the cgroup does not
+// exist (yet), as opposed to a kernel that takes no threshold there.
+func (t *Trigger) open(d string) (src source, missing bool, err error) {
+	dir := filepath.Join(t.opts.CgroupRoot, "memory", d)
+	if t.opts.V2 {
+		dir = filepath.Join(t.opts.CgroupRoot, d)
+	}
+	if _, err := os.Stat(dir); errors.Is(err, fs.ErrNotExist) {
+		return nil, true, nil
+	}
+	if t.opts.V2 {
+		src, err = NewWatch(dir, DefaultWatchInterval, t.fire)
+	} else {
+		src, err = NewThreshold(dir, t.fire)
+	}
+	return src, false, err
+}
+
+// openPending opens the memory cgroups that did not exist before and do
+// now (the YARN root made after koordlet started), saying so once each; a
+// cgroup that exists but takes no usage source is dropped with its reason.
+func (t *Trigger) openPending() {
+	if len(t.pending) == 0 {
+		return
+	}
+	var still []string
+	for _, d := range t.pending {
+		src, missing, err := t.open(d)
+		switch {
+		case missing:
+			still = append(still, d)
+		case err != nil:
+			klog.Infof("yarn: memory evict trigger: %s exists now but cannot be used: %v", d, err)
+		default:
+			t.thresholds = append(t.thresholds, src)
+			t.kinds = append(t.kinds, fmt.Sprintf("%s on %s", t.kind(), d))
+			klog.Infof("yarn: memory evict also wakes on %s on %s (the cgroup was made after koordlet started)", t.kind(), d)
+		}
+	}
+	t.pending = still
+}
+
 // source is a usage trigger on one memory cgroup: a v1 Threshold or a v2
 // Watch.
 type source interface {
@@ -111,8 +165,12 @@ type source interface {
 	Dir() string
 }
 
-// Kinds lists the sources in use.
-func (t *Trigger) Kinds() []string { return t.kinds }
+// Kinds lists the sources in use (a copy: a cgroup made later adds one).
+func (t *Trigger) Kinds() []string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return slices.Clone(t.kinds)
+}
 
 // C receives a value when a source fired since the last receive.
 func (t *Trigger) C() <-chan struct{} { return t.wake }
@@ -127,10 +185,13 @@ func (t *Trigger) fire() {
 // Arm sets the node memory level (bytes used, koordlet's definition:
 // MemTotal − MemAvailable) at which to wake, given the usage now, on every
 // threshold. A level at or below the usage now disarms them (the caller is
-// already above it and acts).
+// already above it and acts). A memory cgroup that did not exist when the
+// trigger was made (the YARN root of an NM started after koordlet) is
+// opened here once it does.
 func (t *Trigger) Arm(usedNow, level int64) error {
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	t.openPending()
 	var errs []error
 	for _, th := range t.thresholds {
 		if err := th.Arm(usedNow, level); err != nil {

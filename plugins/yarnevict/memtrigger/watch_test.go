@@ -120,3 +120,30 @@ func BenchmarkWatchRead(b *testing.B) {
 		}
 	}
 }
+
+// TestTriggerOpensARootMadeLater: the YARN root does not exist when the
+// trigger is made (the node booted before its NodeManager); the first Arm
+// after the NM made it watches it too, and a crossing there wakes. The code
+// before opened the dirs once and dropped the missing one for good.
+func TestTriggerOpensARootMadeLater(t *testing.T) {
+	root := t.TempDir()
+	require.NoError(t, os.MkdirAll(filepath.Join(root, "kubepods"), 0o755))
+	setCurrent(t, filepath.Join(root, "kubepods"), 1<<30)
+	tr := New(Options{CgroupRoot: root, ProcRoot: filepath.Join(root, "no-proc"), V2: true, MemoryDirs: []string{"kubepods", "hadoop-yarn"}})
+	defer tr.Close()
+	require.Equal(t, []string{KindWatch + " on kubepods"}, tr.Kinds())
+	require.NoError(t, tr.Arm(2<<30, 2<<30+4096))
+	assert.Len(t, tr.Kinds(), 1, "still missing: nothing more")
+
+	yarnRoot := filepath.Join(root, "hadoop-yarn")
+	require.NoError(t, os.Mkdir(yarnRoot, 0o755))
+	setCurrent(t, yarnRoot, 1<<20)
+	require.NoError(t, tr.Arm(2<<30, 2<<30+4096))
+	assert.Equal(t, []string{KindWatch + " on kubepods", KindWatch + " on hadoop-yarn"}, tr.Kinds())
+	setCurrent(t, yarnRoot, 1<<20+4096)
+	select {
+	case <-tr.C():
+	case <-time.After(2 * time.Second):
+		t.Fatal("the trigger did not wake at a crossing in the YARN root made later")
+	}
+}
