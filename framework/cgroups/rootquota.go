@@ -39,9 +39,9 @@ const PriorQuotaXattr = "trusted.koordlet-yarn.prior-cfs-quota"
 //     no record then (the xattr removed from outside, or not settable
 //     before), YARN's own quota is unknown and -1 is recorded.
 //
-// Across a restart only (1) applies; where trusted xattrs cannot be set
-// (a v1 cgroupfs mounted without "xattr"), nothing is recorded, said once,
-// and the root gets -1 back only from the process that wrote it.
+// Across a restart only (1) applies; where a trusted xattr cannot be set
+// (koordlet without CAP_SYS_ADMIN), nothing is recorded, said once, and
+// the root gets -1 back only from the process that wrote it.
 type RootQuota struct {
 	mu sync.Mutex
 	// written is the last quota this process wrote per root (absolute
