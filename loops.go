@@ -49,19 +49,26 @@ func (r *loopRunner) Enabled() bool {
 
 func (r *loopRunner) Setup(*qmframework.Context) {}
 
-// Run starts every enabled loop.
+// Run restores what the disabled loops wrote earlier, then starts every
+// enabled loop: a loop that starts first could otherwise read a value a
+// restore is about to change (the interference controller the YARN root's
+// quota the suppress restorer puts back).
 func (r *loopRunner) Run(stopCh <-chan struct{}) {
 	for _, l := range r.fw.loops {
-		if !l.Enabled() {
-			klog.Infof("yarn: %s disabled", l.Name())
-			if rs, ok := l.(Restorer); ok {
-				if n := rs.RestoreDisabled(); n > 0 {
-					klog.Infof("yarn: %s disabled: %d values it wrote earlier restored", l.Name(), n)
-				}
-			}
+		if l.Enabled() {
 			continue
 		}
-		klog.Infof("yarn: starting %s", l.Name())
-		l.Run(stopCh)
+		klog.Infof("yarn: %s disabled", l.Name())
+		if rs, ok := l.(Restorer); ok {
+			if n := rs.RestoreDisabled(); n > 0 {
+				klog.Infof("yarn: %s disabled: %d values it wrote earlier restored", l.Name(), n)
+			}
+		}
+	}
+	for _, l := range r.fw.loops {
+		if l.Enabled() {
+			klog.Infof("yarn: starting %s", l.Name())
+			l.Run(stopCh)
+		}
 	}
 }

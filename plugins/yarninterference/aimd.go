@@ -81,3 +81,47 @@ func (a AIMD) Next(budget, ceiling, usage int64, signal time.Duration, ok bool) 
 		return clamp(budget), Hold
 	}
 }
+
+// ceiling is the largest budget (milli-CPU): the node's capacity, within
+// BE suppress's budget on the besteffort cgroup (beBudget) and YARN's own
+// limit on its root (own; both ≤ 0: none).
+func ceiling(capacity, beBudget, own int64) int64 {
+	c := capacity
+	if beBudget > 0 {
+		c = min(c, beBudget)
+	}
+	if own > 0 {
+		c = min(c, own)
+	}
+	return c
+}
+
+// start is the budget a step starts from (milli-CPU): the budget in force;
+// else, after a signal gap released YARN, the budget before the gap
+// (resume); else, on a controller's first step, what YARN has now
+// (current: a budget a koordlet before this one left, or YARN's own; ≤ 0:
+// unlimited, the ceiling). So neither a koordlet restart nor a gap in the
+// signal drops YARN to the floor; a harmed LS cuts from there within an
+// interval. Within the floor and the ceiling (the ceiling wins).
+func start(budget, resume, current, floor, ceil int64) int64 {
+	from := budget
+	switch {
+	case from > 0:
+	case resume > 0:
+		from = resume
+	case current > 0:
+		from = current
+	default:
+		from = ceil
+	}
+	return min(max(from, floor), ceil)
+}
+
+// milli converts a cfs quota (µs per period; ≤ 0: unlimited) to milli-CPU
+// (-1: unlimited).
+func milli(quota, period int64) int64 {
+	if quota <= 0 || period <= 0 {
+		return -1
+	}
+	return quota * 1000 / period
+}

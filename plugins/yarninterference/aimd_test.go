@@ -64,3 +64,43 @@ func TestAIMDSettles(t *testing.T) {
 	assert.Equal(t, Cut, act)
 	assert.Less(t, next, tail[0])
 }
+
+func TestCeiling(t *testing.T) {
+	for _, tt := range []struct {
+		name                    string
+		capacity, beBudget, own int64
+		want                    int64
+	}{
+		{"no bounds: the node", 4000, 0, -1, 4000},
+		{"suppress's budget", 4000, 2500, -1, 2500},
+		{"YARN's own limit", 4000, -1, 3000, 3000},
+		{"the lower of both", 4000, 2500, 1500, 1500},
+		{"bounds above the node", 4000, 8000, 9000, 4000},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			assert.Equal(t, tt.want, ceiling(tt.capacity, tt.beBudget, tt.own))
+		})
+	}
+}
+
+func TestStart(t *testing.T) {
+	const floor, ceil = 400, 3000
+	for _, tt := range []struct {
+		name                    string
+		budget, resume, current int64
+		want                    int64
+	}{
+		{"the budget in force", 1200, 0, 2000, 1200},
+		{"after a gap: the budget before it", 0, 900, 3000, 900},
+		{"first step: what YARN has", 0, 0, 2000, 2000},
+		{"first step over an unlimited root: the ceiling", 0, 0, -1, ceil},
+		{"first step over a root above the ceiling", 0, 0, 3500, ceil},
+		{"first step over a root below the floor", 0, 0, 100, floor},
+		{"a resume above a lowered ceiling", 0, 3500, 100, ceil},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			assert.Equal(t, tt.want, start(tt.budget, tt.resume, tt.current, floor, ceil))
+		})
+	}
+	assert.Equal(t, int64(200), start(0, 0, -1, 400, 200), "the ceiling wins over the floor")
+}

@@ -3,7 +3,6 @@ package yarninterference
 import (
 	"fmt"
 	"runtime"
-	"strconv"
 	"sync"
 	"time"
 
@@ -22,11 +21,6 @@ import (
 	"github.com/koordlet-yarn/koordlet-yarn/framework/config"
 	"github.com/koordlet-yarn/koordlet-yarn/framework/features"
 )
-
-// PriorQuotaXattr records the YARN hierarchy root's cfs quota before the
-// controller's first write (YARN's own or -1); it goes back when the
-// controller stops or koordlet runs with the gate off.
-const PriorQuotaXattr = "trusted.koordlet-yarn.interference-prior-cfs-quota"
 
 // NodeSLOExtension is the NodeSLO's spec.extensions key of the controller's
 // settings; its cpuWaitTargetMicroseconds overrides --yarn-interference-target.
@@ -48,17 +42,22 @@ type Options struct {
 	// are parsed, after Install built the controller).
 	Reader     resourceexecutor.CgroupReader
 	Registerer prometheus.Registerer
+	// Quota writes the YARN root's quota and keeps the record of its own
+	// (nil: the process's one writer, shared with BE suppress).
+	Quota *cgroups.RootQuota
 }
 
 // Controller is the framework loop that sets the YARN CPU budget.
 type Controller struct {
-	opts     Options
-	metrics  *metrics
-	executor resourceexecutor.ResourceUpdateExecutor
+	opts    Options
+	metrics *metrics
 
 	mu sync.Mutex
 	// budget is the current budget (milli-CPU); 0 before the first step.
 	budget int64
+	// resume is the budget before a signal gap released YARN (0: none):
+	// the budget comes back there with the signal.
+	resume int64
 	// dir is the YARN root the budget was last written to ("" none).
 	dir       string
 	lastUsage uint64
@@ -76,7 +75,7 @@ func New(opts Options) (*Controller, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Controller{opts: opts, metrics: m, executor: resourceexecutor.NewResourceUpdateExecutor(), said: map[string]bool{}, now: time.Now}, nil
+	return &Controller{opts: opts, metrics: m, said: map[string]bool{}, now: time.Now}, nil
 }
 
 // Name names the loop.
@@ -88,7 +87,6 @@ func (c *Controller) Enabled() bool { return features.Enabled(features.YARNInter
 // Run adjusts the budget every interval until stopCh closes, then gives
 // the YARN root its own quota back.
 func (c *Controller) Run(stopCh <-chan struct{}) {
-	c.executor.Run(stopCh)
 	klog.Infof("yarn: interference control: the YARN CPU budget follows the LS CPU wait (target %v, floor %d%%, step %d%% of the node every %v)",
 		c.opts.Config.Target, c.opts.Config.MinPercent, c.opts.Config.StepPercent, c.opts.Config.Interval)
 	go func() {
@@ -100,17 +98,27 @@ func (c *Controller) Run(stopCh <-chan struct{}) {
 }
 
 // RestoreDisabled gives the YARN root its own quota back when koordlet runs
-// with the gate off after one that controlled it.
+// with the gate off after one that controlled it, unless BE suppress
+// divides its budget onto the root (the controller's stand-down case): the
+// division owns the quota then, and the record of the root's own.
 func (c *Controller) RestoreDisabled() int {
 	h := c.opts.Hierarchy()
-	if h == "" {
+	if h == "" || (cgroups.OutsideBestEffort(h) && features.Enabled(features.YARNBECPUSuppress)) {
 		return 0
 	}
-	if cgroups.RestorePriorQuota(h, PriorQuotaXattr, c.write) {
+	if c.restore(h) {
 		klog.Infof("yarn: %s is off: the cfs quota of the YARN hierarchy %s is back to its value before the interference controller", features.YARNInterferenceControl, h)
 		return 1
 	}
 	return 0
+}
+
+// quota is the YARN root's writer.
+func (c *Controller) quota() *cgroups.RootQuota {
+	if c.opts.Quota != nil {
+		return c.opts.Quota
+	}
+	return cgroups.YARNRootQuota
 }
 
 func (c *Controller) sayOnce(key, format string, args ...any) {
@@ -213,50 +221,48 @@ func (c *Controller) Step() {
 	}
 	delete(c.said, "period")
 	capacity := c.capacity()
-	ceiling := capacity
+	beBudget := int64(0) // BE suppress's budget on the besteffort cgroup
 	beDir := koordletutil.GetPodQoSRelativePath(corev1.PodQOSBestEffort)
 	if !cgroups.OutsideBestEffort(h) {
 		if q, err := rd.ReadCPUQuota(beDir); err == nil && q > 0 {
 			if bp, err := rd.ReadCPUPeriod(beDir); err == nil && bp > 0 {
-				ceiling = min(ceiling, q*1000/bp)
+				beBudget = q * 1000 / bp
 			}
 		}
 	}
-	if prior, ok := cgroups.PriorQuota(h, PriorQuotaXattr); ok && prior > 0 {
-		ceiling = min(ceiling, prior*1000/period) // YARN's own limit
-	} else if !ok {
-		if q, err := rd.ReadCPUQuota(h); err == nil && q > 0 {
-			ceiling = min(ceiling, q*1000/period)
-		}
+	// YARN's own limit: the record of it, never a value koordlet wrote.
+	own, err := c.quota().Own(h)
+	if err != nil {
+		c.sayOnce("own", "yarn: interference control: %v; YARN's own limit is not known", err)
+		own = -1
+	}
+	ceil := ceiling(capacity, beBudget, milli(own, period))
+	current := int64(-1) // what YARN has now (milli-CPU; -1 unlimited)
+	if q, err := rd.ReadCPUQuota(h); err == nil {
+		current = milli(q, period)
 	}
 	usage := c.usage(h)
 	sig, ok := c.opts.Signal()
 	cfg := c.opts.Config
 	a := AIMD{Target: c.Target(), HoldBelow: 0.7, Decrease: 0.5,
 		Step: capacity * cfg.StepPercent / 100, Floor: capacity * cfg.MinPercent / 100}
-	next, act := a.Next(c.budget, ceiling, usage, sig.Value(), ok)
-	if c.budget == 0 && ok {
-		// The first budget is the floor: it grows only while LS is seen unharmed.
-		next, act = min(a.Floor, ceiling), Hold
-	}
+	next, act := a.Next(start(c.budget, c.resume, current, a.Floor, ceil), ceil, usage, sig.Value(), ok)
 	if !ok {
 		c.sayOnce("nosignal", "yarn: interference control: no LS CPU wait signal; the YARN budget is released to what BE suppress allows until there is one")
 	} else {
 		delete(c.said, "nosignal")
 	}
-	c.metrics.observe(a.Target, sig.Value(), ceiling, act)
+	c.metrics.observe(a.Target, sig.Value(), ceil, act)
 	if act == Release {
+		resume := max(c.budget, c.resume)
 		c.release("no signal")
-		c.budget = 0
+		c.resume = resume // the budget comes back there with the signal
 		return
 	}
 	minDelta := capacity / 100
 	if c.dir == h && act != Cut && abs(next-c.budget) < minDelta {
 		c.metrics.budget.Set(float64(c.budget) / 1000)
 		return
-	}
-	if err := cgroups.RecordPriorQuota(h, PriorQuotaXattr); err != nil {
-		c.sayOnce("prior", "yarn: interference control: %v; the quota goes back to unlimited when the controller stops", err)
 	}
 	quota := max(next*period/1000, system.CFSQuotaMinValue)
 	if !c.write(h, quota) {
@@ -268,9 +274,9 @@ func (c *Controller) Step() {
 		klog.V(4).Infof("yarn: interference control: LS CPU wait %v (target %v): YARN budget %dm → %dm (%s)", sig.Value(), a.Target, c.budget, next, act)
 	}
 	if c.dir == "" {
-		klog.Infof("yarn: interference control: first YARN budget %dm on %s (LS CPU wait %v, target %v, ceiling %dm)", next, h, sig.Value(), a.Target, ceiling)
+		klog.Infof("yarn: interference control: first YARN budget %dm on %s (LS CPU wait %v, target %v, ceiling %dm)", next, h, sig.Value(), a.Target, ceil)
 	}
-	c.budget, c.dir = next, h
+	c.budget, c.dir, c.resume = next, h, 0
 	c.metrics.budget.Set(float64(next) / 1000)
 }
 
@@ -302,21 +308,27 @@ func (c *Controller) release(why string) {
 	if c.dir == "" {
 		return
 	}
-	if cgroups.RestorePriorQuota(c.dir, PriorQuotaXattr, c.write) {
+	if c.restore(c.dir) {
 		klog.Infof("yarn: interference control: the YARN hierarchy %s has its own cfs quota back (%s)", c.dir, why)
 	}
-	c.dir, c.budget = "", 0
+	c.dir, c.budget, c.resume = "", 0, 0
 	c.metrics.budget.Set(0)
 }
 
-// write sets dir's cfs quota through koordlet's resource executor.
-func (c *Controller) write(dir string, quota int64) bool {
-	updater, err := resourceexecutor.DefaultCgroupUpdaterFactory.New(system.CPUCFSQuotaName, dir, strconv.FormatInt(quota, 10), nil)
-	if err == nil {
-		_, err = c.executor.Update(false, updater)
-	}
+// restore gives dir its own quota back through the one writer.
+func (c *Controller) restore(dir string) bool {
+	restored, _, err := c.quota().Restore(dir)
 	if err != nil {
-		klog.Warningf("yarn: interference control: set the cfs quota of %s to %d: %v", dir, quota, err)
+		klog.Warningf("yarn: interference control: %v", err)
+	}
+	return restored
+}
+
+// write sets dir's cfs quota through the one writer of the YARN root's
+// quota (which records the root's own first).
+func (c *Controller) write(dir string, quota int64) bool {
+	if err := c.quota().Set(dir, quota); err != nil {
+		klog.Warningf("yarn: interference control: %v", err)
 		return false
 	}
 	return true

@@ -18,6 +18,7 @@ import (
 	"github.com/koordinator-sh/koordinator/pkg/koordlet/util/system"
 
 	"github.com/koordlet-yarn/koordlet-yarn/collectors/lswait"
+	"github.com/koordlet-yarn/koordlet-yarn/framework/cgroups"
 	"github.com/koordlet-yarn/koordlet-yarn/framework/config"
 	"github.com/koordlet-yarn/koordlet-yarn/framework/features"
 )
@@ -65,9 +66,8 @@ func newFakeNode(t *testing.T, yarnQuota, beQuota string) *fakeNode {
 		Node:    func() *corev1.Node { return node },
 		NodeSLO: func() *slov1alpha1.NodeSLO { return n.slo },
 		Config:  &config.Interference{Interval: time.Second, Target: time.Millisecond, MinPercent: 10, StepPercent: 5},
-		Reader:  resourceexecutor.NewCgroupReader()})
+		Reader:  resourceexecutor.NewCgroupReader(), Quota: cgroups.NewRootQuota()})
 	require.NoError(t, err)
-	c.executor.Run(n.stop)
 	c.now = func() time.Time { return n.clock }
 	n.clock = time.Unix(1e9, 0)
 	n.c = c
@@ -94,15 +94,24 @@ func (n *fakeNode) wait(d time.Duration) {
 	n.sig = lswait.Signal{At: time.Now(), Source: lswait.SourceEBPF, InterferenceMean: d}
 }
 
-// TestControllerGrowsCutsAndGivesBack: from the floor the budget grows a
-// step per quiet interval, halves on a violation, never passes suppress's
-// budget, and the YARN root's own quota comes back when there is no
-// signal, when koordlet stops and when a later koordlet has the gate off.
+// TestControllerGrowsCutsAndGivesBack: the budget starts from what YARN
+// has (within suppress's budget), halves on a violation, grows a step per
+// quiet interval, never passes suppress's budget, and the YARN root's own
+// quota comes back when there is no signal, when koordlet stops and when a
+// later koordlet has the gate off.
 func TestControllerGrowsCutsAndGivesBack(t *testing.T) {
 	n := newFakeNode(t, "300000", "250000") // YARN's own 3 CPUs; suppress allows 2.5
 	n.wait(100 * time.Microsecond)
 	n.step(t)
-	assert.Equal(t, int64(40000), n.quota(t), "starts at the floor: 10% of 4 CPUs")
+	assert.Equal(t, int64(250000), n.quota(t), "starts from YARN's 3 CPUs, within suppress's budget")
+	n.wait(5 * time.Millisecond)
+	n.step(t)
+	assert.Equal(t, int64(125000), n.quota(t), "halved")
+	n.step(t)
+	n.step(t)
+	n.step(t)
+	assert.Equal(t, int64(40000), n.quota(t), "not below the floor: 10% of 4 CPUs")
+	n.wait(100 * time.Microsecond)
 	n.step(t)
 	assert.Equal(t, int64(60000), n.quota(t), "a step: 5% of 4 CPUs")
 	for i := 0; i < 30; i++ {
@@ -131,15 +140,15 @@ func TestControllerGrowsCutsAndGivesBack(t *testing.T) {
 	n.ok = true
 	n.wait(0)
 	n.step(t)
-	assert.Equal(t, int64(40000), n.quota(t))
+	assert.Equal(t, int64(100000), n.quota(t), "back where it was")
 	n.c.release("test")
 	assert.Equal(t, int64(300000), n.quota(t))
 
 	// A koordlet killed while controlling, the next one with the gate off.
 	n.step(t)
-	require.Equal(t, int64(40000), n.quota(t))
+	require.Equal(t, int64(100000), n.quota(t))
 	require.NoError(t, koordfeatures.DefaultMutableKoordletFeatureGate.SetFromMap(map[string]bool{string(features.YARNInterferenceControl): false}))
-	later, err := New(Options{Hierarchy: func() string { return yarnRoot }, Config: n.c.opts.Config})
+	later, err := New(Options{Hierarchy: func() string { return yarnRoot }, Config: n.c.opts.Config, Quota: cgroups.NewRootQuota()})
 	require.NoError(t, err)
 	assert.Equal(t, 1, later.RestoreDisabled())
 	assert.Equal(t, int64(300000), n.quota(t))
@@ -163,9 +172,9 @@ func TestControllerWithoutOwnQuota(t *testing.T) {
 // back and no later step writes again.
 func TestControllerStop(t *testing.T) {
 	n := newFakeNode(t, "300000", "-1")
-	n.wait(0)
+	n.wait(5 * time.Millisecond)
 	n.step(t)
-	require.Equal(t, int64(40000), n.quota(t))
+	require.Equal(t, int64(150000), n.quota(t))
 	n.c.Stop()
 	assert.Equal(t, int64(300000), n.quota(t))
 	n.step(t)
@@ -188,10 +197,56 @@ func TestTargetFromNodeSLO(t *testing.T) {
 // twice its use plus a step.
 func TestControllerNoWindUp(t *testing.T) {
 	n := newFakeNode(t, "-1", "-1")
+	n.wait(5 * time.Millisecond)
+	for i := 0; i < 4; i++ { // cut from the node's 4 CPUs to the floor
+		n.step(t)
+	}
+	require.Equal(t, int64(40000), n.quota(t))
 	n.wait(0)
 	for i := 0; i < 10; i++ {
 		n.clock = n.clock.Add(time.Second) // YARN uses nothing
 		n.c.Step()
 	}
 	assert.Equal(t, int64(40000), n.quota(t), "held at the floor while YARN is idle")
+}
+
+// TestControllerRestartKeepsYARNBudget: a koordlet restarted over a YARN
+// root with a large quota (a budget the last koordlet left, or YARN's own)
+// does not cut YARN to the floor while LS is unharmed. The code before
+// started every controller at the floor: each koordlet rollout cut YARN
+// from most of the node to 10% for a while.
+func TestControllerRestartKeepsYARNBudget(t *testing.T) {
+	n := newFakeNode(t, "300000", "-1") // 3 of 4 CPUs on the root
+	n.wait(100 * time.Microsecond)      // well below the target
+	for i := 0; i < 3; i++ {
+		n.step(t)
+		assert.GreaterOrEqual(t, n.quota(t), int64(300000), "step %d: not cut below what YARN had", i)
+	}
+	// LS harmed: the cut is from where YARN was, not a drop to the floor.
+	n.wait(5 * time.Millisecond)
+	n.step(t)
+	assert.Equal(t, int64(150000), n.quota(t), "halved from 3 CPUs")
+}
+
+// TestControllerResumesAfterSignalGap: a gap of more than three intervals
+// in the signal gives YARN its own quota back; when the signal returns the
+// budget resumes where it was, not at the floor.
+func TestControllerResumesAfterSignalGap(t *testing.T) {
+	n := newFakeNode(t, "300000", "-1")
+	n.wait(100 * time.Microsecond)
+	for i := 0; i < 5; i++ {
+		n.step(t)
+	}
+	n.wait(5 * time.Millisecond)
+	n.step(t)
+	before := n.quota(t)
+	require.Greater(t, before, int64(40000), "above the floor before the gap")
+	require.Less(t, before, int64(300000), "below YARN's own before the gap")
+	n.ok = false // the gap
+	n.step(t)
+	require.Equal(t, int64(300000), n.quota(t), "released to YARN's own")
+	n.ok = true
+	n.wait(800 * time.Microsecond) // in the hold band
+	n.step(t)
+	assert.Equal(t, before, n.quota(t), "resumed at the budget before the gap")
 }

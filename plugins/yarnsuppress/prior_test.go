@@ -1,10 +1,14 @@
 package yarnsuppress
 
 import (
+	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"golang.org/x/sys/unix"
 
 	koordfeatures "github.com/koordinator-sh/koordinator/pkg/features"
 	"github.com/koordinator-sh/koordinator/pkg/koordlet/util/system"
@@ -45,4 +49,33 @@ func TestYARNRootQuotaRestored(t *testing.T) {
 	_, ya = n.quotas(t)
 	assert.Equal(t, int64(300000), ya, "restored from the record after a restart")
 	assert.Equal(t, 0, r.RestoreDisabled(), "once")
+}
+
+// TestYARNRootQuotaRestoredV2: on a cgroup v2 node the gate-off restore
+// writes cpu.max (koordlet's executor maps the cfs quota there, -1 to
+// "max"). The code before wrote cpu.cfs_quota_us by hand, a file v2 does
+// not have: YARN stayed capped at its last share of the BE budget.
+func TestYARNRootQuotaRestoredV2(t *testing.T) {
+	for _, tc := range []struct {
+		prior   string
+		wantMax string // cpu.max's quota field
+	}{{"300000", "300000"}, {"-1", "max"}} {
+		t.Run(tc.prior, func(t *testing.T) {
+			helper := system.NewFileTestUtil(t)
+			t.Cleanup(helper.Cleanup)
+			helper.SetCgroupsV2(true)
+			helper.WriteCgroupFileContents(outside, system.CPUCFSQuotaV2, "120000 100000") // the last share of the BE budget
+			dir := filepath.Dir(system.GetCgroupFilePath(outside, system.CPUCFSQuotaV2))
+			require.NoError(t, unix.Setxattr(dir, "trusted.koordlet-yarn.prior-cfs-quota", []byte(tc.prior), 0))
+			require.NoError(t, koordfeatures.DefaultMutableKoordletFeatureGate.SetFromMap(map[string]bool{string(features.YARNBECPUSuppress): false}))
+			r := &Restorer{Hierarchy: func() string { return outside }}
+			assert.Equal(t, 1, r.RestoreDisabled())
+			assert.Equal(t, tc.wantMax, strings.Fields(helper.ReadCgroupFileContents(outside, system.CPUCFSQuotaV2))[0], "cpu.max back to YARN's own")
+			_, err := os.Stat(filepath.Join(dir, system.CPUCFSQuotaName))
+			assert.True(t, os.IsNotExist(err), "no v1 file made on v2")
+			_, err = unix.Getxattr(dir, "trusted.koordlet-yarn.prior-cfs-quota", make([]byte, 32))
+			assert.ErrorIs(t, err, unix.ENODATA, "the record is gone")
+			assert.Equal(t, 0, r.RestoreDisabled(), "once")
+		})
+	}
 }

@@ -49,6 +49,8 @@ type Deps struct {
 	// Store gives the YARN containers' CPU requests, the weights of the
 	// budget's division. Without it the weights are equal.
 	Store *store.Store
+	// Quota writes the YARN root's quota (nil: the process's one writer).
+	Quota *cgroups.RootQuota
 }
 
 // NewFactory returns the factory for koordlet's "cpuSuppress" slot: when
@@ -152,8 +154,6 @@ type Strategy struct {
 	mu sync.Mutex
 	// applied is the division last written; zero when none.
 	applied division
-	// priorSaid: recording the YARN root's prior quota failed, said once.
-	priorSaid bool
 }
 
 // division is one division of the budget: the quotas written to the
@@ -204,7 +204,7 @@ func (s *Strategy) BindYARN() {
 			s.write(beDir, prev.budget)
 		}
 		if prev.dir != "" {
-			RestorePriorQuota(prev.dir, s.write) // the old root's own quota back
+			restoreRoot(s.deps.Quota, prev.dir, "the YARN hierarchy is below besteffort") // the old root's own quota back
 		}
 		s.applied = division{}
 		return
@@ -224,7 +224,7 @@ func (s *Strategy) BindYARN() {
 	if budget <= 0 { // unlimited: upstream's suppress is off or uses cpusets
 		// The root's own quota back (YARN's, or unlimited); a quota
 		// koordlet never wrote is YARN's and is left alone.
-		RestorePriorQuota(h, s.write)
+		restoreRoot(s.deps.Quota, h, "the BE budget is unlimited")
 		s.applied = division{budget: budget, yarn: yarnCur, dir: h}
 		return
 	}
@@ -254,10 +254,13 @@ func (s *Strategy) BindYARN() {
 	if yarnQuota-orInf(yarnCur) < beQuota-orInf(cur) {
 		writes[0], writes[1] = writes[1], writes[0]
 	}
-	s.recordPrior(h)
 	written := map[string]bool{}
 	for _, w := range writes {
-		if written[w.dir] = s.write(w.dir, w.quota); !written[w.dir] {
+		write := s.write
+		if w.dir == h {
+			write = s.writeRoot
+		}
+		if written[w.dir] = write(w.dir, w.quota); !written[w.dir] {
 			break
 		}
 	}
@@ -279,7 +282,18 @@ func (s *Strategy) BindYARN() {
 		budget, beQuota, beSide.Usage, beSide.Request, h, yarnQuota, yarnSide.Usage, yarnSide.Request)
 }
 
-// write sets dir's cfs quota through koordlet's resource executor.
+// writeRoot sets the YARN root's cfs quota through the framework's one
+// writer of it, which records the root's own quota first.
+func (s *Strategy) writeRoot(dir string, quota int64) bool {
+	if err := rootQuota(s.deps.Quota).Set(dir, quota); err != nil {
+		klog.Warningf("yarn: %v", err)
+		return false
+	}
+	return true
+}
+
+// write sets the besteffort cgroup's cfs quota through koordlet's resource
+// executor.
 func (s *Strategy) write(dir string, quota int64) bool {
 	updater, err := resourceexecutor.DefaultCgroupUpdaterFactory.New(system.CPUCFSQuotaName, dir, strconv.FormatInt(quota, 10), nil)
 	if err == nil {
