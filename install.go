@@ -30,6 +30,7 @@ import (
 	"github.com/koordlet-yarn/koordlet-yarn/collectors/cgroupwatch"
 	"github.com/koordlet-yarn/koordlet-yarn/collectors/lswait"
 	"github.com/koordlet-yarn/koordlet-yarn/collectors/yarnusage"
+	"github.com/koordlet-yarn/koordlet-yarn/framework/cgroups"
 	"github.com/koordlet-yarn/koordlet-yarn/framework/config"
 	"github.com/koordlet-yarn/koordlet-yarn/framework/features"
 	"github.com/koordlet-yarn/koordlet-yarn/framework/handles"
@@ -59,6 +60,9 @@ type Framework struct {
 	Watch    *cgroupwatch.Watcher
 	Ledger   *yarnledger.Ledger
 	rmSync   *yarnledger.RMSync
+	// quota is the one writer of the YARN root's cfs quota, shared by BE
+	// suppress, its gate-off restorer and the interference controller.
+	quota *cgroups.RootQuota
 	// rmRelease is the release asked of the ResourceManager
 	// (YARNRMPreemption): the RM sync writes it, the evictor waits for it.
 	rmRelease *rmrelease.Window
@@ -113,7 +117,8 @@ func install(fs *flag.FlagSet, reg prometheus.Registerer) (*Framework, error) {
 	cfg.InitFlags(fs)
 
 	fw := &Framework{Config: cfg, Store: store.New(), Handles: &handles.Handles{},
-		kills: yarnevict.NewFlights(evictedKeep), journal: yarnevict.NewJournal(), policy: policy.NewResolver(nil, nil)}
+		kills: yarnevict.NewFlights(evictedKeep), journal: yarnevict.NewJournal(), policy: policy.NewResolver(nil, nil),
+		quota: cgroups.NewRootQuota()}
 	fw.audit = yarnevict.NewAudit(func() string { return cfg.EvictAuditFile }, yarnevict.DefaultAuditKeep, yarnevict.DefaultAuditMaxBytes)
 	fw.initPreflightFlag(fs)
 	fw.initVersionFlag(fs)
@@ -199,8 +204,8 @@ func install(fs *flag.FlagSet, reg prometheus.Registerer) (*Framework, error) {
 	}
 	qmplugins.StrategyPlugins[memoryevict.MemoryEvictName] = yarnevict.NewMemoryEvictFactory(evictDeps)
 	qmplugins.StrategyPlugins[cpuevict.CPUEvictName] = yarnevict.NewCPUEvictFactory(evictDeps)
-	qmplugins.StrategyPlugins[cpusuppress.CPUSuppressName] = yarnsuppress.NewFactory(yarnsuppress.Deps{Hierarchy: fw.Informer.HierarchyDir, Store: fw.Store})
-	fw.loops = append(fw.loops, &yarnsuppress.Restorer{Hierarchy: fw.Informer.HierarchyDir})
+	qmplugins.StrategyPlugins[cpusuppress.CPUSuppressName] = yarnsuppress.NewFactory(yarnsuppress.Deps{Hierarchy: fw.Informer.HierarchyDir, Store: fw.Store, Quota: fw.quota})
+	fw.loops = append(fw.loops, &yarnsuppress.Restorer{Hierarchy: fw.Informer.HierarchyDir, Quota: fw.quota})
 	qmutil.SetCustomEvictionExecutorInitializer(yarnevict.GuardInitializer(evictDeps))
 
 	impl.DefaultPluginRegistry[yarninformer.Name] = fw.Informer

@@ -51,10 +51,9 @@ type RootQuota struct {
 	said bool
 }
 
-// YARNRootQuota is the process's writer of the YARN root's quota.
-var YARNRootQuota = NewRootQuota()
-
-// NewRootQuota returns a writer (tests; koordlet uses YARNRootQuota).
+// NewRootQuota returns a writer. koordlet has one, made by Install and
+// handed to every user of the YARN root's quota (BE suppress, its restorer,
+// the interference controller), so that what one wrote the others know.
 func NewRootQuota() *RootQuota { return &RootQuota{written: map[string]int64{}} }
 
 // QuotaDir is the absolute cpu cgroup dir of rel ("" when koordlet's

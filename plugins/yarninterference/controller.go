@@ -75,6 +75,9 @@ func New(opts Options) (*Controller, error) {
 	if err != nil {
 		return nil, err
 	}
+	if opts.Quota == nil {
+		opts.Quota = cgroups.NewRootQuota()
+	}
 	return &Controller{opts: opts, metrics: m, said: map[string]bool{}, now: time.Now}, nil
 }
 
@@ -115,10 +118,7 @@ func (c *Controller) RestoreDisabled() int {
 
 // quota is the YARN root's writer.
 func (c *Controller) quota() *cgroups.RootQuota {
-	if c.opts.Quota != nil {
-		return c.opts.Quota
-	}
-	return cgroups.YARNRootQuota
+	return c.opts.Quota
 }
 
 func (c *Controller) sayOnce(key, format string, args ...any) {

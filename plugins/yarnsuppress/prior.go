@@ -15,12 +15,13 @@ import (
 // suppress off, the hierarchy below besteffort again, the gate off, even
 // after a koordlet restart) that quota goes back and the record goes.
 
-// rootQuota is the writer in use: deps' or the process's.
+// rootQuota is the writer in use: the one given, or (a restorer built
+// without one) a fresh one, which restores from the record alone.
 func rootQuota(q *cgroups.RootQuota) *cgroups.RootQuota {
 	if q != nil {
 		return q
 	}
-	return cgroups.YARNRootQuota
+	return cgroups.NewRootQuota()
 }
 
 // restoreRoot gives rel its own quota back (nothing when koordlet never
@@ -44,7 +45,7 @@ func restoreRoot(q *cgroups.RootQuota, rel, why string) bool {
 type Restorer struct {
 	// Hierarchy returns the YARN hierarchy dir ("" when unknown).
 	Hierarchy func() string
-	// Quota is the root's writer (nil: the process's).
+	// Quota is the root's writer, shared with suppress and the interference controller (nil: a fresh one, which restores from the record alone).
 	Quota *cgroups.RootQuota
 }
 

@@ -49,7 +49,7 @@ type Deps struct {
 	// Store gives the YARN containers' CPU requests, the weights of the
 	// budget's division. Without it the weights are equal.
 	Store *store.Store
-	// Quota writes the YARN root's quota (nil: the process's one writer).
+	// Quota writes the YARN root's quota: koordlet's one writer, shared with the restorer and the interference controller (nil: a writer of its own).
 	Quota *cgroups.RootQuota
 }
 
@@ -57,6 +57,9 @@ type Deps struct {
 // YARNBECPUSuppress is on, upstream's strategy on the YARN-aware view plus
 // the YARN hierarchy binding; upstream's strategy otherwise.
 func NewFactory(deps Deps) qmframework.QOSStrategyFactory {
+	if deps.Quota == nil {
+		deps.Quota = cgroups.NewRootQuota()
+	}
 	return func(opts *qmframework.Options) qmframework.QOSStrategy {
 		if !features.Enabled(features.YARNBECPUSuppress) {
 			return cpusuppress.New(opts)
