@@ -99,20 +99,6 @@ func (p *Pinned) Reused() bool {
 	return ok && now != p.Start
 }
 
-// Signal sends sig to the pinned task through its pidfd, which fails when
-// that task is gone: a reused number is never signalled. Without a pidfd
-// it sends nothing and returns unix.ENOSYS (a start-time pin cannot make a
-// signal by number safe).
-func (p *Pinned) Signal(sig unix.Signal) error {
-	if p.released {
-		return unix.ESRCH
-	}
-	if p.fd < 0 {
-		return unix.ENOSYS
-	}
-	return unix.PidfdSendSignal(p.fd, sig, nil, 0)
-}
-
 // Release unpins (closes the pidfd). It may be called more than once.
 func (p *Pinned) Release() {
 	if p == nil || p.released {
