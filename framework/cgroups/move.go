@@ -23,6 +23,11 @@ const (
 	MoveFailed   MoveResult = "failed"   // a write or the verification failed (nothing is left half moved when it can be undone)
 )
 
+// ErrNotMovedBack is wrapped by Move's error when a task that took a
+// reused number stays in the target (its move back failed): worth a
+// warning, unlike a failed move of the checked process.
+var ErrNotMovedBack = errors.New("a task moved by a reused number could not be moved back")
+
 // Step is one controller's part of a move: from and to are cgroup dirs
 // relative to the controller's mount root (as Hierarchy.PathOf reads them).
 type Step struct {
@@ -139,7 +144,7 @@ func Move(h Hierarchy, p *Pinned, steps []Step, write WriteFunc) (MoveResult, er
 		reverted = true
 	}
 	if rerr != nil {
-		return MoveFailed, fmt.Errorf("pid %d was reused during the move into %s (the checked process exited): %w", p.ID, describe(steps), rerr)
+		return MoveFailed, fmt.Errorf("pid %d was reused during the move into %s (the checked process exited): %w: %w", p.ID, describe(steps), ErrNotMovedBack, rerr)
 	}
 	if reverted {
 		klog.Warningf("yarn: pid %d was reused during the move into %s (the checked process exited); the new task was moved back where it was", p.ID, describe(steps))

@@ -312,6 +312,7 @@ func TestMoveRevertFailureIsReported(t *testing.T) {
 	assert.Equal(t, MoveFailed, r)
 	assert.ErrorIs(t, err, unix.EACCES)
 	assert.ErrorContains(t, err, "was reused")
+	assert.ErrorIs(t, err, ErrNotMovedBack)
 }
 
 // TestOrigin (was yarnmemcg's TestRevertTarget): where a task that took a

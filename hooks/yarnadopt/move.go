@@ -1,6 +1,7 @@
 package yarnadopt
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -144,13 +145,11 @@ func (a *Adopter) move(h cgroups.Hierarchy, p *cgroups.Pinned, name string, _ []
 		steps[i] = cgroups.Step{Ctrl: c, From: from[i], To: own}
 	}
 	r, err := cgroups.Move(h, p, steps, a.writer.Write)
-	if err != nil {
-		switch r {
-		case cgroups.MoveFailed:
-			klog.V(2).Infof("yarn: move %d of %s: %v", p.ID, name, err)
-		default:
-			klog.Warningf("yarn: move %d of %s: %v", p.ID, name, err)
-		}
+	switch {
+	case errors.Is(err, cgroups.ErrNotMovedBack):
+		klog.Warningf("yarn: move %d of %s: %v", p.ID, name, err)
+	case err != nil:
+		klog.V(2).Infof("yarn: move %d of %s: %v", p.ID, name, err)
 	}
 	return string(r)
 }

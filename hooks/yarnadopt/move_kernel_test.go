@@ -43,3 +43,28 @@ func TestRealKernelHalfMoveFinished(t *testing.T) {
 		require.True(t, n.h.Contains(p.Pid(), ctrl, n.h.ContainerRelDir(id)), "in its own %s cgroup after the next scan", ctrl)
 	}
 }
+
+// TestRealKernelHalfMovedElsewhereStays: a process of container A found
+// half moved into the cgroup koordlet made for container B is not moved
+// into A's (nor further into B's): only the move that was begun for it is
+// finished.
+func TestRealKernelHalfMovedElsewhereStays(t *testing.T) {
+	n := newNode(t)
+	if n.v2 {
+		t.Skip("one unified hierarchy: a move is one write, nothing is half moved")
+	}
+	a := n.adopter(t, true)
+	idA, idB := containerName(2), containerName(3)
+	n.nm.add(idA)
+	n.nm.add(idB)
+	p := n.launch(t, idA, "exec sleep 3600")
+	_, err := ensureLeaf(n.h, idB)
+	require.NoError(t, err)
+	memB := n.h.AbsDir(cgroups.Memory, n.h.ContainerRelDir(idB))
+	require.NoError(t, os.WriteFile(filepath.Join(memB, "cgroup.procs"), []byte(strconv.Itoa(p.Pid())), 0))
+	a.Scan()
+	a.Scan()
+	require.True(t, n.h.Contains(p.Pid(), cgroups.Memory, n.h.ContainerRelDir(idB)))
+	require.True(t, n.h.Contains(p.Pid(), cgroups.CPU, n.pod+"/nm"), "its cpu cgroup is still the pod's")
+	require.Equal(t, 0, a.Status().Containers[idA].ProcessesMoved)
+}

@@ -520,10 +520,10 @@ func (a *Applier) moveOne(h cgroups.Hierarchy, name, own string, pid int) string
 	switch {
 	case r == cgroups.MoveMoved:
 		recordFrom(h.AbsDir(cgroups.Memory, own), from)
-	case err != nil && r == cgroups.MoveFailed:
-		klog.V(4).Infof("yarn: move %d of %s into its memory cgroup: %v", pid, name, err)
-	case err != nil:
+	case errors.Is(err, cgroups.ErrNotMovedBack):
 		klog.Warningf("yarn: move %d of %s into its memory cgroup: %v", pid, name, err)
+	case err != nil:
+		klog.V(4).Infof("yarn: move %d of %s into its memory cgroup: %v", pid, name, err)
 	}
 	return string(r)
 }
