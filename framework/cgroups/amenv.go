@@ -9,7 +9,6 @@ import (
 	"strconv"
 	"syscall"
 
-	"golang.org/x/sys/unix"
 	"k8s.io/klog/v2"
 )
 
@@ -183,22 +182,11 @@ func (s *Scanner) ownCgroup(c *Container) (Controller, string, bool) {
 
 // amFromProcess reads the environment of one verified process of c.
 func (s *Scanner) amFromProcess(c *Container, pid int, ctrl Controller, dir string) AMEvidence {
-	fd, err := unix.PidfdOpen(pid, 0)
+	p, err := Pin(s.h.ProcRoot, pid) // a pidfd, else the start time
 	if err != nil {
-		if errors.Is(err, unix.ESRCH) {
-			return AMUnknown // gone
-		}
-		fd = -1 // no pidfd_open (before Linux 5.3): pin by start time
-	} else {
-		defer unix.Close(fd)
+		return AMUnknown // gone
 	}
-	var start int64
-	if fd < 0 {
-		var ok bool
-		if start, ok = TaskStartTicks(s.h.ProcRoot, pid); !ok {
-			return AMUnknown
-		}
-	}
+	defer p.Release()
 	data, truncated, err := s.env.Read(filepath.Join(s.h.ProcRoot, strconv.Itoa(pid), "environ"))
 	if errors.Is(err, ErrEnvironTimeout) || errors.Is(err, ErrEnvironBusy) {
 		klog.V(4).Infof("yarn: environment of process %d of %s: %v; tried again at a later scan", pid, c.Name, err)
@@ -215,11 +203,7 @@ func (s *Scanner) amFromProcess(c *Container, pid int, ctrl Controller, dir stri
 	if !s.h.Contains(pid, ctrl, dir) {
 		return AMUnknown
 	}
-	if fd >= 0 {
-		if unix.PidfdSendSignal(fd, 0, nil, 0) != nil {
-			return AMUnknown
-		}
-	} else if now, ok := TaskStartTicks(s.h.ProcRoot, pid); !ok || now != start {
+	if !p.Alive() {
 		return AMUnknown
 	}
 	switch v, other := parseEnviron(data, c.Name, truncated); v {

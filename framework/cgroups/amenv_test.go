@@ -13,6 +13,7 @@ import (
 	"github.com/koordinator-sh/koordinator/pkg/koordlet/util/system"
 
 	"github.com/koordlet-yarn/koordlet-yarn/framework/yarn"
+	"github.com/koordlet-yarn/koordlet-yarn/test/kerneltest"
 )
 
 func environ(entries ...string) []byte { return []byte(strings.Join(entries, "\x00") + "\x00") }
@@ -115,6 +116,7 @@ func TestScanAMUnreadableEnvironment(t *testing.T) {
 	pid := os.Getpid() // alive, so a pidfd pins it
 	n.container(name, []int{pid}, CPU)
 	n.proc(pid, "4:cpu:/"+n.h.ContainerRelDir(name)+"\n")
+	n.helper.WriteProcSubFileContents(filepath.Join(strconv.Itoa(pid), "stat"), kerneltest.ProcStat(pid, "java", 1, 500)) // the pin reads its start time
 	environPath := filepath.Join(system.Conf.ProcRootDir, strconv.Itoa(pid), "environ")
 	require.NoError(t, os.MkdirAll(environPath, 0o755))
 

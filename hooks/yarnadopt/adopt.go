@@ -453,7 +453,7 @@ func (a *Adopter) procFS(h cgroups.Hierarchy) (procfs.FS, error) {
 
 // observed is a process pinned and read.
 type observed struct {
-	p    *pinned
+	p    *cgroups.Pinned
 	proc Proc
 	from []string // its cgroup per leaf controller (in the pod)
 	rss  int64
@@ -479,7 +479,7 @@ func (a *Adopter) adopt(h cgroups.Hierarchy, pids []int, fromExec bool, ktime ui
 	defer func() {
 		for _, o := range seen {
 			if o != nil {
-				o.p.release()
+				o.p.Release()
 			}
 		}
 	}()
@@ -564,25 +564,21 @@ func (a *Adopter) adopt(h cgroups.Hierarchy, pids []int, fromExec bool, ktime ui
 // parent, start time, memory and CONTAINER_ID (the environment once per
 // process, bounded); nil when it is gone, elsewhere or unreadable now.
 func (a *Adopter) observe(h cgroups.Hierarchy, pfs procfs.FS, pid int, ctrls []cgroups.Controller) *observed {
-	p, err := pin(h.ProcRoot, pid)
+	p, err := cgroups.Pin(h.ProcRoot, pid)
 	if err != nil {
 		return nil
 	}
-	from := make([]string, len(ctrls))
-	for i, c := range ctrls {
-		d, ok := h.PathOf(pid, c)
-		if !ok || !a.inPod(d) {
-			p.release()
-			return nil
-		}
-		from[i] = d
-	}
-	st, err := readStat(h.ProcRoot, pid)
-	if err != nil || st.Start != p.start {
-		p.release()
+	from, ok := a.podPaths(h, pid, ctrls)
+	if !ok {
+		p.Release()
 		return nil
 	}
-	key := procKey{pid: pid, start: p.start, env: st.EnvStart}
+	st, err := readStat(h.ProcRoot, pid)
+	if err != nil || st.Start != p.Start {
+		p.Release()
+		return nil
+	}
+	key := procKey{pid: pid, start: p.Start, env: st.EnvStart}
 	id, ok := a.envs[key]
 	if !ok {
 		id, err = a.env.ContainerID(h.ProcRoot, pid)
@@ -590,7 +586,7 @@ func (a *Adopter) observe(h cgroups.Hierarchy, pfs procfs.FS, pid int, ctrls []c
 			if !errors.Is(err, unix.ESRCH) && !errors.Is(err, os.ErrNotExist) && !errors.Is(err, cgroups.ErrEnvironEmpty) {
 				klog.V(4).Infof("yarn: environment of %d: %v", pid, err)
 			}
-			p.release()
+			p.Release()
 			return nil // read again at the next scan or exec
 		}
 		if id != "" && !yarn.IsCanonical(id) {
@@ -601,8 +597,8 @@ func (a *Adopter) observe(h cgroups.Hierarchy, pfs procfs.FS, pid int, ctrls []c
 				id = cid.String()
 			}
 		}
-		if !p.alive() {
-			p.release()
+		if !p.Alive() {
+			p.Release()
 			return nil // the environment may have been another process's
 		}
 		a.envs[key] = id

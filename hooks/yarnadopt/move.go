@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"syscall"
 
 	"golang.org/x/sys/unix"
@@ -14,13 +15,14 @@ import (
 	"github.com/koordlet-yarn/koordlet-yarn/framework/cgroups"
 )
 
-// Move results (label result of koordlet_yarn_container_cgroup_moves_total).
+// Move results (label result of koordlet_yarn_container_cgroup_moves_total):
+// cgroups.Move's.
 const (
-	ResultMoved    = "moved"    // verified in the container's cgroup afterwards
-	ResultGone     = "gone"     // exited before or during the move
-	ResultNotOwn   = "not_pod"  // no longer in the NodeManager pod's cgroup, or another process: not moved
-	ResultReverted = "reverted" // the number named another process after the write: moved back
-	ResultFailed   = "failed"   // the write or the verification failed
+	ResultMoved    = string(cgroups.MoveMoved)
+	ResultGone     = string(cgroups.MoveGone)
+	ResultNotOwn   = string(cgroups.MoveNotOwn)
+	ResultReverted = string(cgroups.MoveReverted)
+	ResultFailed   = string(cgroups.MoveFailed)
 )
 
 // procsWriter writes pids into cgroup.procs files. On cgroup v2 the kernel
@@ -92,93 +94,62 @@ func (w *procsWriter) Write(dir string, pid int) error {
 	return <-done
 }
 
-// pinned is a process pinned by a pidfd: while the pidfd shows it alive,
-// its number names it.
-type pinned struct {
-	pid   int
-	fd    int
-	start int64
+// halfMoved reports whether the relative cgroup dir is the own cgroup of a
+// container below the YARN hierarchy that koordlet made (marked): a
+// process found there in one controller and in the NodeManager pod's in
+// another is half moved (a failed undo, or a koordlet that died between
+// two writes), and the next move finishes it.
+func halfMoved(h cgroups.Hierarchy, ctrl cgroups.Controller, dir string) bool {
+	name := strings.TrimPrefix(dir, h.Dir+"/")
+	if name == dir || !strings.HasPrefix(name, "container_") || strings.ContainsAny(name, "/.") {
+		return false
+	}
+	m, err := marked(h.AbsDir(ctrl, dir))
+	return err == nil && m
 }
 
-// pin pins pid and reads its start time.
-func pin(procRoot string, pid int) (*pinned, error) {
-	fd, err := unix.PidfdOpen(pid, 0)
-	if err != nil {
-		return nil, err
+// podPaths returns the process's cgroup per controller of ctrls: each in
+// the NodeManager pod's cgroup, or (a half move) in a container cgroup
+// koordlet made, as long as one is still the pod's; false otherwise.
+func (a *Adopter) podPaths(h cgroups.Hierarchy, pid int, ctrls []cgroups.Controller) ([]string, bool) {
+	from := make([]string, len(ctrls))
+	inPod := false
+	for i, c := range ctrls {
+		d, ok := h.PathOf(pid, c)
+		switch {
+		case !ok:
+			return nil, false
+		case a.inPod(d):
+			inPod = true
+		case !halfMoved(h, c, d):
+			return nil, false
+		}
+		from[i] = d
 	}
-	start, ok := cgroups.TaskStartTicks(procRoot, pid)
-	if !ok {
-		unix.Close(fd)
-		return nil, unix.ESRCH
-	}
-	p := &pinned{pid: pid, fd: fd, start: start}
-	if !p.alive() {
-		p.release()
-		return nil, unix.ESRCH
-	}
-	return p, nil
+	return from, inPod
 }
-
-func (p *pinned) alive() bool { return unix.PidfdSendSignal(p.fd, 0, nil, 0) == nil }
-
-func (p *pinned) release() { _ = unix.Close(p.fd) }
 
 // move moves the pinned process, found in the NodeManager pod's cgroups
-// (from, per controller of ctrls), into the container's dirs, and verifies
-// it through the pidfd. A process that left the pod's cgroup meanwhile is
-// not moved. When the process died around a write, the number may name
-// another process: one now in dirs is moved back to where the checked one
-// was.
-func (a *Adopter) move(h cgroups.Hierarchy, p *pinned, name string, dirs []string, ctrls []cgroups.Controller, from []string) string {
-	for i, c := range ctrls {
-		if cur, ok := h.PathOf(p.pid, c); !ok || cur != from[i] {
-			if !p.alive() {
-				return ResultGone
-			}
-			if cur == h.ContainerRelDir(name) {
-				continue // moved already (an earlier pass)
-			}
-			return ResultNotOwn
-		}
-	}
-	var werr error
-	for _, d := range dirs {
-		if err := a.writer.Write(d, p.pid); err != nil && werr == nil {
-			werr = err
-		}
-	}
+// (from, per controller of ctrls), into the container's own cgroup with
+// cgroups.Move through the adopter's writer. A process half moved into
+// another container's cgroup is not moved.
+// (The container's directories, made by ensureLeaf, are
+// h.ContainerRelDir(name) in each of ctrls.)
+func (a *Adopter) move(h cgroups.Hierarchy, p *cgroups.Pinned, name string, _ []string, ctrls []cgroups.Controller, from []string) string {
 	own := h.ContainerRelDir(name)
-	if p.alive() {
-		for _, c := range ctrls {
-			if cur, ok := h.PathOf(p.pid, c); !ok || cur != own {
-				if werr != nil && !errors.Is(werr, unix.ESRCH) {
-					klog.V(2).Infof("yarn: move %d of %s into %s: %v", p.pid, name, dirs, werr)
-				}
-				return ResultFailed
-			}
-		}
-		return ResultMoved
-	}
-	// The checked process is gone: whatever the number names now is not
-	// proven to be the container's. One in our directories goes back.
-	start, ok := cgroups.TaskStartTicks(h.ProcRoot, p.pid)
-	if !ok || start == p.start {
-		return ResultGone
-	}
-	reverted := false
+	steps := make([]cgroups.Step, len(ctrls))
 	for i, c := range ctrls {
-		if cur, ok := h.PathOf(p.pid, c); ok && cur == own {
-			back := h.AbsDir(c, from[i])
-			if err := a.writer.Write(back, p.pid); err != nil {
-				klog.Warningf("yarn: pid %d was reused during the move into %s and could not be moved back to %s: %v", p.pid, dirs[i], back, err)
-				return ResultFailed
-			}
-			reverted = true
+		if !a.inPod(from[i]) && from[i] != own {
+			return ResultNotOwn // half moved into another container's cgroup
 		}
+		steps[i] = cgroups.Step{Ctrl: c, From: from[i], To: own}
 	}
-	if reverted {
-		klog.Warningf("yarn: pid %d was reused during the move into the cgroup of %s (its process exited); the new process was moved back", p.pid, name)
-		return ResultReverted
+	r, err := cgroups.Move(h, p, steps, a.writer.Write)
+	switch {
+	case errors.Is(err, cgroups.ErrNotMovedBack):
+		klog.Warningf("yarn: move %d of %s: %v", p.ID, name, err)
+	case err != nil:
+		klog.V(2).Infof("yarn: move %d of %s: %v", p.ID, name, err)
 	}
-	return ResultGone
+	return string(r)
 }

@@ -82,15 +82,19 @@ type Options struct {
 	OnMoved func(c *store.Container, at time.Time)
 	// Now is time.Now; tests may pin it.
 	Now func() time.Time
+	// WriteProcs moves a process into a cgroup dir (cgroups.WriteProcs
+	// when nil); tests inject failures.
+	WriteProcs cgroups.WriteFunc
 }
 
-// Move results (label result of koordlet_yarn_memcg_moves_total).
+// Move results (label result of koordlet_yarn_memcg_moves_total):
+// cgroups.Move's.
 const (
-	ResultMoved    = "moved"    // verified in our cgroup afterwards
-	ResultGone     = "gone"     // exited before or during the move
-	ResultNotOwn   = "not_own"  // not in the container's own cpu cgroup: not moved
-	ResultReverted = "reverted" // the number named another process, moved back
-	ResultFailed   = "failed"   // the write or the verification failed
+	ResultMoved    = string(cgroups.MoveMoved)
+	ResultGone     = string(cgroups.MoveGone)
+	ResultNotOwn   = string(cgroups.MoveNotOwn) // not in the container's own cpu cgroup, or not where it was checked: not moved
+	ResultReverted = string(cgroups.MoveReverted)
+	ResultFailed   = string(cgroups.MoveFailed)
 )
 
 // Applier is the YARN memory cgroup loop.
@@ -98,6 +102,7 @@ type Applier struct {
 	opts     Options
 	moves    *prometheus.CounterVec
 	executor resourceexecutor.ResourceUpdateExecutor
+	write    cgroups.WriteFunc
 
 	mu sync.Mutex // serialises applies, sweeps and reconciles
 	// ours holds the container names whose leaf this koordlet made or
@@ -126,7 +131,10 @@ func New(opts Options) *Applier {
 	if opts.MaxResidentWithoutChargeMove == 0 {
 		opts.MaxResidentWithoutChargeMove = DefaultMaxResidentWithoutChargeMove
 	}
-	a := &Applier{opts: opts, executor: resourceexecutor.NewResourceUpdateExecutor(),
+	if opts.WriteProcs == nil {
+		opts.WriteProcs = cgroups.WriteProcs
+	}
+	a := &Applier{opts: opts, write: opts.WriteProcs, executor: resourceexecutor.NewResourceUpdateExecutor(),
 		ours: map[string]bool{}, pending: map[string]bool{}, set: map[string]bool{}, skipped: map[string]bool{}}
 	a.moves = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "koordlet_yarn_memcg_moves_total",
 		Help: "Processes of YARN containers koordlet moved (or declined to move) into the memory cgroup it made for the container, by result."},
@@ -492,67 +500,32 @@ func (a *Applier) move(h cgroups.Hierarchy, name, own string, pid int) string {
 }
 
 func (a *Applier) moveOne(h cgroups.Hierarchy, name, own string, pid int) string {
-	// Pin the process: while the pidfd shows it alive, the number is its.
-	fd, err := unix.PidfdOpen(pid, 0)
+	// Pin the process: while the pin holds, the number is its.
+	p, err := cgroups.Pin(h.ProcRoot, pid)
 	if err != nil {
-		if errors.Is(err, unix.ESRCH) {
-			return ResultGone
-		}
-		klog.V(4).Infof("yarn: pidfd of %d (%s): %v", pid, name, err)
-		return ResultFailed // without a pin no move by number
+		return ResultGone
 	}
-	defer unix.Close(fd)
-	alive := func() bool { return unix.PidfdSendSignal(fd, 0, nil, 0) == nil }
+	defer p.Release()
 	if !h.Contains(pid, cgroups.CPU, own) {
-		if !alive() {
+		if !p.Alive() {
 			return ResultGone
 		}
 		return ResultNotOwn
 	}
 	from, ok := memoryPath(h, pid)
-	if !ok || !alive() {
+	if !ok || !p.Alive() {
 		return ResultGone
 	}
-	leaf := h.AbsDir(cgroups.Memory, own)
-	werr := cgroups.WriteProcs(leaf, pid)
-	if alive() {
-		if h.Contains(pid, cgroups.Memory, own) {
-			recordFrom(leaf, from)
-			return ResultMoved
-		}
-		if werr != nil && !errors.Is(werr, unix.ESRCH) {
-			klog.V(4).Infof("yarn: move %d of %s into %s: %v", pid, name, leaf, werr)
-		}
-		return ResultFailed
+	r, err := cgroups.Move(h, p, []cgroups.Step{{Ctrl: cgroups.Memory, From: from, To: own}}, a.write)
+	switch {
+	case r == cgroups.MoveMoved:
+		recordFrom(h.AbsDir(cgroups.Memory, own), from)
+	case errors.Is(err, cgroups.ErrNotMovedBack):
+		klog.Warningf("yarn: move %d of %s into its memory cgroup: %v", pid, name, err)
+	case err != nil:
+		klog.V(4).Infof("yarn: move %d of %s into its memory cgroup: %v", pid, name, err)
 	}
-	// The checked process died around the write: the number may have
-	// named another one. A holder now in our leaf but not in the
-	// container's cpu cgroup goes back where it was: it is younger than
-	// the checked process, so it was in its creator's memory cgroup (the
-	// checked process's, from, when the creator is unknown).
-	if werr == nil && h.Contains(pid, cgroups.Memory, own) && !h.Contains(pid, cgroups.CPU, own) {
-		back := h.AbsDir(cgroups.Memory, revertTarget(h, pid, from, own))
-		if err := cgroups.WriteProcs(back, pid); err != nil {
-			klog.Warningf("yarn: pid %d was reused during the move into %s and could not be moved back to %s: %v", pid, leaf, back, err)
-			return ResultFailed
-		}
-		klog.Warningf("yarn: pid %d was reused during the move into %s (the process of %s exited); the new process was moved back to %s", pid, leaf, name, back)
-		return ResultReverted
-	}
-	return ResultGone
-}
-
-// revertTarget is where a process moved into leaf own by a reused number
-// goes back to: it is younger than the process that was checked, so it was
-// in its creator's memory cgroup; from (the checked process's) when the
-// creator is unknown or is itself in own.
-func revertTarget(h cgroups.Hierarchy, pid int, from, own string) string {
-	if p := creatorPid(h.ProcRoot, pid); p > 0 {
-		if m, ok := memoryPath(h, p); ok && m != own {
-			return m
-		}
-	}
-	return from
+	return string(r)
 }
 
 // memoryPath reads the process's memory cgroup (relative to the memory

@@ -50,15 +50,6 @@ func ValidOrigin(from, hierarchy string) bool {
 	return c != h && !strings.HasPrefix(c, h+"/")
 }
 
-// creatorPid returns the parent of pid (0 if unknown).
-func creatorPid(procRoot string, pid int) int {
-	st, err := cgroups.TaskStat(procRoot, pid)
-	if err != nil {
-		return 0
-	}
-	return st.PPID
-}
-
 // RestoreDisabled, with YARNMemoryCgroup off, moves the processes of every
 // leaf koordlet made (marked) back to the memory cgroup they came from
 // (FromMarker) and removes the leaves, then the hierarchy's memory root if
@@ -96,10 +87,9 @@ func (a *Applier) RestoreDisabled() int {
 				continue
 			}
 		}
-		back := h.AbsDir(cgroups.Memory, from)
 		rel := h.ContainerRelDir(e.Name())
 		for _, pid := range kernelPids(leaf) {
-			if a.moveBack(h, rel, back, pid) {
+			if a.moveBack(h, rel, from, pid) {
 				moved++
 			}
 		}
@@ -118,30 +108,18 @@ func (a *Applier) RestoreDisabled() int {
 	return moved
 }
 
-// moveBack moves pid from its leaf (own, relative) to back, pinned and
-// verified; a number reused around the write is sent back to where it was.
+// moveBack moves pid from its leaf (own, relative) to back (relative),
+// pinned and verified (cgroups.Move); a number reused around the write is
+// sent back where its new task was, and a failure to do so is logged.
 func (a *Applier) moveBack(h cgroups.Hierarchy, own, back string, pid int) bool {
-	fd, err := unix.PidfdOpen(pid, 0)
+	p, err := cgroups.Pin(h.ProcRoot, pid)
 	if err != nil {
 		return false
 	}
-	defer unix.Close(fd)
-	alive := func() bool { return unix.PidfdSendSignal(fd, 0, nil, 0) == nil }
-	if !h.Contains(pid, cgroups.Memory, own) || !alive() {
-		return false
+	defer p.Release()
+	r, err := cgroups.Move(h, p, []cgroups.Step{{Ctrl: cgroups.Memory, From: own, To: back}}, a.write)
+	if err != nil {
+		klog.Warningf("yarn: YARNMemoryCgroup is off: move %d out of %s: %v", pid, own, err)
 	}
-	werr := cgroups.WriteProcs(back, pid)
-	if alive() {
-		return werr == nil
-	}
-	// The checked process died around the write: a holder of the number
-	// that was not in the leaf goes back to its creator's memory cgroup.
-	if werr == nil {
-		if p := creatorPid(h.ProcRoot, pid); p > 0 {
-			if home, ok := memoryPath(h, p); ok {
-				_ = cgroups.WriteProcs(h.AbsDir(cgroups.Memory, home), pid)
-			}
-		}
-	}
-	return false
+	return r == cgroups.MoveMoved
 }

@@ -243,14 +243,12 @@ func TestMisplacedAfterReuse(t *testing.T) {
 		fakeTask(t, id, 500, dir)
 	}
 	h := cgroups.Hierarchy{ProcRoot: system.Conf.ProcRootDir}
+	t.Cleanup(cgroups.SetPidfdOpen(nil))
 	pinned := pinTasks(h, []int32{int32(same), int32(reused), int32(gone)}, cgroups.CPU, dir)
 	require.Len(t, pinned, 3)
 	// reused's task exits and its number is taken by a task elsewhere;
-	// gone's task exits; same's task lives on.
-	for _, p := range pinned[1:] {
-		closeFd(p.fd)
-	}
-	pinned[1].fd, pinned[2].fd = -1, -1
+	// gone's task exits; same's task lives on. (Pinned by start time, as
+	// on a kernel without pidfd_open, so that the fake /proc tells.)
 	fakeTask(t, reused, 900, "kubepods/pod-ls/c1")
 	require.NoError(t, os.RemoveAll(filepath.Join(system.Conf.ProcRootDir, strconv.Itoa(gone))))
 	assert.Equal(t, []int32{int32(reused)}, misplaced(h, pinned, cgroups.CPU, dir))

@@ -1,12 +1,9 @@
 package yarnqos
 
 import (
-	"errors"
 	"os"
 	"strings"
 
-	"github.com/prometheus/procfs"
-	"golang.org/x/sys/unix"
 	"k8s.io/klog/v2"
 
 	"github.com/koordinator-sh/koordinator/pkg/koordlet/util/system"
@@ -14,86 +11,45 @@ import (
 	"github.com/koordlet-yarn/koordlet-yarn/framework/cgroups"
 )
 
-// pidfdThread is the kernel's PIDFD_THREAD flag (Linux 6.9): a pidfd for a
-// thread rather than a thread-group leader.
-const pidfdThread = unix.O_EXCL
-
-// pinnedTask is a task of a container held across a move that writes its
-// id by number: the pidfd tells afterwards whether the task that was
-// checked still lives, hence still owns the number.
-type pinnedTask struct {
-	id int32
-	fd int // -1: the kernel cannot pin this thread; start time only
-	// start is the task's start time in clock ticks since boot.
-	start int64
-}
-
-// pinTasks keeps the tasks that are, with a pidfd held where the kernel
-// allows one, in the container's cgroup dir (ctrl), with their start time;
-// /proc/<id>/cgroup is read through h's cgroup namespace.
-func pinTasks(h cgroups.Hierarchy, ids []int32, ctrl cgroups.Controller, dir string) []pinnedTask {
-	procRoot := h.ProcRoot
-	var out []pinnedTask
+// pinTasks pins the tasks (cgroups.Pin: a thread pidfd, else the start
+// time) that are in the container's cgroup dir (ctrl); /proc/<id>/cgroup
+// is read through h's cgroup namespace.
+func pinTasks(h cgroups.Hierarchy, ids []int32, ctrl cgroups.Controller, dir string) []*cgroups.Pinned {
+	var out []*cgroups.Pinned
 	for _, id := range ids {
-		fd, err := unix.PidfdOpen(int(id), pidfdThread)
-		if errors.Is(err, unix.EINVAL) {
-			fd, err = unix.PidfdOpen(int(id), 0) // older kernel: leaders only
-		}
+		p, err := cgroups.Pin(h.ProcRoot, int(id))
 		if err != nil {
-			fd = -1
-			if errors.Is(err, unix.ESRCH) {
-				continue // gone
-			}
+			continue // gone
 		}
-		start, ok := cgroups.TaskStartTicks(procRoot, int(id))
-		if !ok || !h.Contains(int(id), ctrl, dir) {
-			closeFd(fd)
+		if !h.Contains(int(id), ctrl, dir) || !p.Alive() {
+			p.Release()
 			continue
 		}
-		out = append(out, pinnedTask{id: id, fd: fd, start: start})
+		out = append(out, p)
 	}
 	return out
 }
 
 // misplaced checks, after the ids of pinned were written, that each number
 // still named the task that was checked, and returns the ids that named
-// another task (a number reused between the check and the write): those
-// tasks were moved by mistake. A task whose pidfd shows it alive owned its
-// number all along. Without a live pidfd, a number now held by a task with
-// another start time outside the container is reported: a thread that took
-// the number after the write inherited its creator's group, so moving it
-// back to the default group errs on the side of never leaving a foreign
-// task in the BE class. It closes the pidfds.
-func misplaced(h cgroups.Hierarchy, pinned []pinnedTask, ctrl cgroups.Controller, dir string) []int32 {
-	procRoot := h.ProcRoot
+// another task (a number reused between the check and the write), now
+// outside the container: those tasks were moved by mistake. It releases
+// the pins.
+func misplaced(h cgroups.Hierarchy, pinned []*cgroups.Pinned, ctrl cgroups.Controller, dir string) []int32 {
 	var wrong []int32
 	for _, p := range pinned {
-		alive := p.fd >= 0 && unix.PidfdSendSignal(p.fd, 0, nil, 0) == nil
-		closeFd(p.fd)
-		if alive {
-			continue
+		if p.Reused() && !h.Contains(p.ID, ctrl, dir) {
+			wrong = append(wrong, int32(p.ID))
 		}
-		start, ok := cgroups.TaskStartTicks(procRoot, int(p.id))
-		if !ok || start == p.start {
-			continue // gone, or the same task
-		}
-		if !h.Contains(int(p.id), ctrl, dir) {
-			wrong = append(wrong, p.id)
-		}
+		p.Release()
 	}
 	return wrong
 }
 
-func closeFd(fd int) {
-	if fd >= 0 {
-		_ = unix.Close(fd)
-	}
-}
-
-func ids(pinned []pinnedTask) []int32 {
+func ids(pinned []*cgroups.Pinned) []int32 {
 	out := make([]int32, len(pinned))
 	for i, p := range pinned {
-		out[i] = p.id
+		out[i] = int32(p.ID)
 	}
 	return out
 }
@@ -136,36 +92,16 @@ func GroupOf(groups map[string]map[int32]struct{}, id int32) (string, bool) {
 	return "", false
 }
 
-// creator returns the task a task took its resctrl group from: its thread
-// group's leader for a thread, its parent for a leader (0 if unknown).
-func creator(procRoot string, id int32) int32 {
-	fs, err := procfs.NewFS(procRoot)
-	if err != nil {
-		return 0
-	}
-	p, err := fs.Proc(int(id))
-	if err != nil {
-		return 0
-	}
-	if st, err := p.NewStatus(); err == nil && st.TGID > 0 && int32(st.TGID) != id {
-		return int32(st.TGID) // a thread: its leader
-	}
-	st, err := p.Stat()
-	if err != nil {
-		return 0
-	}
-	return int32(st.PPID)
-}
-
-// homeGroups returns, for each task moved into the BE group by a reused
-// number, the group it belongs in: the group its creator was in before the
-// write (a new task inherits its creator's group), else the default group.
+// homeGroups returns, for each task moved into a group by a reused number,
+// the group it was in: cgroups.Move's rule (the task took the number after
+// the check, so it was made where its creator was: the group its creator
+// was in before the write), else the default group.
 func homeGroups(procRoot string, before map[string]map[int32]struct{}, wrong []int32) map[string][]int32 {
 	out := map[string][]int32{}
 	for _, id := range wrong {
 		g := ""
-		if c := creator(procRoot, id); c > 0 {
-			if cg, ok := GroupOf(before, c); ok {
+		if c := cgroups.Creator(procRoot, int(id)); c > 0 {
+			if cg, ok := GroupOf(before, int32(c)); ok {
 				g = cg
 			}
 		}

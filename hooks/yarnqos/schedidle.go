@@ -117,7 +117,7 @@ func (a *Applier) applySchedIdle(c *store.Container, idle bool) int {
 	}
 	changed, failed := 0, 0
 	for _, p := range pinned {
-		ok, err := setPolicy(int(p.id), idle)
+		ok, err := setPolicy(p.ID, idle)
 		switch {
 		case errors.Is(err, unix.EPERM):
 			a.schedIdleOff = true
@@ -125,7 +125,7 @@ func (a *Applier) applySchedIdle(c *store.Container, idle bool) int {
 			return changed
 		case err != nil && !errors.Is(err, unix.ESRCH):
 			failed++
-			klog.V(4).Infof("yarn: set the scheduling policy of task %d of %s: %v", p.id, c.Name, err)
+			klog.V(4).Infof("yarn: set the scheduling policy of task %d of %s: %v", p.ID, c.Name, err)
 		case ok:
 			changed++
 		}
