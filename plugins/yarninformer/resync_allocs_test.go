@@ -2,6 +2,7 @@ package yarninformer
 
 import (
 	"context"
+	"runtime"
 	"testing"
 )
 
@@ -29,9 +30,28 @@ func TestResyncAllocationsPerContainer(t *testing.T) {
 	if st.Len() != n || p.Status().NMError != "" {
 		t.Fatalf("store has %d containers, NM error %q", st.Len(), p.Status().NMError)
 	}
+	var m0, m1 runtime.MemStats
+	runtime.ReadMemStats(&m0)
+	const runs = 10
+	for i := 0; i < runs; i++ {
+		p.Resync(context.Background())
+	}
+	runtime.ReadMemStats(&m1)
+	bytesPer := float64(m1.TotalAlloc-m0.TotalAlloc) / runs / n
+	t.Logf("%.0f bytes per container per resync (bound %d)", bytesPer, maxResyncBytesPerContainer)
+	if bytesPer > maxResyncBytesPerContainer {
+		t.Errorf("a resync allocates %.0f bytes per container, more than %d: something on the resync path grew", bytesPer, maxResyncBytesPerContainer)
+	}
 	per := allocs / n
 	t.Logf("%.0f allocations per resync of %d containers (%.1f per container; bound %d)", allocs, n, per, maxResyncAllocsPerContainer)
 	if per > maxResyncAllocsPerContainer {
 		t.Errorf("a resync allocates %.1f times per container, more than %d: something on the resync path grew (profile with make bench BENCH=Resync PKGS=./plugins/yarninformer/ and -memprofile)", per, maxResyncAllocsPerContainer)
 	}
 }
+
+// maxResyncBytesPerContainer bounds the bytes one steady-state resync
+// allocates per container in the same fixture: about 1,800 with the
+// environment buffer (256 KiB) made only once the environ file is open;
+// 5,300 at 2a14299, which made it before the open, for every try at a
+// process already gone (issue 31).
+const maxResyncBytesPerContainer = 2500
