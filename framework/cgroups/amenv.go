@@ -114,15 +114,15 @@ func parseEnviron(b []byte, container string, truncated bool) (envVerdict, strin
 // readEnviron reads up to MaxEnvironBytes of path into buf (allocated at
 // the cap on first use); truncated says more was there.
 func readEnviron(path string, buf []byte) (data, grown []byte, truncated bool, err error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, buf, false, err // no buffer made for a process gone
+	}
+	defer f.Close()
 	if cap(buf) < MaxEnvironBytes+1 {
 		buf = make([]byte, MaxEnvironBytes+1)
 	}
 	buf = buf[:MaxEnvironBytes+1]
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, buf, false, err
-	}
-	defer f.Close()
 	n, err := io.ReadFull(f, buf)
 	switch {
 	case err == nil:

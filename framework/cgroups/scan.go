@@ -62,7 +62,11 @@ type Scanner struct {
 	// started remembers each container's start time: it is a fact of the
 	// container's past, read once.
 	started map[string]time.Time
-	boot    time.Time
+	// boot is the node's boot time, read once; bootTried says this scan
+	// already tried and failed to read it (tried once per scan, not once
+	// per container: issue 31's resync regression).
+	boot      time.Time
+	bootTried bool
 	// am remembers each container's ApplicationMaster decision from its
 	// processes' environment (see fillAM), read through env (bounded in
 	// time and in stuck reads).
@@ -93,6 +97,7 @@ func (s *Scanner) Hierarchy() Hierarchy { return s.h }
 func (s *Scanner) Scan() (ScanResult, error) {
 	var res ScanResult
 	clear(s.index)
+	s.bootTried = false
 	controllers := NumControllers
 	if s.h.V2 {
 		controllers = 1 // one unified directory serves every controller
@@ -232,6 +237,10 @@ func (s *Scanner) fillStarted(c *Container) {
 		return
 	}
 	if s.boot.IsZero() {
+		if s.bootTried {
+			return
+		}
+		s.bootTried = true
 		boot, err := BootTime(s.h.ProcRoot)
 		if err != nil {
 			klog.V(4).Infof("yarn: container start times unknown: %v", err)

@@ -39,6 +39,22 @@ func benchResync(b *testing.B, n int, ctrls []string) {
 	defer root.helper.Cleanup()
 	nm := newFakeNM(&testing.T{})
 	defer nm.srv.Close()
+	p, st := resyncFixture(b, root, nm, n, ctrls)
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		p.Resync(context.Background())
+	}
+	b.StopTimer()
+	if st.Len() != n || p.Status().NMError != "" {
+		b.Fatalf("store has %d containers, NM error %q", st.Len(), p.Status().NMError)
+	}
+}
+
+// resyncFixture fills root with n container cgroups (owned in ctrls, two
+// processes each, the first with a /proc/<pid>/cgroup) and nm with their
+// entries, and returns a plugin after its first resync, which added them.
+func resyncFixture(tb testing.TB, root *fakeRoot, nm *fakeNM, n int, ctrls []string) (*Plugin, *store.Store) {
 
 	entries := make([]string, 0, n)
 	for i := 0; i < n; i++ {
@@ -48,11 +64,11 @@ func benchResync(b *testing.B, n int, ctrls []string) {
 		for _, ctrl := range ctrls {
 			dir := filepath.Join(root.helper.TempDir, ctrl, root.yarn, name)
 			if err := os.MkdirAll(dir, 0o755); err != nil {
-				b.Fatal(err)
+				tb.Fatal(err)
 			}
 			procs := strconv.Itoa(pid) + "\n" + strconv.Itoa(pid+1) + "\n"
 			if err := os.WriteFile(filepath.Join(dir, "cgroup.procs"), []byte(procs), 0o644); err != nil {
-				b.Fatal(err)
+				tb.Fatal(err)
 			}
 		}
 		procCgroup := ""
@@ -74,15 +90,7 @@ func benchResync(b *testing.B, n int, ctrls []string) {
 	p := New(cfg, st, nil)
 	p.Setup(nil, nil)
 	if s := p.Resync(context.Background()); s.Added != n {
-		b.Fatalf("first resync added %d, want %d (status %+v)", s.Added, n, p.Status())
+		tb.Fatalf("first resync added %d, want %d (status %+v)", s.Added, n, p.Status())
 	}
-	b.ReportAllocs()
-	b.ResetTimer()
-	for i := 0; i < b.N; i++ {
-		p.Resync(context.Background())
-	}
-	b.StopTimer()
-	if st.Len() != n || p.Status().NMError != "" {
-		b.Fatalf("store has %d containers, NM error %q", st.Len(), p.Status().NMError)
-	}
+	return p, st
 }
