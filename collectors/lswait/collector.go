@@ -1,6 +1,7 @@
 package lswait
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -8,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/cilium/ebpf"
 	"github.com/prometheus/client_golang/prometheus"
 	"golang.org/x/sys/unix"
 	corev1 "k8s.io/api/core/v1"
@@ -199,6 +201,10 @@ func (c *Collector) Run(stopCh <-chan struct{}) {
 		p, err := OpenProbe(system.GetCurrentCgroupVersion() == system.CgroupVersionV2)
 		if err != nil {
 			klog.Warningf("yarn: LS CPU wait: the eBPF probe cannot run here (%v); measuring the mean run-queue wait from /proc/<tid>/schedstat instead", err)
+			var ve *ebpf.VerifierError
+			if errors.As(err, &ve) {
+				klog.V(4).Infof("yarn: LS CPU wait: the verifier's log: %+v", ve)
+			}
 		} else {
 			c.probe, c.source = p, SourceEBPF
 		}

@@ -53,10 +53,8 @@ func OpenProbe(v2 bool) (*Probe, error) {
 	}
 	p := &Probe{}
 	if err := spec.LoadAndAssign(&p.objs, nil); err != nil {
-		var ve *ebpf.VerifierError
-		if errors.As(err, &ve) {
-			return nil, fmt.Errorf("load the CPU wait probe: verifier: %+v", ve)
-		}
+		// One line (%v of a verifier error is its last line); the whole
+		// log is in the wrapped *ebpf.VerifierError (%+v).
 		return nil, fmt.Errorf("load the CPU wait probe: %w", err)
 	}
 	for _, prog := range []*ebpf.Program{p.objs.OnWakeup, p.objs.OnWakeupNew, p.objs.OnSwitch} {
