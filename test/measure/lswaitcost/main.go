@@ -33,6 +33,10 @@ type sample struct {
 	progs   int
 }
 
+// only, when set, limits read to these program ids (the probe this
+// command loaded: another one loaded beside it is not counted).
+var only map[ebpf.ProgramID]bool
+
 // read sums the run time and run count of the probe's loaded programs.
 func read() (sample, error) {
 	var s sample
@@ -46,6 +50,9 @@ func read() (sample, error) {
 			return s, fmt.Errorf("list BPF programs: %w", err)
 		}
 		id = next
+		if only != nil && !only[id] {
+			continue
+		}
 		p, err := ebpf.NewProgramFromID(id)
 		if err != nil {
 			continue // gone
@@ -130,9 +137,28 @@ func openOwn(dir string) (*lswait.Probe, error) {
 	if err := unix.Stat(dir, &st); err != nil {
 		return nil, err
 	}
+	before := map[ebpf.ProgramID]bool{}
+	for id := ebpf.ProgramID(0); ; {
+		next, err := ebpf.ProgramGetNextID(id)
+		if err != nil {
+			break
+		}
+		before[next], id = true, next
+	}
 	p, err := lswait.OpenProbe(false)
 	if err != nil {
 		return nil, err
+	}
+	only = map[ebpf.ProgramID]bool{}
+	for id := ebpf.ProgramID(0); ; {
+		next, err := ebpf.ProgramGetNextID(id)
+		if err != nil {
+			break
+		}
+		if !before[next] {
+			only[next] = true
+		}
+		id = next
 	}
 	if err := p.Watch(lswait.CgroupKey{HierarchyID: hid, ID: st.Ino}, 1); err != nil {
 		p.Close()
