@@ -428,27 +428,8 @@ func (c *Collector) Collect() {
 
 // watch makes the probe's keys of lp its cgroups now.
 func (c *Collector) watch(lp *pod, hid uint32) {
-	keys := map[CgroupKey]bool{}
-	for _, d := range lp.dirs {
-		var st unix.Stat_t
-		if unix.Stat(d, &st) == nil {
-			keys[CgroupKey{HierarchyID: hid, ID: st.Ino}] = true
-		}
-	}
-	for k := range keys {
-		if !lp.keys[k] {
-			if err := c.probe.Watch(k, lp.slot); err != nil {
-				c.sayOnce("watch", "yarn: LS CPU wait: %v", err)
-				delete(keys, k)
-			}
-		}
-	}
-	for k := range lp.keys {
-		if !keys[k] {
-			_ = c.probe.Unwatch(k)
-		}
-	}
-	lp.keys = keys
+	lp.keys = c.sync("watch", lp.dirs, hid, lp.keys,
+		func(k CgroupKey) error { return c.probe.Watch(k, lp.slot) }, c.probe.Unwatch)
 }
 
 // markBatch makes the probe's batch cgroups the YARN hierarchy and the BE
@@ -463,6 +444,12 @@ func (c *Collector) markBatch(be []*corev1.Pod, hid uint32) {
 	for _, p := range be {
 		dirs = append(dirs, filepath.Join(cgroupRoot(), koordletutil.GetPodCgroupParentDir(p)))
 	}
+	c.batch = c.sync("batch", dirs, hid, c.batch, c.probe.MarkBatch, c.probe.UnmarkBatch)
+}
+
+// sync makes the keys in the probe (had: those added before) the existing
+// ones of dirs, with add and del, and returns them.
+func (c *Collector) sync(what string, dirs []string, hid uint32, had map[CgroupKey]bool, add, del func(CgroupKey) error) map[CgroupKey]bool {
 	keys := map[CgroupKey]bool{}
 	for _, d := range dirs {
 		var st unix.Stat_t
@@ -471,19 +458,19 @@ func (c *Collector) markBatch(be []*corev1.Pod, hid uint32) {
 		}
 	}
 	for k := range keys {
-		if !c.batch[k] {
-			if err := c.probe.MarkBatch(k); err != nil {
-				c.sayOnce("batch", "yarn: LS CPU wait: %v", err)
+		if !had[k] {
+			if err := add(k); err != nil {
+				c.sayOnce(what, "yarn: LS CPU wait: %v", err)
 				delete(keys, k)
 			}
 		}
 	}
-	for k := range c.batch {
+	for k := range had {
 		if !keys[k] {
-			_ = c.probe.UnmarkBatch(k)
+			_ = del(k)
 		}
 	}
-	c.batch = keys
+	return keys
 }
 
 // psi exports the pod's cpu.pressure "some" stall share (cgroup v2).
