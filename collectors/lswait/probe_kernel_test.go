@@ -136,3 +136,16 @@ func TestRealKernelProbeInterferenceIsBatchOnly(t *testing.T) {
 	require.Zero(t, behindDaemon.Others.Sum, "a wait behind a task of no batch cgroup is not interference")
 	require.Greater(t, behindYARN.Others.Sum, time.Duration(0), "a wait behind a YARN container's task (below the batch root) is interference")
 }
+
+// TestRealKernelProbeLoads: the probe loads and attaches for either kind
+// of hierarchy (the program differs only in a constant the verifier
+// prunes by), on every kernel the tests run on (the v2 guest's too).
+func TestRealKernelProbeLoads(t *testing.T) {
+	for _, v2 := range []bool{false, true} {
+		p, err := OpenProbe(v2)
+		if err != nil {
+			kerneltest.Skipf(t, "real-kernel test: cannot load the CPU wait probe here (v2 %v): %v", v2, err)
+		}
+		p.Close()
+	}
+}
