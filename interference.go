@@ -21,6 +21,7 @@ func (fw *Framework) installInterference(reg prometheus.Registerer) error {
 		},
 		Pods:             fw.Handles.Pods,
 		IsNodeManagerPod: fw.Informer.IsNodeManagerPod,
+		YARNHierarchy:    fw.Informer.HierarchyDir,
 		Interval:         fw.Config.Interference.Interval,
 		Registerer:       reg,
 	})

@@ -1,6 +1,7 @@
 package lswait
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -8,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/cilium/ebpf"
 	"github.com/prometheus/client_golang/prometheus"
 	"golang.org/x/sys/unix"
 	corev1 "k8s.io/api/core/v1"
@@ -40,25 +42,53 @@ type Signal struct {
 	// or per time slice (schedstat).
 	P99, Mean time.Duration
 	// InterferenceP99 is the 99th percentile of the same waits counting
-	// only those behind a task of no LS pod (batch, daemons), the others
-	// as zero: the part of the LS tail that throttling batch can remove
-	// (eBPF only).
+	// only those behind a batch task (YARN's, a BE pod's), the others (behind
+	// LS tasks, daemons, kernel threads) as zero: the part of the LS tail
+	// that throttling batch can remove (eBPF only).
 	InterferenceP99 time.Duration
 	// P999 and InterferenceP999 are the 99.9th percentiles (eBPF only).
 	P999, InterferenceP999 time.Duration
-	// InterferenceMean is the wait behind tasks of no LS pod per LS
-	// wake-up (the waits behind LS tasks count as zero; eBPF only): the
-	// controller's signal.
+	// InterferenceMean is the wait behind batch tasks per LS wake-up over
+	// all LS pods (the other waits count as zero; eBPF only).
 	InterferenceMean time.Duration
+	// Worst is the LS pod with the highest interference wait per wake-up
+	// among those with at least MinPodWaits waits (eBPF only; Worst.Pod ""
+	// when none had): the controller's signal. A node mean weighted by
+	// wake-ups would let a busy unharmed pod hide a harmed one.
+	Worst PodInterference
 	// Waits is how many waits (eBPF) or time slices (schedstat) there were.
 	Waits uint64
 	// Pods is how many LS pods were measured.
 	Pods int
 }
 
-// Value is the figure a target applies to: the mean interference wait per
-// LS wake-up from eBPF (InterferenceMean); the mean wait per time slice
-// from schedstat (which cannot tell whom a task waited behind).
+// PodInterference is one LS pod's interference over an interval.
+type PodInterference struct {
+	// Pod is "namespace/name".
+	Pod string
+	// Mean is the wait behind batch tasks per wake-up of the pod's tasks.
+	Mean time.Duration
+	// Waits is how many waits the pod's tasks had.
+	Waits uint64
+}
+
+// consider makes w pod's interference over d if it is the worse one, and
+// the pod woke at least MinPodWaits times.
+func (w *PodInterference) consider(pod string, d Waits) {
+	if n := d.All.Count(); n >= MinPodWaits && (w.Pod == "" || d.Others.Mean() > w.Mean) {
+		*w = PodInterference{Pod: pod, Mean: d.Others.Mean(), Waits: n}
+	}
+}
+
+// MinPodWaits is how many waits in an interval make a pod's mean count for
+// the worst pod: a pod that hardly woke has no meaningful mean.
+const MinPodWaits = 20
+
+// Value is the figure a target applies to: from eBPF, the worst LS pod's
+// interference wait per wake-up (Worst.Mean), or the node's
+// (InterferenceMean) when no pod woke MinPodWaits times; from schedstat,
+// the mean wait per time slice (it cannot tell whom a task waited behind
+// nor, summed over threads, which pod).
 //
 // Why a mean and not a quantile: what batch does to an LS service's tail is
 // mostly queueing, not one long wait. Each LS wake-up that finds a batch
@@ -67,9 +97,12 @@ type Signal struct {
 // far more than any single wait (measured: at 60% LS load, request p99
 // 5.3 → 32 ms while the interference wait p99 went 0.2–1.3 → 1.3–1.8 ms,
 // but the mean wait per wake-up 20–40 → 90–160 µs). The mean is the CPU
-// time LS lost behind non-LS tasks per wake-up: it moves with the harm.
+// time LS lost behind batch tasks per wake-up: it moves with the harm.
 func (s Signal) Value() time.Duration {
 	if s.Source == SourceEBPF {
+		if s.Worst.Pod != "" {
+			return s.Worst.Mean
+		}
 		return s.InterferenceMean
 	}
 	return s.Mean
@@ -84,8 +117,11 @@ type Options struct {
 	// IsNodeManagerPod excludes the NodeManager pod (its cgroup may hold
 	// YARN containers, batch work).
 	IsNodeManagerPod func(*corev1.Pod) bool
-	Interval         time.Duration
-	Registerer       prometheus.Registerer
+	// YARNHierarchy returns the YARN hierarchy relative to the controller
+	// mounts ("" unknown): its tasks are batch.
+	YARNHierarchy func() string
+	Interval      time.Duration
+	Registerer    prometheus.Registerer
 	// NoEBPF forces the schedstat source (tests).
 	NoEBPF bool
 }
@@ -120,6 +156,8 @@ type Collector struct {
 	// hid is the hierarchy id cgroups are keyed by (hidOK: read).
 	hid   uint32
 	hidOK bool
+	// batch are the cgroups marked batch in the probe.
+	batch map[CgroupKey]bool
 }
 
 // New returns a collector; its metrics are registered on opts.Registerer.
@@ -128,7 +166,7 @@ func New(opts Options) (*Collector, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &Collector{opts: opts, metrics: m, pods: map[string]*pod{}, said: map[string]bool{}}
+	c := &Collector{opts: opts, metrics: m, pods: map[string]*pod{}, said: map[string]bool{}, batch: map[CgroupKey]bool{}}
 	for s := MaxSlots - 1; s >= 1; s-- { // slot 0 is never used: a zeroed start is no slot
 		c.freeSlots = append(c.freeSlots, uint32(s))
 	}
@@ -163,6 +201,10 @@ func (c *Collector) Run(stopCh <-chan struct{}) {
 		p, err := OpenProbe(system.GetCurrentCgroupVersion() == system.CgroupVersionV2)
 		if err != nil {
 			klog.Warningf("yarn: LS CPU wait: the eBPF probe cannot run here (%v); measuring the mean run-queue wait from /proc/<tid>/schedstat instead", err)
+			var ve *ebpf.VerifierError
+			if errors.As(err, &ve) {
+				klog.V(4).Infof("yarn: LS CPU wait: the verifier's log: %+v", ve)
+			}
 		} else {
 			c.probe, c.source = p, SourceEBPF
 		}
@@ -180,38 +222,84 @@ func (c *Collector) Run(stopCh <-chan struct{}) {
 	}()
 }
 
-// lsPods returns the running LS pods (koordinator QoS LSE, LSR or LS, or
-// a Guaranteed or Burstable pod without one), but not the NodeManager's.
-func (c *Collector) lsPods() []*corev1.Pod {
-	var out []*corev1.Pod
+// Role is what a pod is to the signal.
+type Role int
+
+const (
+	// Other pods are neither measured nor interference (daemons, the
+	// NodeManager, SYSTEM pods).
+	Other Role = iota
+	// LS pods' waits are measured.
+	LS
+	// Batch pods' tasks interfere.
+	Batch
+)
+
+// PodRole says what p is to the signal: LS for koordinator QoS LSE, LSR or
+// LS (a Guaranteed or Burstable pod without the label too, but not a
+// DaemonSet's: a node agent is not the service to protect unless labelled
+// so), Batch for BE (labelled, or BestEffort without the label), Other for
+// the rest and for finished pods.
+func PodRole(p *corev1.Pod) Role {
+	if p == nil || p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
+		return Other
+	}
+	switch extension.GetPodQoSClassWithDefault(p) {
+	case extension.QoSLSE, extension.QoSLSR, extension.QoSLS:
+		if extension.GetPodQoSClassRaw(p) == extension.QoSNone && ownedByDaemonSet(p) {
+			return Other
+		}
+		return LS
+	case extension.QoSBE:
+		return Batch
+	}
+	return Other
+}
+
+func ownedByDaemonSet(p *corev1.Pod) bool {
+	for _, o := range p.OwnerReferences {
+		if o.Kind == "DaemonSet" {
+			return true
+		}
+	}
+	return false
+}
+
+// classify returns the running LS pods and the BE pods, without the
+// NodeManager's.
+func (c *Collector) classify() (ls, be []*corev1.Pod) {
 	if c.opts.Pods == nil {
-		return nil
+		return nil, nil
 	}
 	for _, pm := range c.opts.Pods() {
-		if pm == nil || pm.Pod == nil || pm.Pod.Status.Phase == corev1.PodSucceeded || pm.Pod.Status.Phase == corev1.PodFailed {
+		if pm == nil || pm.Pod == nil {
 			continue
 		}
-		switch extension.GetPodQoSClassWithDefault(pm.Pod) {
-		case extension.QoSLSE, extension.QoSLSR, extension.QoSLS:
-		default:
+		r := PodRole(pm.Pod)
+		if r == Other || c.opts.IsNodeManagerPod != nil && c.opts.IsNodeManagerPod(pm.Pod) {
 			continue
 		}
-		if c.opts.IsNodeManagerPod != nil && c.opts.IsNodeManagerPod(pm.Pod) {
-			continue
+		if r == LS {
+			ls = append(ls, pm.Pod)
+		} else {
+			be = append(be, pm.Pod)
 		}
-		out = append(out, pm.Pod)
 	}
-	return out
+	return ls, be
+}
+
+// cgroupRoot is the root of the hierarchy tasks are looked up in.
+func cgroupRoot() string {
+	if system.GetCurrentCgroupVersion() != system.CgroupVersionV2 {
+		return filepath.Join(system.Conf.CgroupRootDir, "cpu")
+	}
+	return system.Conf.CgroupRootDir
 }
 
 // podDirs returns the pod's cgroup and its children's (the containers') in
 // the cpu controller (v1) or the unified hierarchy (v2).
 func podDirs(p *corev1.Pod) []string {
-	root := system.Conf.CgroupRootDir
-	if system.GetCurrentCgroupVersion() != system.CgroupVersionV2 {
-		root = filepath.Join(root, "cpu")
-	}
-	dir := filepath.Join(root, koordletutil.GetPodCgroupParentDir(p))
+	dir := filepath.Join(cgroupRoot(), koordletutil.GetPodCgroupParentDir(p))
 	ents, err := os.ReadDir(dir)
 	if err != nil {
 		return nil
@@ -252,7 +340,12 @@ func (c *Collector) Collect() {
 	var schedWait time.Duration
 	var schedSlices uint64
 	nextSched := map[int]Schedstat{}
-	for _, p := range c.lsPods() {
+	lsPods, bePods := c.classify()
+	if c.probe != nil {
+		c.markBatch(bePods, hid)
+	}
+	var worst PodInterference
+	for _, p := range lsPods {
 		uid := string(p.UID)
 		seen[uid] = true
 		lp := c.pods[uid]
@@ -285,6 +378,7 @@ func (c *Collector) Collect() {
 			total.Add(d)
 			c.metrics.observePod(lp.ns, lp.name, d.All.Sum, d.All.Count(), d.All.Quantile(0.99))
 			c.metrics.interference.WithLabelValues(lp.ns, lp.name).Add(d.Others.Sum.Seconds())
+			worst.consider(lp.ns+"/"+lp.name, d)
 		} else {
 			w, n := c.sched.delta(readTids(lp.dirs, v2), nextSched)
 			schedWait += w
@@ -321,6 +415,7 @@ func (c *Collector) Collect() {
 		sig.InterferenceP99 = total.Others.Quantile(0.99)
 		sig.P999, sig.InterferenceP999 = total.All.Quantile(0.999), total.Others.Quantile(0.999)
 		sig.InterferenceMean = total.Others.Mean()
+		sig.Worst = worst
 	} else if schedSlices > 0 {
 		sig.Mean, sig.Waits = schedWait/time.Duration(schedSlices), schedSlices
 	}
@@ -328,32 +423,54 @@ func (c *Collector) Collect() {
 	c.mu.Lock()
 	c.latest, c.ok = sig, true
 	c.mu.Unlock()
-	klog.V(5).Infof("yarn: LS CPU wait: %d pods, %d waits, p99 %v, mean %v; behind non-LS tasks: p99 %v, mean %v (%s)", sig.Pods, sig.Waits, sig.P99, sig.Mean, sig.InterferenceP99, sig.InterferenceMean, sig.Source)
+	klog.V(5).Infof("yarn: LS CPU wait: %d pods, %d waits, p99 %v, mean %v; behind batch: p99 %v, mean %v, worst pod %q %v (%s)", sig.Pods, sig.Waits, sig.P99, sig.Mean, sig.InterferenceP99, sig.InterferenceMean, sig.Worst.Pod, sig.Worst.Mean, sig.Source)
 }
 
 // watch makes the probe's keys of lp its cgroups now.
 func (c *Collector) watch(lp *pod, hid uint32) {
+	lp.keys = c.sync("watch", lp.dirs, hid, lp.keys,
+		func(k CgroupKey) error { return c.probe.Watch(k, lp.slot) }, c.probe.Unwatch)
+}
+
+// markBatch makes the probe's batch cgroups the YARN hierarchy and the BE
+// pods' cgroups now (the probe looks up a task's cgroup's ancestors).
+func (c *Collector) markBatch(be []*corev1.Pod, hid uint32) {
+	var dirs []string
+	if c.opts.YARNHierarchy != nil {
+		if h := c.opts.YARNHierarchy(); h != "" {
+			dirs = append(dirs, filepath.Join(cgroupRoot(), h))
+		}
+	}
+	for _, p := range be {
+		dirs = append(dirs, filepath.Join(cgroupRoot(), koordletutil.GetPodCgroupParentDir(p)))
+	}
+	c.batch = c.sync("batch", dirs, hid, c.batch, c.probe.MarkBatch, c.probe.UnmarkBatch)
+}
+
+// sync makes the keys in the probe (had: those added before) the existing
+// ones of dirs, with add and del, and returns them.
+func (c *Collector) sync(what string, dirs []string, hid uint32, had map[CgroupKey]bool, add, del func(CgroupKey) error) map[CgroupKey]bool {
 	keys := map[CgroupKey]bool{}
-	for _, d := range lp.dirs {
+	for _, d := range dirs {
 		var st unix.Stat_t
 		if unix.Stat(d, &st) == nil {
 			keys[CgroupKey{HierarchyID: hid, ID: st.Ino}] = true
 		}
 	}
 	for k := range keys {
-		if !lp.keys[k] {
-			if err := c.probe.Watch(k, lp.slot); err != nil {
-				c.sayOnce("watch", "yarn: LS CPU wait: %v", err)
+		if !had[k] {
+			if err := add(k); err != nil {
+				c.sayOnce(what, "yarn: LS CPU wait: %v", err)
 				delete(keys, k)
 			}
 		}
 	}
-	for k := range lp.keys {
+	for k := range had {
 		if !keys[k] {
-			_ = c.probe.Unwatch(k)
+			_ = del(k)
 		}
 	}
-	lp.keys = keys
+	return keys
 }
 
 // psi exports the pod's cpu.pressure "some" stall share (cgroup v2).

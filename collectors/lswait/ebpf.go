@@ -23,7 +23,8 @@ type CgroupKey struct {
 
 // Probe is the loaded eBPF wait probe: programs on the sched_wakeup,
 // sched_wakeup_new and sched_switch BTF tracepoints that time the waits of
-// the tasks in the watched cgroups, into one histogram per slot.
+// the tasks in the watched cgroups, into one histogram per slot, telling
+// the waits behind batch tasks apart.
 type Probe struct {
 	objs  lswaitObjects
 	links []link.Link
@@ -32,7 +33,9 @@ type Probe struct {
 // OpenProbe loads and attaches the probe; it watches no cgroup until
 // Watch. v2 says where tasks' cgroups are: the unified hierarchy (v2) or
 // the cpu controller's v1 hierarchy. It fails (and cleans up) on a kernel
-// without BTF, task storage or the tracepoints, or without the privileges.
+// without BTF or the BTF tracepoints (before 5.5), or without the
+// privileges; it needs neither task storage nor sched_switch's prev_state
+// (it loads on 5.10).
 func OpenProbe(v2 bool) (*Probe, error) {
 	if err := rlimit.RemoveMemlock(); err != nil {
 		return nil, fmt.Errorf("remove memlock limit: %w", err)
@@ -50,10 +53,8 @@ func OpenProbe(v2 bool) (*Probe, error) {
 	}
 	p := &Probe{}
 	if err := spec.LoadAndAssign(&p.objs, nil); err != nil {
-		var ve *ebpf.VerifierError
-		if errors.As(err, &ve) {
-			return nil, fmt.Errorf("load the CPU wait probe: verifier: %+v", ve)
-		}
+		// One line (%v of a verifier error is its last line); the whole
+		// log is in the wrapped *ebpf.VerifierError (%+v).
 		return nil, fmt.Errorf("load the CPU wait probe: %w", err)
 	}
 	for _, prog := range []*ebpf.Program{p.objs.OnWakeup, p.objs.OnWakeupNew, p.objs.OnSwitch} {
@@ -75,6 +76,24 @@ func (p *Probe) Watch(k CgroupKey, slot uint32) error {
 	return nil
 }
 
+// MarkBatch makes the tasks in cgroup k and below it batch: a watched
+// task's wait behind one of them is interference.
+func (p *Probe) MarkBatch(k CgroupKey) error {
+	if err := p.objs.Batch.Put(lswaitCgroupKey{HierarchyId: k.HierarchyID, KnId: k.ID}, uint8(1)); err != nil {
+		return fmt.Errorf("mark cgroup %d/%d as batch: %w", k.HierarchyID, k.ID, err)
+	}
+	return nil
+}
+
+// UnmarkBatch undoes MarkBatch.
+func (p *Probe) UnmarkBatch(k CgroupKey) error {
+	err := p.objs.Batch.Delete(lswaitCgroupKey{HierarchyId: k.HierarchyID, KnId: k.ID})
+	if err != nil && !errors.Is(err, ebpf.ErrKeyNotExist) {
+		return fmt.Errorf("unmark batch cgroup %d/%d: %w", k.HierarchyID, k.ID, err)
+	}
+	return nil
+}
+
 // Unwatch stops counting the waits in cgroup k.
 func (p *Probe) Unwatch(k CgroupKey) error {
 	err := p.objs.Watched.Delete(lswaitCgroupKey{HierarchyId: k.HierarchyID, KnId: k.ID})
@@ -85,7 +104,8 @@ func (p *Probe) Unwatch(k CgroupKey) error {
 }
 
 // Waits are a pod's cumulative waits: All of them, and Others, the same
-// waits counting only those behind a task of no LS pod (the others as 0).
+// waits counting only those behind a batch task (below a cgroup given to
+// MarkBatch; the others as 0).
 type Waits struct {
 	All, Others Hist
 }

@@ -82,6 +82,7 @@ type lswaitProgramSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type lswaitMapSpecs struct {
+	Batch   *ebpf.MapSpec `ebpf:"batch"`
 	Hists   *ebpf.MapSpec `ebpf:"hists"`
 	Starts  *ebpf.MapSpec `ebpf:"starts"`
 	Watched *ebpf.MapSpec `ebpf:"watched"`
@@ -116,6 +117,7 @@ func (o *lswaitObjects) Close() error {
 //
 // It can be passed to loadLswaitObjects or ebpf.CollectionSpec.LoadAndAssign.
 type lswaitMaps struct {
+	Batch   *ebpf.Map `ebpf:"batch"`
 	Hists   *ebpf.Map `ebpf:"hists"`
 	Starts  *ebpf.Map `ebpf:"starts"`
 	Watched *ebpf.Map `ebpf:"watched"`
@@ -123,6 +125,7 @@ type lswaitMaps struct {
 
 func (m *lswaitMaps) Close() error {
 	return _LswaitClose(
+		m.Batch,
 		m.Hists,
 		m.Starts,
 		m.Watched,

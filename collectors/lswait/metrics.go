@@ -14,11 +14,12 @@ import (
 type metrics struct {
 	waitSeconds *prometheus.CounterVec
 	waits       *prometheus.CounterVec
-	// interference is the wait behind tasks of no LS pod.
+	// interference is the wait behind batch tasks (YARN's, BE pods').
 	interference                   *prometheus.CounterVec
 	nodeInterferenceP99            prometheus.Gauge
 	nodeP999, nodeInterferenceP999 prometheus.Gauge
 	nodeInterferenceMean           prometheus.Gauge
+	worstPodMean                   prometheus.Gauge
 	podP99                         *prometheus.GaugeVec
 	nodeP99                        prometheus.Gauge
 	nodeMean                       prometheus.Gauge
@@ -35,15 +36,17 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		waits: prometheus.NewCounterVec(prometheus.CounterOpts{Subsystem: sub, Name: "yarn_ls_cpu_waits_total",
 			Help: "Waits for a CPU of the LS pod's tasks (eBPF) or time slices they ran (schedstat)."}, pod),
 		interference: prometheus.NewCounterVec(prometheus.CounterOpts{Subsystem: sub, Name: "yarn_ls_cpu_interference_wait_seconds_total",
-			Help: "Part of the LS pod's CPU wait spent behind tasks of no LS pod (batch, daemons): a wait counts when the CPU's previous task was not an LS pod's (eBPF only)."}, pod),
+			Help: "Part of the LS pod's CPU wait spent behind batch tasks: a wait counts when the CPU's previous task was in the YARN hierarchy or a BE pod (not an LS pod's, a daemon's or a kernel thread; eBPF only)."}, pod),
 		nodeInterferenceP99: prometheus.NewGauge(prometheus.GaugeOpts{Subsystem: sub, Name: "yarn_ls_cpu_interference_wait_node_p99_seconds",
-			Help: "99th percentile over all LS pods' CPU waits in the last interval, a wait behind an LS task counting as zero (eBPF only)."}),
+			Help: "99th percentile over all LS pods' CPU waits in the last interval, a wait behind a task not batch counting as zero (eBPF only)."}),
 		nodeP999: prometheus.NewGauge(prometheus.GaugeOpts{Subsystem: sub, Name: "yarn_ls_cpu_wait_node_p999_seconds",
 			Help: "99.9th percentile of the CPU waits of all LS pods' tasks over the last interval (eBPF; 0 with schedstat)."}),
 		nodeInterferenceP999: prometheus.NewGauge(prometheus.GaugeOpts{Subsystem: sub, Name: "yarn_ls_cpu_interference_wait_node_p999_seconds",
-			Help: "99.9th percentile over all LS pods' CPU waits in the last interval, a wait behind an LS task counting as zero (eBPF only)."}),
+			Help: "99.9th percentile over all LS pods' CPU waits in the last interval, a wait behind a task not batch counting as zero (eBPF only)."}),
 		nodeInterferenceMean: prometheus.NewGauge(prometheus.GaugeOpts{Subsystem: sub, Name: "yarn_ls_cpu_interference_wait_node_mean_seconds",
-			Help: "Wait behind tasks of no LS pod per LS wake-up over the last interval (a wait behind an LS task counting as zero): the interference controller's signal (eBPF only)."}),
+			Help: "Wait behind batch tasks per LS wake-up over all LS pods in the last interval (a wait behind a task not batch counting as zero; eBPF only). The interference controller steers by the worst pod's: koordlet_yarn_ls_cpu_interference_wait_worst_pod_mean_seconds."}),
+		worstPodMean: prometheus.NewGauge(prometheus.GaugeOpts{Subsystem: sub, Name: "yarn_ls_cpu_interference_wait_worst_pod_mean_seconds",
+			Help: "Wait behind batch tasks per wake-up of the worst LS pod (of those with 20 waits or more) in the last interval: the interference controller's signal (eBPF only; the node mean when no pod had 20)."}),
 		podP99: prometheus.NewGaugeVec(prometheus.GaugeOpts{Subsystem: sub, Name: "yarn_ls_cpu_wait_p99_seconds",
 			Help: "99th percentile of the LS pod's CPU waits over the last interval (eBPF; with schedstat the mean wait per time slice)."}, pod),
 		nodeP99: prometheus.NewGauge(prometheus.GaugeOpts{Subsystem: sub, Name: "yarn_ls_cpu_wait_node_p99_seconds",
@@ -55,7 +58,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		pressure: prometheus.NewGaugeVec(prometheus.GaugeOpts{Subsystem: sub, Name: "yarn_ls_cpu_pressure_some_ratio",
 			Help: "Share of the last interval in which some task of the LS pod waited for a CPU (cgroup v2 PSI cpu.pressure)."}, pod),
 	}
-	if err := promreg.Register(reg, m.waitSeconds, m.waits, m.interference, m.nodeInterferenceP99, m.nodeP999, m.nodeInterferenceP999, m.nodeInterferenceMean, m.podP99, m.nodeP99, m.nodeMean, m.source, m.pressure); err != nil {
+	if err := promreg.Register(reg, m.waitSeconds, m.waits, m.interference, m.nodeInterferenceP99, m.nodeP999, m.nodeInterferenceP999, m.nodeInterferenceMean, m.worstPodMean, m.podP99, m.nodeP99, m.nodeMean, m.source, m.pressure); err != nil {
 		return nil, err
 	}
 	return m, nil
@@ -87,6 +90,9 @@ func (m *metrics) observeNode(s Signal) {
 	m.nodeP999.Set(s.P999.Seconds())
 	m.nodeInterferenceP999.Set(s.InterferenceP999.Seconds())
 	m.nodeInterferenceMean.Set(s.InterferenceMean.Seconds())
+	if s.Source == SourceEBPF {
+		m.worstPodMean.Set(s.Value().Seconds())
+	}
 	m.nodeMean.Set(s.Mean.Seconds())
 }
 

@@ -11,11 +11,25 @@
 // hierarchy id and kernfs id; the task's cgroup is read in the default (v2)
 // hierarchy and in the cpu controller's hierarchy (v1), so one of them
 // matches on either kind of node. User space lists every cgroup of an LS
-// pod (the pod's and its containers') with the pod's slot.
+// pod (the pod's and its containers') with the pod's slot, and the roots of
+// batch work: the YARN hierarchy and the BE pods' cgroups. A wait counts as
+// interference only when the CPU was last held by a task below one of those
+// roots: the waits behind kernel threads, kubelet, the runtime, the
+// NodeManager or DaemonSets are not what throttling YARN can shorten.
+//
+// Older kernels (5.10–5.15): the start of a wait is kept in a preallocated
+// hash by thread id, not in task storage (5.10 has none for tracing
+// programs, and allocating it under the run-queue lock of sched_wakeup can
+// wake kswapd and deadlock before the kernels that allocate it from
+// bpf_mem_alloc); whether prev is still runnable is read from its state
+// field (__state since 5.14, state before), not from sched_switch's
+// prev_state argument (5.18+).
 
 #include <linux/types.h>
 #include <linux/bpf.h>
 typedef _Bool bool;
+#define true 1
+#define false 0
 
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_core_read.h>
@@ -23,6 +37,15 @@ typedef _Bool bool;
 
 struct kernfs_node {
 	__u64 id;
+} __attribute__((preserve_access_index));
+
+// kernfs_node's parent was renamed __parent in Linux 6.15.
+struct kernfs_node___new {
+	struct kernfs_node *__parent;
+} __attribute__((preserve_access_index));
+
+struct kernfs_node___old {
+	struct kernfs_node *parent;
 } __attribute__((preserve_access_index));
 
 struct cgroup_root {
@@ -49,11 +72,23 @@ struct css_set {
 
 struct task_struct {
 	int pid;
+	unsigned int __state;
 	struct css_set *cgroups;
+} __attribute__((preserve_access_index));
+
+// Before 5.14 the state was a long named state.
+struct task_struct___old {
+	long state;
 } __attribute__((preserve_access_index));
 
 #define NBUCKETS 128
 #define MAX_SLOTS 256
+// MAX_DEPTH is how many cgroups up from a task's own a batch root is
+// looked for (the task's cgroup included).
+#define MAX_DEPTH 8
+// MAX_WAITING bounds the LS threads waiting for a CPU at once (a wait that
+// finds the table full is not timed).
+#define MAX_WAITING 16384
 
 struct cgroup_key {
 	__u32 hierarchy_id;
@@ -64,10 +99,10 @@ struct cgroup_key {
 // hist is one pod's waits: buckets[0] counts waits under 1 µs; a wait of
 // v µs (v ≥ 1, l = floor(log2 v)) is in bucket 1 + 4l + the two bits of v
 // after its leading one. sum_ns is the total wait. others and others_sum_ns
-// count the same waits as the interference from outside LS: a wait whose
-// CPU was last held by a task of no LS pod (batch, daemons; not the idle
-// task) as it was, every other wait (behind the pod's own or another LS
-// pod's tasks) as zero.
+// count the same waits as the interference of batch work: a wait whose CPU
+// was last held by a task below a batch root (YARN, BE pods) as it was,
+// every other wait (behind LS tasks, daemons, kernel threads, the idle
+// task) as zero.
 struct hist {
 	__u64 buckets[NBUCKETS];
 	__u64 sum_ns;
@@ -98,11 +133,21 @@ struct {
 	__type(value, __u32);
 } watched SEC(".maps");
 
-// starts holds a runnable LS task's start of wait (freed with the task).
+// batch holds the roots of batch work (value unused).
 struct {
-	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
-	__uint(map_flags, BPF_F_NO_PREALLOC);
-	__type(key, int);
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 1024);
+	__type(key, struct cgroup_key);
+	__type(value, __u8);
+} batch SEC(".maps");
+
+// starts holds a runnable LS thread's start of wait by thread id, deleted
+// when it gets the CPU. Preallocated: no allocation under the run-queue
+// lock.
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, MAX_WAITING);
+	__type(key, __u32);
 	__type(value, struct start);
 } starts SEC(".maps");
 
@@ -126,11 +171,20 @@ static __always_inline __u32 *lookup(struct cgroup *cgrp)
 	return bpf_map_lookup_elem(&watched, &key);
 }
 
+static __always_inline struct cgroup *cpu_cgroup(struct css_set *cset)
+{
+	struct cgroup_subsys_state *css = 0;
+	int cpu = bpf_core_enum_value(enum cgroup_subsys_id, cpu_cgrp_id);
+
+	bpf_core_read(&css, sizeof(css), &cset->subsys[cpu]);
+	if (!css)
+		return 0;
+	return BPF_CORE_READ(css, cgroup);
+}
+
 static __always_inline __u32 *slot_of(struct task_struct *p)
 {
 	struct css_set *cset = BPF_CORE_READ(p, cgroups);
-	struct cgroup_subsys_state *css = 0;
-	int cpu = bpf_core_enum_value(enum cgroup_subsys_id, cpu_cgrp_id);
 	__u32 *slot;
 
 	if (hierarchies & 1) {
@@ -138,24 +192,66 @@ static __always_inline __u32 *slot_of(struct task_struct *p)
 		if (slot || !(hierarchies & 2))
 			return slot;
 	}
-	bpf_core_read(&css, sizeof(css), &cset->subsys[cpu]);
-	if (!css)
-		return 0;
-	return lookup(BPF_CORE_READ(css, cgroup));
+	return lookup(cpu_cgroup(cset));
+}
+
+static __always_inline struct kernfs_node *kn_parent(struct kernfs_node *kn)
+{
+	if (bpf_core_field_exists(((struct kernfs_node___new *)0)->__parent))
+		return BPF_CORE_READ((struct kernfs_node___new *)kn, __parent);
+	return BPF_CORE_READ((struct kernfs_node___old *)kn, parent);
+}
+
+// under_batch says whether cgrp or one of its ancestors is a batch root.
+static __always_inline bool under_batch(struct cgroup *cgrp)
+{
+	struct cgroup_key key = {};
+	struct kernfs_node *kn;
+
+	if (!cgrp)
+		return false;
+	key.hierarchy_id = BPF_CORE_READ(cgrp, root, hierarchy_id);
+	kn = BPF_CORE_READ(cgrp, kn);
+	for (int i = 0; i < MAX_DEPTH; i++) {
+		if (!kn)
+			return false;
+		key.kn_id = BPF_CORE_READ(kn, id);
+		if (bpf_map_lookup_elem(&batch, &key))
+			return true;
+		kn = kn_parent(kn);
+	}
+	return false;
+}
+
+static __always_inline bool is_batch(struct task_struct *p)
+{
+	struct css_set *cset = BPF_CORE_READ(p, cgroups);
+
+	if ((hierarchies & 1) && under_batch(BPF_CORE_READ(cset, dfl_cgrp)))
+		return true;
+	return (hierarchies & 2) && under_batch(cpu_cgroup(cset));
+}
+
+// runnable says whether a task switched out is still runnable (state 0).
+static __always_inline bool runnable(struct task_struct *p)
+{
+	if (bpf_core_field_exists(p->__state))
+		return BPF_CORE_READ(p, __state) == 0;
+	return BPF_CORE_READ((struct task_struct___old *)p, state) == 0;
 }
 
 static __always_inline void enqueue(struct task_struct *p)
 {
-	if (!p || BPF_CORE_READ(p, pid) == 0)
+	if (!p)
+		return;
+	__u32 tid = BPF_CORE_READ(p, pid);
+	if (tid == 0)
 		return;
 	__u32 *slot = slot_of(p);
 	if (!slot)
 		return;
-	struct start *s = bpf_task_storage_get(&starts, p, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
-	if (!s)
-		return;
-	s->ts = bpf_ktime_get_ns();
-	s->slot = *slot;
+	struct start s = {.ts = bpf_ktime_get_ns(), .slot = *slot};
+	bpf_map_update_elem(&starts, &tid, &s, BPF_ANY);
 }
 
 static __always_inline __u32 log2_u32(__u32 v)
@@ -200,23 +296,26 @@ static __always_inline __u64 idx(__u32 b)
 
 static __always_inline void dequeue(struct task_struct *p, struct task_struct *prev)
 {
-	if (!p || BPF_CORE_READ(p, pid) == 0)
+	if (!p)
 		return;
-	struct start *s = bpf_task_storage_get(&starts, p, 0, 0);
-	if (!s || s->ts == 0)
+	__u32 tid = BPF_CORE_READ(p, pid);
+	if (tid == 0)
+		return;
+	struct start *s = bpf_map_lookup_elem(&starts, &tid);
+	if (!s)
 		return;
 	__u64 now = bpf_ktime_get_ns();
 	__u64 d = now > s->ts ? now - s->ts : 0;
 	__u32 slot = s->slot;
-	s->ts = 0;
+	bpf_map_delete_elem(&starts, &tid);
 	struct hist *h = bpf_map_lookup_elem(&hists, &slot);
 	if (!h)
 		return;
 	__u32 b = bucket(d);
 	__sync_fetch_and_add(&h->buckets[IDX(b)], 1);
 	__sync_fetch_and_add(&h->sum_ns, d);
-	// Behind whom: the task this CPU ran before it.
-	if (prev && BPF_CORE_READ(prev, pid) != 0 && !slot_of(prev)) {
+	// Behind whom: the task this CPU ran before it, if batch.
+	if (prev && BPF_CORE_READ(prev, pid) != 0 && !slot_of(prev) && is_batch(prev)) {
 		__sync_fetch_and_add(&h->others[IDX(b)], 1);
 		__sync_fetch_and_add(&h->others_sum_ns, d);
 	} else {
@@ -239,11 +338,13 @@ int BPF_PROG(on_wakeup_new, struct task_struct *p)
 }
 
 SEC("tp_btf/sched_switch")
-int BPF_PROG(on_switch, bool preempt, struct task_struct *prev, struct task_struct *next, unsigned int prev_state)
+int BPF_PROG(on_switch, bool preempt, struct task_struct *prev, struct task_struct *next)
 {
 	// A task switched out while still runnable (preempted, or yielding)
-	// waits again from now.
-	if (preempt || prev_state == 0)
+	// waits again from now. Its state, not the prev_state argument (only
+	// 5.18+ has it): a wake-up racing with the switch shows TASK_WAKING
+	// there, and its sched_wakeup starts the wait.
+	if (preempt || runnable(prev))
 		enqueue(prev);
 	dequeue(next, prev);
 	return 0;

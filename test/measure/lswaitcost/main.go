@@ -17,6 +17,10 @@ import (
 	"time"
 
 	"github.com/cilium/ebpf"
+	"golang.org/x/sys/unix"
+
+	"github.com/koordlet-yarn/koordlet-yarn/collectors/lswait"
+	"github.com/koordlet-yarn/koordlet-yarn/framework/cgroups"
 )
 
 const statsSysctl = "/proc/sys/kernel/bpf_stats_enabled"
@@ -28,6 +32,10 @@ type sample struct {
 	count   uint64
 	progs   int
 }
+
+// only, when set, limits read to these program ids (the probe this
+// command loaded: another one loaded beside it is not counted).
+var only map[ebpf.ProgramID]bool
 
 // read sums the run time and run count of the probe's loaded programs.
 func read() (sample, error) {
@@ -42,6 +50,9 @@ func read() (sample, error) {
 			return s, fmt.Errorf("list BPF programs: %w", err)
 		}
 		id = next
+		if only != nil && !only[id] {
+			continue
+		}
 		p, err := ebpf.NewProgramFromID(id)
 		if err != nil {
 			continue // gone
@@ -62,7 +73,16 @@ func read() (sample, error) {
 func main() {
 	window := flag.Duration("window", 30*time.Second, "one measurement window")
 	repeats := flag.Int("repeats", 5, "windows")
+	own := flag.String("probe-ls-cgroup", "", "load the probe here instead of measuring koordlet's, watching this cpu (v1) cgroup directory as an LS pod's (its tasks' waits are timed); nothing is marked batch")
 	flag.Parse()
+	if *own != "" {
+		p, err := openOwn(*own)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "lswaitcost:", err)
+			os.Exit(1)
+		}
+		defer p.Close()
+	}
 	prev, err := os.ReadFile(statsSysctl)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "lswaitcost:", err)
@@ -105,4 +125,44 @@ func main() {
 		fmt.Printf("window %d: %d programs, %.0f runs/s, %v per run, %.3f%% of one CPU\n", i+1, b.progs, float64(n)/window.Seconds(), per, share)
 	}
 	fmt.Printf("probe CPU, %% of one CPU per window: %s\n", strings.Join(shares, ", "))
+}
+
+// openOwn loads the probe (cgroup v1) and watches dir into slot 1.
+func openOwn(dir string) (*lswait.Probe, error) {
+	hid, err := cgroups.HierarchyID(cgroups.Hierarchy{CgroupRoot: "/sys/fs/cgroup"}, cgroups.CPU)
+	if err != nil {
+		return nil, err
+	}
+	var st unix.Stat_t
+	if err := unix.Stat(dir, &st); err != nil {
+		return nil, err
+	}
+	before := map[ebpf.ProgramID]bool{}
+	for id := ebpf.ProgramID(0); ; {
+		next, err := ebpf.ProgramGetNextID(id)
+		if err != nil {
+			break
+		}
+		before[next], id = true, next
+	}
+	p, err := lswait.OpenProbe(false)
+	if err != nil {
+		return nil, err
+	}
+	only = map[ebpf.ProgramID]bool{}
+	for id := ebpf.ProgramID(0); ; {
+		next, err := ebpf.ProgramGetNextID(id)
+		if err != nil {
+			break
+		}
+		if !before[next] {
+			only[next] = true
+		}
+		id = next
+	}
+	if err := p.Watch(lswait.CgroupKey{HierarchyID: hid, ID: st.Ino}, 1); err != nil {
+		p.Close()
+		return nil, err
+	}
+	return p, nil
 }
