@@ -513,6 +513,7 @@ func (b *Box) StartKoordlet() error {
 		// The eviction audit file in the box's own directory (the default is
 		// the DaemonSet's host mount).
 		"--yarn-evict-audit-file=" + filepath.Join(b.dir, "yarn-evictions.jsonl"),
+		"--yarn-rm-capacity-record=" + filepath.Join(b.dir, "yarn-rm-node-resource.json"),
 		"--v=3",
 	}
 	args = append(args, b.opts.KoordletArgs...)
