@@ -176,6 +176,12 @@ func realYARNOverCommit(t *testing.T, preempt bool) {
 		// the over-commit is pushed again with the time left (issue 31).
 		n, _ := value(scrape(t, y.box), "koordlet_yarn_rm_node_resource_updates_total", map[string]string{"result": "preempt"})
 		assert.GreaterOrEqual(t, n, 1.0, "the RM was asked to preempt")
+		// The grace after the timeout comes from the real RM's /conf: the
+		// peer's 500 ms node heartbeat (issue 31, item 11).
+		if lr, err := y.box.Ledger(); assert.NoError(t, err) {
+			assert.Equal(t, 500*time.Millisecond, lr.RM.RMHeartbeat, "the real RM's heartbeat interval read from its /conf")
+			say(t, "the real RM's node heartbeat %v: preemption grace %v", lr.RM.RMHeartbeat, lr.RM.PreemptionGrace)
+		}
 	} else {
 		assert.True(t, kills, "koordlet's allocatable evict released it")
 	}
