@@ -8,6 +8,7 @@
 package koordletyarn
 
 import (
+	"context"
 	"flag"
 	"fmt"
 	"os"
@@ -268,6 +269,16 @@ func (fw *Framework) Shutdown(timeout time.Duration) {
 	if fw.interference != nil {
 		fw.interference.Stop() // YARN's own CPU quota back first
 	}
+	rmDone := make(chan struct{})
+	go func() { // YARN's own capacity back to the RM, beside the kills
+		defer close(rmDone)
+		if fw.rmSync != nil {
+			ctx, cancel := context.WithTimeout(context.Background(), timeout)
+			defer cancel()
+			fw.rmSync.Stop(ctx)
+		}
+	}()
+	defer func() { <-rmDone }()
 	if !fw.kills.Wait(timeout) {
 		klog.Warningf("yarn: koordlet exits with a kill in flight; the next koordlet finishes it")
 	}

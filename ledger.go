@@ -64,6 +64,9 @@ func (fw *Framework) installLedger(reg prometheus.Registerer) error {
 		NodeName:          os.Getenv("NODE_NAME"),
 		PreemptionTimeout: func() time.Duration { return fw.Config.Ledger.RMPreemptionTimeout },
 		Release:           fw.rmRelease,
+		PreemptionGrace:   func() time.Duration { return fw.Config.Ledger.RMPreemptionGrace },
+		NMResync:          func() time.Duration { return fw.Config.ResyncInterval },
+		Record:            func() string { return fw.Config.Ledger.RMCapacityRecord },
 	})
 	fw.Informer.AfterResync = fw.Ledger.Notify
 	stale := &yarnledger.StaleEntry{Client: fw.Handles.KubeClient, NodeName: os.Getenv("NODE_NAME")}

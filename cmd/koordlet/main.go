@@ -26,6 +26,7 @@ package main
 import (
 	"flag"
 	"fmt"
+	"net"
 	"net/http"
 	_ "net/http/pprof"
 	"os"
@@ -135,5 +136,17 @@ func serveHTTP() {
 		mux.HandleFunc("/events", audit.HttpHandler())
 	}
 	options.InstallExtendedHTTPHandler(mux)
-	klog.Fatalf("koordlet HTTP server stopped: %v", http.ListenAndServe(*options.ServerAddr, mux))
+	// Bound here and the bound address logged, so that --addr with port 0
+	// gets a free port from the kernel without a race (the tests' boxes
+	// read it from this line).
+	l, err := net.Listen("tcp", *options.ServerAddr)
+	if err != nil {
+		klog.Fatalf("koordlet HTTP server: %v", err)
+	}
+	klog.Infof("%s%s", ListeningPrefix, l.Addr())
+	klog.Fatalf("koordlet HTTP server stopped: %v", http.Serve(l, mux))
 }
+
+// ListeningPrefix starts the log line naming the address koordlet's HTTP
+// server is bound to.
+const ListeningPrefix = "koordlet HTTP server listening on "

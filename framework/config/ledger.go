@@ -35,6 +35,15 @@ type Ledger struct {
 	// empty: the NodeManager pod's annotation yarn.hadoop.apache.org/node-id,
 	// else the NM's /ws/v1/node/info.
 	RMNodeID string
+	// RMPreemptionGrace is the least time after the over-commit timeout
+	// that koordlet's allocatable evict still waits for the RM's
+	// preemption; the grace is derived from the RM's node heartbeat
+	// interval where its /conf answers, and is this value where not.
+	RMPreemptionGrace time.Duration
+	// RMCapacityRecord is the file that records YARN's own capacity (what
+	// the RM held for the node before koordlet's first push), so that it is
+	// given back after a crash once the gate is off.
+	RMCapacityRecord string
 }
 
 // Ledger defaults.
@@ -46,6 +55,10 @@ const (
 	DefaultRMReadBack          = 2 * time.Minute
 	DefaultLedgerExpiry        = 10 * time.Minute
 	DefaultRMPreemptionTimeout = 10 * time.Second
+	DefaultRMPreemptionGrace   = 5 * time.Second
+	// DefaultRMCapacityRecord is on the host's /var/run/koordlet (the
+	// DaemonSet's host-var-run-koordlet mount), which outlives the pod.
+	DefaultRMCapacityRecord = "/host-var-run-koordlet/yarn-rm-node-resource.json"
 )
 
 func (l *Ledger) initFlags(fs *flag.FlagSet) {
@@ -63,6 +76,10 @@ func (l *Ledger) initFlags(fs *flag.FlagSet) {
 		"How often the node's resource is read back from the ResourceManager (GET /ws/v1/cluster/nodes/{id}) while YARN's capacity did not change (YARNRMNodeResourceSync); also after any RM error. An RM restart, a failover or the NodeManager registering again resets the node to its yarn-site capacity: the read-back finds it and pushes again.")
 	fs.DurationVar(&l.RMPreemptionTimeout, "yarn-rm-preemption-timeout", l.RMPreemptionTimeout,
 		"With YARNRMPreemption: the over-commit timeout pushed to the ResourceManager with a capacity below YARN's allocation on the node. The RM asks the ApplicationMasters at once to give containers back and preempts the containers above the capacity when it has passed (the AMs see PREEMPTED); koordlet's allocatable evict waits for it before it kills YARN containers itself.")
+	fs.DurationVar(&l.RMPreemptionGrace, "yarn-rm-preemption-grace", l.RMPreemptionGrace,
+		"With YARNRMPreemption: the least time after the over-commit timeout that koordlet's allocatable evict still waits for the ResourceManager's preemption to show. koordlet derives the grace from the RM's node heartbeat interval (GET /conf: two heartbeats, the NodeManager resync interval and a second) and takes the longer; where the RM's configuration cannot be read, this value.")
+	fs.StringVar(&l.RMCapacityRecord, "yarn-rm-capacity-record", l.RMCapacityRecord,
+		"File recording YARN's own capacity for the node (what the ResourceManager held before koordlet's first push; YARNRMNodeResourceSync), so that koordlet gives it back to the RM when the gate is turned off, also after a crash. Empty: kept in memory only (given back on a clean stop).")
 	fs.StringVar(&l.RMNodeID, "yarn-rm-node-id", l.RMNodeID,
 		"YARN node id (host:port) of this node's NodeManager for the ResourceManager. Empty: the NodeManager pod's annotation yarn.hadoop.apache.org/node-id, else the NodeManager's /ws/v1/node/info.")
 }
@@ -88,6 +105,9 @@ func (l *Ledger) validate() error {
 	}
 	if l.RMPreemptionTimeout < 0 || l.RMPreemptionTimeout > time.Hour {
 		return fmt.Errorf("--yarn-rm-preemption-timeout %v: must be between 0 and 1h", l.RMPreemptionTimeout)
+	}
+	if l.RMPreemptionGrace < 0 || l.RMPreemptionGrace > time.Hour {
+		return fmt.Errorf("--yarn-rm-preemption-grace %v: must be between 0 and 1h", l.RMPreemptionGrace)
 	}
 	if strings.ContainsAny(l.RMNodeID, "/?#% ") {
 		return fmt.Errorf("--yarn-rm-node-id %q: not a YARN node id (host:port)", l.RMNodeID)

@@ -12,28 +12,53 @@ import (
 	"time"
 )
 
-// Grace is how long after the RM's timeout the release is still taken as
-// under way: the RM preempts at the node's first heartbeat after the
-// timeout (every second by default) and the NodeManager then stops the
-// container and reports it, which the NodeManager informer sees at its
-// next resync.
-const Grace = 5 * time.Second
+// DefaultGrace is how long after the RM's timeout the release is still
+// taken as under way when the ask says nothing else (Ask.Grace 0): the RM
+// preempts at the node's first heartbeat after the timeout (every second by
+// default) and the NodeManager then stops the container and reports it,
+// which the NodeManager informer sees at its next resync. The RM sync
+// derives the grace from the RM's heartbeat interval instead where it can
+// read it (see GraceFor).
+const DefaultGrace = 5 * time.Second
+
+// GraceFor is the grace after the timeout for an RM whose node heartbeat
+// interval is heartbeat, the NodeManager informer resyncing every resync:
+// one heartbeat for the RM to see the timeout passed and preempt, one more
+// for the NodeManager to be told in a heartbeat's answer, stop the
+// container (its SIGTERM, SIGKILL delay) and report it, the informer's
+// resync to see it, and a second of slack; never below floor.
+func GraceFor(heartbeat, resync, floor time.Duration) time.Duration {
+	return max(2*heartbeat+resync+time.Second, floor)
+}
 
 // Ask is one release asked of the ResourceManager.
 type Ask struct {
 	// At is when the capacity was pushed.
 	At time.Time `json:"at"`
-	// Timeout is the over-commit timeout sent with it.
+	// Timeout is the over-commit timeout sent with it: the RM's deadline
+	// is At+Timeout.
 	Timeout time.Duration `json:"timeoutNanos"`
+	// Grace is how long after the RM's deadline its preemption may take
+	// to show (0: DefaultGrace).
+	Grace time.Duration `json:"graceNanos,omitempty"`
 	// MemoryMB and VCores are YARN's allocation above the pushed capacity:
 	// what the RM is to release.
 	MemoryMB int64 `json:"memoryMB"`
 	VCores   int64 `json:"vCores"`
 }
 
-// Deadline is when the RM should have released: the timeout and Grace
-// after the push.
-func (a Ask) Deadline() time.Time { return a.At.Add(a.Timeout + Grace) }
+// Deadline is when the RM should have released: the timeout and the grace
+// after the first push.
+func (a Ask) Deadline() time.Time {
+	g := a.Grace
+	if g <= 0 {
+		g = DefaultGrace
+	}
+	return a.At.Add(a.Timeout + g)
+}
+
+// RMDeadline is when the RM preempts: the timeout after the first push.
+func (a Ask) RMDeadline() time.Time { return a.At.Add(a.Timeout) }
 
 // Window holds the release under way, if any. The zero value is ready.
 type Window struct {
@@ -43,12 +68,34 @@ type Window struct {
 	released, expired int
 }
 
-// Start records a release asked of the RM; a later ask replaces an
-// earlier one (the RM keeps only the latest timeout).
+// Start records a release asked of the RM. While one is under way (the
+// over-commit did not end) a later ask updates what is to be released but
+// keeps the first deadline: the RM sync sends the RM the time remaining to
+// it (Remaining), so neither the RM's timer nor koordlet's restarts when
+// the capacity moves during the over-commit. The grace is the longer of
+// the two.
 func (w *Window) Start(a Ask) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	if w.ask != nil {
+		a.At, a.Timeout, a.Grace = w.ask.At, w.ask.Timeout, max(a.Grace, w.ask.Grace)
+	}
 	w.ask = &a
+}
+
+// Remaining is the over-commit timeout to send with a push at now: the
+// time left to the deadline of the release under way (at least 0: the RM
+// preempts at once), or timeout when none is under way.
+func (w *Window) Remaining(now time.Time, timeout time.Duration) time.Duration {
+	if w == nil {
+		return timeout
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.ask == nil {
+		return timeout
+	}
+	return max(w.ask.RMDeadline().Sub(now), 0)
 }
 
 // End records that nothing is above the capacity any more: the RM

@@ -19,7 +19,7 @@ func TestWindow(t *testing.T) {
 	a, ok := w.Pending(now.Add(10 * time.Second))
 	assert.True(t, ok, "pending until the timeout and the grace")
 	assert.Equal(t, int64(1024), a.MemoryMB)
-	_, ok = w.Pending(now.Add(10*time.Second + Grace + time.Millisecond))
+	_, ok = w.Pending(now.Add(10*time.Second + DefaultGrace + time.Millisecond))
 	assert.False(t, ok, "past the deadline the evictor acts on its own")
 	assert.NotNil(t, w.Status().Pending, "still shown until the over-commit ends")
 

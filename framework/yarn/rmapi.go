@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -272,4 +273,78 @@ func (c *RMClient) ClusterInfo(ctx context.Context) (ClusterInfo, error) {
 		return ClusterInfo{}, errors.New("decode /ws/v1/cluster/info: no clusterInfo")
 	}
 	return *v.ClusterInfo, nil
+}
+
+// Conf returns the value of one property of the ResourceManager's own
+// configuration (GET /conf?name=..., Hadoop's ConfServlet, in JSON: every
+// Hadoop daemon's web server has it unless instrumentation needs an admin,
+// hadoop.security.instrumentation.requires.admin). A property the RM does
+// not have is an *RMHTTPError with 404.
+func (c *RMClient) Conf(ctx context.Context, name string) (string, error) {
+	body, err := c.Do(ctx, http.MethodGet, "/conf?name="+url.QueryEscape(name), nil)
+	if err != nil {
+		return "", fmt.Errorf("read %s from the ResourceManager's configuration: %w", name, err)
+	}
+	return DecodeConfProperty(body, name)
+}
+
+// DecodeConfProperty reads the value of name from ConfServlet's JSON: one
+// {"property":{"key","value",...}} for a named request, or the whole
+// {"properties":[...]}.
+func DecodeConfProperty(body []byte, name string) (string, error) {
+	type prop struct {
+		Key   string `json:"key"`
+		Value string `json:"value"`
+	}
+	var doc struct {
+		Property   *prop  `json:"property"`
+		Properties []prop `json:"properties"`
+	}
+	if err := json.Unmarshal(body, &doc); err != nil {
+		return "", fmt.Errorf("decode the ResourceManager's configuration: %w", err)
+	}
+	if doc.Property != nil && doc.Property.Key == name {
+		return doc.Property.Value, nil
+	}
+	for _, p := range doc.Properties {
+		if p.Key == name {
+			return p.Value, nil
+		}
+	}
+	return "", fmt.Errorf("decode the ResourceManager's configuration: no %s in %s", name, shorten(body))
+}
+
+// The ResourceManager's node heartbeat settings (YarnConfiguration).
+const (
+	ConfNMHeartbeatInterval    = "yarn.resourcemanager.nodemanagers.heartbeat-interval-ms"
+	ConfNMHeartbeatScaling     = "yarn.resourcemanager.nodemanagers.heartbeat-interval-scaling-enable"
+	ConfNMHeartbeatIntervalMax = "yarn.resourcemanager.nodemanagers.heartbeat-interval-max-ms"
+)
+
+// NodeHeartbeatInterval returns the longest interval between two heartbeats
+// of a NodeManager the RM asks for: heartbeat-interval-ms, or
+// heartbeat-interval-max-ms when the RM scales the interval with its load.
+// The RM acts on a node's over-commit timeout at the node's heartbeats.
+func (c *RMClient) NodeHeartbeatInterval(ctx context.Context) (time.Duration, error) {
+	ms := func(name string) (time.Duration, error) {
+		v, err := c.Conf(ctx, name)
+		if err != nil {
+			return 0, err
+		}
+		n, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+		if err != nil || n <= 0 || n > int64(time.Hour/time.Millisecond) {
+			return 0, fmt.Errorf("the ResourceManager's %s is %q, not a number of milliseconds up to an hour", name, v)
+		}
+		return time.Duration(n) * time.Millisecond, nil
+	}
+	hb, err := ms(ConfNMHeartbeatInterval)
+	if err != nil {
+		return 0, err
+	}
+	if s, err := c.Conf(ctx, ConfNMHeartbeatScaling); err == nil && strings.EqualFold(strings.TrimSpace(s), "true") {
+		if m, err := ms(ConfNMHeartbeatIntervalMax); err == nil {
+			hb = max(hb, m)
+		}
+	}
+	return hb, nil
 }

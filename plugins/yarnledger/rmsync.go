@@ -45,6 +45,19 @@ type RMSyncOptions struct {
 	PreemptionTimeout func() time.Duration
 	// Release records the release asked of the RM (nil: not recorded).
 	Release *rmrelease.Window
+	// PreemptionGrace returns the least grace after the over-commit
+	// timeout (nil: rmrelease.DefaultGrace); the grace is derived from the
+	// RM's node heartbeat interval where its /conf answers
+	// (rmrelease.GraceFor), this value where not.
+	PreemptionGrace func() time.Duration
+	// NMResync returns the NodeManager informer's resync interval (how
+	// late a container the RM preempted shows; nil: 0).
+	NMResync func() time.Duration
+	// Record is the file recording YARN's own capacity for the node (what
+	// the RM held before the first push), so that it is given back when the
+	// gate is off, also after a crash (nil or "": in memory only); read
+	// after koordlet parsed its flags.
+	Record func() string
 }
 
 // RMSync pushes YARN's capacity on the node to the ResourceManager
@@ -63,6 +76,17 @@ type RMSync struct {
 	warnOnce sync.Once
 	// readBackNow: an RM error happened since the last read-back.
 	readBackNow bool
+
+	// pushMu serialises a step's RM calls with the give-back (Restore);
+	// closed is set by Restore: no push after it.
+	pushMu sync.Mutex
+	closed bool
+	// own is YARN's own capacity for the node (see capacityRecord); nil
+	// until known. ownLoaded: the record file was read once.
+	own       *capacityRecord
+	ownLoaded bool
+	// saidGrace: the grace's source was logged.
+	saidGrace, saidRecord bool
 }
 
 // RMSyncStatus is the push's state, served at /yarn/ledger.
@@ -90,6 +114,13 @@ type RMSyncStatus struct {
 	PushedTimeout *time.Duration `json:"pushedTimeoutNanos,omitempty"`
 	// Preemption is the release asked of the RM (YARNRMPreemption).
 	Preemption *rmrelease.Status `json:"preemption,omitempty"`
+	// RMHeartbeat is the RM's node heartbeat interval as its /conf said
+	// (0: not read) and PreemptionGrace the grace the last ask carried.
+	RMHeartbeat     time.Duration `json:"rmHeartbeatNanos,omitempty"`
+	PreemptionGrace time.Duration `json:"preemptionGraceNanos,omitempty"`
+	// Own is YARN's own capacity for the node (what the RM held before the
+	// first push), given back when the gate goes off and on a clean stop.
+	Own *yarn.NodeResource `json:"own,omitempty"`
 }
 
 // NewRMSync returns the push.
@@ -135,6 +166,10 @@ func (r *RMSync) Status() RMSyncStatus {
 	if s.PushedTimeout != nil {
 		d := *s.PushedTimeout
 		s.PushedTimeout = &d
+	}
+	if r.own != nil {
+		o := r.own.Own
+		s.Own = &o
 	}
 	if r.opts.Release != nil && features.Enabled(features.YARNRMPreemption) {
 		st := r.opts.Release.Status()
@@ -210,6 +245,12 @@ func NextAction(pushed *yarn.NodeResource, want yarn.NodeResource, timeoutMissin
 // or when a read-back finds the RM holding something else (see
 // NextAction), and no backoff is pending.
 func (r *RMSync) Step(ctx context.Context, now time.Time) {
+	r.pushMu.Lock()
+	defer r.pushMu.Unlock()
+	if r.closed {
+		return
+	}
+	r.loadOwn()
 	v := r.opts.View()
 	nodeID := r.opts.NodeID()
 	r.mu.Lock()
@@ -226,7 +267,10 @@ func (r *RMSync) Step(ctx context.Context, now time.Time) {
 	over := Above(v.YARNAllocated, want)
 	timeout := time.Duration(-1)
 	if over != (yarn.NodeResource{}) && features.Enabled(features.YARNRMPreemption) && r.opts.PreemptionTimeout != nil {
-		timeout = r.opts.PreemptionTimeout()
+		// During an over-commit the first deadline holds: a changed
+		// capacity carries the time left to it (the RM restarts its timer
+		// at every push that changes the node's resource).
+		timeout = r.opts.Release.Remaining(now, r.opts.PreemptionTimeout())
 	} else if over == (yarn.NodeResource{}) && r.opts.Release != nil {
 		r.endRelease(now)
 	}
@@ -258,15 +302,30 @@ func (r *RMSync) Step(ctx context.Context, now time.Time) {
 		}
 		r.st.Drifts++
 		r.count("drift")
+		r.noteOwn(nodeID, has)
 		klog.Warningf("yarn: the ResourceManager %s holds %d MB, %d vcores for node %s, not the %d MB, %d vcores pushed (an RM restart, a failover or the NodeManager registering again); pushing again",
 			r.st.Active, has.MemoryMB, has.VCores, nodeID, want.MemoryMB, want.VCores)
 		r.mu.Unlock()
 	}
 
+	if err := r.learnOwn(ctx, client, nodeID, timeout >= 0); err != nil {
+		r.mu.Lock()
+		r.failed(ctx, err)
+		r.mu.Unlock()
+		return
+	}
+	grace := time.Duration(0)
+	if timeout >= 0 && r.opts.Release != nil {
+		grace = r.preemptionGrace(ctx, client)
+	}
+	start := time.Now()
 	cctx, cancel := context.WithTimeout(ctx, r.opts.Timeout)
 	err := client.UpdateNodeResourceWithTimeout(cctx, nodeID, want, timeout)
 	cancel()
 	end := time.Now()
+	// The RM started its timer during the request: koordlet's record of
+	// the push is on the step's clock, after it.
+	at := now.Add(end.Sub(start))
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.st.Active = client.Active()
@@ -286,11 +345,12 @@ func (r *RMSync) Step(ctx context.Context, now time.Time) {
 	if timeout >= 0 {
 		r.st.PushedTimeout = &timeout
 		if r.opts.Release != nil {
-			r.opts.Release.Start(rmrelease.Ask{At: end, Timeout: timeout, MemoryMB: over.MemoryMB, VCores: over.VCores})
+			r.opts.Release.Start(rmrelease.Ask{At: at, Timeout: timeout, Grace: grace, MemoryMB: over.MemoryMB, VCores: over.VCores})
+			r.st.PreemptionGrace = grace
 		}
 		r.count("preempt")
 		klog.Infof("yarn: pushed node %s resource %d MB, %d vcores to the ResourceManager %s, %d MB and %d vcores below YARN's allocation: the RM asks the ApplicationMasters for containers back and preempts them after %v",
-			nodeID, want.MemoryMB, want.VCores, r.st.Active, over.MemoryMB, over.VCores, timeout)
+			nodeID, want.MemoryMB, want.VCores, r.st.Active, over.MemoryMB, over.VCores, timeout.Round(time.Millisecond))
 		return
 	}
 	r.count("ok")

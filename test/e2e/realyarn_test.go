@@ -410,6 +410,15 @@ func realYARNLedger(t *testing.T) {
 	wantPushed("after a work-preserving RM restart")
 	drift, _ := value(scrape(t, y.box), "koordlet_yarn_rm_node_resource_updates_total", map[string]string{"result": "drift"})
 	say(t, "drifts koordlet's read-backs found across the RM restart: %.0f", drift)
+
+	// A clean stop gives the RM YARN's own capacity back: the NM's 4096 MB
+	// and 8 vcores, as the RM held them before koordlet's first push
+	// (issue 31, item 10).
+	y.box.StopKoordlet()
+	require.Eventually(t, func() bool {
+		mb, vc, ok := capacity()
+		return ok && mb == 4096 && vc == 8
+	}, 30*time.Second, 250*time.Millisecond, "the NM's own capacity back at the RM after koordlet's clean stop")
 	require.NoError(t, app.Finish())
 }
 

@@ -344,11 +344,6 @@ func Start(ctx context.Context, opts Options) (b *Box, err error) {
 		nmCfg.MirrorControllers = l.mirrorControllers()
 	}
 	b.NM = nmemu.New(nmCfg)
-	ports, err := freePorts(1)
-	if err != nil {
-		return b, err
-	}
-	b.koordletPort = ports[0]
 	if opts.ExternalNM {
 		// The test starts the real NodeManager (whose REST port it
 		// learns then), then koordlet (StartKoordletFor); the emulator
@@ -489,7 +484,9 @@ func (b *Box) StartKoordlet() error {
 	b.koordletRuns++
 	work := filepath.Join(b.dir, "koordlet")
 	args := []string{
-		"--addr=127.0.0.1:" + strconv.Itoa(b.koordletPort),
+		// Port 0: koordlet binds a free port and logs it (no port picked
+		// here and bound later, which another process could take between).
+		"--addr=127.0.0.1:0",
 		"--kubeconfig=" + b.cp.kubeconfig,
 		"--cgroup-root-dir=" + b.cgroupRoot + "/",
 		// koordlet's defaults are a DaemonSet's host mounts (/host-sys...);
@@ -516,6 +513,7 @@ func (b *Box) StartKoordlet() error {
 		// The eviction audit file in the box's own directory (the default is
 		// the DaemonSet's host mount).
 		"--yarn-evict-audit-file=" + filepath.Join(b.dir, "yarn-evictions.jsonl"),
+		"--yarn-rm-capacity-record=" + filepath.Join(b.dir, "yarn-rm-node-resource.json"),
 		"--v=3",
 	}
 	args = append(args, b.opts.KoordletArgs...)
@@ -542,6 +540,16 @@ func (b *Box) StartKoordlet() error {
 		[]string{"NODE_NAME=" + NodeName}, po, args...)
 	if err != nil {
 		return err
+	}
+	b.koordletPort = 0
+	if err := waitFor(60*time.Second, "koordlet to log its HTTP address", func() bool {
+		if b.koordlet.exited() {
+			return true
+		}
+		b.koordletPort = listeningPort(b.koordlet.log)
+		return b.koordletPort > 0
+	}); err != nil {
+		return fmt.Errorf("%w (see %s)", err, b.koordlet.log)
 	}
 	if err := waitFor(90*time.Second, "koordlet's YARN informer to sync", func() bool {
 		if b.koordlet.exited() {
@@ -663,3 +671,24 @@ func (b *Box) KoordletPID() int {
 
 // EvictionAuditFile is the koordlet's eviction audit file in the box.
 func (b *Box) EvictionAuditFile() string { return filepath.Join(b.dir, "yarn-evictions.jsonl") }
+
+// listeningPort reads the port of koordlet's HTTP server from its log (the
+// line koordlet writes once it is bound; 0 before).
+func listeningPort(log string) int {
+	b, _ := os.ReadFile(log)
+	const prefix = "koordlet HTTP server listening on "
+	i := strings.LastIndex(string(b), prefix)
+	if i < 0 {
+		return 0
+	}
+	rest := string(b[i+len(prefix):])
+	if j := strings.IndexByte(rest, '\n'); j >= 0 {
+		rest = rest[:j]
+	}
+	_, port, ok := strings.Cut(strings.TrimSpace(rest), "127.0.0.1:")
+	if !ok {
+		return 0
+	}
+	n, _ := strconv.Atoi(port)
+	return n
+}

@@ -1,7 +1,9 @@
 // Package rmemu emulates the YARN ResourceManager REST API for node-level
 // tests: GET /ws/v1/cluster/apps/{appid} (a minimal application report),
 // POST /ws/v1/cluster/nodes/{nodeId}/resource (updateNodeResource, every
-// call recorded in order) and GET /ws/v1/cluster/info. It can play a standby
+// call recorded in order), GET /ws/v1/cluster/info and GET /conf?name=
+// (Hadoop's ConfServlet in JSON, for the properties set with SetConf: an RM
+// with a slow node heartbeat is one whose heartbeat-interval-ms is long). It can play a standby
 // RM the way Hadoop's RMWebAppFilter answers (a 307 to the active RM with
 // "This is standby RM...", or "There is no active RM right now." when it
 // knows none), and fail like a broken one (slow, garbage, 500), and it can
@@ -70,11 +72,25 @@ type RM struct {
 	calls       []Call
 	nodes       map[string]yarn.NodeResource
 	nodeReads   int
+	conf        map[string]string
 }
 
 // New returns an active RM with no applications.
 func New() *RM {
-	return &RM{mode: ModeActive, apps: map[string]App{}, nodes: map[string]yarn.NodeResource{}}
+	return &RM{mode: ModeActive, apps: map[string]App{}, nodes: map[string]yarn.NodeResource{}, conf: map[string]string{}}
+}
+
+// SetConf sets a property of the RM's configuration served at /conf (an
+// empty value removes it: /conf?name= answers 404, as for a property the
+// RM does not have).
+func (rm *RM) SetConf(name, value string) {
+	rm.mu.Lock()
+	if value == "" {
+		delete(rm.conf, name)
+	} else {
+		rm.conf[name] = value
+	}
+	rm.mu.Unlock()
 }
 
 // SetMode sets how the RM answers from now on; activeURL is where a standby
@@ -170,6 +186,8 @@ func (rm *RM) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case path == "/ws/v1/cluster/info" && r.Method == http.MethodGet:
 		writeJSON(w, http.StatusOK, map[string]any{"clusterInfo": map[string]any{
 			"id": 1700000000000, "state": "STARTED", "haState": "ACTIVE", "resourceManagerVersion": "3.3.6-emulated"}})
+	case path == "/conf" && r.Method == http.MethodGet:
+		rm.serveConf(w, r.URL.Query().Get("name"))
 	case strings.HasPrefix(path, "/ws/v1/cluster/apps/") && r.Method == http.MethodGet:
 		rm.serveApp(w, strings.TrimPrefix(path, "/ws/v1/cluster/apps/"))
 	case strings.HasPrefix(path, "/ws/v1/cluster/nodes/") && !strings.Contains(strings.TrimPrefix(path, "/ws/v1/cluster/nodes/"), "/") && r.Method == http.MethodGet:
@@ -241,6 +259,30 @@ func (rm *RM) serveNode(w http.ResponseWriter, escaped string) {
 		"rack": "/default-rack", "state": "RUNNING", "id": id, "nodeHostName": host, "healthStatus": "Healthy",
 		"usedMemoryMB": 0, "availMemoryMB": res.MemoryMB, "usedVirtualCores": 0, "availableVirtualCores": res.VCores,
 		"numContainers": 0, "totalResource": map[string]any{"memory": res.MemoryMB, "vCores": res.VCores}}})
+}
+
+// serveConf answers as ConfServlet does in JSON: one property for a name,
+// 404 for a name the configuration lacks.
+func (rm *RM) serveConf(w http.ResponseWriter, name string) {
+	rm.mu.Lock()
+	defer rm.mu.Unlock()
+	prop := func(k, v string) map[string]any {
+		return map[string]any{"key": k, "value": v, "isFinal": false, "resource": "yarn-site.xml"}
+	}
+	if name == "" {
+		var all []map[string]any
+		for k, v := range rm.conf {
+			all = append(all, prop(k, v))
+		}
+		writeJSON(w, http.StatusOK, map[string]any{"properties": all})
+		return
+	}
+	v, ok := rm.conf[name]
+	if !ok {
+		http.Error(w, "Property "+name+" not found", http.StatusNotFound)
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"property": prop(name, v)})
 }
 
 func (rm *RM) serveApp(w http.ResponseWriter, id string) {

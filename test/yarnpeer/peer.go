@@ -126,8 +126,20 @@ type Peer struct {
 	Pid                  int
 }
 
-// Start starts the peer and waits until its NodeManager registered.
+// Start starts the peer and waits until its NodeManager registered. The
+// RM's ports are chosen here and bound by the JVM later: when one was
+// taken in between (the JVM's BindException), the peer is started again on
+// new ports, up to three times.
 func Start(ctx context.Context, o Options) (*Peer, error) {
+	for try := 1; ; try++ {
+		p, err := startOnce(ctx, o)
+		if err == nil || try == 3 || !(strings.Contains(err.Error(), "BindException") || strings.Contains(err.Error(), "Address already in use")) {
+			return p, err
+		}
+	}
+}
+
+func startOnce(ctx context.Context, o Options) (*Peer, error) {
 	if o.NMVcores == 0 {
 		o.NMVcores = 8
 	}

@@ -1,0 +1,302 @@
+package yarnledger
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"time"
+
+	"k8s.io/klog/v2"
+
+	"github.com/koordlet-yarn/koordlet-yarn/framework/rmrelease"
+	"github.com/koordlet-yarn/koordlet-yarn/framework/yarn"
+)
+
+// capacityRecord is YARN's own capacity for the node: what the RM held for
+// it before koordlet's first push (the NodeManager's configured resource
+// as it registered), kept in a file so that it is given back after a
+// crash once the gate is off.
+type capacityRecord struct {
+	NodeID string            `json:"nodeId"`
+	Own    yarn.NodeResource `json:"own"`
+	// TimeoutSent: a push carried an over-commit timeout. The RM keeps a
+	// node's timeout (a later -1 does not clear it), so the give-back
+	// sends the longest one the RM takes instead of -1.
+	TimeoutSent bool      `json:"timeoutSent,omitempty"`
+	Since       time.Time `json:"since"`
+}
+
+// neverTimeout is the longest over-commit timeout the RM takes (its
+// ResourceOption holds milliseconds in an int): about 24.8 days. Sent with
+// the give-back after a timeout was sent, it moves the RM's stale deadline
+// out of the way of whoever changes the node's resource next.
+const neverTimeout = time.Duration(math.MaxInt32) * time.Millisecond
+
+// readRecord reads the record file; nil without one.
+func readRecord(path string) (*capacityRecord, error) {
+	if path == "" {
+		return nil, nil
+	}
+	b, err := os.ReadFile(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var rec capacityRecord
+	if err := json.Unmarshal(b, &rec); err != nil {
+		return nil, fmt.Errorf("decode %s: %w", path, err)
+	}
+	if rec.NodeID == "" || rec.Own.MemoryMB < 0 || rec.Own.VCores < 0 {
+		return nil, fmt.Errorf("%s: no node id or a negative resource", path)
+	}
+	return &rec, nil
+}
+
+// writeRecord writes the record crash-safely: a temporary file synced and
+// renamed over the record, the directory synced.
+func writeRecord(path string, rec capacityRecord) error {
+	if path == "" {
+		return nil
+	}
+	b, err := json.Marshal(rec)
+	if err != nil {
+		return err
+	}
+	dir := filepath.Dir(path)
+	f, err := os.CreateTemp(dir, ".yarn-rm-record-*")
+	if err != nil {
+		return err
+	}
+	tmp := f.Name()
+	_, err = f.Write(append(b, '\n'))
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp, path)
+	}
+	if err != nil {
+		_ = os.Remove(tmp)
+		return err
+	}
+	if d, err := os.Open(dir); err == nil {
+		_ = d.Sync()
+		d.Close()
+	}
+	return nil
+}
+
+// record is the record file's path ("": none).
+func (r *RMSync) record() string {
+	if r.opts.Record == nil {
+		return ""
+	}
+	return r.opts.Record()
+}
+
+// loadOwn reads the record once (a koordlet that pushed before it
+// restarted left it). The caller holds pushMu.
+func (r *RMSync) loadOwn() {
+	if r.ownLoaded {
+		return
+	}
+	r.ownLoaded = true
+	rec, err := readRecord(r.record())
+	if err != nil {
+		klog.Errorf("yarn: cannot read the record of YARN's own capacity (%s): %v; it is read again from the ResourceManager before the next push", r.record(), err)
+		return
+	}
+	if rec != nil {
+		r.own = rec
+		klog.Infof("yarn: YARN's own capacity for node %s, recorded before koordlet's first push on %s: %d MB, %d vcores (given back when %s is turned off)",
+			rec.NodeID, rec.Since.Format(time.RFC3339), rec.Own.MemoryMB, rec.Own.VCores, "YARNRMNodeResourceSync")
+	}
+}
+
+// saveOwn writes the record; a failure is logged once (the capacity is
+// still given back on a clean stop, from memory). The caller holds pushMu.
+func (r *RMSync) saveOwn() {
+	if err := writeRecord(r.record(), *r.own); err != nil && !r.saidRecord {
+		r.saidRecord = true
+		klog.Errorf("yarn: cannot record YARN's own capacity in %s (logged once): %v; it is given back on a clean stop, not after a crash", r.record(), err)
+	}
+}
+
+// learnOwn makes sure YARN's own capacity for nodeID is known and recorded
+// before a push changes it: read from the RM (the NodeManager's resource
+// as it registered) the first time; timeout says the push carries an
+// over-commit timeout. The caller holds pushMu.
+func (r *RMSync) learnOwn(ctx context.Context, client *yarn.RMClient, nodeID string, timeout bool) error {
+	r.loadOwn()
+	if r.own != nil && r.own.NodeID != nodeID {
+		klog.Warningf("yarn: the NodeManager's YARN node id is %s now, not the recorded %s: YARN's own capacity is read again from the ResourceManager", nodeID, r.own.NodeID)
+		r.own = nil
+	}
+	if r.own == nil {
+		cctx, cancel := context.WithTimeout(ctx, r.opts.Timeout)
+		has, err := client.NodeResource(cctx, nodeID)
+		cancel()
+		if err != nil {
+			// Pushed all the same (an RM that does not list the node
+			// refuses the push too): nothing recorded to give back.
+			if !r.saidRecord {
+				r.saidRecord = true
+				klog.Warningf("yarn: cannot read YARN's own capacity for node %s before the first push (logged once; nothing to give back until it is read): %v", nodeID, err)
+			}
+			return nil
+		}
+		r.own = &capacityRecord{NodeID: nodeID, Own: has, Since: time.Now()}
+		klog.Infof("yarn: YARN's own capacity for node %s at the ResourceManager: %d MB, %d vcores (recorded; given back when %s is turned off and on a clean stop)",
+			nodeID, has.MemoryMB, has.VCores, "YARNRMNodeResourceSync")
+		r.mu.Lock()
+		r.st.Own = &has
+		r.mu.Unlock()
+		r.own.TimeoutSent = timeout
+		r.saveOwn()
+		return nil
+	}
+	if timeout && !r.own.TimeoutSent {
+		r.own.TimeoutSent = true
+		r.saveOwn()
+	}
+	return nil
+}
+
+// noteOwn takes what the RM holds after a drift as YARN's own capacity: the
+// RM resets a node to what the NodeManager registers with, and the
+// NodeManager keeps a pushed resource across an RM restart or failover, so
+// a drift means the NodeManager restarted with its yarn-site capacity (or
+// someone else set one). The caller holds pushMu.
+func (r *RMSync) noteOwn(nodeID string, has yarn.NodeResource) {
+	if r.own == nil || r.own.NodeID != nodeID || r.own.Own == has {
+		return
+	}
+	r.own.Own = has
+	r.st.Own = &has
+	r.saveOwn()
+}
+
+// preemptionGrace is the grace for an ask: derived from the RM's node
+// heartbeat interval (rmrelease.GraceFor) where its /conf answers, at least
+// the configured grace; read once per over-commit.
+func (r *RMSync) preemptionGrace(ctx context.Context, client *yarn.RMClient) time.Duration {
+	floor := rmrelease.DefaultGrace
+	if r.opts.PreemptionGrace != nil {
+		floor = r.opts.PreemptionGrace()
+	}
+	r.mu.Lock()
+	cached := r.st.PreemptionGrace
+	r.mu.Unlock()
+	if _, pending := r.opts.Release.Pending(time.Now()); pending && cached > 0 {
+		return cached
+	}
+	resync := time.Duration(0)
+	if r.opts.NMResync != nil {
+		resync = r.opts.NMResync()
+	}
+	cctx, cancel := context.WithTimeout(ctx, r.opts.Timeout)
+	hb, err := client.NodeHeartbeatInterval(cctx)
+	cancel()
+	if err != nil {
+		if !r.saidGrace {
+			r.saidGrace = true
+			klog.Warningf("yarn: the ResourceManager's node heartbeat interval cannot be read (logged once): %v; the preemption grace after the over-commit timeout is --yarn-rm-preemption-grace, %v", err, floor)
+		}
+		return floor
+	}
+	grace := rmrelease.GraceFor(hb, resync, floor)
+	r.mu.Lock()
+	changed := r.st.RMHeartbeat != hb
+	r.st.RMHeartbeat = hb
+	r.mu.Unlock()
+	if changed {
+		klog.Infof("yarn: the ResourceManager's node heartbeat interval is %v: koordlet waits %v after the over-commit timeout for its preemption", hb, grace)
+	}
+	return grace
+}
+
+// Restore gives YARN's own capacity back to the RM (the give-back on a clean
+// stop, and at a start with the gate off): the recorded capacity, with the
+// longest timeout the RM takes if one of ours was sent, then the record is
+// removed. After it the sync pushes nothing. It reports whether a capacity
+// was given back.
+func (r *RMSync) Restore(ctx context.Context) (bool, error) {
+	r.pushMu.Lock()
+	defer r.pushMu.Unlock()
+	r.closed = true
+	r.loadOwn()
+	if r.own == nil {
+		return false, nil
+	}
+	var client *yarn.RMClient
+	if r.opts.Client != nil {
+		client = r.opts.Client()
+	}
+	if client == nil {
+		return false, fmt.Errorf("YARN's own capacity for node %s (%d MB, %d vcores) is recorded but no ResourceManager is configured (--yarn-rm-endpoints): it is not given back",
+			r.own.NodeID, r.own.Own.MemoryMB, r.own.Own.VCores)
+	}
+	timeout := time.Duration(-1)
+	if r.own.TimeoutSent {
+		timeout = neverTimeout
+	}
+	cctx, cancel := context.WithTimeout(ctx, r.opts.Timeout)
+	err := client.UpdateNodeResourceWithTimeout(cctx, r.own.NodeID, r.own.Own, timeout)
+	cancel()
+	if err != nil {
+		return false, fmt.Errorf("give YARN's own capacity back to the ResourceManager (kept in the record, given back at the next start with the gate off): %w", err)
+	}
+	if r.record() != "" {
+		if err := os.Remove(r.record()); err != nil && !errors.Is(err, os.ErrNotExist) {
+			klog.Warningf("yarn: remove %s: %v", r.record(), err)
+		}
+	}
+	klog.Infof("yarn: gave YARN's own capacity for node %s back to the ResourceManager %s: %d MB, %d vcores",
+		r.own.NodeID, client.Active(), r.own.Own.MemoryMB, r.own.Own.VCores)
+	r.count("restored")
+	r.own = nil
+	r.mu.Lock()
+	r.st.Own, r.st.Pushed = nil, nil
+	r.mu.Unlock()
+	return true, nil
+}
+
+// Stop ends the sync on a clean stop of koordlet and gives YARN's own
+// capacity back when the sync ran (the gate on); it returns at once when
+// it did not.
+func (r *RMSync) Stop(ctx context.Context) {
+	r.mu.Lock()
+	ran := r.st.Enabled
+	r.mu.Unlock()
+	if !ran {
+		return
+	}
+	if _, err := r.Restore(ctx); err != nil {
+		klog.Errorf("yarn: %v", err)
+	}
+}
+
+// RestoreDisabled gives YARN's own capacity back at a start with the gate
+// off (or without an RM endpoint), when a koordlet that pushed left a
+// record (it crashed, or its give-back on stop failed).
+func (r *RMSync) RestoreDisabled() int {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*r.opts.Timeout)
+	defer cancel()
+	ok, err := r.Restore(ctx)
+	if err != nil {
+		klog.Errorf("yarn: %v", err)
+	}
+	if ok {
+		return 1
+	}
+	return 0
+}

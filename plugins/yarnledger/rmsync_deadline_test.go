@@ -1,0 +1,151 @@
+package yarnledger
+
+import (
+	"context"
+	"math"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/koordlet-yarn/koordlet-yarn/framework/rmrelease"
+	"github.com/koordlet-yarn/koordlet-yarn/framework/yarn"
+	"github.com/koordlet-yarn/koordlet-yarn/test/rmemu"
+)
+
+func startRMEmu(t *testing.T) (*rmemu.Server, *yarn.RMClient) {
+	t.Helper()
+	rm, err := rmemu.Start()
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = rm.Close() })
+	client, err := yarn.NewRMClient(yarn.RMOptions{Endpoints: []string{rm.URL}, User: "yarn", Timeout: time.Second})
+	require.NoError(t, err)
+	return rm, client
+}
+
+// TestRMSyncDeadlineHoldsWhileCapacityMoves (issue 31, item 9): batch pods
+// keep arriving on an over-committed node, so YARN's capacity moves at
+// every sync. Each push sends the RM the time left to the first deadline
+// (the RM restarts its timer at every push that changes the node), and
+// koordlet's own deadline stays the first one.
+func TestRMSyncDeadlineHoldsWhileCapacityMoves(t *testing.T) {
+	setRMPreemption(t, true)
+	rm, client := startRMEmu(t)
+	origin := Batch{MilliCPU: 8000, MemoryBytes: 8 << 30}
+	yarnAlloc := Batch{MilliCPU: 3000, MemoryBytes: 2304 << 20}
+	k8s := Batch{MilliCPU: 6000, MemoryBytes: 6656 << 20}
+	view := Compute(origin, true, k8s, yarnAlloc)
+	var w rmrelease.Window
+	s := NewRMSync(RMSyncOptions{Client: func() *yarn.RMClient { return client }, NodeID: func() string { return "nm:45454" },
+		View: func() View { return view }, Release: &w, PreemptionTimeout: func() time.Duration { return 3 * time.Second }})
+	ctx := context.Background()
+	now := time.Now()
+	for i := range 3 {
+		s.Step(ctx, now.Add(time.Duration(i)*time.Second))
+		// Another batch pod: 100 MiB more for Kubernetes, less for YARN.
+		k8s.MemoryBytes += 100 << 20
+		view = Compute(origin, true, k8s, yarnAlloc)
+	}
+	calls := rm.Calls()
+	require.Len(t, calls, 3, "the capacity changed at every sync: pushed each time")
+	for i, c := range calls {
+		t.Logf("push %d: %d MB, over-commit timeout %d ms", i, c.Resource.MemoryMB, c.OverCommitTimeout)
+		assert.InDelta(t, 3000-1000*i, c.OverCommitTimeout, 500, "push %d carries the time left to the first deadline", i)
+	}
+	ask, pending := w.Pending(now.Add(3 * time.Second))
+	require.True(t, pending)
+	assert.WithinDuration(t, now.Add(3*time.Second+rmrelease.DefaultGrace), ask.Deadline(), 500*time.Millisecond, "koordlet's deadline is the first push's")
+	_, pending = w.Pending(now.Add(3*time.Second + rmrelease.DefaultGrace + time.Second))
+	assert.False(t, pending, "past the first deadline the evictor acts, however often the capacity moved")
+}
+
+// TestRMSyncGraceFromASlowRM (item 11): an RM whose node heartbeat is 10 s
+// preempts up to a heartbeat after the timeout, and the NodeManager hears
+// of it a heartbeat later: koordlet's deadline leaves it that time (two
+// heartbeats, the NM resync and a second) instead of a fixed 5 s.
+func TestRMSyncGraceFromASlowRM(t *testing.T) {
+	setRMPreemption(t, true)
+	rm, client := startRMEmu(t)
+	rm.SetConf(yarn.ConfNMHeartbeatInterval, "10000")
+	view := Compute(Batch{MilliCPU: 8000, MemoryBytes: 8 << 30}, true, Batch{MilliCPU: 6000, MemoryBytes: 6656 << 20}, Batch{MilliCPU: 3000, MemoryBytes: 2304 << 20})
+	var w rmrelease.Window
+	s := NewRMSync(RMSyncOptions{Client: func() *yarn.RMClient { return client }, NodeID: func() string { return "nm:45454" },
+		View: func() View { return view }, Release: &w, PreemptionTimeout: func() time.Duration { return 3 * time.Second },
+		NMResync: func() time.Duration { return time.Second }})
+	now := time.Now()
+	s.Step(context.Background(), now)
+	require.Len(t, rm.Calls(), 1)
+	// The slow RM preempts at its first heartbeat after the timeout (up to
+	// 10 s later); koordlet must still be waiting then.
+	rmPreempts := now.Add(3*time.Second + 10*time.Second)
+	_, pending := w.Pending(rmPreempts)
+	assert.True(t, pending, "koordlet still waits when the slow RM preempts")
+	ask, _ := w.Pending(now)
+	assert.Equal(t, 10*time.Second, s.Status().RMHeartbeat)
+	assert.Equal(t, 22*time.Second, ask.Grace, "2 × 10 s heartbeat + 1 s resync + 1 s")
+
+	// An RM whose /conf does not answer: the configured grace.
+	rm2, client2 := startRMEmu(t)
+	var w2 rmrelease.Window
+	s2 := NewRMSync(RMSyncOptions{Client: func() *yarn.RMClient { return client2 }, NodeID: func() string { return "nm:45454" },
+		View: func() View { return view }, Release: &w2, PreemptionTimeout: func() time.Duration { return 3 * time.Second },
+		PreemptionGrace: func() time.Duration { return 7 * time.Second }})
+	s2.Step(context.Background(), now)
+	require.Len(t, rm2.Calls(), 1)
+	ask2, _ := w2.Pending(now)
+	assert.Equal(t, 7*time.Second, ask2.Grace)
+}
+
+// TestRMSyncGivesYARNsCapacityBack (item 10): the RM's capacity for the node
+// before koordlet's first push is recorded in a file; a koordlet that
+// crashed after shrinking it and starts again with the gate off gives it
+// back (with the longest timeout the RM takes, since ours stays at the RM
+// otherwise) and removes the record; a clean stop gives it back too.
+func TestRMSyncGivesYARNsCapacityBack(t *testing.T) {
+	setRMPreemption(t, true)
+	rm, client := startRMEmu(t)
+	const node = "nm:45454"
+	own := yarn.NodeResource{MemoryMB: 4096, VCores: 8}
+	rm.RegisterNode(node, own)
+	record := filepath.Join(t.TempDir(), "yarn-rm-node-resource.json")
+	view := Compute(Batch{MilliCPU: 8000, MemoryBytes: 8 << 30}, true, Batch{MilliCPU: 6000, MemoryBytes: 6656 << 20}, Batch{MilliCPU: 3000, MemoryBytes: 2304 << 20})
+	newSync := func() *RMSync {
+		return NewRMSync(RMSyncOptions{Client: func() *yarn.RMClient { return client }, NodeID: func() string { return node },
+			View: func() View { return view }, Release: &rmrelease.Window{}, PreemptionTimeout: func() time.Duration { return 3 * time.Second },
+			Record: func() string { return record }})
+	}
+	s := newSync()
+	s.Step(context.Background(), time.Now())
+	got, _ := rm.Node(node)
+	require.Equal(t, yarn.NodeResource{MemoryMB: 1536, VCores: 2}, got, "shrunk below YARN's allocation")
+	_, err := os.Stat(record)
+	require.NoError(t, err, "YARN's own capacity recorded before the push")
+
+	// koordlet crashes here; the next one starts with the gate off.
+	n := newSync().RestoreDisabled()
+	assert.Equal(t, 1, n)
+	got, _ = rm.Node(node)
+	assert.Equal(t, own, got, "YARN's own capacity given back")
+	calls := rm.Calls()
+	assert.EqualValues(t, math.MaxInt32, calls[len(calls)-1].OverCommitTimeout, "the RM's stale over-commit deadline moved out of the way")
+	_, err = os.Stat(record)
+	assert.ErrorIs(t, err, os.ErrNotExist, "the record is gone once given back")
+	assert.Equal(t, 0, newSync().RestoreDisabled(), "nothing recorded: nothing sent")
+
+	// A clean stop gives it back as well.
+	s = newSync()
+	s.Step(context.Background(), time.Now())
+	got, _ = rm.Node(node)
+	require.NotEqual(t, own, got)
+	ok, err := s.Restore(context.Background())
+	require.NoError(t, err)
+	assert.True(t, ok)
+	got, _ = rm.Node(node)
+	assert.Equal(t, own, got)
+	before := len(rm.Calls())
+	s.Step(context.Background(), time.Now())
+	assert.Len(t, rm.Calls(), before, "nothing pushed after the give-back")
+}
