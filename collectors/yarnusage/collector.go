@@ -59,6 +59,12 @@ type Options struct {
 	// found or an endpoint configured); nil: only when containers are
 	// known. The accounting series is exported only then.
 	NodeManagerPresent func() bool
+	// Charges records the containers whose processes were moved into
+	// their memory cgroup holding memory that stayed charged where they
+	// came from (YARNContainerCgroups adopting a running container); nil:
+	// none. Such a container is measured by cgroups.TrueMemory until its
+	// charge is its own.
+	Charges *cgroups.LeftCharges
 }
 
 // appKey identifies an application's series.
@@ -216,6 +222,7 @@ func (c *Collector) Collect(now time.Time) Cycle {
 	var haveCPU, haveMem bool
 	states := map[string]float64{}
 	live := make(map[string]struct{}, len(snapshot))
+	leftCharges := c.opts.Charges.Len() > 0
 	for _, ct := range snapshot {
 		state := ct.State
 		if state == "" {
@@ -295,6 +302,11 @@ func (c *Collector) Collect(now time.Time) Cycle {
 				c.readFailed(ct, "memory.stat", err)
 			} else {
 				usage, withPC, haveCtMem = float64(stat.Usage()), float64(stat.UsageWithPageCache()), true
+				if leftCharges {
+					if tr, ok := c.chargedElsewhere(ct, stat.Usage()); ok {
+						usage, withPC = float64(tr.Usage), withPC+float64(tr.Elsewhere)
+					}
+				}
 			}
 		case cgroups.MemoryByProcesses:
 			// No memory cgroup of its own: its memory is charged to the
@@ -352,6 +364,9 @@ func (c *Collector) Collect(now time.Time) Cycle {
 	}
 	if haveMem || cyc.Containers == 0 {
 		m.TotalMemoryUsage.WithLabelValues(c.opts.NodeName).Set(aggMem)
+	}
+	if c.opts.Charges != nil {
+		m.ChargedToNodeManager.WithLabelValues(c.opts.NodeName).Set(float64(c.mem.last.ChargedToNodeManagerBytes))
 	}
 	c.publishApplications(apps)
 	m.Containers.Reset()
@@ -470,6 +485,7 @@ func (c *Collector) forgetGone(live map[string]struct{}) {
 			if c.procMem != nil && p.dir != "" {
 				c.procMem.Forget(p.dir)
 			}
+			c.opts.Charges.Forget(name)
 			delete(c.prev, name)
 		}
 	}
