@@ -11,10 +11,12 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	koordfeatures "github.com/koordinator-sh/koordinator/pkg/features"
 	"github.com/koordinator-sh/koordinator/pkg/koordlet/metriccache"
 
 	"github.com/koordlet-yarn/koordlet-yarn/framework/cgroups"
 	"github.com/koordlet-yarn/koordlet-yarn/framework/config"
+	"github.com/koordlet-yarn/koordlet-yarn/framework/features"
 	"github.com/koordlet-yarn/koordlet-yarn/framework/store"
 	"github.com/koordlet-yarn/koordlet-yarn/framework/yarn"
 	"github.com/koordlet-yarn/koordlet-yarn/hooks/yarnadopt"
@@ -106,4 +108,23 @@ func TestRealKernelAdoptedLargeContainer(t *testing.T) {
 	assert.Equal(t, got, gaugeValue(t, m.MemoryUsage, c.series[id].labels), "Prometheus says the same")
 	assert.InDelta(t, float64(adoptedMiB<<20), float64(acc.ChargedToNodeManagerBytes), float64(adoptedMiB<<20)*0.1, "what stays charged to the pod's cgroup is counted")
 	assert.Equal(t, acc.ChargedToNodeManagerBytes, acc.ChargedToNodeManager[id].ElsewhereBytes)
+
+	// koordlet restarts: the record, kept in memory, is gone. With
+	// YARNContainerCgroups on, the new collector reads the processes of
+	// each container once at first sight and finds the memory left behind.
+	require.NoError(t, koordfeatures.DefaultMutableKoordletFeatureGate.SetFromMap(map[string]bool{string(features.YARNContainerCgroups): true}))
+	t.Cleanup(func() {
+		_ = koordfeatures.DefaultMutableKoordletFeatureGate.SetFromMap(map[string]bool{string(features.YARNContainerCgroups): false})
+	})
+	m2, err := NewMetrics(prometheus.NewRegistry())
+	require.NoError(t, err)
+	restarted := New(Options{Store: st, MetricCache: func() metriccache.MetricCache { return mc }, Metrics: m2, NodeName: "n1",
+		Interval: func() time.Duration { return time.Second }, CgroupHierarchy: informer.Hierarchy, Charges: cgroups.NewLeftCharges()})
+	defer restarted.Close()
+	at = time.Now().Add(time.Second)
+	restarted.Collect(at)
+	got, ok = lastValue(t, mc, metriccache.ContainerMemUsageMetric, metriccache.MetricPropertiesFunc.Container(id), at.Add(-time.Millisecond), at.Add(time.Minute))
+	require.True(t, ok)
+	t.Logf("after a restart: reported %.1f MiB", got/(1<<20))
+	assert.GreaterOrEqual(t, got, float64(adoptedMiB<<20)*0.97, "after a restart too")
 }

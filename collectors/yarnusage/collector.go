@@ -223,6 +223,7 @@ func (c *Collector) Collect(now time.Time) Cycle {
 	states := map[string]float64{}
 	live := make(map[string]struct{}, len(snapshot))
 	leftCharges := c.opts.Charges.Len() > 0
+	recheck := c.opts.Charges != nil && features.Enabled(features.YARNContainerCgroups)
 	for _, ct := range snapshot {
 		state := ct.State
 		if state == "" {
@@ -249,7 +250,8 @@ func (c *Collector) Collect(now time.Time) Cycle {
 			app.memReq += float64(ct.RequestMemoryBytes)
 		}
 		p := c.prev[ct.Name]
-		if p == nil {
+		firstSight := p == nil
+		if firstSight {
 			p = &prev{}
 			c.prev[ct.Name] = p
 		}
@@ -302,7 +304,10 @@ func (c *Collector) Collect(now time.Time) Cycle {
 				c.readFailed(ct, "memory.stat", err)
 			} else {
 				usage, withPC, haveCtMem = float64(stat.Usage()), float64(stat.UsageWithPageCache()), true
-				if leftCharges {
+				if recheck && firstSight {
+					c.recheckMoved(ct, stat.Usage())
+				}
+				if leftCharges || (recheck && firstSight) {
 					if tr, ok := c.chargedElsewhere(ct, stat.Usage()); ok {
 						usage, withPC = float64(tr.Usage), withPC+float64(tr.Elsewhere)
 					}

@@ -207,3 +207,27 @@ func (c *Collector) chargedElsewhere(ct *store.Container, charge int64) (cgroups
 	m.cur.ChargedToNodeManagerBytes += tr.Elsewhere
 	return tr, true
 }
+
+// recheckMoved runs at the first sight of a container with its own memory
+// cgroup while YARNContainerCgroups is on: a container koordlet moved
+// before this koordlet started (a restart) has no record in Charges, which
+// lives in memory, yet may still hold memory charged to the NM pod. One read
+// of its processes tells; what they hold beyond the charge is recorded, and
+// the container is then measured as one just moved.
+func (c *Collector) recheckMoved(ct *store.Container, charge int64) {
+	if _, ok := c.opts.Charges.Get(ct.Name); ok {
+		return
+	}
+	pm, ok := c.processMemory(ct)
+	if !ok {
+		return
+	}
+	if tr := cgroups.TrueMemory(charge, pm.Usage(), -1); !tr.Own {
+		c.opts.Charges.Add(ct.Name, tr.Elsewhere)
+		klog.V(2).Infof("yarn: YARN container %s holds %dKi more than its memory cgroup is charged (moved in holding it, before this koordlet started): measured by its processes until its charge is its own", ct.Name, tr.Elsewhere>>10)
+		return
+	}
+	if c.procMem != nil {
+		c.procMem.Forget(ct.Cgroups[cgroups.CPU].Dir)
+	}
+}
