@@ -95,6 +95,9 @@ type prev struct {
 	// cpu cgroup has no cpuacct (hasProcs: read once).
 	procs    map[int]cgroups.ProcessTicks
 	hasProcs bool
+	// memDir is the own memory cgroup last checked for memory charged
+	// elsewhere (recheckMoved).
+	memDir string
 }
 
 // Collector is the YARN usage collector.
@@ -223,7 +226,8 @@ func (c *Collector) Collect(now time.Time) Cycle {
 	states := map[string]float64{}
 	live := make(map[string]struct{}, len(snapshot))
 	leftCharges := c.opts.Charges.Len() > 0
-	recheck := c.opts.Charges != nil && features.Enabled(features.YARNContainerCgroups)
+	// koordlet moves processes into memory cgroups with these gates.
+	recheck := c.opts.Charges != nil && (features.Enabled(features.YARNContainerCgroups) || features.Enabled(features.YARNMemoryCgroup))
 	for _, ct := range snapshot {
 		state := ct.State
 		if state == "" {
@@ -250,8 +254,7 @@ func (c *Collector) Collect(now time.Time) Cycle {
 			app.memReq += float64(ct.RequestMemoryBytes)
 		}
 		p := c.prev[ct.Name]
-		firstSight := p == nil
-		if firstSight {
+		if p == nil {
 			p = &prev{}
 			c.prev[ct.Name] = p
 		}
@@ -304,10 +307,14 @@ func (c *Collector) Collect(now time.Time) Cycle {
 				c.readFailed(ct, "memory.stat", err)
 			} else {
 				usage, withPC, haveCtMem = float64(stat.Usage()), float64(stat.UsageWithPageCache()), true
-				if recheck && firstSight {
+				// A memory cgroup new to the collector (first sight, or
+				// made for a container measured by its processes so far).
+				newMemcg := recheck && p.memDir != ct.Cgroups[cgroups.Memory].Dir
+				if newMemcg {
+					p.memDir = ct.Cgroups[cgroups.Memory].Dir
 					c.recheckMoved(ct, stat.Usage())
 				}
-				if leftCharges || (recheck && firstSight) {
+				if leftCharges || newMemcg {
 					if tr, ok := c.chargedElsewhere(ct, stat.Usage()); ok {
 						usage, withPC = float64(tr.Usage), withPC+float64(tr.Elsewhere)
 					}

@@ -208,12 +208,15 @@ func (c *Collector) chargedElsewhere(ct *store.Container, charge int64) (cgroups
 	return tr, true
 }
 
-// recheckMoved runs at the first sight of a container with its own memory
-// cgroup while YARNContainerCgroups is on: a container koordlet moved
-// before this koordlet started (a restart) has no record in Charges, which
-// lives in memory, yet may still hold memory charged to the NM pod. One read
-// of its processes tells; what they hold beyond the charge is recorded, and
-// the container is then measured as one just moved.
+// recheckMoved runs once per own memory cgroup of a container (its first
+// sight, or a memory cgroup made for it since) while a gate that moves
+// processes into memory cgroups is on (YARNContainerCgroups,
+// YARNMemoryCgroup): a container koordlet moved before this koordlet started
+// (a restart; Charges lives in memory), or moved by YARNMemoryCgroup (which
+// records nothing, and moves containers holding up to 64 MiB), may hold
+// memory still charged to the cgroup it left. One read of its processes
+// tells; what they hold beyond the charge is recorded, and the container is
+// then measured as one just moved.
 func (c *Collector) recheckMoved(ct *store.Container, charge int64) {
 	if _, ok := c.opts.Charges.Get(ct.Name); ok {
 		return
