@@ -2,6 +2,9 @@ package e2e
 
 import (
 	"context"
+	"path/filepath"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -11,6 +14,7 @@ import (
 
 	slov1alpha1 "github.com/koordinator-sh/koordinator/apis/slo/v1alpha1"
 
+	"github.com/koordlet-yarn/koordlet-yarn/framework/cgroups"
 	"github.com/koordlet-yarn/koordlet-yarn/test/kerneltest"
 	"github.com/koordlet-yarn/koordlet-yarn/test/nmemu"
 	"github.com/koordlet-yarn/koordlet-yarn/test/nodebox"
@@ -51,6 +55,15 @@ func TestAdoptedLargeContainer(t *testing.T) {
 	waitAdopter(t, b)
 	require.Eventually(t, func() bool { return procCgroup(b.NM.Pid(large), "memory") == own(large) }, 60*time.Second, 200*time.Millisecond,
 		"the scan adopts the large executor after the restart")
+
+	// The scenario: the kernel left the executor's memory charged to the NM
+	// pod's memory cgroup, not to its own.
+	c := find(mustContainers(t, b), large)
+	require.NotNil(t, c)
+	charged := memoryCharge(t, filepath.Join(b.CgroupRoot(), "memory", own(large)))
+	say(t, "large executor: memory accounting %s, its own memory cgroup charged %d MiB (anon)", c.MemoryAccounting(), charged>>20)
+	require.Equal(t, cgroups.MemoryByCgroup, c.MemoryAccounting(), "measured by its own memory cgroup")
+	require.Less(t, charged, int64(largeMiB/2)<<20, "its memory stays charged to the NM pod (this kernel moves no charges)")
 
 	// A small executor, adopted at its exec.
 	small, err := b.NM.Launch(nmemu.Spec{AppID: 8, Attempt: 1, Sequence: 3, User: "spark", MemoryMB: 256, VCores: 1,
@@ -115,6 +128,20 @@ func TestAdoptedLargeContainer(t *testing.T) {
 	say(t, "evictions: %v", rec)
 	assert.Contains(t, rec[0], large, "the large executor is the first victim")
 	assert.Contains(t, rec[0], "over its 256Mi request", "ranked by its true memory")
-	c, _ := b.NM.Get(small)
-	assert.Equal(t, "RUNNING", c.State, "the small executor survives (the release asked is below the large one's memory)")
+	sc, _ := b.NM.Get(small)
+	assert.Equal(t, "RUNNING", sc.State, "the small executor survives (the release asked is below the large one's memory)")
+}
+
+// memoryCharge is the anonymous memory charged to a v1 memory cgroup
+// (total_rss of memory.stat).
+func memoryCharge(t *testing.T, dir string) int64 {
+	for _, l := range strings.Split(readFile(filepath.Join(dir, "memory.stat")), "\n") {
+		if v, ok := strings.CutPrefix(l, "total_rss "); ok {
+			n, err := strconv.ParseInt(v, 10, 64)
+			require.NoError(t, err)
+			return n
+		}
+	}
+	t.Fatalf("no total_rss in %s/memory.stat", dir)
+	return 0
 }
