@@ -133,8 +133,12 @@ func install(fs *flag.FlagSet, reg prometheus.Registerer) (*Framework, error) {
 	if err != nil {
 		return nil, fmt.Errorf("register YARN usage metrics: %w", err)
 	}
+	// What containers adopted while holding memory left charged to the NM
+	// pod: the adopter records it, the collector and memory evict read it.
+	charges := cgroups.NewLeftCharges()
 	fw.Usage = yarnusage.New(yarnusage.Options{
 		Store:       fw.Store,
+		Charges:     charges,
 		Reader:      nil, // koordlet's reader for this host's cgroup version
 		MetricCache: fw.Handles.MetricCache,
 		Interval:    fw.Handles.CollectInterval,
@@ -165,7 +169,7 @@ func install(fs *flag.FlagSet, reg prometheus.Registerer) (*Framework, error) {
 	fw.memcg = yarnmemcg.New(yarnmemcg.Options{Store: fw.Store, Hierarchy: fw.Informer.Hierarchy, Interval: cfg.QoSReconcileInterval, Registerer: nodeReg})
 	fw.loops = append(fw.loops, fw.memcg)
 	fw.adopt = yarnadopt.New(yarnadopt.Options{Store: fw.Store, Hierarchy: fw.Informer.Hierarchy, NMPodCgroup: fw.nmPodCgroup,
-		ListNM: fw.Informer.ListNM, ScanInterval: cfg.ContainerCgroupsScanInterval, Registerer: nodeReg})
+		ListNM: fw.Informer.ListNM, ScanInterval: cfg.ContainerCgroupsScanInterval, Registerer: nodeReg, Charges: charges})
 	fw.loops = append(fw.loops, fw.adopt)
 
 	if fw.Policy, err = yarnpolicy.New(yarnpolicy.Options{Store: fw.Store, Resolver: fw.policy,
@@ -197,6 +201,7 @@ func install(fs *flag.FlagSet, reg prometheus.Registerer) (*Framework, error) {
 		NodeName:         os.Getenv("NODE_NAME"),
 		Hierarchy:        fw.Informer.HierarchyDir,
 		CgroupHierarchy:  fw.Informer.Hierarchy,
+		Charges:          charges,
 		Policy:           fw.policy,
 		RMRelease:        fw.rmRelease,
 		// The RM sync notices an over-commit within its interval and the

@@ -59,6 +59,12 @@ type Options struct {
 	// found or an endpoint configured); nil: only when containers are
 	// known. The accounting series is exported only then.
 	NodeManagerPresent func() bool
+	// Charges records the containers whose processes were moved into
+	// their memory cgroup holding memory that stayed charged where they
+	// came from (YARNContainerCgroups adopting a running container); nil:
+	// none. Such a container is measured by cgroups.TrueMemory until its
+	// charge is its own.
+	Charges *cgroups.LeftCharges
 }
 
 // appKey identifies an application's series.
@@ -89,6 +95,9 @@ type prev struct {
 	// cpu cgroup has no cpuacct (hasProcs: read once).
 	procs    map[int]cgroups.ProcessTicks
 	hasProcs bool
+	// memDir is the own memory cgroup last checked for memory charged
+	// elsewhere (recheckMoved).
+	memDir string
 }
 
 // Collector is the YARN usage collector.
@@ -216,6 +225,9 @@ func (c *Collector) Collect(now time.Time) Cycle {
 	var haveCPU, haveMem bool
 	states := map[string]float64{}
 	live := make(map[string]struct{}, len(snapshot))
+	leftCharges := c.opts.Charges.Len() > 0
+	// koordlet moves processes into memory cgroups with these gates.
+	recheck := c.opts.Charges != nil && (features.Enabled(features.YARNContainerCgroups) || features.Enabled(features.YARNMemoryCgroup))
 	for _, ct := range snapshot {
 		state := ct.State
 		if state == "" {
@@ -295,6 +307,18 @@ func (c *Collector) Collect(now time.Time) Cycle {
 				c.readFailed(ct, "memory.stat", err)
 			} else {
 				usage, withPC, haveCtMem = float64(stat.Usage()), float64(stat.UsageWithPageCache()), true
+				// A memory cgroup new to the collector (first sight, or
+				// made for a container measured by its processes so far).
+				newMemcg := recheck && p.memDir != ct.Cgroups[cgroups.Memory].Dir
+				if newMemcg {
+					p.memDir = ct.Cgroups[cgroups.Memory].Dir
+					c.recheckMoved(ct, stat.Usage())
+				}
+				if leftCharges || newMemcg {
+					if tr, ok := c.chargedElsewhere(ct, stat.Usage()); ok {
+						usage, withPC = float64(tr.Usage), withPC+float64(tr.Elsewhere)
+					}
+				}
 			}
 		case cgroups.MemoryByProcesses:
 			// No memory cgroup of its own: its memory is charged to the
@@ -352,6 +376,9 @@ func (c *Collector) Collect(now time.Time) Cycle {
 	}
 	if haveMem || cyc.Containers == 0 {
 		m.TotalMemoryUsage.WithLabelValues(c.opts.NodeName).Set(aggMem)
+	}
+	if c.opts.Charges != nil {
+		m.ChargedToNodeManager.WithLabelValues(c.opts.NodeName).Set(float64(c.mem.last.ChargedToNodeManagerBytes))
 	}
 	c.publishApplications(apps)
 	m.Containers.Reset()
@@ -470,6 +497,7 @@ func (c *Collector) forgetGone(live map[string]struct{}) {
 			if c.procMem != nil && p.dir != "" {
 				c.procMem.Forget(p.dir)
 			}
+			c.opts.Charges.Forget(name)
 			delete(c.prev, name)
 		}
 	}

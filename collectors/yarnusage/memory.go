@@ -1,6 +1,7 @@
 package yarnusage
 
 import (
+	"maps"
 	"slices"
 	"sync"
 
@@ -25,6 +26,26 @@ type MemoryAccountingStatus struct {
 	// measured by their processes is charged to: the NodeManager pod's,
 	// which upstream koordlet sees as one BE pod holding all of it.
 	ChargedTo []string `json:"chargedTo,omitempty"`
+	// ChargedToNodeManager lists, by id, the containers koordlet moved
+	// into a memory cgroup of their own while they held memory
+	// (YARNContainerCgroups adopting a running container) whose charge is
+	// not their own yet: cgroup v2 and kernels from 6.8 move no charges,
+	// so what they held stays charged to the cgroup they left (the
+	// NodeManager pod's) until they free it. Their memory is their
+	// cgroup's charge plus that (cgroups.TrueMemory).
+	ChargedToNodeManager map[string]ChargeSplit `json:"chargedToNodeManager,omitempty"`
+	// ChargedToNodeManagerBytes sums their ElsewhereBytes.
+	ChargedToNodeManagerBytes int64 `json:"chargedToNodeManagerBytes,omitempty"`
+}
+
+// ChargeSplit is where a moved container's memory is charged.
+type ChargeSplit struct {
+	// UsageBytes is its memory (without page cache) as reported.
+	UsageBytes int64 `json:"usageBytes"`
+	// ChargeBytes is what its own memory cgroup is charged.
+	ChargeBytes int64 `json:"chargeBytes"`
+	// ElsewhereBytes is what stays charged to the cgroup it left.
+	ElsewhereBytes int64 `json:"elsewhereBytes"`
 }
 
 // maxChargedTo bounds MemoryAccountingStatus.ChargedTo (normally one: the
@@ -52,6 +73,7 @@ func (c *Collector) LastMemoryAccounting() (MemoryAccountingStatus, bool) {
 	defer c.mem.mu.Unlock()
 	st := c.mem.last
 	st.ChargedTo = slices.Clone(st.ChargedTo)
+	st.ChargedToNodeManager = maps.Clone(st.ChargedToNodeManager)
 	return st, c.mem.logged
 }
 
@@ -145,4 +167,70 @@ func (c *Collector) processReader() *cgroups.ProcessMemoryReader {
 	}
 	c.procMem = cgroups.NewProcessMemoryReader(h)
 	return c.procMem
+}
+
+// chargedElsewhere measures a container whose processes were moved into its
+// memory cgroup holding memory that stayed charged to the cgroup they left
+// (recorded in Options.Charges), charge being its cgroup's usage now: by
+// its processes until its charge is its own (cgroups.TrueMemory), then the
+// record goes and later cycles read the cgroup alone. ok is false for a
+// container not recorded, or whose processes cannot be read now (the
+// charge alone is reported).
+func (c *Collector) chargedElsewhere(ct *store.Container, charge int64) (cgroups.ChargeTruth, bool) {
+	left, ok := c.opts.Charges.Get(ct.Name)
+	if !ok {
+		return cgroups.ChargeTruth{}, false
+	}
+	var tr cgroups.ChargeTruth
+	if left <= cgroups.OwnChargeSlack {
+		tr = cgroups.TrueMemory(charge, 0, left)
+	} else {
+		pm, ok := c.processMemory(ct)
+		if !ok {
+			return tr, false
+		}
+		tr = cgroups.TrueMemory(charge, pm.Usage(), left)
+	}
+	if tr.Own {
+		c.opts.Charges.Settle(ct.Name, left)
+		if c.procMem != nil {
+			c.procMem.Forget(ct.Cgroups[cgroups.CPU].Dir)
+		}
+		klog.V(2).Infof("yarn: the memory YARN container %s held when koordlet moved it (%dKi) is no longer charged elsewhere: its memory cgroup's charge is its own", ct.Name, left>>10)
+		return tr, true
+	}
+	m := &c.mem
+	if m.cur.ChargedToNodeManager == nil {
+		m.cur.ChargedToNodeManager = map[string]ChargeSplit{}
+	}
+	m.cur.ChargedToNodeManager[ct.Name] = ChargeSplit{UsageBytes: tr.Usage, ChargeBytes: charge, ElsewhereBytes: tr.Elsewhere}
+	m.cur.ChargedToNodeManagerBytes += tr.Elsewhere
+	return tr, true
+}
+
+// recheckMoved runs once per own memory cgroup of a container (its first
+// sight, or a memory cgroup made for it since) while a gate that moves
+// processes into memory cgroups is on (YARNContainerCgroups,
+// YARNMemoryCgroup): a container koordlet moved before this koordlet started
+// (a restart; Charges lives in memory), or moved by YARNMemoryCgroup (which
+// records nothing, and moves containers holding up to 64 MiB), may hold
+// memory still charged to the cgroup it left. One read of its processes
+// tells; what they hold beyond the charge is recorded, and the container is
+// then measured as one just moved.
+func (c *Collector) recheckMoved(ct *store.Container, charge int64) {
+	if _, ok := c.opts.Charges.Get(ct.Name); ok {
+		return
+	}
+	pm, ok := c.processMemory(ct)
+	if !ok {
+		return
+	}
+	if tr := cgroups.TrueMemory(charge, pm.Usage(), -1); !tr.Own {
+		c.opts.Charges.Add(ct.Name, tr.Elsewhere)
+		klog.V(2).Infof("yarn: YARN container %s holds %dKi more than its memory cgroup is charged (moved in holding it, before this koordlet started): measured by its processes until its charge is its own", ct.Name, tr.Elsewhere>>10)
+		return
+	}
+	if c.procMem != nil {
+		c.procMem.Forget(ct.Cgroups[cgroups.CPU].Dir)
+	}
 }

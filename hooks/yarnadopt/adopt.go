@@ -75,6 +75,10 @@ type Options struct {
 	Registerer prometheus.Registerer
 	// Now is time.Now; tests may pin it.
 	Now func() time.Time
+	// Charges receives what each moved process held (nil: not recorded):
+	// its memory's readers measure the container by its processes until
+	// that is no longer charged to the NM pod.
+	Charges *cgroups.LeftCharges
 	// openExec opens the exec watch (tests inject one; nil: eBPF).
 	openExec func() (execSource, error)
 }
@@ -556,6 +560,7 @@ func (a *Adopter) adopt(h cgroups.Hierarchy, pids []int, fromExec bool, ktime ui
 		}
 		ad.ProcessesMoved++
 		ad.MemoryChargedToNodeManagerBytes += o.rss
+		a.opts.Charges.Add(name, o.rss)
 		a.metrics.charged.Add(float64(o.rss))
 	}
 }
@@ -684,6 +689,7 @@ func (a *Adopter) removeIfDone(h cgroups.Hierarchy, name string) {
 			klog.V(2).Infof("yarn: removed the cgroup koordlet made for the finished YARN container %s", name)
 		}
 		delete(a.adoptions, name)
+		a.opts.Charges.Forget(name)
 	}
 }
 

@@ -63,6 +63,10 @@ type Deps struct {
 	// allocatable triggers wait for the RM that long before they kill.
 	RMRelease   *rmrelease.Window
 	RMSyncDelay func() time.Duration
+	// Charges records the containers whose processes koordlet moved into
+	// their memory cgroup holding memory that stays charged where they came
+	// from (nil: none); they are measured by cgroups.TrueMemory.
+	Charges *cgroups.LeftCharges
 	// held reads what a killed container still holds (memory evictions
 	// measure what they released; nil: not measured). Set by the memory
 	// strategy on its own copy.
@@ -419,7 +423,7 @@ func (m *MemoryEvict) containerMemory(c *store.Container, interval time.Duration
 	switch c.Cgroups.MemoryAccounting() {
 	case cgroups.MemoryByCgroup:
 		if st, err := m.usageReader().MemoryStat(c.Cgroups[cgroups.Memory].Dir); err == nil {
-			return st.Usage(), true
+			return m.chargedElsewhere(c, st.Usage()), true
 		}
 	case cgroups.MemoryByProcesses:
 		if r := m.processReader(); r != nil {
@@ -444,6 +448,26 @@ func (m *MemoryEvict) containerMemory(c *store.Container, interval time.Duration
 		return 0, false
 	}
 	return int64(mem), true
+}
+
+// chargedElsewhere is the memory of a container whose memory cgroup is
+// charged charge: that, unless its processes were moved in holding memory
+// that stays charged to the cgroup they left (Deps.Charges), then its
+// processes' memory until its charge is its own (cgroups.TrueMemory).
+func (m *MemoryEvict) chargedElsewhere(c *store.Container, charge int64) int64 {
+	left, ok := m.deps.Charges.Get(c.Name)
+	if !ok || left <= cgroups.OwnChargeSlack {
+		return charge
+	}
+	r := m.processReader()
+	if r == nil {
+		return charge
+	}
+	pm, err := r.Read(cgroups.CPU, c.Cgroups[cgroups.CPU].Dir)
+	if err != nil || pm.Processes == 0 {
+		return charge
+	}
+	return cgroups.TrueMemory(charge, pm.Usage(), left).Usage
 }
 
 // processReader returns the reader of containers' processes (nothing kept
