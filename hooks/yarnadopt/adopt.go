@@ -140,13 +140,15 @@ type Adopter struct {
 	layout    Layout
 	lastErr   string
 	logged    map[string]bool
-	// nmSeen holds the live containers of the last on-demand NM list.
-	nmSeen   map[string]bool
+	// nmSeen holds the live containers (→ user) of the last on-demand NM
+	// list.
+	nmSeen   map[string]string
 	nmListAt time.Time
 	// nmMiss holds when each id the NM did not list was asked for.
 	nmMiss map[string]time.Time
 	fs     procfs.FS
 	fsRoot string
+	users  passwdCache
 }
 
 // procKey names one exec of one process: its pid, start time and
@@ -494,16 +496,21 @@ func (a *Adopter) adopt(h cgroups.Hierarchy, pids []int, fromExec bool, ktime ui
 		if o == nil {
 			return
 		}
-		seen[pid] = o
 		procs[pid] = o.proc
-		if fromExec && o.proc.EnvID == "" && depth < maxAncestors {
+		if o.p != nil {
+			seen[pid] = o
+		}
+		// From an exec, the ancestors in the pod up to the NodeManager: the
+		// claim is checked against the launch it descends from.
+		if fromExec && depth < maxAncestors {
 			observe(o.proc.PPid, depth+1)
 		}
 	}
 	for _, pid := range pids {
 		observe(pid, 0)
 	}
-	assigned := Assign(procs, a.listed)
+	a.parentsIn(h, procs)
+	assigned := Assign(procs, a.claims(h, procs))
 	if len(assigned) == 0 {
 		return
 	}
@@ -517,6 +524,9 @@ func (a *Adopter) adopt(h cgroups.Hierarchy, pids []int, fromExec bool, ktime ui
 	for _, pid := range order {
 		name := assigned[pid]
 		o := seen[pid]
+		if o == nil {
+			continue
+		}
 		// The cgroup is made (and checked) once per container; later
 		// processes go into what the first one made.
 		dirs, _ := leafDirs(h, name)
@@ -591,7 +601,9 @@ func (a *Adopter) observe(h cgroups.Hierarchy, pfs procfs.FS, pid int, ctrls []c
 				klog.V(4).Infof("yarn: environment of %d: %v", pid, err)
 			}
 			p.release()
-			return nil // read again at the next scan or exec
+			// Read again at the next scan or exec; what it claims is not
+			// known, so nothing below it is decided now.
+			return &observed{proc: Proc{Pid: pid, PPid: st.PPid, UID: -1, Unread: true}}
 		}
 		if id != "" && !yarn.IsCanonical(id) {
 			if cid, perr := yarn.ParseContainerID(id); perr != nil {
@@ -608,12 +620,18 @@ func (a *Adopter) observe(h cgroups.Hierarchy, pfs procfs.FS, pid int, ctrls []c
 		a.envs[key] = id
 	}
 	var rss int64
+	uid := -1
 	if proc, err := pfs.Proc(pid); err == nil {
 		if s, err := proc.NewStatus(); err == nil {
 			rss = int64(s.RssAnon + s.RssShmem)
+			uid = int(s.UIDs[0])
 		}
 	}
-	return &observed{p: p, proc: Proc{Pid: pid, PPid: st.PPid, EnvID: id}, from: from, rss: rss}
+	if !p.alive() {
+		p.release()
+		return nil // the status may have been another process's
+	}
+	return &observed{p: p, proc: Proc{Pid: pid, PPid: st.PPid, EnvID: id, UID: uid}, from: from, rss: rss}
 }
 
 // forgetExited drops the cached environments of processes no longer in
@@ -630,21 +648,61 @@ func (a *Adopter) forgetExited(pids []int) {
 	}
 }
 
+// parentsIn marks the processes whose parent is outside procs and in a
+// cgroup koordlet made for a container: they descend from its launch.
+func (a *Adopter) parentsIn(h cgroups.Hierarchy, procs map[int]Proc) {
+	for pid, p := range procs {
+		if _, ok := procs[p.PPid]; ok || p.PPid <= 1 || p.Unread {
+			continue
+		}
+		d, ok := h.PathOf(p.PPid, scanCtrl)
+		if !ok {
+			continue
+		}
+		name := filepath.Base(d)
+		if yarn.IsCanonical(name) && d == h.ContainerRelDir(name) {
+			p.ParentIn = name
+			procs[pid] = p
+		}
+	}
+}
+
+// claims gathers what Assign checks the claims of procs against: which of
+// the containers they name the NodeManager lists, with their users, and
+// the uids of those users in the NodeManager pod.
+func (a *Adopter) claims(h cgroups.Hierarchy, procs map[int]Proc) Claims {
+	c := Claims{Listed: map[string]string{}}
+	for _, p := range procs {
+		for _, id := range []string{p.EnvID, p.ParentIn} {
+			if _, done := c.Listed[id]; done || id == "" {
+				continue
+			}
+			if user, ok := a.listed(id); ok {
+				c.Listed[id] = user
+			}
+		}
+	}
+	if len(c.Listed) > 0 {
+		c.UIDs = a.podUsers(h, procs)
+	}
+	return c
+}
+
 // listed reports whether the NodeManager lists container id as not
-// finished: from the store, else from a list asked for now.
-func (a *Adopter) listed(id string) bool {
+// finished, and its user: from the store, else from a list asked for now.
+func (a *Adopter) listed(id string) (string, bool) {
 	if !yarn.IsCanonical(id) {
-		return false
+		return "", false
 	}
 	if c, ok := a.opts.Store.Get(id); ok && c.State != "" {
-		return !yarn.IsTerminalState(c.State)
+		return c.User, !yarn.IsTerminalState(c.State)
 	}
-	if a.nmSeen[id] {
-		return true
+	if user, ok := a.nmSeen[id]; ok {
+		return user, true
 	}
 	now := a.opts.Now()
 	if a.opts.ListNM == nil || now.Sub(a.nmListAt) < nmListMinInterval || now.Sub(a.nmMiss[id]) < nmMissRetry {
-		return false
+		return "", false
 	}
 	a.nmListAt = now
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
@@ -652,21 +710,22 @@ func (a *Adopter) listed(id string) bool {
 	list, err := a.opts.ListNM(ctx)
 	if err != nil {
 		klog.V(3).Infof("yarn: list the NodeManager's containers for %s: %v", id, err)
-		return false
+		return "", false
 	}
-	a.nmSeen = make(map[string]bool, len(list))
+	a.nmSeen = make(map[string]string, len(list))
 	for _, c := range list {
 		if !yarn.IsTerminalState(c.State) {
-			a.nmSeen[c.ID.String()] = true
+			a.nmSeen[c.ID.String()] = c.User
 		}
 	}
-	if !a.nmSeen[id] {
+	user, ok := a.nmSeen[id]
+	if !ok {
 		if len(a.nmMiss) > 1024 {
 			a.nmMiss = map[string]time.Time{}
 		}
 		a.nmMiss[id] = now
 	}
-	return a.nmSeen[id]
+	return user, ok
 }
 
 // removeIfDone removes the cgroup koordlet made for container name once

@@ -320,3 +320,30 @@ func failAdopter(t *testing.T, a *Adopter, msg string) {
 	_ = pprof.Lookup("goroutine").WriteTo(&b, 2)
 	t.Fatalf("%s\ngoroutines:\n%s", msg, b.String())
 }
+
+// TestRealKernelClaimByDescent: a process of container c2 that names c3 in
+// its environment is c2's (it descends from c2's launch): c3 is neither
+// charged nor evicted for it. Before, the environment alone decided and
+// the process landed in c3's cgroup.
+func TestRealKernelClaimByDescent(t *testing.T) {
+	n := newNode(t)
+	a := n.running(t)
+	c2, c3 := containerName(2), containerName(3)
+	n.nm.add(c2)
+	n.nm.add(c3)
+	p3 := n.launch(t, c3, "exec sleep 3600")
+	p2 := n.launch(t, c2, "env CONTAINER_ID="+c3+" sleep 3600 & exec sleep 3600")
+	var child int
+	require.Eventually(t, func() bool {
+		for _, pid := range kerneltest.Pids(n.h.AbsDir(cgroups.CPU, n.h.ContainerRelDir(c2))) {
+			if pid != p2.Pid() {
+				child = pid
+			}
+		}
+		return child != 0 && n.h.Contains(p3.Pid(), cgroups.CPU, n.h.ContainerRelDir(c3))
+	}, 10*time.Second, 10*time.Millisecond, "the child naming c3 moved with c2; status %+v; c2 %v, c3 %v", a.Status(),
+		kerneltest.Pids(n.h.AbsDir(cgroups.CPU, n.h.ContainerRelDir(c2))), kerneltest.Pids(n.h.AbsDir(cgroups.CPU, n.h.ContainerRelDir(c3))))
+	a.Scan()
+	require.Equal(t, []int{p3.Pid()}, kerneltest.Pids(n.h.AbsDir(cgroups.CPU, n.h.ContainerRelDir(c3))), "c3 holds its own process only")
+	require.True(t, n.h.Contains(child, cgroups.CPU, n.h.ContainerRelDir(c2)))
+}
