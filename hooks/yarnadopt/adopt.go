@@ -50,9 +50,10 @@ import (
 const DefaultScanInterval = time.Second
 
 // The NodeManager lists asked for on demand (a process names a container
-// the store does not know yet) are bounded: one at most every
-// nmListMinInterval, and an id the NM did not list is asked for again only
-// after nmMissRetry.
+// the store does not know yet) are bounded: one at a time and at most one
+// every nmListMinInterval however many ids are unknown, outside the
+// adopter's loop and lock (nmLister); an id the NM did not list is asked
+// for again only after nmMissRetry.
 const (
 	nmListMinInterval = 20 * time.Millisecond
 	nmMissRetry       = time.Second
@@ -140,12 +141,11 @@ type Adopter struct {
 	layout    Layout
 	lastErr   string
 	logged    map[string]bool
-	// nmSeen holds the live containers (→ user) of the last on-demand NM
-	// list.
-	nmSeen   map[string]string
-	nmListAt time.Time
-	// nmMiss holds when each id the NM did not list was asked for.
-	nmMiss map[string]time.Time
+	// nm asks the NodeManager for ids the store does not know (nil: the
+	// store only); pending are the exec'd processes (→ exec time) waiting
+	// for its list.
+	nm      *nmLister
+	pending map[int]uint64
 	fs     procfs.FS
 	fsRoot string
 	users  passwdCache
@@ -167,9 +167,13 @@ func New(opts Options) *Adopter {
 	if opts.ScanInterval <= 0 {
 		opts.ScanInterval = DefaultScanInterval
 	}
-	return &Adopter{opts: opts, env: cgroups.NewEnvironReader(), metrics: newMetrics(opts.Registerer),
+	a := &Adopter{opts: opts, env: cgroups.NewEnvironReader(), metrics: newMetrics(opts.Registerer),
 		envs: map[procKey]string{}, adoptions: map[string]*Adoption{}, watched: map[CgroupKey]bool{},
-		logged: map[string]bool{}, nmMiss: map[string]time.Time{}, layout: LayoutUnknown}
+		logged: map[string]bool{}, pending: map[int]uint64{}, layout: LayoutUnknown}
+	if opts.ListNM != nil {
+		a.nm = newNMLister(opts.ListNM, opts.Now)
+	}
+	return a
 }
 
 // Name names the loop.
@@ -260,8 +264,19 @@ func (a *Adopter) run(stopCh <-chan struct{}) {
 			a.OnExec(ev)
 		case <-ticker.C:
 			a.Scan()
+		case <-a.nmReady():
+			a.retryPending()
 		}
 	}
+}
+
+// nmReady is signalled when a NodeManager list asked for arrives (nil
+// without a NodeManager to ask: never).
+func (a *Adopter) nmReady() <-chan struct{} {
+	if a.nm == nil {
+		return nil
+	}
+	return a.nm.ready
 }
 
 // waitHierarchy waits for the YARN hierarchy to be known.
@@ -510,7 +525,15 @@ func (a *Adopter) adopt(h cgroups.Hierarchy, pids []int, fromExec bool, ktime ui
 		observe(pid, 0)
 	}
 	a.parentsIn(h, procs)
-	assigned := Assign(procs, a.claims(h, procs))
+	claims := a.claims(h, procs)
+	assigned := Assign(procs, claims.Claims)
+	if fromExec && claims.asked && len(a.pending) < maxPending {
+		for _, pid := range pids {
+			if _, ok := assigned[pid]; !ok {
+				a.pending[pid] = ktime // adopted again when the NM's list arrives
+			}
+		}
+	}
 	if len(assigned) == 0 {
 		return
 	}
@@ -667,19 +690,31 @@ func (a *Adopter) parentsIn(h cgroups.Hierarchy, procs map[int]Proc) {
 	}
 }
 
+// gathered is what claims gathered; asked: a NodeManager list that may
+// name more was asked for.
+type gathered struct {
+	Claims
+	asked bool
+}
+
+// maxPending bounds the exec'd processes waiting for a NodeManager list.
+const maxPending = 1024
+
 // claims gathers what Assign checks the claims of procs against: which of
 // the containers they name the NodeManager lists, with their users, and
 // the uids of those users in the NodeManager pod.
-func (a *Adopter) claims(h cgroups.Hierarchy, procs map[int]Proc) Claims {
-	c := Claims{Listed: map[string]string{}}
+func (a *Adopter) claims(h cgroups.Hierarchy, procs map[int]Proc) gathered {
+	c := gathered{Claims: Claims{Listed: map[string]string{}}}
 	for _, p := range procs {
 		for _, id := range []string{p.EnvID, p.ParentIn} {
 			if _, done := c.Listed[id]; done || id == "" {
 				continue
 			}
-			if user, ok := a.listed(id); ok {
+			user, ok, asked := a.listed(id)
+			if ok {
 				c.Listed[id] = user
 			}
+			c.asked = c.asked || asked
 		}
 	}
 	if len(c.Listed) > 0 {
@@ -689,43 +724,33 @@ func (a *Adopter) claims(h cgroups.Hierarchy, procs map[int]Proc) Claims {
 }
 
 // listed reports whether the NodeManager lists container id as not
-// finished, and its user: from the store, else from a list asked for now.
-func (a *Adopter) listed(id string) (string, bool) {
+// finished, and its user: from the store, else from the NodeManager's last
+// list; asked reports that a list was asked for (in the background) that
+// may name it.
+func (a *Adopter) listed(id string) (user string, ok, asked bool) {
 	if !yarn.IsCanonical(id) {
-		return "", false
+		return "", false, false
 	}
 	if c, ok := a.opts.Store.Get(id); ok && c.State != "" {
-		return c.User, !yarn.IsTerminalState(c.State)
+		return c.User, !yarn.IsTerminalState(c.State), false
 	}
-	if user, ok := a.nmSeen[id]; ok {
-		return user, true
+	return a.nm.lookup(id)
+}
+
+// retryPending adopts again the exec'd processes that named containers the
+// NodeManager's list, just arrived, may hold.
+func (a *Adopter) retryPending() {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	pending := a.pending
+	a.pending = map[int]uint64{}
+	h, ok := a.opts.Hierarchy()
+	if !ok || a.podDir == "" {
+		return
 	}
-	now := a.opts.Now()
-	if a.opts.ListNM == nil || now.Sub(a.nmListAt) < nmListMinInterval || now.Sub(a.nmMiss[id]) < nmMissRetry {
-		return "", false
+	for pid, ktime := range pending {
+		a.adopt(h, []int{pid}, true, ktime)
 	}
-	a.nmListAt = now
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-	defer cancel()
-	list, err := a.opts.ListNM(ctx)
-	if err != nil {
-		klog.V(3).Infof("yarn: list the NodeManager's containers for %s: %v", id, err)
-		return "", false
-	}
-	a.nmSeen = make(map[string]string, len(list))
-	for _, c := range list {
-		if !yarn.IsTerminalState(c.State) {
-			a.nmSeen[c.ID.String()] = c.User
-		}
-	}
-	user, ok := a.nmSeen[id]
-	if !ok {
-		if len(a.nmMiss) > 1024 {
-			a.nmMiss = map[string]time.Time{}
-		}
-		a.nmMiss[id] = now
-	}
-	return user, ok
 }
 
 // removeIfDone removes the cgroup koordlet made for container name once

@@ -3,6 +3,8 @@ package yarnadopt
 import (
 	"context"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"runtime/pprof"
@@ -10,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -33,6 +36,8 @@ type node struct {
 	podAbs []string // per hierarchy the pod's process cgroup
 	st     *store.Store
 	nm     *fakeNM
+	mu     sync.Mutex
+	procs  map[string]int // launchNamed's
 }
 
 // fakeNM is the NodeManager's list for the adopter.
@@ -346,4 +351,94 @@ func TestRealKernelClaimByDescent(t *testing.T) {
 	a.Scan()
 	require.Equal(t, []int{p3.Pid()}, kerneltest.Pids(n.h.AbsDir(cgroups.CPU, n.h.ContainerRelDir(c3))), "c3 holds its own process only")
 	require.True(t, n.h.Contains(child, cgroups.CPU, n.h.ContainerRelDir(c2)))
+}
+
+// TestRealKernelSlowNMBlocksNothing: the NodeManager's list is asked for
+// outside the adopter's loop and lock. The NM here (an HTTP server) blocks
+// until Status() has returned and a container the store knows, launched
+// meanwhile, has been moved at its exec; before, the adopter asked under
+// its lock from its loop, so neither happened until the list timed out
+// (2 s) and the server saw its request cancelled.
+func TestRealKernelSlowNMBlocksNothing(t *testing.T) {
+	n := newNode(t)
+	c2 := containerName(2)
+	cid, _ := yarn.ParseContainerID(c2)
+	n.st.Resync(store.Observation{NM: []yarn.NMContainer{{ID: cid, State: yarn.StateRunning}}, NMOK: true}, time.Now())
+
+	entered := make(chan struct{}, 16)
+	statusDone := make(chan struct{})
+	var a *Adopter
+	var answered atomic.Bool
+	var requests atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if requests.Add(1) > 1 {
+			_, _ = w.Write([]byte("[]")) // only the first list is the test
+			return
+		}
+		entered <- struct{}{}
+		for {
+			select {
+			case <-statusDone:
+				if n.h.Contains(n.launched(c2), cgroups.CPU, n.h.ContainerRelDir(c2)) {
+					answered.Store(true)
+					_, _ = w.Write([]byte("[]"))
+					return
+				}
+			case <-r.Context().Done():
+				return
+			default:
+			}
+			select {
+			case <-r.Context().Done():
+				return
+			case <-time.After(5 * time.Millisecond):
+			}
+		}
+	}))
+	t.Cleanup(srv.Close)
+	list := func(ctx context.Context) ([]yarn.NMContainer, error) {
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, srv.URL, nil)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			return nil, err
+		}
+		resp.Body.Close()
+		return nil, nil
+	}
+	a = New(Options{Store: n.st, ScanInterval: time.Second, ListNM: list,
+		Hierarchy:   func() (cgroups.Hierarchy, bool) { return n.h, true },
+		NMPodCgroup: func() (string, string, bool) { return n.pod, "test/nodemanager", true }})
+	stop := make(chan struct{})
+	t.Cleanup(func() { close(stop) })
+	a.Run(stop)
+	require.Eventually(t, func() bool { s := a.Status(); return s.Detection != "" && s.NodeManager != "" }, 10*time.Second, 10*time.Millisecond)
+
+	n.launch(t, containerName(9), "exec sleep 3600") // unknown: the NM is asked
+	select {
+	case <-entered:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the NodeManager was never asked")
+	}
+	go func() { a.Status(); close(statusDone) }()
+	n.launchNamed(t, c2, "exec sleep 3600")
+	require.Eventually(t, func() bool { return answered.Load() || requests.Load() > 1 }, 10*time.Second, 10*time.Millisecond)
+	require.True(t, answered.Load(), "Status() returned and the known container was moved while the NodeManager's first list was in flight")
+}
+
+// launchNamed is launch, remembering the process by its container.
+func (n *node) launchNamed(t *testing.T, id, script string) {
+	p := n.launch(t, id, script)
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.procs == nil {
+		n.procs = map[string]int{}
+	}
+	n.procs[id] = p.Pid()
+}
+
+// launched returns the pid launchNamed started for id (0: none yet).
+func (n *node) launched(id string) int {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.procs[id]
 }
