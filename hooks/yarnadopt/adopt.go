@@ -146,9 +146,9 @@ type Adopter struct {
 	// for its list.
 	nm      *nmLister
 	pending map[int]uint64
-	fs     procfs.FS
-	fsRoot string
-	users  passwdCache
+	fs      procfs.FS
+	fsRoot  string
+	users   passwdCache
 }
 
 // procKey names one exec of one process: its pid, start time and
