@@ -15,10 +15,12 @@
 //
 // Safety: only processes in the NM pod's cgroups are looked at, only those
 // proven to be a listed container's are moved, the NM itself and anything
-// else stays where the runtime put it. Nothing is frozen, stopped or
-// killed; with the gate off, or koordlet gone, the containers run on where
-// they are. A directory is removed only when it carries the marker, holds
-// no process and its container is gone.
+// else stays where the runtime put it. Nothing is frozen or stopped; with
+// the gate off, or koordlet gone, the containers run on where they are.
+// The only processes koordlet ends are those left in a cgroup it made
+// when no NodeManager has listed their container for 10 minutes (its NM
+// crashed or was deleted; lifecycle.go). A directory is removed only when
+// it carries the marker, holds no process and its container is gone.
 package yarnadopt
 
 import (
@@ -72,6 +74,9 @@ type Options struct {
 	ListNM func(ctx context.Context) ([]yarn.NMContainer, error)
 	// ScanInterval, see DefaultScanInterval.
 	ScanInterval time.Duration
+	// Kill ends the processes of container name in its own cgroup, each
+	// verified (the eviction killer); nil: orphans are left running.
+	Kill func(name string) error
 	// Registerer receives the adopter's metrics (nil: none).
 	Registerer prometheus.Registerer
 	// Now is time.Now; tests may pin it.
@@ -149,6 +154,9 @@ type Adopter struct {
 	fs      procfs.FS
 	fsRoot  string
 	users   passwdCache
+	life    lifecycle
+	// quit ends the gate-off sweep (tests; koordlet ends with the process).
+	quit chan struct{}
 }
 
 // procKey names one exec of one process: its pid, start time and
@@ -169,7 +177,7 @@ func New(opts Options) *Adopter {
 	}
 	a := &Adopter{opts: opts, env: cgroups.NewEnvironReader(), metrics: newMetrics(opts.Registerer),
 		envs: map[procKey]string{}, adoptions: map[string]*Adoption{}, watched: map[CgroupKey]bool{},
-		logged: map[string]bool{}, pending: map[int]uint64{}, layout: LayoutUnknown}
+		logged: map[string]bool{}, pending: map[int]uint64{}, layout: LayoutUnknown, quit: make(chan struct{})}
 	if opts.ListNM != nil {
 		a.nm = newNMLister(opts.ListNM, opts.Now)
 	}
@@ -243,9 +251,7 @@ func (a *Adopter) run(stopCh <-chan struct{}) {
 	}
 	unsubscribe := a.opts.Store.Subscribe("yarn-adopt", func(ev store.Event) {
 		if ev.Type == store.Removed && ev.Container != nil {
-			a.mu.Lock()
 			a.removeIfDone(h, ev.Container.Name)
-			a.mu.Unlock()
 		}
 	})
 	defer unsubscribe()
@@ -320,14 +326,26 @@ func (a *Adopter) OnExec(ev ExecEvent) {
 // filter), adopts every container process found there, removes the
 // cgroups of finished containers and tells the layout.
 func (a *Adopter) Scan() {
-	a.mu.Lock()
-	defer a.mu.Unlock()
 	h, ok := a.opts.Hierarchy()
 	if !ok {
 		return
 	}
-	if !a.ensureWriter(h) {
+	if !a.scan(h) {
 		return
+	}
+	a.sweep(h, true)
+	a.mu.Lock()
+	a.detectLayout(h)
+	a.mu.Unlock()
+}
+
+// scan adopts what the NM pod's cgroups hold; false when koordlet cannot
+// move processes here.
+func (a *Adopter) scan(h cgroups.Hierarchy) bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if !a.ensureWriter(h) {
+		return false
 	}
 	dirs := a.refreshPod(h)
 	var pids []int
@@ -347,10 +365,13 @@ func (a *Adopter) Scan() {
 		a.adopt(h, pids, false, 0)
 	}
 	a.forgetExited(pids)
-	for _, name := range ourLeaves(h) {
-		a.removeIfDone(h, name)
-	}
-	a.detectLayout(h)
+	return true
+}
+
+// sayV2 says once per key what the YARN hierarchy's v2 controllers lack
+// (a.mu held).
+func (a *Adopter) sayV2(key, msg string) {
+	a.logOnce("v2:"+key, func() { klog.Warning(msg) })
 }
 
 // ensureWriter starts the process writer once (a.mu held); false, said
@@ -555,7 +576,7 @@ func (a *Adopter) adopt(h cgroups.Hierarchy, pids []int, fromExec bool, ktime ui
 		dirs, _ := leafDirs(h, name)
 		var err error
 		if a.adoptions[name] == nil {
-			dirs, err = ensureLeaf(h, name)
+			dirs, err = ensureLeaf(h, name, a.sayV2)
 		}
 		if err != nil {
 			a.logOnce("leaf:"+name, func() { klog.Warningf("yarn: no cgroup for YARN container %s: %v", name, err) })
@@ -762,17 +783,7 @@ func (a *Adopter) removeIfDone(h cgroups.Hierarchy, name string) {
 	if c, ok := a.opts.Store.Get(name); ok && c.Source&store.SourceNM != 0 && !yarn.IsTerminalState(c.State) {
 		return // the NodeManager still lists it running (an empty cgroup is refilled at its next process)
 	}
-	gone, err := removeLeaf(h, name)
-	if err != nil {
-		klog.V(4).Infof("yarn: cgroup of the finished container %s not removed yet: %v", name, err)
-		return
-	}
-	if gone {
-		if _, ok := a.adoptions[name]; ok {
-			klog.V(2).Infof("yarn: removed the cgroup koordlet made for the finished YARN container %s", name)
-		}
-		delete(a.adoptions, name)
-	}
+	a.removeLeaf(h, name)
 }
 
 // Status returns the adopter's state.
@@ -788,8 +799,9 @@ func (a *Adopter) Status() Status {
 }
 
 // RestoreDisabled runs with the gate off: it removes the empty cgroups an
-// earlier koordlet made for containers that are gone. Containers still in
-// theirs run on there: nothing is moved back, frozen or killed.
+// earlier koordlet made, and the others as they empty (sweepDisabled).
+// Containers still in theirs run on there: nothing is moved back or
+// frozen; only orphans (see lifecycle.go) are ended.
 func (a *Adopter) RestoreDisabled() int {
 	if a.opts.Hierarchy == nil {
 		return 0
@@ -807,7 +819,8 @@ func (a *Adopter) RestoreDisabled() int {
 		}
 	}
 	if kept > 0 {
-		klog.Infof("yarn: YARNContainerCgroups is off: %d container(s) still run in the cgroups an earlier koordlet made for them; they stay there (the cgroups go when they are empty and the gate is on again, or by hand)", kept)
+		klog.Infof("yarn: YARNContainerCgroups is off: %d container(s) still run in the cgroups an earlier koordlet made for them; they stay there, and each cgroup goes once it is empty", kept)
+		go a.sweepDisabled(h, a.quit)
 	}
 	return n
 }

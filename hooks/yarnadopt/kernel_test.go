@@ -23,6 +23,7 @@ import (
 	"github.com/koordlet-yarn/koordlet-yarn/framework/cgroups"
 	"github.com/koordlet-yarn/koordlet-yarn/framework/store"
 	"github.com/koordlet-yarn/koordlet-yarn/framework/yarn"
+	"github.com/koordlet-yarn/koordlet-yarn/plugins/yarnevict"
 	"github.com/koordlet-yarn/koordlet-yarn/test/kerneltest"
 )
 
@@ -272,9 +273,9 @@ func TestRealKernelRestoreDisabled(t *testing.T) {
 	n := newNode(t)
 	a := n.adopter(t, false)
 	empty, busy, yarns := containerName(2), containerName(3), containerName(4)
-	_, err := ensureLeaf(n.h, empty)
+	_, err := ensureLeaf(n.h, empty, nil)
 	require.NoError(t, err)
-	dirs, err := ensureLeaf(n.h, busy)
+	dirs, err := ensureLeaf(n.h, busy, nil)
 	require.NoError(t, err)
 	p := kerneltest.Start(t, "exec sleep 3600", dirs...)
 	require.NoError(t, p.Release())
@@ -288,7 +289,7 @@ func TestRealKernelRestoreDisabled(t *testing.T) {
 	_, err = os.Stat(n.h.AbsDir(cgroups.CPU, n.h.ContainerRelDir(yarns)))
 	require.NoError(t, err, "YARN's directory is not koordlet's to remove")
 	// A directory YARN made is never filled either.
-	_, err = ensureLeaf(n.h, yarns)
+	_, err = ensureLeaf(n.h, yarns, nil)
 	require.ErrorIs(t, err, errNotOurs)
 }
 
@@ -441,4 +442,102 @@ func (n *node) launched(id string) int {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	return n.procs[id]
+}
+
+// TestRealKernelOrphanEnded: a container's process runs on in the cgroup
+// koordlet made after its NodeManager pod is gone (the runtime no longer
+// ends it): once no NodeManager has listed it for orphanGrace it is ended
+// by the eviction killer (only what is in that cgroup, each pinned) and
+// the cgroup removed. Its sibling, listed again by a NodeManager that came
+// back, runs on. Before, both ran on for ever.
+func TestRealKernelOrphanEnded(t *testing.T) {
+	n := newNode(t)
+	now := time.Now()
+	var clock sync.Mutex
+	var podGone atomic.Bool
+	killer := &yarnevict.Killer{H: n.h, Grace: 10 * time.Millisecond}
+	a := New(Options{Store: n.st, ScanInterval: time.Second, ListNM: n.nm.list,
+		Now:       func() time.Time { clock.Lock(); defer clock.Unlock(); return now },
+		Hierarchy: func() (cgroups.Hierarchy, bool) { return n.h, true },
+		NMPodCgroup: func() (string, string, bool) {
+			return n.pod, "test/nodemanager", !podGone.Load()
+		},
+		Kill: func(name string) error {
+			var c store.Container
+			c.Name = name
+			c.Cgroups[cgroups.CPU] = cgroups.Ref{Dir: n.h.ContainerRelDir(name), Owned: true}
+			_, err := killer.KillFor(&c, "test: orphaned")
+			return err
+		}})
+	c2, c3 := containerName(2), containerName(3)
+	n.nm.add(c2)
+	n.nm.add(c3)
+	p2 := n.launch(t, c2, "exec sleep 3600")
+	p3 := n.launch(t, c3, "exec sleep 3600")
+	require.Eventually(t, func() bool {
+		a.Scan()
+		return n.h.Contains(p2.Pid(), cgroups.CPU, n.h.ContainerRelDir(c2)) && n.h.Contains(p3.Pid(), cgroups.CPU, n.h.ContainerRelDir(c3))
+	}, 10*time.Second, 50*time.Millisecond)
+	// c3 is in the store from the NodeManager: with a NM pod present, it is
+	// listed.
+	cid3, _ := yarn.ParseContainerID(c3)
+	n.st.Resync(store.Observation{NM: []yarn.NMContainer{{ID: cid3, State: yarn.StateRunning}}, NMOK: true}, time.Now())
+
+	podGone.Store(true) // the NM pod crashed: nothing ends the containers
+	a.Scan()
+	clock.Lock()
+	now = now.Add(orphanGrace - time.Second)
+	clock.Unlock()
+	a.Scan()
+	require.True(t, alive(p2.Pid()), "not before the grace")
+	podGone.Store(false) // a NodeManager is back; it recovered c3, not c2
+	n.nm.mu.Lock()
+	delete(n.nm.ids, c2)
+	n.nm.mu.Unlock()
+	clock.Lock()
+	now = now.Add(2 * time.Second)
+	clock.Unlock()
+	a.Scan() // c2 still orphaned (no NM lists it): ended
+	require.Eventually(t, func() bool { return !alive(p2.Pid()) }, 10*time.Second, 20*time.Millisecond, "the orphan's process is ended")
+	require.Eventually(t, func() bool {
+		a.Scan()
+		_, err := os.Stat(n.h.AbsDir(cgroups.CPU, n.h.ContainerRelDir(c2)))
+		return os.IsNotExist(err)
+	}, 10*time.Second, 50*time.Millisecond, "its cgroup removed")
+	require.True(t, alive(p3.Pid()), "the container a NodeManager lists runs on")
+	require.True(t, n.h.Contains(p3.Pid(), cgroups.CPU, n.h.ContainerRelDir(c3)))
+}
+
+// alive reports whether pid runs (a zombie counts as ended).
+func alive(pid int) bool {
+	st, err := readStat("/proc", pid)
+	if err != nil {
+		return false
+	}
+	b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	_ = st
+	i := strings.LastIndexByte(string(b), ')')
+	return i > 0 && i+2 < len(b) && b[i+2] != 'Z' && b[i+2] != 'X'
+}
+
+// TestRealKernelGateOffCleansAsTheyEmpty: with the gate off, a cgroup
+// koordlet made whose container finishes later goes once it is empty
+// (before: it stayed until the next restart).
+func TestRealKernelGateOffCleansAsTheyEmpty(t *testing.T) {
+	n := newNode(t)
+	a := New(Options{Store: n.st, ScanInterval: 20 * time.Millisecond,
+		Hierarchy:   func() (cgroups.Hierarchy, bool) { return n.h, true },
+		NMPodCgroup: func() (string, string, bool) { return n.pod, "test/nodemanager", true }})
+	busy := containerName(3)
+	dirs, err := ensureLeaf(n.h, busy, nil)
+	require.NoError(t, err)
+	p := kerneltest.Start(t, "exec sleep 3600", dirs...)
+	require.NoError(t, p.Release())
+	require.Equal(t, 0, a.RestoreDisabled())
+	require.True(t, n.h.Contains(p.Pid(), cgroups.CPU, n.h.ContainerRelDir(busy)), "the running container stays where it is")
+	killGroup(p) // the container finishes
+	require.Eventually(t, func() bool {
+		_, err := os.Stat(n.h.AbsDir(cgroups.CPU, n.h.ContainerRelDir(busy)))
+		return os.IsNotExist(err)
+	}, 10*time.Second, 20*time.Millisecond, "its cgroup goes once empty, the gate off")
 }
