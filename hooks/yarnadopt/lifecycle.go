@@ -203,3 +203,42 @@ func (a *Adopter) sweepDisabled(h cgroups.Hierarchy, stop <-chan struct{}) {
 		a.sweep(h, false)
 	}
 }
+
+// removeIfDone removes the cgroup koordlet made for container name once
+// the container is gone (not listed, or finished) and the cgroup empty.
+func (a *Adopter) removeIfDone(h cgroups.Hierarchy, name string) {
+	if !yarn.IsCanonical(name) {
+		return
+	}
+	if c, ok := a.opts.Store.Get(name); ok && c.Source&store.SourceNM != 0 && !yarn.IsTerminalState(c.State) {
+		return // the NodeManager still lists it running (an empty cgroup is refilled at its next process)
+	}
+	a.removeLeaf(h, name)
+}
+
+// RestoreDisabled runs with the gate off: it removes the empty cgroups an
+// earlier koordlet made, and the others as they empty (sweepDisabled).
+// Containers still in theirs run on there: nothing is moved back or
+// frozen; only orphans (see lifecycle.go) are ended.
+func (a *Adopter) RestoreDisabled() int {
+	if a.opts.Hierarchy == nil {
+		return 0
+	}
+	h, ok := a.opts.Hierarchy()
+	if !ok {
+		return 0
+	}
+	n, kept := 0, 0
+	for _, name := range ourLeaves(h) {
+		if gone, err := removeLeaf(h, name); err == nil && gone {
+			n++
+		} else {
+			kept++
+		}
+	}
+	if kept > 0 {
+		klog.Infof("yarn: YARNContainerCgroups is off: %d container(s) still run in the cgroups an earlier koordlet made for them; they stay there, and each cgroup goes once it is empty", kept)
+		go a.sweepDisabled(h, a.quit)
+	}
+	return n
+}

@@ -104,3 +104,22 @@ func (l *nmLister) ask(asking map[string]bool) {
 	default:
 	}
 }
+
+// The NodeManager lists asked for on demand (a process names a container
+// the store does not know yet) are bounded: one at a time and at most one
+// every nmListMinInterval however many ids are unknown, outside the
+// adopter's loop and lock (nmLister); an id the NM did not list is asked
+// for again only after nmMissRetry.
+const (
+	nmListMinInterval = 20 * time.Millisecond
+	nmMissRetry       = time.Second
+)
+
+// nmReady is signalled when a NodeManager list asked for arrives (nil
+// without a NodeManager to ask: never).
+func (a *Adopter) nmReady() <-chan struct{} {
+	if a.nm == nil {
+		return nil
+	}
+	return a.nm.ready
+}
