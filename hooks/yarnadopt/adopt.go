@@ -29,6 +29,7 @@ import (
 	"fmt"
 	"os"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -45,6 +46,10 @@ import (
 // scanned for container processes the exec watch did not report (or
 // without it), and finished containers' cgroups removed.
 const DefaultScanInterval = time.Second
+
+// maxRemovals bounds the store's removals waiting for the loop; past it,
+// the next scan's sweep removes the cgroups.
+const maxRemovals = 256
 
 // Options wire the adopter.
 type Options struct {
@@ -77,6 +82,11 @@ type Adopter struct {
 	writer  *procsWriter
 	metrics *metrics
 
+	// mu serializes the adopter's work: the loop's, and that of a caller
+	// of Scan or OnExec while no loop runs (tests). Nothing else takes it:
+	// Status reads the snapshot the work publishes (records.go), the
+	// store's removals reach the loop on a channel, and the NodeManager
+	// is asked outside it (nmlist.go).
 	mu sync.Mutex
 	// envs caches each process's CONTAINER_ID, read once per process.
 	envs map[procKey]string
@@ -102,6 +112,10 @@ type Adopter struct {
 	life    lifecycle
 	// quit ends the gate-off sweep (tests; koordlet ends with the process).
 	quit chan struct{}
+	// removals carries the store's removed containers to the loop.
+	removals chan string
+	// status is the last published Status (records.go).
+	status atomic.Pointer[Status]
 }
 
 // procKey names one exec of one process: its pid, start time and
@@ -122,10 +136,12 @@ func New(opts Options) *Adopter {
 	}
 	a := &Adopter{opts: opts, env: cgroups.NewEnvironReader(), metrics: newMetrics(opts.Registerer),
 		envs: map[procKey]string{}, adoptions: map[string]*Adoption{}, watched: map[CgroupKey]bool{},
-		logged: map[string]bool{}, pending: map[int]uint64{}, layout: LayoutUnknown, quit: make(chan struct{})}
+		logged: map[string]bool{}, pending: map[int]uint64{}, layout: LayoutUnknown, quit: make(chan struct{}),
+		removals: make(chan string, maxRemovals)}
 	if opts.ListNM != nil {
 		a.nm = newNMLister(opts.ListNM, opts.Now)
 	}
+	a.publish()
 	return a
 }
 
@@ -155,6 +171,7 @@ func (a *Adopter) run(stopCh <-chan struct{}) {
 	}
 	a.mu.Lock()
 	ok = a.ensureWriter(h)
+	a.publish()
 	a.mu.Unlock()
 	if !ok {
 		return
@@ -166,12 +183,14 @@ func (a *Adopter) run(stopCh <-chan struct{}) {
 	events := make(chan ExecEvent, 256)
 	a.mu.Lock()
 	a.detection = "scan"
+	a.publish()
 	a.mu.Unlock()
 	if src, err := open(); err != nil {
 		klog.Infof("yarn: YARNContainerCgroups: no eBPF exec watch on this node (%v); container processes are found by a scan of the NodeManager pod's cgroups every %v", err, a.opts.ScanInterval)
 	} else {
 		a.mu.Lock()
 		a.exec, a.detection = src, "ebpf"
+		a.publish()
 		a.mu.Unlock()
 		go func() {
 			for {
@@ -196,7 +215,10 @@ func (a *Adopter) run(stopCh <-chan struct{}) {
 	}
 	unsubscribe := a.opts.Store.Subscribe("yarn-adopt", func(ev store.Event) {
 		if ev.Type == store.Removed && ev.Container != nil {
-			a.removeIfDone(h, ev.Container.Name)
+			select {
+			case a.removals <- ev.Container.Name:
+			default: // full: the next scan's sweep removes it
+			}
 		}
 	})
 	defer unsubscribe()
@@ -217,6 +239,11 @@ func (a *Adopter) run(stopCh <-chan struct{}) {
 			a.Scan()
 		case <-a.nmReady():
 			a.retryPending()
+		case name := <-a.removals:
+			a.mu.Lock()
+			a.removeIfDone(h, name)
+			a.publish()
+			a.mu.Unlock()
 		}
 	}
 }
@@ -251,6 +278,7 @@ func (a *Adopter) logOnce(key string, f func()) {
 func (a *Adopter) OnExec(ev ExecEvent) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
+	defer a.publish()
 	h, ok := a.opts.Hierarchy()
 	if !ok || a.podDir == "" {
 		return
@@ -266,13 +294,14 @@ func (a *Adopter) Scan() {
 	if !ok {
 		return
 	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	defer a.publish()
 	if !a.scan(h) {
 		return
 	}
 	a.sweep(h, true)
-	a.mu.Lock()
 	a.detectLayout(h)
-	a.mu.Unlock()
 }
 
 // sayV2 says once per key what the YARN hierarchy's v2 controllers lack
@@ -304,6 +333,7 @@ func (a *Adopter) ensureWriter(h cgroups.Hierarchy) bool {
 func (a *Adopter) retryPending() {
 	a.mu.Lock()
 	defer a.mu.Unlock()
+	defer a.publish()
 	pending := a.pending
 	a.pending = map[int]uint64{}
 	h, ok := a.opts.Hierarchy()

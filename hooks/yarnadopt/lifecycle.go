@@ -73,14 +73,15 @@ func decideLeaf(s leafState, podKnown, adopting bool) leafAction {
 	return leafOrphan
 }
 
-// lifecycle is the sweep's state: when each container became orphaned,
-// and the kills in flight (each in its own goroutine: the killer waits
-// its grace).
+// lifecycle is the sweep's state (the sweep's goroutine's: the loop's,
+// or with the gate off sweepDisabled's): when each container became
+// orphaned; and the kills in flight (each in its own goroutine, the killer
+// waits its grace), whose map alone mu guards.
 type lifecycle struct {
-	mu       sync.Mutex
 	since    map[string]time.Time
-	killing  map[string]bool
 	noKiller bool
+	mu       sync.Mutex
+	killing  map[string]bool
 }
 
 // sweep decides about every cgroup koordlet made (see decideLeaf) and
@@ -92,10 +93,8 @@ func (a *Adopter) sweep(h cgroups.Hierarchy, adopting bool) {
 	}
 	now := a.opts.Now()
 	lc := &a.life
-	lc.mu.Lock()
-	defer lc.mu.Unlock()
 	if lc.since == nil {
-		lc.since, lc.killing = map[string]time.Time{}, map[string]bool{}
+		lc.since = map[string]time.Time{}
 	}
 	live := map[string]bool{}
 	for _, name := range ourLeaves(h) {
@@ -129,12 +128,10 @@ func (a *Adopter) sweep(h cgroups.Hierarchy, adopting bool) {
 	}
 }
 
-// killOrphan ends the processes of an orphaned container (lc.mu held).
+// killOrphan ends the processes of an orphaned container, in its own
+// goroutine.
 func (a *Adopter) killOrphan(name string) {
 	lc := &a.life
-	if lc.killing[name] {
-		return
-	}
 	if a.opts.Kill == nil {
 		if !lc.noKiller {
 			lc.noKiller = true
@@ -142,7 +139,16 @@ func (a *Adopter) killOrphan(name string) {
 		}
 		return
 	}
+	lc.mu.Lock()
+	if lc.killing == nil {
+		lc.killing = map[string]bool{}
+	}
+	busy := lc.killing[name]
 	lc.killing[name] = true
+	lc.mu.Unlock()
+	if busy {
+		return
+	}
 	go func() {
 		err := a.opts.Kill(name)
 		lc.mu.Lock()
@@ -157,7 +163,7 @@ func (a *Adopter) killOrphan(name string) {
 }
 
 // removeLeaf removes the cgroup koordlet made for container name once it
-// is empty, and forgets its adoption.
+// is empty, and forgets its adoption (a.mu held).
 func (a *Adopter) removeLeaf(h cgroups.Hierarchy, name string) {
 	gone, err := removeLeaf(h, name)
 	if err != nil {
@@ -165,12 +171,10 @@ func (a *Adopter) removeLeaf(h cgroups.Hierarchy, name string) {
 		return
 	}
 	if gone {
-		a.mu.Lock()
 		if _, ok := a.adoptions[name]; ok {
 			klog.V(2).Infof("yarn: removed the cgroup koordlet made for the finished YARN container %s", name)
 		}
 		delete(a.adoptions, name)
-		a.mu.Unlock()
 	}
 }
 
@@ -200,7 +204,9 @@ func (a *Adopter) sweepDisabled(h cgroups.Hierarchy, stop <-chan struct{}) {
 			return
 		case <-t.C:
 		}
+		a.mu.Lock()
 		a.sweep(h, false)
+		a.mu.Unlock()
 	}
 }
 

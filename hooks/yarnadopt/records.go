@@ -1,6 +1,7 @@
 package yarnadopt
 
 import (
+	"maps"
 	"time"
 )
 
@@ -35,14 +36,21 @@ type Status struct {
 	ScanInterval time.Duration       `json:"scanIntervalNanos"`
 }
 
-// Status returns the adopter's state.
+// Status returns the adopter's state: the snapshot its work published
+// last (it never waits for that work).
 func (a *Adopter) Status() Status {
-	a.mu.Lock()
-	defer a.mu.Unlock()
+	s := *a.status.Load()
+	s.Containers = maps.Clone(s.Containers)
+	return s
+}
+
+// publish makes the adopter's state the one Status returns (a.mu held, or
+// before the adopter runs).
+func (a *Adopter) publish() {
 	s := Status{Layout: a.layout, Detection: a.detection, NodeManager: a.podDir, Error: a.lastErr,
 		Containers: make(map[string]Adoption, len(a.adoptions)), ScanInterval: a.opts.ScanInterval}
 	for n, ad := range a.adoptions {
 		s.Containers[n] = *ad
 	}
-	return s
+	a.status.Store(&s)
 }

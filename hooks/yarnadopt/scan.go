@@ -17,11 +17,9 @@ import (
 	"github.com/koordlet-yarn/koordlet-yarn/framework/yarn"
 )
 
-// scan adopts what the NM pod's cgroups hold; false when koordlet cannot
-// move processes here.
+// scan adopts what the NM pod's cgroups hold (a.mu held); false when
+// koordlet cannot move processes here.
 func (a *Adopter) scan(h cgroups.Hierarchy) bool {
-	a.mu.Lock()
-	defer a.mu.Unlock()
 	if !a.ensureWriter(h) {
 		return false
 	}
