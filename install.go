@@ -169,7 +169,7 @@ func install(fs *flag.FlagSet, reg prometheus.Registerer) (*Framework, error) {
 	fw.memcg = yarnmemcg.New(yarnmemcg.Options{Store: fw.Store, Hierarchy: fw.Informer.Hierarchy, Interval: cfg.QoSReconcileInterval, Registerer: nodeReg})
 	fw.loops = append(fw.loops, fw.memcg)
 	fw.adopt = yarnadopt.New(yarnadopt.Options{Store: fw.Store, Hierarchy: fw.Informer.Hierarchy, NMPodCgroup: fw.nmPodCgroup,
-		ListNM: fw.Informer.ListNM, ScanInterval: cfg.ContainerCgroupsScanInterval, Registerer: nodeReg, Charges: charges})
+		ListNM: fw.Informer.ListNM, ScanInterval: cfg.ContainerCgroupsScanInterval, Registerer: nodeReg, Charges: charges, Kill: fw.killOrphan})
 	fw.loops = append(fw.loops, fw.adopt)
 
 	if fw.Policy, err = yarnpolicy.New(yarnpolicy.Options{Store: fw.Store, Resolver: fw.policy,
@@ -253,6 +253,19 @@ func (fw *Framework) killer() *yarnevict.Killer {
 		return nil
 	}
 	return &yarnevict.Killer{H: h, Grace: fw.Config.EvictGracePeriod, Flights: fw.kills, Journal: fw.journal}
+}
+
+// killOrphan ends what runs on in the cgroup koordlet made for a YARN
+// container no NodeManager lists any more (its NM pod crashed or went):
+// the eviction killer, which signals only the processes verified in it.
+func (fw *Framework) killOrphan(name string) error {
+	k := fw.killer()
+	c, ok := fw.Store.Get(name)
+	if k == nil || !ok {
+		return fmt.Errorf("container %s: not known to the store (or no hierarchy yet)", name)
+	}
+	_, err := k.KillFor(c, "listed by no NodeManager (its NodeManager pod is gone)")
+	return err
 }
 
 // evictedKeep is how long an evicted container is kept out of the victim

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"path/filepath"
 	"strconv"
+	"sync"
 	"time"
 )
 
@@ -13,18 +14,21 @@ import (
 // reader, and with it the scan and the informer, indefinitely.
 const EnvironTimeout = 250 * time.Millisecond
 
-// maxStuckEnvironReads bounds the reads abandoned to a stuck process (each
-// a goroutine blocked in the kernel until the process moves on): past it,
-// environments are not read until one returns.
-const maxStuckEnvironReads = 4
+// maxEnvironReads bounds the reads in flight on a node (each a goroutine,
+// blocked in the kernel while its process is stuck). The bound that
+// matters is per process: one read at a time, so a process in D state
+// holds one goroutine and never stops the reads of the others; this one
+// only caps memory on a node with hundreds of stuck processes.
+const maxEnvironReads = 256
 
 // ErrEnvironTimeout: the read of an environment did not return in
-// EnvironTimeout (the process is likely in D state); it is tried again at
-// a later scan.
+// EnvironTimeout (the process is likely in D state), or an earlier read of
+// the same process has not returned yet; it is tried again at a later
+// scan.
 var ErrEnvironTimeout = errors.New("reading the process environment timed out")
 
-// ErrEnvironBusy: too many reads are stuck on processes in D state; no
-// environment is read until one returns.
+// ErrEnvironBusy: maxEnvironReads reads are stuck on processes in D state;
+// no other environment is read until one returns.
 var ErrEnvironBusy = errors.New("too many environment reads stuck on processes in D state")
 
 // ErrEnvironEmpty: the environment read back empty. A process in the
@@ -33,17 +37,22 @@ var ErrEnvironBusy = errors.New("too many environment reads stuck on processes i
 // to keep: read again at the next exec or scan.
 var ErrEnvironEmpty = errors.New("the process environment is empty (in the middle of an exec?)")
 
-// environReader reads environments in time-bounded, concurrency-bounded
-// goroutines: a caller waits at most timeout, whatever the kernel does.
+// environReader reads environments in time-bounded goroutines, at most one
+// per process (path) at a time: a caller waits at most timeout, whatever
+// the kernel does, and a stuck process stops only the reads of its own
+// environment.
 type environReader struct {
-	slots   chan struct{}
 	timeout time.Duration
+	limit   int
 	// read reads one environment (readEnviron; tests inject a stuck one).
 	read func(path string, buf []byte) (data, grown []byte, truncated bool, err error)
+
+	mu       sync.Mutex
+	inflight map[string]bool
 }
 
 func newEnvironReader() *environReader {
-	return &environReader{slots: make(chan struct{}, maxStuckEnvironReads), timeout: EnvironTimeout, read: readEnviron}
+	return &environReader{timeout: EnvironTimeout, limit: maxEnvironReads, read: readEnviron, inflight: map[string]bool{}}
 }
 
 type environResult struct {
@@ -53,17 +62,26 @@ type environResult struct {
 }
 
 // Read reads path within the bound. Each read has its own buffer: an
-// abandoned read may still write into it later.
+// abandoned read may still write into it later. A path whose earlier read
+// is still in the kernel is not read again until it returns.
 func (r *environReader) Read(path string) (data []byte, truncated bool, err error) {
-	select {
-	case r.slots <- struct{}{}:
-	default:
+	r.mu.Lock()
+	switch {
+	case r.inflight[path]:
+		r.mu.Unlock()
+		return nil, false, ErrEnvironTimeout
+	case len(r.inflight) >= r.limit:
+		r.mu.Unlock()
 		return nil, false, ErrEnvironBusy
 	}
+	r.inflight[path] = true
+	r.mu.Unlock()
 	done := make(chan environResult, 1)
 	go func() {
-		defer func() { <-r.slots }()
 		d, _, tr, err := r.read(path, nil)
+		r.mu.Lock()
+		delete(r.inflight, path)
+		r.mu.Unlock()
 		done <- environResult{d, tr, err}
 	}()
 	t := time.NewTimer(r.timeout)
@@ -77,8 +95,8 @@ func (r *environReader) Read(path string) (data []byte, truncated bool, err erro
 }
 
 // EnvironReader reads the CONTAINER_ID of processes' environments, each
-// read bounded in size (MaxEnvironBytes), in time (EnvironTimeout) and in
-// the reads left stuck on processes in D state.
+// read bounded in size (MaxEnvironBytes), in time (EnvironTimeout) and to
+// one read in flight per process (a process in D state stops only its own).
 type EnvironReader struct{ r *environReader }
 
 // NewEnvironReader returns a reader.

@@ -1,8 +1,12 @@
 package cgroups
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -12,35 +16,67 @@ import (
 
 // TestEnvironReadIsBounded: a read of /proc/<pid>/environ that blocks (a
 // process in D state holding its memory map lock) returns to the caller
-// after the timeout; past maxStuckEnvironReads stuck reads, reads are not
-// even started; once the process moves on, reads work again. The reader
-// before read inline and blocked the scan, and the informer, for as long
-// as the process stayed stuck.
+// after the timeout; while it is stuck, that process's environment is not
+// read again (no second goroutine), and every other process's is: stuck
+// processes, however many, stop only their own reads (before, four stuck
+// reads stopped every environment read on the node, and with it all
+// adoption). Once a process moves on, its reads work again.
 func TestEnvironReadIsBounded(t *testing.T) {
 	release := make(chan struct{})
+	var mu sync.Mutex
+	calls := map[string]int{}
+	const stuck = 2 * maxStuckForTest
 	r := newEnvironReader()
 	r.timeout = 20 * time.Millisecond
-	r.read = func(string, []byte) ([]byte, []byte, bool, error) {
-		<-release // stuck in the kernel
+	r.read = func(path string, _ []byte) ([]byte, []byte, bool, error) {
+		mu.Lock()
+		calls[path]++
+		mu.Unlock()
+		if strings.HasPrefix(path, "/proc/stuck") {
+			<-release // stuck in the kernel
+		}
 		return []byte("CONTAINER_ID=x"), nil, false, nil
 	}
-	for i := 0; i < maxStuckEnvironReads; i++ {
-		start := time.Now()
-		_, _, err := r.Read("/proc/1/environ")
+	called := func(path string) int { mu.Lock(); defer mu.Unlock(); return calls[path] }
+	for i := 0; i < stuck; i++ {
+		path := fmt.Sprintf("/proc/stuck%d/environ", i)
+		_, _, err := r.Read(path)
 		assert.ErrorIs(t, err, ErrEnvironTimeout)
-		assert.Less(t, time.Since(start), time.Second, "bounded in time")
+		// Again: no second read of a process whose read is still stuck.
+		_, _, err = r.Read(path)
+		assert.ErrorIs(t, err, ErrEnvironTimeout)
+		assert.Equal(t, 1, called(path), "one read in flight per process")
+		// Every other process is read.
+		d, _, err := r.Read(fmt.Sprintf("/proc/%d/environ", 100+i))
+		require.NoError(t, err, "%d processes stuck", i+1)
+		assert.Equal(t, "CONTAINER_ID=x", string(d))
 	}
-	start := time.Now()
-	_, _, err := r.Read("/proc/1/environ")
-	assert.ErrorIs(t, err, ErrEnvironBusy, "no more goroutines left to a stuck process")
-	assert.Less(t, time.Since(start), 10*time.Millisecond)
 
-	close(release) // the process moves on
+	close(release) // the processes move on
 	assert.Eventually(t, func() bool {
-		d, _, err := r.Read("/proc/1/environ")
+		d, _, err := r.Read("/proc/stuck0/environ")
 		return err == nil && string(d) == "CONTAINER_ID=x"
 	}, 2*time.Second, 10*time.Millisecond)
 }
+
+// The node-wide cap only bounds memory: past it, no read is started.
+func TestEnvironReadCap(t *testing.T) {
+	release := make(chan struct{})
+	defer close(release)
+	var n atomic.Int32
+	r := newEnvironReader()
+	r.timeout, r.limit = 5*time.Millisecond, maxStuckForTest
+	r.read = func(string, []byte) ([]byte, []byte, bool, error) { n.Add(1); <-release; return nil, nil, false, nil }
+	for i := 0; i < maxStuckForTest; i++ {
+		_, _, err := r.Read(fmt.Sprintf("/proc/%d/environ", i))
+		assert.ErrorIs(t, err, ErrEnvironTimeout)
+	}
+	_, _, err := r.Read("/proc/999/environ")
+	assert.ErrorIs(t, err, ErrEnvironBusy)
+	assert.Equal(t, int32(maxStuckForTest), n.Load(), "no read started past the cap")
+}
+
+const maxStuckForTest = 4
 
 // An empty environment is no answer: a process in the middle of an exec
 // shows one (found by make measure-adopt: the adopter kept "no container"

@@ -15,27 +15,25 @@
 //
 // Safety: only processes in the NM pod's cgroups are looked at, only those
 // proven to be a listed container's are moved, the NM itself and anything
-// else stays where the runtime put it. Nothing is frozen, stopped or
-// killed; with the gate off, or koordlet gone, the containers run on where
-// they are. A directory is removed only when it carries the marker, holds
-// no process and its container is gone.
+// else stays where the runtime put it. Nothing is frozen or stopped; with
+// the gate off, or koordlet gone, the containers run on where they are.
+// The only processes koordlet ends are those left in a cgroup it made
+// when no NodeManager has listed their container for 10 minutes (its NM
+// crashed or was deleted; lifecycle.go). A directory is removed only when
+// it carries the marker, holds no process and its container is gone.
 package yarnadopt
 
 import (
 	"context"
 	"errors"
 	"fmt"
-	"io/fs"
 	"os"
-	"path/filepath"
-	"sort"
-	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/procfs"
-	"golang.org/x/sys/unix"
 	"k8s.io/klog/v2"
 
 	"github.com/koordlet-yarn/koordlet-yarn/framework/cgroups"
@@ -49,14 +47,9 @@ import (
 // without it), and finished containers' cgroups removed.
 const DefaultScanInterval = time.Second
 
-// The NodeManager lists asked for on demand (a process names a container
-// the store does not know yet) are bounded: one at most every
-// nmListMinInterval, and an id the NM did not list is asked for again only
-// after nmMissRetry.
-const (
-	nmListMinInterval = 20 * time.Millisecond
-	nmMissRetry       = time.Second
-)
+// maxRemovals bounds the store's removals waiting for the loop; past it,
+// the next scan's sweep removes the cgroups.
+const maxRemovals = 256
 
 // Options wire the adopter.
 type Options struct {
@@ -71,6 +64,9 @@ type Options struct {
 	ListNM func(ctx context.Context) ([]yarn.NMContainer, error)
 	// ScanInterval, see DefaultScanInterval.
 	ScanInterval time.Duration
+	// Kill ends the processes of container name in its own cgroup, each
+	// verified (the eviction killer); nil: orphans are left running.
+	Kill func(name string) error
 	// Registerer receives the adopter's metrics (nil: none).
 	Registerer prometheus.Registerer
 	// Now is time.Now; tests may pin it.
@@ -83,46 +79,6 @@ type Options struct {
 	openExec func() (execSource, error)
 }
 
-// execSource is the exec watch (ExecWatch, or a test's).
-type execSource interface {
-	Watch(CgroupKey) error
-	Unwatch(CgroupKey) error
-	Read() (ExecEvent, error)
-	Lost() (uint64, error)
-	Close()
-}
-
-// Adoption is what koordlet did for one container (GET /yarn/containers).
-type Adoption struct {
-	// CgroupMadeAt is when koordlet made the container's cgroup.
-	CgroupMadeAt time.Time `json:"cgroupMadeAt"`
-	// Cgroup is its directory relative to the mount root.
-	Cgroup string `json:"cgroup"`
-	// ProcessesMoved counts the processes koordlet moved in.
-	ProcessesMoved int `json:"processesMoved"`
-	// MemoryChargedToNodeManagerBytes is the memory its processes held
-	// (RssAnon + RssShmem) when they were moved: charged to the
-	// NodeManager pod's cgroup, where it stays on cgroup v2 and on kernels
-	// that no longer move charges.
-	MemoryChargedToNodeManagerBytes int64 `json:"memoryChargedToNodeManagerBytes"`
-	// LaunchToCgroupNanos is from the exec of its first process to that
-	// process in the container's cgroup (exec watch only).
-	LaunchToCgroupNanos int64 `json:"launchToCgroupNanos,omitempty"`
-}
-
-// Status is the adopter's state (GET /yarn/containers).
-type Status struct {
-	// Layout is what YARN does with container cgroups on this node.
-	Layout Layout `json:"layout"`
-	// Detection is how container processes are found: "ebpf" (at exec,
-	// with the scan behind it) or "scan"; "" until the loop runs.
-	Detection    string              `json:"detection"`
-	NodeManager  string              `json:"nodeManagerCgroup,omitempty"`
-	Error        string              `json:"error,omitempty"`
-	Containers   map[string]Adoption `json:"containers"`
-	ScanInterval time.Duration       `json:"scanIntervalNanos"`
-}
-
 // Adopter is the YARN container cgroup loop.
 type Adopter struct {
 	opts    Options
@@ -130,6 +86,11 @@ type Adopter struct {
 	writer  *procsWriter
 	metrics *metrics
 
+	// mu serializes the adopter's work: the loop's, and that of a caller
+	// of Scan or OnExec while no loop runs (tests). Nothing else takes it:
+	// Status reads the snapshot the work publishes (records.go), the
+	// store's removals reach the loop on a channel, and the NodeManager
+	// is asked outside it (nmlist.go).
 	mu sync.Mutex
 	// envs caches each process's CONTAINER_ID, read once per process.
 	envs map[procKey]string
@@ -144,13 +105,21 @@ type Adopter struct {
 	layout    Layout
 	lastErr   string
 	logged    map[string]bool
-	// nmSeen holds the live containers of the last on-demand NM list.
-	nmSeen   map[string]bool
-	nmListAt time.Time
-	// nmMiss holds when each id the NM did not list was asked for.
-	nmMiss map[string]time.Time
-	fs     procfs.FS
-	fsRoot string
+	// nm asks the NodeManager for ids the store does not know (nil: the
+	// store only); pending are the exec'd processes (→ exec time) waiting
+	// for its list.
+	nm      *nmLister
+	pending map[int]uint64
+	fs      procfs.FS
+	fsRoot  string
+	users   passwdCache
+	life    lifecycle
+	// quit ends the gate-off sweep (tests; koordlet ends with the process).
+	quit chan struct{}
+	// removals carries the store's removed containers to the loop.
+	removals chan string
+	// status is the last published Status (records.go).
+	status atomic.Pointer[Status]
 }
 
 // procKey names one exec of one process: its pid, start time and
@@ -169,9 +138,15 @@ func New(opts Options) *Adopter {
 	if opts.ScanInterval <= 0 {
 		opts.ScanInterval = DefaultScanInterval
 	}
-	return &Adopter{opts: opts, env: cgroups.NewEnvironReader(), metrics: newMetrics(opts.Registerer),
+	a := &Adopter{opts: opts, env: cgroups.NewEnvironReader(), metrics: newMetrics(opts.Registerer),
 		envs: map[procKey]string{}, adoptions: map[string]*Adoption{}, watched: map[CgroupKey]bool{},
-		logged: map[string]bool{}, nmMiss: map[string]time.Time{}, layout: LayoutUnknown}
+		logged: map[string]bool{}, pending: map[int]uint64{}, layout: LayoutUnknown, quit: make(chan struct{}),
+		removals: make(chan string, maxRemovals)}
+	if opts.ListNM != nil {
+		a.nm = newNMLister(opts.ListNM, opts.Now)
+	}
+	a.publish()
+	return a
 }
 
 // Name names the loop.
@@ -200,6 +175,7 @@ func (a *Adopter) run(stopCh <-chan struct{}) {
 	}
 	a.mu.Lock()
 	ok = a.ensureWriter(h)
+	a.publish()
 	a.mu.Unlock()
 	if !ok {
 		return
@@ -211,12 +187,14 @@ func (a *Adopter) run(stopCh <-chan struct{}) {
 	events := make(chan ExecEvent, 256)
 	a.mu.Lock()
 	a.detection = "scan"
+	a.publish()
 	a.mu.Unlock()
 	if src, err := open(); err != nil {
 		klog.Infof("yarn: YARNContainerCgroups: no eBPF exec watch on this node (%v); container processes are found by a scan of the NodeManager pod's cgroups every %v", err, a.opts.ScanInterval)
 	} else {
 		a.mu.Lock()
 		a.exec, a.detection = src, "ebpf"
+		a.publish()
 		a.mu.Unlock()
 		go func() {
 			for {
@@ -241,9 +219,10 @@ func (a *Adopter) run(stopCh <-chan struct{}) {
 	}
 	unsubscribe := a.opts.Store.Subscribe("yarn-adopt", func(ev store.Event) {
 		if ev.Type == store.Removed && ev.Container != nil {
-			a.mu.Lock()
-			a.removeIfDone(h, ev.Container.Name)
-			a.mu.Unlock()
+			select {
+			case a.removals <- ev.Container.Name:
+			default: // full: the next scan's sweep removes it
+			}
 		}
 	})
 	defer unsubscribe()
@@ -262,6 +241,13 @@ func (a *Adopter) run(stopCh <-chan struct{}) {
 			a.OnExec(ev)
 		case <-ticker.C:
 			a.Scan()
+		case <-a.nmReady():
+			a.retryPending()
+		case name := <-a.removals:
+			a.mu.Lock()
+			a.removeIfDone(h, name)
+			a.publish()
+			a.mu.Unlock()
 		}
 	}
 }
@@ -296,6 +282,7 @@ func (a *Adopter) logOnce(key string, f func()) {
 func (a *Adopter) OnExec(ev ExecEvent) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
+	defer a.publish()
 	h, ok := a.opts.Hierarchy()
 	if !ok || a.podDir == "" {
 		return
@@ -307,37 +294,24 @@ func (a *Adopter) OnExec(ev ExecEvent) {
 // filter), adopts every container process found there, removes the
 // cgroups of finished containers and tells the layout.
 func (a *Adopter) Scan() {
-	a.mu.Lock()
-	defer a.mu.Unlock()
 	h, ok := a.opts.Hierarchy()
 	if !ok {
 		return
 	}
-	if !a.ensureWriter(h) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	defer a.publish()
+	if !a.scan(h) {
 		return
 	}
-	dirs := a.refreshPod(h)
-	var pids []int
-	for _, d := range dirs {
-		ps, err := cgroups.ReadPids(h.AbsDir(scanCtrl, d))
-		if err == nil {
-			pids = append(pids, ps...)
-		}
-	}
-	if a.exec != nil {
-		if n, err := a.exec.Lost(); err == nil && n > a.lost {
-			klog.V(2).Infof("yarn: the exec watch dropped %d exec events (ring buffer full); this scan covers them", n-a.lost)
-			a.lost = n
-		}
-	}
-	if len(pids) > 0 {
-		a.adopt(h, pids, false, 0)
-	}
-	a.forgetExited(pids)
-	for _, name := range ourLeaves(h) {
-		a.removeIfDone(h, name)
-	}
+	a.sweep(h, true)
 	a.detectLayout(h)
+}
+
+// sayV2 says once per key what the YARN hierarchy's v2 controllers lack
+// (a.mu held).
+func (a *Adopter) sayV2(key, msg string) {
+	a.logOnce("v2:"+key, func() { klog.Warning(msg) })
 }
 
 // ensureWriter starts the process writer once (a.mu held); false, said
@@ -358,376 +332,21 @@ func (a *Adopter) ensureWriter(h cgroups.Hierarchy) bool {
 	return true
 }
 
-// scanCtrl is the hierarchy the pod's processes are listed in.
-const scanCtrl = cgroups.CPU
-
-// refreshPod finds the NM pod's cgroup and its subtree (relative dirs) and
-// points the exec watch at them.
-func (a *Adopter) refreshPod(h cgroups.Hierarchy) []string {
-	var (
-		dir, pod string
-		ok       bool
-	)
-	if a.opts.NMPodCgroup != nil {
-		dir, pod, ok = a.opts.NMPodCgroup()
-	}
-	if !ok {
-		a.logOnce("no-pod", func() {
-			klog.Infof("yarn: YARNContainerCgroups: no NodeManager pod known (--yarn-nm-pod-selector); container processes are looked for once it runs")
-		})
-		a.podDir = ""
-		a.setWatched(nil)
-		return nil
-	}
-	if dir != a.podDir {
-		klog.Infof("yarn: YARNContainerCgroups: looking for YARN container processes in the NodeManager pod %s's cgroup %s", pod, dir)
-		a.podDir = dir
-	}
-	root := h.AbsDir(scanCtrl, dir)
-	var dirs []string
-	_ = filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
-		if err != nil || !d.IsDir() {
-			return nil
-		}
-		if rel, err := filepath.Rel(h.AbsDir(scanCtrl, ""), p); err == nil {
-			dirs = append(dirs, rel)
-		}
-		return nil
-	})
-	if a.exec != nil {
-		hid, err := cgroups.HierarchyID(h, scanCtrl)
-		if err != nil {
-			a.logOnce("hid", func() {
-				klog.Warningf("yarn: YARNContainerCgroups: exec watch: %v; the scan alone finds container processes", err)
-			})
-			a.setWatched(nil)
-		} else {
-			keys := map[CgroupKey]bool{}
-			for _, d := range dirs {
-				var st unix.Stat_t
-				if unix.Stat(h.AbsDir(scanCtrl, d), &st) == nil {
-					keys[CgroupKey{HierarchyID: hid, ID: st.Ino}] = true
-				}
-			}
-			a.setWatched(keys)
-		}
-	}
-	return dirs
-}
-
-// setWatched makes the exec watch's filter keys.
-func (a *Adopter) setWatched(keys map[CgroupKey]bool) {
-	if a.exec == nil {
-		return
-	}
-	for k := range a.watched {
-		if !keys[k] {
-			if err := a.exec.Unwatch(k); err == nil {
-				delete(a.watched, k)
-			}
-		}
-	}
-	for k := range keys {
-		if !a.watched[k] {
-			if err := a.exec.Watch(k); err != nil {
-				klog.V(2).Infof("yarn: %v", err)
-				continue
-			}
-			a.watched[k] = true
-		}
-	}
-}
-
-// inPod reports whether the relative cgroup dir is the NM pod's or below.
-func (a *Adopter) inPod(dir string) bool {
-	return a.podDir != "" && (dir == a.podDir || strings.HasPrefix(dir, a.podDir+"/"))
-}
-
-// procfs returns the proc file system of the hierarchy's proc root.
-func (a *Adopter) procFS(h cgroups.Hierarchy) (procfs.FS, error) {
-	if a.fsRoot != h.ProcRoot || a.fs == (procfs.FS{}) {
-		fs, err := procfs.NewFS(h.ProcRoot)
-		if err != nil {
-			return procfs.FS{}, err
-		}
-		a.fs, a.fsRoot = fs, h.ProcRoot
-	}
-	return a.fs, nil
-}
-
-// observed is a process pinned and read.
-type observed struct {
-	p    *cgroups.Pinned
-	proc Proc
-	from []string // its cgroup per leaf controller (in the pod)
-	rss  int64
-}
-
-// maxAncestors bounds the parents followed from an exec'd process.
-const maxAncestors = 32
-
-// adopt classifies pids (and, from an exec, their ancestors in the pod)
-// and moves the processes of listed containers into their cgroups.
-func (a *Adopter) adopt(h cgroups.Hierarchy, pids []int, fromExec bool, ktime uint64) {
-	if a.layout == LayoutLCE || a.layout == LayoutLCECPUOnly {
-		// YARN makes its containers' cgroups here: a cgroup koordlet made
-		// first would make the LCE's own mkdir fail.
-		return
-	}
-	pfs, err := a.procFS(h)
-	if err != nil {
-		return
-	}
-	ctrls := leafCtrls(h)
-	seen := map[int]*observed{}
-	defer func() {
-		for _, o := range seen {
-			if o != nil {
-				o.p.Release()
-			}
-		}
-	}()
-	procs := map[int]Proc{}
-	var observe func(pid, depth int)
-	observe = func(pid, depth int) {
-		if _, ok := seen[pid]; ok || pid <= 1 {
-			return
-		}
-		seen[pid] = nil
-		o := a.observe(h, pfs, pid, ctrls)
-		if o == nil {
-			return
-		}
-		seen[pid] = o
-		procs[pid] = o.proc
-		if fromExec && o.proc.EnvID == "" && depth < maxAncestors {
-			observe(o.proc.PPid, depth+1)
-		}
-	}
-	for _, pid := range pids {
-		observe(pid, 0)
-	}
-	assigned := Assign(procs, a.listed)
-	if len(assigned) == 0 {
-		return
-	}
-	// Ordered: a parent before its children (lower pids first is a fair
-	// approximation; a child forked after its parent moved is born there).
-	order := make([]int, 0, len(assigned))
-	for pid := range assigned {
-		order = append(order, pid)
-	}
-	sort.Ints(order)
-	for _, pid := range order {
-		name := assigned[pid]
-		o := seen[pid]
-		// The cgroup is made (and checked) once per container; later
-		// processes go into what the first one made.
-		dirs, _ := leafDirs(h, name)
-		var err error
-		if a.adoptions[name] == nil {
-			dirs, err = ensureLeaf(h, name)
-		}
-		if err != nil {
-			a.logOnce("leaf:"+name, func() { klog.Warningf("yarn: no cgroup for YARN container %s: %v", name, err) })
-			a.lastErr = err.Error()
-			continue
-		}
-		r := a.move(h, o.p, name, dirs, ctrls, o.from)
-		klog.V(3).Infof("yarn: move process %d of YARN container %s from %v (found at its exec: %t): %s", pid, name, o.from, fromExec, r)
-		a.metrics.moves.WithLabelValues(r).Inc()
-		if r != ResultMoved {
-			continue
-		}
-		ad := a.adoptions[name]
-		if ad == nil {
-			ad = &Adoption{CgroupMadeAt: a.opts.Now(), Cgroup: h.ContainerRelDir(name)}
-			a.adoptions[name] = ad
-			if fromExec && ktime > 0 {
-				var ts unix.Timespec
-				if unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts) == nil {
-					d := time.Duration(ts.Nano() - int64(ktime))
-					if d >= 0 {
-						ad.LaunchToCgroupNanos = int64(d)
-						a.metrics.launch.Observe(d.Seconds())
-					}
-				}
-			}
-			if a.layout == LayoutUnknown {
-				a.detectLayout(h)
-			}
-			klog.V(2).Infof("yarn: YARN container %s runs without a cgroup of YARN's: koordlet made %s and moved its process %d in", name, ad.Cgroup, pid)
-		}
-		ad.ProcessesMoved++
-		ad.MemoryChargedToNodeManagerBytes += o.rss
-		a.opts.Charges.Add(name, o.rss)
-		a.metrics.charged.Add(float64(o.rss))
-	}
-}
-
-// observe pins pid, checks it is in the NM pod's cgroups, and reads its
-// parent, start time, memory and CONTAINER_ID (the environment once per
-// process, bounded); nil when it is gone, elsewhere or unreadable now.
-func (a *Adopter) observe(h cgroups.Hierarchy, pfs procfs.FS, pid int, ctrls []cgroups.Controller) *observed {
-	p, err := cgroups.Pin(h.ProcRoot, pid)
-	if err != nil {
-		return nil
-	}
-	from, ok := a.podPaths(h, pid, ctrls)
-	if !ok {
-		p.Release()
-		return nil
-	}
-	st, err := readStat(h.ProcRoot, pid)
-	if err != nil || st.Start != p.Start {
-		p.Release()
-		return nil
-	}
-	key := procKey{pid: pid, start: p.Start, env: st.EnvStart}
-	id, ok := a.envs[key]
-	if !ok {
-		id, err = a.env.ContainerID(h.ProcRoot, pid)
-		if err != nil {
-			if !errors.Is(err, unix.ESRCH) && !errors.Is(err, os.ErrNotExist) && !errors.Is(err, cgroups.ErrEnvironEmpty) {
-				klog.V(4).Infof("yarn: environment of %d: %v", pid, err)
-			}
-			p.Release()
-			return nil // read again at the next scan or exec
-		}
-		if id != "" && !yarn.IsCanonical(id) {
-			if cid, perr := yarn.ParseContainerID(id); perr != nil {
-				klog.V(4).Infof("yarn: process %d names CONTAINER_ID %q, not a YARN container id: left alone", pid, id)
-				id = ""
-			} else {
-				id = cid.String()
-			}
-		}
-		if !p.Alive() {
-			p.Release()
-			return nil // the environment may have been another process's
-		}
-		a.envs[key] = id
-	}
-	var rss int64
-	if proc, err := pfs.Proc(pid); err == nil {
-		if s, err := proc.NewStatus(); err == nil {
-			rss = int64(s.RssAnon + s.RssShmem)
-		}
-	}
-	return &observed{p: p, proc: Proc{Pid: pid, PPid: st.PPid, EnvID: id}, from: from, rss: rss}
-}
-
-// forgetExited drops the cached environments of processes no longer in
-// the pod (they exited or were moved).
-func (a *Adopter) forgetExited(pids []int) {
-	live := make(map[int]bool, len(pids))
-	for _, p := range pids {
-		live[p] = true
-	}
-	for k := range a.envs {
-		if !live[k.pid] {
-			delete(a.envs, k)
-		}
-	}
-}
-
-// listed reports whether the NodeManager lists container id as not
-// finished: from the store, else from a list asked for now.
-func (a *Adopter) listed(id string) bool {
-	if !yarn.IsCanonical(id) {
-		return false
-	}
-	if c, ok := a.opts.Store.Get(id); ok && c.State != "" {
-		return !yarn.IsTerminalState(c.State)
-	}
-	if a.nmSeen[id] {
-		return true
-	}
-	now := a.opts.Now()
-	if a.opts.ListNM == nil || now.Sub(a.nmListAt) < nmListMinInterval || now.Sub(a.nmMiss[id]) < nmMissRetry {
-		return false
-	}
-	a.nmListAt = now
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-	defer cancel()
-	list, err := a.opts.ListNM(ctx)
-	if err != nil {
-		klog.V(3).Infof("yarn: list the NodeManager's containers for %s: %v", id, err)
-		return false
-	}
-	a.nmSeen = make(map[string]bool, len(list))
-	for _, c := range list {
-		if !yarn.IsTerminalState(c.State) {
-			a.nmSeen[c.ID.String()] = true
-		}
-	}
-	if !a.nmSeen[id] {
-		if len(a.nmMiss) > 1024 {
-			a.nmMiss = map[string]time.Time{}
-		}
-		a.nmMiss[id] = now
-	}
-	return a.nmSeen[id]
-}
-
-// removeIfDone removes the cgroup koordlet made for container name once
-// the container is gone (not listed, or finished) and the cgroup empty.
-func (a *Adopter) removeIfDone(h cgroups.Hierarchy, name string) {
-	if !yarn.IsCanonical(name) {
-		return
-	}
-	if c, ok := a.opts.Store.Get(name); ok && c.Source&store.SourceNM != 0 && !yarn.IsTerminalState(c.State) {
-		return // the NodeManager still lists it running (an empty cgroup is refilled at its next process)
-	}
-	gone, err := removeLeaf(h, name)
-	if err != nil {
-		klog.V(4).Infof("yarn: cgroup of the finished container %s not removed yet: %v", name, err)
-		return
-	}
-	if gone {
-		if _, ok := a.adoptions[name]; ok {
-			klog.V(2).Infof("yarn: removed the cgroup koordlet made for the finished YARN container %s", name)
-		}
-		delete(a.adoptions, name)
-		a.opts.Charges.Forget(name)
-	}
-}
-
-// Status returns the adopter's state.
-func (a *Adopter) Status() Status {
+// retryPending adopts again the exec'd processes that named containers the
+// NodeManager's list, just arrived, may hold.
+func (a *Adopter) retryPending() {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	s := Status{Layout: a.layout, Detection: a.detection, NodeManager: a.podDir, Error: a.lastErr,
-		Containers: make(map[string]Adoption, len(a.adoptions)), ScanInterval: a.opts.ScanInterval}
-	for n, ad := range a.adoptions {
-		s.Containers[n] = *ad
-	}
-	return s
-}
-
-// RestoreDisabled runs with the gate off: it removes the empty cgroups an
-// earlier koordlet made for containers that are gone. Containers still in
-// theirs run on there: nothing is moved back, frozen or killed.
-func (a *Adopter) RestoreDisabled() int {
-	if a.opts.Hierarchy == nil {
-		return 0
-	}
+	defer a.publish()
+	pending := a.pending
+	a.pending = map[int]uint64{}
 	h, ok := a.opts.Hierarchy()
-	if !ok {
-		return 0
+	if !ok || a.podDir == "" {
+		return
 	}
-	n, kept := 0, 0
-	for _, name := range ourLeaves(h) {
-		if gone, err := removeLeaf(h, name); err == nil && gone {
-			n++
-		} else {
-			kept++
-		}
+	for pid, ktime := range pending {
+		a.adopt(h, []int{pid}, true, ktime)
 	}
-	if kept > 0 {
-		klog.Infof("yarn: YARNContainerCgroups is off: %d container(s) still run in the cgroups an earlier koordlet made for them; they stay there (the cgroups go when they are empty and the gate is on again, or by hand)", kept)
-	}
-	return n
 }
 
 // String describes the adopter for logs.

@@ -3,6 +3,8 @@ package yarnadopt
 import (
 	"context"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"runtime/pprof"
@@ -10,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -20,6 +23,7 @@ import (
 	"github.com/koordlet-yarn/koordlet-yarn/framework/cgroups"
 	"github.com/koordlet-yarn/koordlet-yarn/framework/store"
 	"github.com/koordlet-yarn/koordlet-yarn/framework/yarn"
+	"github.com/koordlet-yarn/koordlet-yarn/plugins/yarnevict"
 	"github.com/koordlet-yarn/koordlet-yarn/test/kerneltest"
 )
 
@@ -33,6 +37,8 @@ type node struct {
 	podAbs []string // per hierarchy the pod's process cgroup
 	st     *store.Store
 	nm     *fakeNM
+	mu     sync.Mutex
+	procs  map[string]int // launchNamed's
 }
 
 // fakeNM is the NodeManager's list for the adopter.
@@ -267,9 +273,9 @@ func TestRealKernelRestoreDisabled(t *testing.T) {
 	n := newNode(t)
 	a := n.adopter(t, false)
 	empty, busy, yarns := containerName(2), containerName(3), containerName(4)
-	_, err := ensureLeaf(n.h, empty)
+	_, err := ensureLeaf(n.h, empty, nil)
 	require.NoError(t, err)
-	dirs, err := ensureLeaf(n.h, busy)
+	dirs, err := ensureLeaf(n.h, busy, nil)
 	require.NoError(t, err)
 	p := kerneltest.Start(t, "exec sleep 3600", dirs...)
 	require.NoError(t, p.Release())
@@ -283,7 +289,7 @@ func TestRealKernelRestoreDisabled(t *testing.T) {
 	_, err = os.Stat(n.h.AbsDir(cgroups.CPU, n.h.ContainerRelDir(yarns)))
 	require.NoError(t, err, "YARN's directory is not koordlet's to remove")
 	// A directory YARN made is never filled either.
-	_, err = ensureLeaf(n.h, yarns)
+	_, err = ensureLeaf(n.h, yarns, nil)
 	require.ErrorIs(t, err, errNotOurs)
 }
 
@@ -319,4 +325,219 @@ func failAdopter(t *testing.T, a *Adopter, msg string) {
 	var b strings.Builder
 	_ = pprof.Lookup("goroutine").WriteTo(&b, 2)
 	t.Fatalf("%s\ngoroutines:\n%s", msg, b.String())
+}
+
+// TestRealKernelClaimByDescent: a process of container c2 that names c3 in
+// its environment is c2's (it descends from c2's launch): c3 is neither
+// charged nor evicted for it. Before, the environment alone decided and
+// the process landed in c3's cgroup.
+func TestRealKernelClaimByDescent(t *testing.T) {
+	n := newNode(t)
+	a := n.running(t)
+	c2, c3 := containerName(2), containerName(3)
+	n.nm.add(c2)
+	n.nm.add(c3)
+	p3 := n.launch(t, c3, "exec sleep 3600")
+	p2 := n.launch(t, c2, "env CONTAINER_ID="+c3+" sleep 3600 & exec sleep 3600")
+	var child int
+	require.Eventually(t, func() bool {
+		for _, pid := range kerneltest.Pids(n.h.AbsDir(cgroups.CPU, n.h.ContainerRelDir(c2))) {
+			if pid != p2.Pid() {
+				child = pid
+			}
+		}
+		return child != 0 && n.h.Contains(p3.Pid(), cgroups.CPU, n.h.ContainerRelDir(c3))
+	}, 10*time.Second, 10*time.Millisecond, "the child naming c3 moved with c2; status %+v; c2 %v, c3 %v", a.Status(),
+		kerneltest.Pids(n.h.AbsDir(cgroups.CPU, n.h.ContainerRelDir(c2))), kerneltest.Pids(n.h.AbsDir(cgroups.CPU, n.h.ContainerRelDir(c3))))
+	a.Scan()
+	require.Equal(t, []int{p3.Pid()}, kerneltest.Pids(n.h.AbsDir(cgroups.CPU, n.h.ContainerRelDir(c3))), "c3 holds its own process only")
+	require.True(t, n.h.Contains(child, cgroups.CPU, n.h.ContainerRelDir(c2)))
+}
+
+// TestRealKernelSlowNMBlocksNothing: the NodeManager's list is asked for
+// outside the adopter's loop and lock. The NM here (an HTTP server) blocks
+// until Status() has returned and a container the store knows, launched
+// meanwhile, has been moved at its exec; before, the adopter asked under
+// its lock from its loop, so neither happened until the list timed out
+// (2 s) and the server saw its request cancelled.
+func TestRealKernelSlowNMBlocksNothing(t *testing.T) {
+	n := newNode(t)
+	c2 := containerName(2)
+	cid, _ := yarn.ParseContainerID(c2)
+	n.st.Resync(store.Observation{NM: []yarn.NMContainer{{ID: cid, State: yarn.StateRunning}}, NMOK: true}, time.Now())
+
+	entered := make(chan struct{}, 16)
+	statusDone := make(chan struct{})
+	var a *Adopter
+	var answered atomic.Bool
+	var requests atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if requests.Add(1) > 1 {
+			_, _ = w.Write([]byte("[]")) // only the first list is the test
+			return
+		}
+		entered <- struct{}{}
+		for {
+			select {
+			case <-statusDone:
+				if n.h.Contains(n.launched(c2), cgroups.CPU, n.h.ContainerRelDir(c2)) {
+					answered.Store(true)
+					_, _ = w.Write([]byte("[]"))
+					return
+				}
+			case <-r.Context().Done():
+				return
+			default:
+			}
+			select {
+			case <-r.Context().Done():
+				return
+			case <-time.After(5 * time.Millisecond):
+			}
+		}
+	}))
+	t.Cleanup(srv.Close)
+	list := func(ctx context.Context) ([]yarn.NMContainer, error) {
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, srv.URL, nil)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			return nil, err
+		}
+		resp.Body.Close()
+		return nil, nil
+	}
+	a = New(Options{Store: n.st, ScanInterval: time.Second, ListNM: list,
+		Hierarchy:   func() (cgroups.Hierarchy, bool) { return n.h, true },
+		NMPodCgroup: func() (string, string, bool) { return n.pod, "test/nodemanager", true }})
+	stop := make(chan struct{})
+	t.Cleanup(func() { close(stop) })
+	a.Run(stop)
+	require.Eventually(t, func() bool { s := a.Status(); return s.Detection != "" && s.NodeManager != "" }, 10*time.Second, 10*time.Millisecond)
+
+	n.launch(t, containerName(9), "exec sleep 3600") // unknown: the NM is asked
+	select {
+	case <-entered:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the NodeManager was never asked")
+	}
+	go func() { a.Status(); close(statusDone) }()
+	n.launchNamed(t, c2, "exec sleep 3600")
+	require.Eventually(t, func() bool { return answered.Load() || requests.Load() > 1 }, 10*time.Second, 10*time.Millisecond)
+	require.True(t, answered.Load(), "Status() returned and the known container was moved while the NodeManager's first list was in flight")
+}
+
+// launchNamed is launch, remembering the process by its container.
+func (n *node) launchNamed(t *testing.T, id, script string) {
+	p := n.launch(t, id, script)
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.procs == nil {
+		n.procs = map[string]int{}
+	}
+	n.procs[id] = p.Pid()
+}
+
+// launched returns the pid launchNamed started for id (0: none yet).
+func (n *node) launched(id string) int {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.procs[id]
+}
+
+// TestRealKernelOrphanEnded: a container's process runs on in the cgroup
+// koordlet made after its NodeManager pod is gone (the runtime no longer
+// ends it): once no NodeManager has listed it for orphanGrace it is ended
+// by the eviction killer (only what is in that cgroup, each pinned) and
+// the cgroup removed. Its sibling, listed again by a NodeManager that came
+// back, runs on. Before, both ran on for ever.
+func TestRealKernelOrphanEnded(t *testing.T) {
+	n := newNode(t)
+	now := time.Now()
+	var clock sync.Mutex
+	var podGone atomic.Bool
+	killer := &yarnevict.Killer{H: n.h, Grace: 10 * time.Millisecond}
+	a := New(Options{Store: n.st, ScanInterval: time.Second, ListNM: n.nm.list,
+		Now:       func() time.Time { clock.Lock(); defer clock.Unlock(); return now },
+		Hierarchy: func() (cgroups.Hierarchy, bool) { return n.h, true },
+		NMPodCgroup: func() (string, string, bool) {
+			return n.pod, "test/nodemanager", !podGone.Load()
+		},
+		Kill: func(name string) error {
+			var c store.Container
+			c.Name = name
+			c.Cgroups[cgroups.CPU] = cgroups.Ref{Dir: n.h.ContainerRelDir(name), Owned: true}
+			_, err := killer.KillFor(&c, "test: orphaned")
+			return err
+		}})
+	c2, c3 := containerName(2), containerName(3)
+	n.nm.add(c2)
+	n.nm.add(c3)
+	p2 := n.launch(t, c2, "exec sleep 3600")
+	p3 := n.launch(t, c3, "exec sleep 3600")
+	require.Eventually(t, func() bool {
+		a.Scan()
+		return n.h.Contains(p2.Pid(), cgroups.CPU, n.h.ContainerRelDir(c2)) && n.h.Contains(p3.Pid(), cgroups.CPU, n.h.ContainerRelDir(c3))
+	}, 10*time.Second, 50*time.Millisecond)
+	// c3 is in the store from the NodeManager: with a NM pod present, it is
+	// listed.
+	cid3, _ := yarn.ParseContainerID(c3)
+	n.st.Resync(store.Observation{NM: []yarn.NMContainer{{ID: cid3, State: yarn.StateRunning}}, NMOK: true}, time.Now())
+
+	podGone.Store(true) // the NM pod crashed: nothing ends the containers
+	a.Scan()
+	clock.Lock()
+	now = now.Add(orphanGrace - time.Second)
+	clock.Unlock()
+	a.Scan()
+	require.True(t, alive(p2.Pid()), "not before the grace")
+	podGone.Store(false) // a NodeManager is back; it recovered c3, not c2
+	n.nm.mu.Lock()
+	delete(n.nm.ids, c2)
+	n.nm.mu.Unlock()
+	clock.Lock()
+	now = now.Add(2 * time.Second)
+	clock.Unlock()
+	a.Scan() // c2 still orphaned (no NM lists it): ended
+	require.Eventually(t, func() bool { return !alive(p2.Pid()) }, 10*time.Second, 20*time.Millisecond, "the orphan's process is ended")
+	require.Eventually(t, func() bool {
+		a.Scan()
+		_, err := os.Stat(n.h.AbsDir(cgroups.CPU, n.h.ContainerRelDir(c2)))
+		return os.IsNotExist(err)
+	}, 10*time.Second, 50*time.Millisecond, "its cgroup removed")
+	require.True(t, alive(p3.Pid()), "the container a NodeManager lists runs on")
+	require.True(t, n.h.Contains(p3.Pid(), cgroups.CPU, n.h.ContainerRelDir(c3)))
+}
+
+// alive reports whether pid runs (a zombie counts as ended).
+func alive(pid int) bool {
+	st, err := readStat("/proc", pid)
+	if err != nil {
+		return false
+	}
+	b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	_ = st
+	i := strings.LastIndexByte(string(b), ')')
+	return i > 0 && i+2 < len(b) && b[i+2] != 'Z' && b[i+2] != 'X'
+}
+
+// TestRealKernelGateOffCleansAsTheyEmpty: with the gate off, a cgroup
+// koordlet made whose container finishes later goes once it is empty
+// (before: it stayed until the next restart).
+func TestRealKernelGateOffCleansAsTheyEmpty(t *testing.T) {
+	n := newNode(t)
+	a := New(Options{Store: n.st, ScanInterval: 20 * time.Millisecond,
+		Hierarchy:   func() (cgroups.Hierarchy, bool) { return n.h, true },
+		NMPodCgroup: func() (string, string, bool) { return n.pod, "test/nodemanager", true }})
+	busy := containerName(3)
+	dirs, err := ensureLeaf(n.h, busy, nil)
+	require.NoError(t, err)
+	p := kerneltest.Start(t, "exec sleep 3600", dirs...)
+	require.NoError(t, p.Release())
+	require.Equal(t, 0, a.RestoreDisabled())
+	require.True(t, n.h.Contains(p.Pid(), cgroups.CPU, n.h.ContainerRelDir(busy)), "the running container stays where it is")
+	killGroup(p) // the container finishes
+	require.Eventually(t, func() bool {
+		_, err := os.Stat(n.h.AbsDir(cgroups.CPU, n.h.ContainerRelDir(busy)))
+		return os.IsNotExist(err)
+	}, 10*time.Second, 20*time.Millisecond, "its cgroup goes once empty, the gate off")
 }

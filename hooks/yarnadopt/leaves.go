@@ -88,9 +88,11 @@ var errNotOurs = errors.New("exists and was not made by koordlet")
 
 // ensureLeaf makes the container's cgroup in every leaf controller (and the
 // YARN hierarchy where it is missing, marked). On v2 it enables
-// V2Controllers on the hierarchy for its children first. It returns the
-// directories.
-func ensureLeaf(h cgroups.Hierarchy, name string) ([]string, error) {
+// V2Controllers on the hierarchy for its children first, each on its own:
+// one that is not handed down or cannot be enabled is told to say (once
+// per key, by the caller; nil: not said) and the others are enabled all
+// the same. It returns the directories.
+func ensureLeaf(h cgroups.Hierarchy, name string, say func(key, msg string)) ([]string, error) {
 	dirs, ctrls := leafDirs(h, name)
 	for i, d := range dirs {
 		root := h.RootDir(ctrls[i])
@@ -103,7 +105,7 @@ func ensureLeaf(h cgroups.Hierarchy, name string) ([]string, error) {
 			}
 		}
 		if h.V2 {
-			if err := enableV2(root); err != nil {
+			if err := enableV2(root, say); err != nil {
 				return nil, err
 			}
 		}
@@ -120,10 +122,19 @@ func ensureLeaf(h cgroups.Hierarchy, name string) ([]string, error) {
 	return dirs, nil
 }
 
+// writeSubtree writes one "+ctrl" to a cgroup.subtree_control (tests
+// inject a failing one).
+var writeSubtree = func(path, ctrl string) error { return os.WriteFile(path, []byte("+"+ctrl), 0) }
+
 // enableV2 enables the V2Controllers the hierarchy root has for its
-// children. Writing "+ctrl" is idempotent; the root holds no process (the
-// kernel refuses otherwise, and the error says so).
-func enableV2(root string) error {
+// children, each on its own: writing "+ctrl" is idempotent, and a
+// controller the parent does not hand down, or whose write fails, is said
+// (say, keyed by controller) and skipped: the containers get their cgroup
+// without it. The error is only for a root whose files cannot be read.
+func enableV2(root string, say func(key, msg string)) error {
+	if say == nil {
+		say = func(string, string) {}
+	}
 	avail, err := os.ReadFile(filepath.Join(root, "cgroup.controllers"))
 	if err != nil {
 		return fmt.Errorf("read %s/cgroup.controllers: %w", root, err)
@@ -140,16 +151,18 @@ func enableV2(root string) error {
 	for _, c := range strings.Fields(string(on)) {
 		enabled[c] = true
 	}
-	var errs []error
 	for _, c := range V2Controllers {
-		if !have[c] || enabled[c] {
-			continue
-		}
-		if err := os.WriteFile(filepath.Join(root, "cgroup.subtree_control"), []byte("+"+c), 0); err != nil {
-			errs = append(errs, fmt.Errorf("enable %s for the containers of %s: %w", c, root, err))
+		switch {
+		case enabled[c]:
+		case !have[c]:
+			say("missing:"+c, fmt.Sprintf("yarn: the %s controller is not handed down to the YARN hierarchy %s (its parent's cgroup.subtree_control): the containers' cgroups have no %s files", c, root, c))
+		default:
+			if err := writeSubtree(filepath.Join(root, "cgroup.subtree_control"), c); err != nil {
+				say("failed:"+c, fmt.Sprintf("yarn: enable %s for the containers of %s: %v; their cgroups are made without it", c, root, err))
+			}
 		}
 	}
-	return errors.Join(errs...)
+	return nil
 }
 
 // removeLeaf removes the container's marked directories that hold no

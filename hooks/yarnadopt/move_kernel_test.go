@@ -26,7 +26,7 @@ func TestRealKernelHalfMoveFinished(t *testing.T) {
 	id := containerName(2)
 	n.nm.add(id)
 	p := n.launch(t, id, "exec sleep 3600")
-	dirs, err := ensureLeaf(n.h, id)
+	dirs, err := ensureLeaf(n.h, id, nil)
 	require.NoError(t, err)
 	// The first write of the interrupted move: memory only.
 	mem := n.h.AbsDir(cgroups.Memory, n.h.ContainerRelDir(id))
@@ -58,7 +58,7 @@ func TestRealKernelHalfMovedElsewhereStays(t *testing.T) {
 	n.nm.add(idA)
 	n.nm.add(idB)
 	p := n.launch(t, idA, "exec sleep 3600")
-	_, err := ensureLeaf(n.h, idB)
+	_, err := ensureLeaf(n.h, idB, nil)
 	require.NoError(t, err)
 	memB := n.h.AbsDir(cgroups.Memory, n.h.ContainerRelDir(idB))
 	require.NoError(t, os.WriteFile(filepath.Join(memB, "cgroup.procs"), []byte(strconv.Itoa(p.Pid())), 0))
