@@ -128,7 +128,22 @@ func newYARNNode(t *testing.T) *yarnNode {
 		a, ok2 := n.st.Get(n.am)
 		return ok && ok2 && len(c.Pids) >= 3 && len(a.Pids) >= 2 && c.RequestMilliCPU == 2000
 	}, 10*time.Second, 50*time.Millisecond)
-	time.Sleep(500 * time.Millisecond) // the allocators touch their pages
+	// The allocators have touched their pages: both executors' memory
+	// cgroups hold their 160 MiB (a fixed sleep was short on a loaded CI
+	// runner: the plan then needed both).
+	require.Eventually(t, func() bool {
+		for _, name := range []string{n.old, n.newest} {
+			b, err := os.ReadFile(filepath.Join(kerneltest.CgroupRoot, "memory", hier, name, "memory.usage_in_bytes"))
+			if err != nil {
+				return false
+			}
+			v, err := strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64)
+			if err != nil || v < 160<<20 {
+				return false
+			}
+		}
+		return true
+	}, 60*time.Second, 20*time.Millisecond, "the executors hold their 160 MiB")
 	n.h, _ = inf.Hierarchy()
 	n.inf = inf
 	return n
@@ -206,6 +221,7 @@ func TestKillRefusesWhatIsNotYARN(t *testing.T) {
 // need), leaves the AM, the older executor and the NodeManager untouched,
 // records an Event on the NodeManager pod and counts the eviction.
 func TestRealKernelMemoryEvict(t *testing.T) {
+	kerneltest.HoldBoxLock(t, 20*time.Minute) // no other test moves node memory meanwhile
 	n := newYARNNode(t)
 	require.NoError(t, koordfeatures.DefaultMutableKoordletFeatureGate.SetFromMap(map[string]bool{
 		string(koordfeatures.BEMemoryEvict): true, string(features.YARNBEMemoryEvict): true}))

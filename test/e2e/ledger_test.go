@@ -181,13 +181,20 @@ func TestBatchLedger(t *testing.T) {
 			r, ok := rm2.Node("127.0.0.1:8041")
 			return ok && r == want
 		}, 20*time.Second, 100*time.Millisecond)
+		// The fail-over happens at the first request to the standby: the
+		// push itself, or (since koordlet reads the RM's node report to
+		// record YARN's own capacity, issue 31 item 10) the read before it,
+		// after which the push goes to the active RM alone. Either way no
+		// push was taken by the standby.
 		calls := rm1.Calls()[n1:]
-		require.NotEmpty(t, calls, "the standby was asked first")
-		assert.Equal(t, rmemu.ModeStandby, calls[0].Mode)
-		assert.Equal(t, want, calls[0].Resource)
+		for _, c := range calls {
+			assert.Equal(t, rmemu.ModeStandby, c.Mode, "the standby refused every push")
+		}
 		c2 := rm2.Calls()
 		require.Len(t, c2, 1, "one call to the active RM, only when the value changed")
-		assert.True(t, c2[0].Time.After(calls[0].Time), "standby, then active")
+		if len(calls) > 0 {
+			assert.True(t, c2[0].Time.After(calls[0].Time), "standby, then active")
+		}
 		l, err := b.Ledger()
 		require.NoError(t, err)
 		assert.Equal(t, rm2.URL, l.RM.Active)
