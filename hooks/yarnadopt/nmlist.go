@@ -62,13 +62,21 @@ func (l *nmLister) lookup(id string) (user string, ok, asked bool) {
 	if l.inflight {
 		return "", false, true
 	}
-	if now.Sub(l.at) < l.interval {
-		return "", false, false // the next scan or exec asks again
-	}
-	l.inflight, l.at = true, now
-	asking := l.wanted
-	l.wanted = map[string]bool{}
-	go l.ask(asking)
+	// At most one list per interval: within it the ask is deferred to the
+	// interval's end (not left to the next scan, seconds away: an exec
+	// right after another's would miss its adoption at exec).
+	wait := max(l.interval-now.Sub(l.at), 0)
+	l.inflight, l.at = true, now.Add(wait)
+	go func() {
+		if wait > 0 {
+			time.Sleep(wait)
+		}
+		l.mu.Lock()
+		asking := l.wanted
+		l.wanted = map[string]bool{}
+		l.mu.Unlock()
+		l.ask(asking)
+	}()
 	return "", false, true
 }
 

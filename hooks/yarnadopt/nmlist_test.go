@@ -64,12 +64,19 @@ func TestNMListerAsksOncePerInterval(t *testing.T) {
 	assert.False(t, asked)
 	assert.Equal(t, "alice", user)
 
-	// Within the interval, a new unknown id waits for the next scan.
+	// Within the interval, a new unknown id is asked for at the
+	// interval's end (not left to the next scan): one more list, and ids
+	// named meanwhile wait for it too.
 	_, ok, asked = l.lookup(containerName(500))
 	assert.False(t, ok)
-	assert.False(t, asked)
+	assert.True(t, asked)
+	_, _, asked = l.lookup(containerName(502))
+	assert.True(t, asked, "in flight: waits for the same list")
+	<-nm.entered
+	<-l.ready
+	assert.Equal(t, 2, nm.Calls())
 	// An id the last list missed is not asked for again before missRetry.
-	now = now.Add(l.interval)
+	now = now.Add(2 * l.interval)
 	_, _, asked = l.lookup(containerName(100))
 	assert.False(t, asked)
 	// A new id an interval later: one more list.
@@ -77,5 +84,5 @@ func TestNMListerAsksOncePerInterval(t *testing.T) {
 	assert.True(t, asked)
 	<-nm.entered
 	<-l.ready
-	assert.Equal(t, 2, nm.Calls())
+	assert.Equal(t, 3, nm.Calls())
 }
