@@ -106,10 +106,10 @@ type Adopter struct {
 	lastErr   string
 	logged    map[string]bool
 	// nm asks the NodeManager for ids the store does not know (nil: the
-	// store only); pending are the exec'd processes (→ exec time) waiting
-	// for its list.
+	// store only); pending are the exec'd processes waiting for its list
+	// (see pendingExec).
 	nm      *nmLister
-	pending map[int]uint64
+	pending map[int]pendingExec
 	fs      procfs.FS
 	fsRoot  string
 	users   passwdCache
@@ -140,7 +140,7 @@ func New(opts Options) *Adopter {
 	}
 	a := &Adopter{opts: opts, env: cgroups.NewEnvironReader(), metrics: newMetrics(opts.Registerer),
 		envs: map[procKey]string{}, adoptions: map[string]*Adoption{}, watched: map[CgroupKey]bool{},
-		logged: map[string]bool{}, pending: map[int]uint64{}, layout: LayoutUnknown, quit: make(chan struct{}),
+		logged: map[string]bool{}, pending: map[int]pendingExec{}, layout: LayoutUnknown, quit: make(chan struct{}),
 		removals: make(chan string, maxRemovals)}
 	if opts.ListNM != nil {
 		a.nm = newNMLister(opts.ListNM, opts.Now)
@@ -301,6 +301,7 @@ func (a *Adopter) Scan() {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	defer a.publish()
+	a.prunePending()
 	if !a.scan(h) {
 		return
 	}
@@ -333,20 +334,59 @@ func (a *Adopter) ensureWriter(h cgroups.Hierarchy) bool {
 }
 
 // retryPending adopts again the exec'd processes that named containers the
-// NodeManager's list, just arrived, may hold.
+// NodeManager's list, just arrived, may hold. Each stays pending until it
+// is moved (here or by a scan, which keeps its exec time) or too old.
 func (a *Adopter) retryPending() {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	defer a.publish()
-	pending := a.pending
-	a.pending = map[int]uint64{}
+	a.prunePending()
 	h, ok := a.opts.Hierarchy()
 	if !ok || a.podDir == "" {
 		return
 	}
-	for pid, ktime := range pending {
-		a.adopt(h, []int{pid}, true, ktime)
+	for pid, e := range a.pending {
+		a.adopt(h, []int{pid}, true, e.ktime)
 	}
+}
+
+// pendingExec is an exec'd process that named a container the store did
+// not know yet, waiting for the NodeManager's list: its exec time
+// (CLOCK_MONOTONIC), its start time (the same process, not a reused pid)
+// and when it was put aside.
+type pendingExec struct {
+	ktime uint64
+	start int64
+	at    time.Time
+}
+
+// pendingMaxAge bounds how long an exec'd process waits for a
+// NodeManager list that names its container; after it, only the scan
+// adopts it (without an exec time).
+const pendingMaxAge = 30 * time.Second
+
+// prunePending drops the processes pending longer than pendingMaxAge.
+// The caller holds a.mu.
+func (a *Adopter) prunePending() {
+	now := a.opts.Now()
+	for pid, e := range a.pending {
+		if now.Sub(e.at) > pendingMaxAge {
+			delete(a.pending, pid)
+		}
+	}
+}
+
+// execTime is the exec time of the process o at pid: ktime when found at
+// its exec, else the exec time it waits with (pending), if it is the same
+// process; 0 when not known.
+func (a *Adopter) execTime(pid int, o *observed, fromExec bool, ktime uint64) uint64 {
+	if fromExec {
+		return ktime
+	}
+	if e, ok := a.pending[pid]; ok && o != nil && o.p != nil && o.p.Start == e.start {
+		return e.ktime
+	}
+	return 0
 }
 
 // String describes the adopter for logs.

@@ -426,6 +426,56 @@ func TestRealKernelSlowNMBlocksNothing(t *testing.T) {
 	require.True(t, answered.Load(), "Status() returned and the known container was moved while the NodeManager's first list was in flight")
 }
 
+// TestRealKernelExecTimeKeptWhenTheScanMoves: a process found at its exec
+// names a container the store does not know yet, so the NodeManager is
+// asked (in the background) and the process waits for the list; the store
+// learns of the container first (its resync) and the scan moves the
+// process. The move is still the one of a process found at its exec: its
+// launch → cgroup time is recorded (before, the scan's move took the
+// process as found by the scan, time 0: the v2 guest's e2e caught it).
+func TestRealKernelExecTimeKeptWhenTheScanMoves(t *testing.T) {
+	n := newNode(t)
+	release := make(chan struct{})
+	var once sync.Once
+	t.Cleanup(func() { once.Do(func() { close(release) }) })
+	list := func(ctx context.Context) ([]yarn.NMContainer, error) {
+		select {
+		case <-release:
+		case <-ctx.Done():
+		}
+		return nil, ctx.Err()
+	}
+	a := New(Options{Store: n.st, ScanInterval: 100 * time.Millisecond, ListNM: list,
+		Hierarchy:   func() (cgroups.Hierarchy, bool) { return n.h, true },
+		NMPodCgroup: func() (string, string, bool) { return n.pod, "test/nodemanager", true }})
+	a.nm.timeout = time.Minute
+	stop := make(chan struct{})
+	t.Cleanup(func() { close(stop) })
+	a.Run(stop)
+	require.Eventually(t, func() bool { s := a.Status(); return s.Detection != "" && s.NodeManager != "" }, 10*time.Second, 10*time.Millisecond)
+	if a.Status().Detection != "ebpf" {
+		kerneltest.Skip(t, "needs the eBPF exec watch (BTF, CAP_BPF)")
+	}
+
+	c5 := containerName(5)
+	p := n.launch(t, c5, "exec sleep 3600")
+	require.Eventually(t, func() bool {
+		a.mu.Lock()
+		defer a.mu.Unlock()
+		return len(a.pending) > 0
+	}, 10*time.Second, 10*time.Millisecond, "the exec'd process waits for the NodeManager's list")
+	cid, _ := yarn.ParseContainerID(c5)
+	n.st.Resync(store.Observation{NM: []yarn.NMContainer{{ID: cid, State: yarn.StateRunning}}, NMOK: true}, time.Now())
+	require.Eventually(t, func() bool { return n.h.Contains(p.Pid(), cgroups.CPU, n.h.ContainerRelDir(c5)) },
+		10*time.Second, 10*time.Millisecond, "the scan moves it once the store knows its container")
+	ad, ok := a.Status().Containers[c5]
+	require.True(t, ok)
+	assert.Positive(t, ad.LaunchToCgroupNanos, "found at its exec: the scan's move keeps its exec time")
+	a.mu.Lock()
+	assert.Empty(t, a.pending, "a moved process waits no more")
+	a.mu.Unlock()
+}
+
 // launchNamed is launch, remembering the process by its container.
 func (n *node) launchNamed(t *testing.T, id, script string) {
 	p := n.launch(t, id, script)

@@ -160,10 +160,13 @@ func (a *Adopter) adopt(h cgroups.Hierarchy, pids []int, fromExec bool, ktime ui
 	a.parentsIn(h, procs)
 	claims := a.claims(h, procs)
 	assigned := Assign(procs, claims.Claims)
-	if fromExec && claims.asked && len(a.pending) < maxPending {
+	if fromExec && claims.asked {
 		for _, pid := range pids {
-			if _, ok := assigned[pid]; !ok {
-				a.pending[pid] = ktime // adopted again when the NM's list arrives
+			_, isAssigned := assigned[pid]
+			_, isPending := a.pending[pid]
+			if o := seen[pid]; !isAssigned && !isPending && o != nil && len(a.pending) < maxPending {
+				// Adopted again when the NM's list arrives.
+				a.pending[pid] = pendingExec{ktime: ktime, start: o.p.Start, at: a.opts.Now()}
 			}
 		}
 	}
@@ -195,20 +198,22 @@ func (a *Adopter) adopt(h cgroups.Hierarchy, pids []int, fromExec bool, ktime ui
 			a.lastErr = err.Error()
 			continue
 		}
+		execAt := a.execTime(pid, o, fromExec, ktime)
 		r := a.move(h, o.p, name, dirs, ctrls, o.from)
-		klog.V(3).Infof("yarn: move process %d of YARN container %s from %v (found at its exec: %t): %s", pid, name, o.from, fromExec, r)
+		klog.V(3).Infof("yarn: move process %d of YARN container %s from %v (found at its exec: %t): %s", pid, name, o.from, execAt > 0, r)
 		a.metrics.moves.WithLabelValues(r).Inc()
 		if r != ResultMoved {
 			continue
 		}
+		delete(a.pending, pid)
 		ad := a.adoptions[name]
 		if ad == nil {
 			ad = &Adoption{CgroupMadeAt: a.opts.Now(), Cgroup: h.ContainerRelDir(name)}
 			a.adoptions[name] = ad
-			if fromExec && ktime > 0 {
+			if execAt > 0 {
 				var ts unix.Timespec
 				if unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts) == nil {
-					d := time.Duration(ts.Nano() - int64(ktime))
+					d := time.Duration(ts.Nano() - int64(execAt))
 					if d >= 0 {
 						ad.LaunchToCgroupNanos = int64(d)
 						a.metrics.launch.Observe(d.Seconds())
