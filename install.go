@@ -205,8 +205,15 @@ func install(fs *flag.FlagSet, reg prometheus.Registerer) (*Framework, error) {
 		Policy:           fw.policy,
 		RMRelease:        fw.rmRelease,
 		// The RM sync notices an over-commit within its interval and the
-		// push takes up to the RM timeout.
-		RMSyncDelay: func() time.Duration { return cfg.Ledger.RMSyncInterval + cfg.RM.Timeout },
+		// push takes up to the RM timeout; without a sync running
+		// (YARNRMNodeResourceSync off, no RM endpoint) nothing is waited
+		// for.
+		RMSyncDelay: func() time.Duration {
+			if !fw.rmSync.Enabled() {
+				return 0
+			}
+			return cfg.Ledger.RMSyncInterval + cfg.RM.Timeout
+		},
 	}
 	qmplugins.StrategyPlugins[memoryevict.MemoryEvictName] = yarnevict.NewMemoryEvictFactory(evictDeps)
 	qmplugins.StrategyPlugins[cpuevict.CPUEvictName] = yarnevict.NewCPUEvictFactory(evictDeps)

@@ -60,10 +60,21 @@ func (a Ask) Deadline() time.Time {
 // RMDeadline is when the RM preempts: the timeout after the first push.
 func (a Ask) RMDeadline() time.Time { return a.At.Add(a.Timeout) }
 
-// Window holds the release under way, if any. The zero value is ready.
+// Capacity is a node resource in the ResourceManager's units.
+type Capacity struct {
+	MemoryMB int64 `json:"memoryMB"`
+	VCores   int64 `json:"vCores"`
+}
+
+// Window holds the release under way, if any, and the capacity the
+// ResourceManager was last seen to hold for the node. The zero value is
+// ready.
 type Window struct {
 	mu  sync.Mutex
 	ask *Ask
+	// rmHolds is what the RM holds for the node (an accepted push or a
+	// read-back); nil: not known (never pushed, or an RM error since).
+	rmHolds *Capacity
 	// released and expired count the asks that ended each way.
 	released, expired int
 }
@@ -129,6 +140,38 @@ func (w *Window) Pending(now time.Time) (Ask, bool) {
 		return Ask{}, false
 	}
 	return *w.ask, true
+}
+
+// RMHolds records what the ResourceManager holds for the node: the
+// capacity it accepted or a read-back showed. ok false forgets it (an RM
+// error: what the RM holds is not known).
+func (w *Window) RMHolds(c Capacity, ok bool) {
+	if w == nil {
+		return
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if !ok {
+		w.rmHolds = nil
+		return
+	}
+	w.rmHolds = &c
+}
+
+// HeldByRM returns what the ResourceManager was last seen to hold for the
+// node, if known. The evictor reads it before it kills a YARN container
+// for an over-commit: the RM places a replacement on a node whose
+// capacity it still holds larger.
+func (w *Window) HeldByRM() (Capacity, bool) {
+	if w == nil {
+		return Capacity{}, false
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.rmHolds == nil {
+		return Capacity{}, false
+	}
+	return *w.rmHolds, true
 }
 
 // Status is the window's state for /yarn/ledger.

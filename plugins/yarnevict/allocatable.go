@@ -31,6 +31,7 @@ import (
 	slov1alpha1 "github.com/koordinator-sh/koordinator/apis/slo/v1alpha1"
 	qmutil "github.com/koordinator-sh/koordinator/pkg/koordlet/qosmanager/plugins/util"
 
+	"github.com/koordlet-yarn/koordlet-yarn/framework/rmrelease"
 	"github.com/koordlet-yarn/koordlet-yarn/framework/store"
 	"github.com/koordlet-yarn/koordlet-yarn/framework/yarn"
 )
@@ -346,14 +347,12 @@ func yarnAllocated(kind AllocKind, cs []*store.Container) int64 {
 	return sum
 }
 
-// YARNAboveCapacity reports whether YARN's allocation is above its
-// capacity on the node for kind: the origin batch allocatable less the
-// batch requests of the pods (koord-manager's and the ledger's YARN
-// capacity). Only then can the ResourceManager release anything by
-// preemption.
-func YARNAboveCapacity(kind AllocKind, pods []*corev1.Pod, yarnAlloc *YARNAllocation) bool {
-	if yarnAlloc == nil || !yarnAlloc.OriginKnown || yarnAlloc.Allocated <= 0 {
-		return false
+// YARNCapacity is YARN's capacity on the node for kind: the origin batch
+// allocatable less the batch requests of the pods (koord-manager's and the
+// ledger's YARN capacity); ok is false when the origin is not known.
+func YARNCapacity(kind AllocKind, pods []*corev1.Pod, yarnAlloc *YARNAllocation) (capacity int64, ok bool) {
+	if yarnAlloc == nil || !yarnAlloc.OriginKnown {
+		return 0, false
 	}
 	var k8s int64
 	for _, pod := range pods {
@@ -361,19 +360,41 @@ func YARNAboveCapacity(kind AllocKind, pods []*corev1.Pod, yarnAlloc *YARNAlloca
 			k8s += v
 		}
 	}
-	return yarnAlloc.Allocated > max(yarnAlloc.Origin-k8s, 0)
+	return max(yarnAlloc.Origin-k8s, 0), true
+}
+
+// YARNAboveCapacity reports whether YARN's allocation is above its
+// capacity on the node for kind (YARNCapacity). Only then can the
+// ResourceManager release anything by preemption.
+func YARNAboveCapacity(kind AllocKind, pods []*corev1.Pod, yarnAlloc *YARNAllocation) bool {
+	c, ok := YARNCapacity(kind, pods, yarnAlloc)
+	return ok && yarnAlloc.Allocated > c
+}
+
+// RMHoldsAtMost reports whether the capacity the ResourceManager holds for
+// the node (its units: whole MiB, whole vcores) is at most capacity (bytes
+// or milli-cores, by kind): then the RM places nothing more on the node
+// than YARN's capacity, and a container killed here is not replaced here.
+func RMHoldsAtMost(kind AllocKind, held rmrelease.Capacity, capacity int64) bool {
+	if kind == AllocCPU {
+		return held.VCores*1000 <= capacity
+	}
+	return held.MemoryMB<<20 <= capacity
 }
 
 // HoldForRM decides whether an allocatable trigger waits for the
-// ResourceManager instead of killing now (YARNRMPreemption): while YARN is
-// above its capacity and the RM was asked to preempt (pending, until the
-// ask's deadline), or the RM sync has not had the time to notice the
-// over-commit and ask yet (syncDelay since the trigger first saw it).
-// Afterwards — the RM is down, slow, or did not release — the trigger acts
-// as without the gate.
-func HoldForRM(now time.Time, above, pending bool, aboveSince time.Time, syncDelay time.Duration) bool {
+// ResourceManager instead of killing YARN containers now, while YARN is
+// above its capacity: while the RM was asked to preempt (pending, until
+// the ask's deadline: YARNRMPreemption), or while the RM is not known to
+// hold the smaller capacity (rmKnows false) and the RM sync has not had
+// the time to push it (syncDelay since the trigger first saw the
+// over-commit). A container killed while the RM still holds the larger
+// capacity is replaced on the same node at the RM's next heartbeat, and
+// killed again. Afterwards — the RM is down, slow, or did not release —
+// the trigger kills.
+func HoldForRM(now time.Time, above, pending, rmKnows bool, aboveSince time.Time, syncDelay time.Duration) bool {
 	if !above {
 		return false
 	}
-	return pending || now.Sub(aboveSince) < syncDelay
+	return pending || (!rmKnows && now.Sub(aboveSince) < syncDelay)
 }

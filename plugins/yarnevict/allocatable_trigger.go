@@ -37,6 +37,7 @@ import (
 	"github.com/koordinator-sh/koordinator/pkg/util"
 
 	"github.com/koordlet-yarn/koordlet-yarn/framework/features"
+	"github.com/koordlet-yarn/koordlet-yarn/framework/rmrelease"
 	"github.com/koordlet-yarn/koordlet-yarn/framework/store"
 	"github.com/koordlet-yarn/koordlet-yarn/framework/yarn"
 )
@@ -112,14 +113,18 @@ func (a *AllocatableEvict) Cycle(node *corev1.Node, slo *slov1alpha1.NodeSLO) (e
 	return evicted, attempted
 }
 
-// holdForRM says whether the trigger waits for the ResourceManager to
-// preempt YARN's over-commit (see HoldForRM); it logs when it starts and
-// stops waiting.
+// holdForRM says whether the trigger waits for the ResourceManager before
+// it kills YARN containers for YARN's over-commit (see HoldForRM): with
+// the RM sync running (YARNRMNodeResourceSync), until the RM holds the
+// smaller capacity, and with YARNRMPreemption until the RM's preemption
+// deadline. It logs when it starts and stops waiting.
 func (a *AllocatableEvict) holdForRM(now time.Time, pods []*corev1.Pod, ya *YARNAllocation, need map[corev1.ResourceName]int64) bool {
-	if a.Deps.RMSyncDelay == nil || !features.Enabled(features.YARNRMPreemption) || !features.Enabled(features.YARNRMNodeResourceSync) {
+	if a.Deps.RMSyncDelay == nil || !features.Enabled(features.YARNRMNodeResourceSync) {
 		return false
 	}
-	above := YARNAboveCapacity(a.Kind, pods, ya)
+	delay := a.Deps.RMSyncDelay()
+	capacity, known := YARNCapacity(a.Kind, pods, ya)
+	above := known && ya.Allocated > capacity
 	if !above {
 		a.aboveSince, a.holding = time.Time{}, false
 		return false
@@ -127,16 +132,27 @@ func (a *AllocatableEvict) holdForRM(now time.Time, pods []*corev1.Pod, ya *YARN
 	if a.aboveSince.IsZero() {
 		a.aboveSince = now
 	}
-	ask, pending := a.Deps.RMRelease.Pending(now)
-	hold := HoldForRM(now, above, pending, a.aboveSince, a.Deps.RMSyncDelay())
+	var (
+		ask     rmrelease.Ask
+		pending bool
+	)
+	if features.Enabled(features.YARNRMPreemption) {
+		ask, pending = a.Deps.RMRelease.Pending(now)
+	}
+	held, heldKnown := a.Deps.RMRelease.HeldByRM()
+	rmKnows := heldKnown && RMHoldsAtMost(a.Kind, held, capacity)
+	hold := HoldForRM(now, above, pending, rmKnows, a.aboveSince, delay)
 	switch {
 	case hold && !a.holding && pending:
 		klog.Infof("yarn: %s: release %v; YARN's allocation is above its capacity and the ResourceManager was asked at %s to preempt %d MB, %d vcores: waiting until %s before killing YARN containers",
 			a.Kind.Reason(), need, ask.At.Format(time.RFC3339), ask.MemoryMB, ask.VCores, ask.Deadline().Format(time.RFC3339))
 	case hold && !a.holding:
-		klog.Infof("yarn: %s: release %v; YARN's allocation is above its capacity: waiting up to %v for the ResourceManager sync to ask the RM to preempt",
-			a.Kind.Reason(), need, a.Deps.RMSyncDelay())
-	case !hold && a.holding, !hold && a.aboveSince.Equal(now):
+		klog.Infof("yarn: %s: release %v; YARN's allocation is above its capacity and the ResourceManager does not hold the smaller capacity yet: waiting up to %v for the ResourceManager sync to push it before killing YARN containers (a container killed before is replaced on this node)",
+			a.Kind.Reason(), need, delay)
+	case !hold && a.holding && !rmKnows:
+		klog.Warningf("yarn: %s: YARN's allocation is still above its capacity and the ResourceManager was not told the smaller capacity within %v (down, slow, or on standby): koordlet evicts; the RM may place replacements on this node",
+			a.Kind.Reason(), delay)
+	case !hold && (a.holding || a.aboveSince.Equal(now)) && features.Enabled(features.YARNRMPreemption):
 		klog.Warningf("yarn: %s: YARN's allocation is still above its capacity and the ResourceManager has not released it (not asked, or its deadline passed): koordlet evicts",
 			a.Kind.Reason())
 	}

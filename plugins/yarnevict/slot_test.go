@@ -195,37 +195,50 @@ func TestSlotAllocatableCountsYARN(t *testing.T) {
 	}
 }
 
-// With YARNRMPreemption the allocatable trigger waits for the
-// ResourceManager to preempt YARN's over-commit: while the RM sync may not
-// have asked yet, and while an ask is pending; after the ask's deadline (or
-// without the gate) it evicts as before.
+// With the RM sync running the allocatable trigger kills YARN containers
+// for YARN's over-commit only once the ResourceManager holds the smaller
+// capacity (else the RM places a replacement on the node at its next
+// heartbeat), or once the sync's time has passed; with YARNRMPreemption it
+// waits for the RM to preempt, while the RM sync may not have asked yet
+// and while an ask is pending; after the ask's deadline (or without the
+// gates) it evicts as before.
 func TestSlotAllocatableWaitsForTheRM(t *testing.T) {
 	node := originNode(t, 20000, 40, 20000, 30)
 	slo, pod, st, samples := allocatableCase(t, 28) // YARN's capacity: 40 − 28 = 12 GiB < its 16 GiB
-	gates := func(preempt bool) map[string]bool {
+	gates := func(sync, preempt bool) map[string]bool {
 		return map[string]bool{string(features.YARNAllocatableEvict): true, string(koordfeatures.MemoryAllocatableEvict): true,
-			string(features.YARNRMNodeResourceSync): true, string(features.YARNRMPreemption): preempt}
+			string(features.YARNRMNodeResourceSync): sync, string(features.YARNRMPreemption): preempt}
 	}
 	now := time.Now()
 	evicted := []string{"batch-a:trigger by koordlet feature MemoryAllocatableEvict"}
+	smaller, larger := &rmrelease.Capacity{MemoryMB: 12 << 10, VCores: 20}, &rmrelease.Capacity{MemoryMB: 16 << 10, VCores: 20}
 	for _, tc := range []struct {
-		name    string
-		preempt bool
-		delay   time.Duration
-		ask     *rmrelease.Ask
-		want    []string
+		name          string
+		sync, preempt bool
+		delay         time.Duration
+		rmHolds       *rmrelease.Capacity
+		ask           *rmrelease.Ask
+		want          []string
 	}{
-		{"gate off: evicts at once", false, time.Hour, nil, evicted},
-		{"the RM sync has not asked yet: waits", true, time.Hour, nil, nil},
-		{"the RM was asked, before its deadline: waits", true, 0, &rmrelease.Ask{At: now, Timeout: time.Minute, MemoryMB: 4 << 10}, nil},
-		{"the RM was asked, its deadline passed: evicts", true, 0, &rmrelease.Ask{At: now.Add(-time.Hour), Timeout: time.Minute, MemoryMB: 4 << 10}, evicted},
-		{"never asked, the sync's time passed: evicts", true, 0, nil, evicted},
+		{"no RM sync: evicts at once", false, false, time.Hour, nil, nil, evicted},
+		{"the RM sync has not pushed yet: waits", true, false, time.Hour, nil, nil, nil},
+		{"the RM holds the larger capacity: waits", true, false, time.Hour, larger, nil, nil},
+		{"the RM holds the smaller capacity: evicts", true, false, time.Hour, smaller, nil, evicted},
+		{"the RM holds the larger capacity, the sync's time passed: evicts", true, false, 0, larger, nil, evicted},
+		{"no sync running (delay 0): evicts at once", true, false, 0, nil, nil, evicted},
+		{"preemption, the RM sync has not asked yet: waits", true, true, time.Hour, nil, nil, nil},
+		{"preemption, the RM was asked, before its deadline: waits", true, true, 0, smaller, &rmrelease.Ask{At: now, Timeout: time.Minute, MemoryMB: 4 << 10}, nil},
+		{"preemption, the RM was asked, its deadline passed: evicts", true, true, 0, smaller, &rmrelease.Ask{At: now.Add(-time.Hour), Timeout: time.Minute, MemoryMB: 4 << 10}, evicted},
+		{"preemption, never asked, the sync's time passed: evicts", true, true, 0, nil, nil, evicted},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			setGates(t, gates(tc.preempt))
+			setGates(t, gates(tc.sync, tc.preempt))
 			w := &rmrelease.Window{}
 			if tc.ask != nil {
 				w.Start(*tc.ask)
+			}
+			if tc.rmHolds != nil {
+				w.RMHolds(*tc.rmHolds, true)
 			}
 			env := newSlotEnv(t, AllocMemory, node, slo, []*corev1.Pod{pod}, st, samples, func(d *Deps) {
 				d.RMRelease, d.RMSyncDelay = w, func() time.Duration { return tc.delay }
@@ -239,18 +252,28 @@ func TestSlotAllocatableWaitsForTheRM(t *testing.T) {
 func TestHoldForRM(t *testing.T) {
 	now := time.Unix(1700000000, 0)
 	for _, tc := range []struct {
-		name           string
-		above, pending bool
-		since          time.Duration
-		want           bool
+		name                    string
+		above, pending, rmKnows bool
+		since                   time.Duration
+		want                    bool
 	}{
-		{"YARN fits its capacity", false, true, 0, false},
-		{"just seen above, not asked yet", true, false, 2 * time.Second, true},
-		{"above longer than the sync takes, not asked", true, false, 20 * time.Second, false},
-		{"asked, pending", true, true, time.Hour, true},
+		{"YARN fits its capacity", false, true, false, 0, false},
+		{"just seen above, the RM not told yet", true, false, false, 2 * time.Second, true},
+		{"just seen above, the RM holds the smaller capacity", true, false, true, 2 * time.Second, false},
+		{"above longer than the sync takes, the RM not told", true, false, false, 20 * time.Second, false},
+		{"asked, pending", true, true, true, time.Hour, true},
 	} {
-		assert.Equal(t, tc.want, HoldForRM(now, tc.above, tc.pending, now.Add(-tc.since), 10*time.Second), tc.name)
+		assert.Equal(t, tc.want, HoldForRM(now, tc.above, tc.pending, tc.rmKnows, now.Add(-tc.since), 10*time.Second), tc.name)
 	}
+}
+
+func TestRMHoldsAtMost(t *testing.T) {
+	c := rmrelease.Capacity{MemoryMB: 2048, VCores: 3}
+	assert.True(t, RMHoldsAtMost(AllocMemory, c, 2048<<20))
+	assert.True(t, RMHoldsAtMost(AllocMemory, c, 2048<<20+(1<<20)-1), "the push rounds down to whole MiB")
+	assert.False(t, RMHoldsAtMost(AllocMemory, c, 2048<<20-1))
+	assert.True(t, RMHoldsAtMost(AllocCPU, c, 3500))
+	assert.False(t, RMHoldsAtMost(AllocCPU, c, 2999))
 }
 
 func TestYARNAboveCapacity(t *testing.T) {

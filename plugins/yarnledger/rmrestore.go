@@ -263,6 +263,7 @@ func (r *RMSync) Restore(ctx context.Context) (bool, error) {
 	klog.Infof("yarn: gave YARN's own capacity for node %s back to the ResourceManager %s: %d MB, %d vcores",
 		r.own.NodeID, client.Active(), r.own.Own.MemoryMB, r.own.Own.VCores)
 	r.count("restored")
+	r.rmHolds(r.own.Own, true)
 	r.own = nil
 	r.mu.Lock()
 	r.st.Own, r.st.Pushed = nil, nil

@@ -43,7 +43,8 @@ type RMSyncOptions struct {
 	// PreemptionTimeout returns the over-commit timeout pushed with a
 	// capacity below YARN's allocation when YARNRMPreemption is on.
 	PreemptionTimeout func() time.Duration
-	// Release records the release asked of the RM (nil: not recorded).
+	// Release records the release asked of the RM and what the RM holds
+	// for the node (nil: not recorded).
 	Release *rmrelease.Window
 	// PreemptionGrace returns the least grace after the over-commit
 	// timeout (nil: rmrelease.DefaultGrace); the grace is derived from the
@@ -295,6 +296,7 @@ func (r *RMSync) Step(ctx context.Context, now time.Time) {
 		}
 		r.readBackNow = false
 		r.st.RMHas, r.st.LastReadBack = &has, now
+		r.rmHolds(has, true)
 		r.st.ReadBacks++
 		if has == want {
 			r.mu.Unlock()
@@ -340,6 +342,7 @@ func (r *RMSync) Step(ctx context.Context, now time.Time) {
 	r.errKinds, r.st.LastError, r.st.NextTry = map[string]bool{}, "", time.Time{}
 	r.st.Pushed, r.st.LastPush, r.st.LastChange = &want, end, end
 	r.st.RMHas, r.st.LastReadBack = &want, now
+	r.rmHolds(want, true)
 	r.st.Pushes++
 	r.st.PushedTimeout = nil
 	if timeout >= 0 {
@@ -388,6 +391,7 @@ func (r *RMSync) failed(ctx context.Context, err error) {
 		return
 	}
 	r.readBackNow = true
+	r.rmHolds(yarn.NodeResource{}, false)
 	r.st.NextTry = time.Now().Add(r.bo.Fail(min(r.opts.Interval(), maxRMBackoff)))
 	r.st.LastError = err.Error()
 	r.count("error")
@@ -395,6 +399,15 @@ func (r *RMSync) failed(ctx context.Context, err error) {
 	if !r.errKinds[kind] {
 		r.errKinds[kind] = true
 		klog.Errorf("yarn: cannot push YARN's capacity to the ResourceManager or read it back (%s; retried with backoff, logged once per kind): %v", kind, err)
+	}
+}
+
+// rmHolds tells the release window what the RM holds for the node (ok
+// false: not known), which the evictor reads before it kills for an
+// over-commit.
+func (r *RMSync) rmHolds(c yarn.NodeResource, ok bool) {
+	if r.opts.Release != nil {
+		r.opts.Release.RMHolds(rmrelease.Capacity{MemoryMB: c.MemoryMB, VCores: c.VCores}, ok)
 	}
 }
 

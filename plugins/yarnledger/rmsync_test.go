@@ -69,6 +69,9 @@ func TestRMSyncAsksTheRMToPreempt(t *testing.T) {
 			calls := rm.Calls()
 			require.Len(t, calls, 2)
 			assert.Equal(t, yarn.NodeResource{MemoryMB: 1536, VCores: 2}, calls[1].Resource)
+			held, known := w.HeldByRM()
+			require.True(t, known, "the evictor learns that the RM holds the smaller capacity")
+			assert.Equal(t, rmrelease.Capacity{MemoryMB: 1536, VCores: 2}, held)
 			ask, pending := w.Pending(now)
 			if !on {
 				assert.EqualValues(t, -1, calls[1].OverCommitTimeout)
@@ -243,4 +246,29 @@ func TestRMSyncPushesAgainAfterTheRMForgets(t *testing.T) {
 	assert.Empty(t, s.Status().LastError)
 	got, _ = rm.Node(node)
 	assert.Equal(t, wanted, got)
+}
+
+// An RM error forgets what the RM holds: the evictor cannot take a push
+// that failed as the RM holding the smaller capacity.
+func TestRMSyncForgetsWhatTheRMHoldsOnError(t *testing.T) {
+	rm, err := rmemu.Start()
+	require.NoError(t, err)
+	client, err := yarn.NewRMClient(yarn.RMOptions{Endpoints: []string{rm.URL}, User: "yarn", Timeout: 300 * time.Millisecond})
+	require.NoError(t, err)
+	origin := Batch{MilliCPU: 8000, MemoryBytes: 8 << 30}
+	view := Compute(origin, true, Batch{MilliCPU: 2000, MemoryBytes: 2 << 30}, Batch{})
+	var w rmrelease.Window
+	s := NewRMSync(RMSyncOptions{Client: func() *yarn.RMClient { return client }, NodeID: func() string { return "nm:45454" },
+		View: func() View { return view }, Release: &w})
+	s.Step(context.Background(), time.Now())
+	held, known := w.HeldByRM()
+	require.True(t, known)
+	assert.Equal(t, rmrelease.Capacity{MemoryMB: 6 << 10, VCores: 6}, held)
+
+	require.NoError(t, rm.Close())
+	view = Compute(origin, true, Batch{MilliCPU: 6000, MemoryBytes: 6 << 30}, Batch{})
+	s.Step(context.Background(), time.Now())
+	require.NotEmpty(t, s.Status().LastError)
+	_, known = w.HeldByRM()
+	assert.False(t, known, "the push failed: what the RM holds is not known")
 }
