@@ -109,3 +109,28 @@ func TestMetrics(t *testing.T) {
 		return !ok
 	}, 20*time.Second, 500*time.Millisecond, "a removed container's series are deleted")
 }
+
+// cpuOverSpan measures a container's CPU both ways over the same span:
+// koordlet's koordlet_yarn_container_cpu_usage_cores sampled once a
+// collect interval (1 s in the box) and averaged, and the kernel's counter
+// (usage, read by the caller) over the span. koordlet's figure is a rate
+// over its last interval; in a starved guest one interval swings far from
+// a 5 s average, their mean does not.
+func cpuOverSpan(t *testing.T, b *nodebox.Box, id string, span time.Duration, usage func() time.Duration) (koordlet, kernel float64) {
+	t.Helper()
+	u0, t0 := usage(), time.Now()
+	var sum float64
+	n := 0
+	for time.Since(t0) < span {
+		time.Sleep(time.Second)
+		if v, ok := value(scrape(t, b), "koordlet_yarn_container_cpu_usage_cores", map[string]string{"container_id": id}); ok {
+			sum += v
+			n++
+		}
+	}
+	kernel = float64(usage()-u0) / float64(time.Since(t0))
+	if n == 0 {
+		return 0, kernel
+	}
+	return sum / float64(n), kernel
+}

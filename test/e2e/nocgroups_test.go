@@ -191,10 +191,7 @@ func noCgroupsNode(t *testing.T, l nodebox.Layout) {
 		cores = v
 		return ok && v > 0
 	}, 60*time.Second, 500*time.Millisecond, "the burner's CPU shows on /metrics")
-	u0, t0 := cpuUsage2(t, b, cpuCtrl, own(burner)), time.Now()
-	time.Sleep(5 * time.Second)
-	truth := float64(cpuUsage2(t, b, cpuCtrl, own(burner))-u0) / float64(time.Since(t0))
-	cores, _ = value(scrape(t, b), "koordlet_yarn_container_cpu_usage_cores", map[string]string{"container_id": burner})
+	cores, truth := cpuOverSpan(t, b, burner, 5*time.Second, func() time.Duration { return cpuUsage2(t, b, cpuCtrl, own(burner)) })
 	say(t, "burner: koordlet %.3f cores, kernel %.3f cores", cores, truth)
 	assert.InDelta(t, truth, cores, 0.25*truth+0.05, "koordlet's CPU matches the kernel's")
 	require.Eventually(t, func() bool {

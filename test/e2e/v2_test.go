@@ -189,10 +189,7 @@ func v2NodeWith(t *testing.T, l nodebox.Layout, wantDiscovery, moreGates string)
 		return ok && v > 0
 	}, 60*time.Second, 500*time.Millisecond, "the burner's CPU shows on /metrics")
 	rel := filepath.Join(b.Hierarchy(), burner)
-	u0, t0 := cpuUsage(t, b.CgroupRoot(), rel), time.Now()
-	time.Sleep(5 * time.Second)
-	truth := float64(cpuUsage(t, b.CgroupRoot(), rel)-u0) / float64(time.Since(t0))
-	cores, _ = value(scrape(t, b), "koordlet_yarn_container_cpu_usage_cores", map[string]string{"container_id": burner})
+	cores, truth := cpuOverSpan(t, b, burner, 5*time.Second, func() time.Duration { return cpuUsage(t, b.CgroupRoot(), rel) })
 	say(t, "burner: koordlet %.3f cores, cpu.stat %.3f cores", cores, truth)
 	assert.InDelta(t, truth, cores, 0.25*truth+0.05, "koordlet's CPU matches cpu.stat")
 	require.Eventually(t, func() bool {

@@ -75,7 +75,9 @@ func startControlPlane(dir, binDir string) (*controlPlane, error) {
 		return nil, err
 	}
 	client := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}}
-	if err := waitFor(60*time.Second, "kube-apiserver /readyz", func() bool {
+	// Minutes, not seconds: in the v2 guest (qemu TCG, binaries read over
+	// 9p) the apiserver has taken over a minute to be ready.
+	if err := waitFor(3*time.Minute, "kube-apiserver /readyz", func() bool {
 		if cp.apiserver.exited() {
 			return false
 		}
@@ -89,7 +91,13 @@ func startControlPlane(dir, binDir string) (*controlPlane, error) {
 		return resp.StatusCode == http.StatusOK
 	}); err != nil {
 		cp.stop()
-		return nil, fmt.Errorf("%w (see %s)", err, cp.apiserver.log)
+		// The guest's files are gone with it: the log's end goes with
+		// the error.
+		tail, _ := os.ReadFile(cp.apiserver.log)
+		if len(tail) > 4096 {
+			tail = tail[len(tail)-4096:]
+		}
+		return nil, fmt.Errorf("%w (%s ends: %s)", err, cp.apiserver.log, tail)
 	}
 	cp.kubeconfig = filepath.Join(dir, "kubeconfig")
 	kc := fmt.Sprintf(`apiVersion: v1
