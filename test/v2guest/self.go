@@ -75,6 +75,11 @@ func RunSelf(top string, ro, env []string) int {
 			timeout = d
 		}
 	}
+	// The guest outlives the tests' own -timeout by its boot and power-off
+	// and a margin: a test that hangs panics in the guest with every
+	// goroutine's stack (go test's timeout) instead of the guest being
+	// killed silently.
+	timeout += 3 * time.Minute
 	env = append([]string{TopEnv + "=" + top, PrebuiltEnv + "=1"}, env...)
 	for _, kv := range os.Environ() {
 		if strings.HasPrefix(kv, "KOORDLET_YARN_") && !strings.HasPrefix(kv, GuestEnv+"=") {
