@@ -192,16 +192,22 @@ func v2NodeWith(t *testing.T, l nodebox.Layout, wantDiscovery, moreGates string)
 	cores, truth := cpuOverSpan(t, b, burner, 5*time.Second, func() time.Duration { return cpuUsage(t, b.CgroupRoot(), rel) })
 	say(t, "burner: koordlet %.3f cores, cpu.stat %.3f cores", cores, truth)
 	assert.InDelta(t, truth, cores, 0.25*truth+0.05, "koordlet's CPU matches cpu.stat")
-	require.Eventually(t, func() bool {
-		v, ok := value(scrape(t, b), "koordlet_yarn_container_memory_usage_bytes", map[string]string{"container_id": alloc})
-		return ok && v > 120<<20
-	}, 60*time.Second, 500*time.Millisecond, "the allocator's memory shows on /metrics")
-	mem, _ := value(scrape(t, b), "koordlet_yarn_container_memory_usage_bytes", map[string]string{"container_id": alloc})
-	current, _ := strconv.ParseInt(readFile(filepath.Join(dir(alloc), "memory.current")), 10, 64)
-	anon := memoryStat(dir(alloc), "anon")
+	// koordlet's figure is a sample (1 s), the kernel's are read now: while
+	// the allocator still grows (slow in the TCG guest) the sample lags.
+	// It must come to lie between the anonymous memory and memory.current
+	// once the allocator holds its 128 MiB; a wrong accounting never does.
+	read := func() (mem float64, ok bool, current, anon int64) {
+		mem, ok = value(scrape(t, b), "koordlet_yarn_container_memory_usage_bytes", map[string]string{"container_id": alloc})
+		current, _ = strconv.ParseInt(readFile(filepath.Join(dir(alloc), "memory.current")), 10, 64)
+		return mem, ok, current, memoryStat(dir(alloc), "anon")
+	}
+	within := assert.Eventually(t, func() bool {
+		v, ok, current, anon := read()
+		return ok && v > 120<<20 && int64(v) >= anon-(4<<20) && int64(v) <= current+(4<<20)
+	}, 60*time.Second, 500*time.Millisecond, "the allocator's memory on /metrics comes to lie between its anonymous memory and memory.current")
+	mem, _, current, anon := read()
 	say(t, "allocator: koordlet %d bytes, memory.current %d, anon %d", int64(mem), current, anon)
-	assert.GreaterOrEqual(t, int64(mem), anon-(4<<20), "koordlet's memory covers the anonymous memory")
-	assert.LessOrEqual(t, int64(mem), current+(4<<20), "koordlet's memory is within memory.current")
+	require.True(t, within)
 
 	// CPU and Memory QoS from the BE class.
 	root := filepath.Join(b.CgroupRoot(), b.Hierarchy())
