@@ -231,18 +231,21 @@ func v2NodeWith(t *testing.T, l nodebox.Layout, wantDiscovery, moreGates string)
 	req := int64(1024) << 20
 	qosState := func() string {
 		idle, other := policyCounts(dir(burner))
-		return fmt.Sprintf("YARN root cpu.idle %s; burner tasks %d SCHED_IDLE, %d other; allocator memory.min %s",
-			readFile(filepath.Join(root, "cpu.idle")), idle, other, readFile(filepath.Join(dir(alloc), "memory.min")))
+		return fmt.Sprintf("YARN root cpu.idle %s; burner tasks %d SCHED_IDLE, %d other; allocator memory.min %s, memory.low %s, memory.high set %t",
+			readFile(filepath.Join(root, "cpu.idle")), idle, other, readFile(filepath.Join(dir(alloc), "memory.min")),
+			readFile(filepath.Join(dir(alloc), "memory.low")), readFile(filepath.Join(dir(alloc), "memory.high")) != "max")
 	}
 	// The kernel keeps memory.min/low/high in pages: the value read back is
 	// the one written rounded down to a page.
 	page := func(v int64) string { return fmt.Sprint(v &^ (int64(os.Getpagesize()) - 1)) }
-	want := "YARN root cpu.idle 1; burner tasks 1 SCHED_IDLE, 0 other; allocator memory.min " + page(req/10)
+	// memory.min, memory.low and memory.high are three writes: all land,
+	// not only the first (the guest caught memory.low read between them).
+	want := "YARN root cpu.idle 1; burner tasks 1 SCHED_IDLE, 0 other; allocator memory.min " + page(req/10) +
+		", memory.low " + page(req/5) + ", memory.high set true"
 	if !assert.Eventually(t, func() bool { return qosState() == want }, 60*time.Second, 250*time.Millisecond,
 		"CPU QoS (YARN root cpu.idle, tasks SCHED_IDLE) and Memory QoS land") {
 		t.Fatalf("want %s, have %s", want, qosState())
 	}
-	assert.Equal(t, page(req/5), readFile(filepath.Join(dir(alloc), "memory.low")))
 	high := readFile(filepath.Join(dir(alloc), "memory.high"))
 	assert.NotEqual(t, "max", high, "memory.high throttles above the request")
 	if h, err := strconv.ParseInt(high, 10, 64); assert.NoError(t, err) {
