@@ -352,12 +352,28 @@ func (a *Adopter) retryPending() {
 
 // pendingExec is an exec'd process that named a container the store did
 // not know yet, waiting for the NodeManager's list: its exec time
-// (CLOCK_MONOTONIC), its start time (the same process, not a reused pid)
-// and when it was put aside.
+// (CLOCK_MONOTONIC), its start time (the same process, not a reused pid),
+// when it was put aside and the container it named.
 type pendingExec struct {
-	ktime uint64
-	start int64
-	at    time.Time
+	ktime     uint64
+	start     int64
+	at        time.Time
+	container string
+}
+
+// firstExec is the earliest exec time known of container name's
+// processes: execAt (the process being moved; 0: not known) or that of a
+// process of it still waiting (pending). A launch script's child may exec
+// in the pod first and wait for the NodeManager's list while a scan moves
+// the script itself (whose own exec was before it entered the pod): the
+// launch is the child's exec.
+func (a *Adopter) firstExec(name string, execAt uint64) uint64 {
+	for _, e := range a.pending {
+		if e.container == name && e.ktime > 0 && (execAt == 0 || e.ktime < execAt) {
+			execAt = e.ktime
+		}
+	}
+	return execAt
 }
 
 // pendingMaxAge bounds how long an exec'd process waits for a

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"runtime/pprof"
 	"sort"
@@ -426,18 +427,12 @@ func TestRealKernelSlowNMBlocksNothing(t *testing.T) {
 	require.True(t, answered.Load(), "Status() returned and the known container was moved while the NodeManager's first list was in flight")
 }
 
-// TestRealKernelExecTimeKeptWhenTheScanMoves: a process found at its exec
-// names a container the store does not know yet, so the NodeManager is
-// asked (in the background) and the process waits for the list; the store
-// learns of the container first (its resync) and the scan moves the
-// process. The move is still the one of a process found at its exec: its
-// launch → cgroup time is recorded (before, the scan's move took the
-// process as found by the scan, time 0: the v2 guest's e2e caught it).
-func TestRealKernelExecTimeKeptWhenTheScanMoves(t *testing.T) {
-	n := newNode(t)
+// slowNMAdopter runs an adopter scanning every 100 ms whose NodeManager
+// list hangs until the test ends: what an exec names stays unknown until
+// the store learns of it.
+func slowNMAdopter(t *testing.T, n *node) *Adopter {
 	release := make(chan struct{})
-	var once sync.Once
-	t.Cleanup(func() { once.Do(func() { close(release) }) })
+	t.Cleanup(func() { close(release) })
 	list := func(ctx context.Context) ([]yarn.NMContainer, error) {
 		select {
 		case <-release:
@@ -456,24 +451,84 @@ func TestRealKernelExecTimeKeptWhenTheScanMoves(t *testing.T) {
 	if a.Status().Detection != "ebpf" {
 		kerneltest.Skip(t, "needs the eBPF exec watch (BTF, CAP_BPF)")
 	}
+	return a
+}
 
-	c5 := containerName(5)
-	p := n.launch(t, c5, "exec sleep 3600")
+// waitPending waits until an exec'd process waits for the NM's list.
+func waitPending(t *testing.T, a *Adopter) {
 	require.Eventually(t, func() bool {
 		a.mu.Lock()
 		defer a.mu.Unlock()
 		return len(a.pending) > 0
 	}, 10*time.Second, 10*time.Millisecond, "the exec'd process waits for the NodeManager's list")
-	cid, _ := yarn.ParseContainerID(c5)
+}
+
+// storeLearns puts id in the store as the NodeManager's resync does.
+func (n *node) storeLearns(id string) {
+	cid, _ := yarn.ParseContainerID(id)
 	n.st.Resync(store.Observation{NM: []yarn.NMContainer{{ID: cid, State: yarn.StateRunning}}, NMOK: true}, time.Now())
-	require.Eventually(t, func() bool { return n.h.Contains(p.Pid(), cgroups.CPU, n.h.ContainerRelDir(c5)) },
-		10*time.Second, 10*time.Millisecond, "the scan moves it once the store knows its container")
-	ad, ok := a.Status().Containers[c5]
-	require.True(t, ok)
+}
+
+// TestRealKernelExecTimeKeptWhenTheScanMoves: a process found at its exec
+// names a container the store does not know yet, so the NodeManager is
+// asked (in the background) and the process waits for the list; the store
+// learns of the container first (its resync) and the scan moves the
+// process. The move is still the one of a process found at its exec: its
+// launch → cgroup time is recorded (before, the scan's move took the
+// process as found by the scan, time 0).
+func TestRealKernelExecTimeKeptWhenTheScanMoves(t *testing.T) {
+	n := newNode(t)
+	a := slowNMAdopter(t, n)
+	c5 := containerName(5)
+	p := n.launch(t, c5, "exec sleep 3600")
+	waitPending(t, a)
+	n.storeLearns(c5)
+	var ad Adoption
+	require.Eventually(t, func() bool {
+		var ok bool
+		ad, ok = a.Status().Containers[c5]
+		return ok && n.h.Contains(p.Pid(), cgroups.CPU, n.h.ContainerRelDir(c5))
+	}, 10*time.Second, 10*time.Millisecond, "the scan moves it once the store knows its container")
 	assert.Positive(t, ad.LaunchToCgroupNanos, "found at its exec: the scan's move keeps its exec time")
 	a.mu.Lock()
 	assert.Empty(t, a.pending, "a moved process waits no more")
 	a.mu.Unlock()
+}
+
+// TestRealKernelLaunchTimeFromTheChildsExec: the DefaultContainerExecutor's
+// way, as the NodeManager emulator launches: the launch shell carries
+// CONTAINER_ID from its start but execs before it is moved into the NM
+// pod (no exec of it is seen there); its first child (YARN's script runs
+// mkdir, ln before its exec) is the container's first exec in the pod and
+// waits for the NM's list, while the scan moves the shell. The container's
+// launch → cgroup time is from that child's exec (the v2 guest's e2e
+// found two of three containers with time 0).
+func TestRealKernelLaunchTimeFromTheChildsExec(t *testing.T) {
+	n := newNode(t)
+	a := slowNMAdopter(t, n)
+	c6 := containerName(6)
+	cmd := exec.Command("sh", "-c", "read gate; sleep 5; exec sleep 3600")
+	cmd.Env = append(os.Environ(), "CONTAINER_ID="+c6)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	gate, err := cmd.StdinPipe()
+	require.NoError(t, err)
+	require.NoError(t, cmd.Start())
+	t.Cleanup(func() { _ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL); _ = cmd.Wait() })
+	for _, dir := range n.podAbs {
+		require.NoError(t, os.WriteFile(filepath.Join(dir, "cgroup.procs"), []byte(strconv.Itoa(cmd.Process.Pid)), 0o644))
+	}
+	_, err = gate.Write([]byte("go\n"))
+	require.NoError(t, err)
+	waitPending(t, a)
+	n.storeLearns(c6)
+	var ad Adoption
+	require.Eventually(t, func() bool {
+		var ok bool
+		ad, ok = a.Status().Containers[c6]
+		return ok && n.h.Contains(cmd.Process.Pid, cgroups.CPU, n.h.ContainerRelDir(c6))
+	}, 4*time.Second, 10*time.Millisecond, "the scan moves the launch shell during its sleep")
+	assert.Positive(t, ad.LaunchToCgroupNanos, "the launch is the child's exec, seen in the pod")
+	assert.Less(t, ad.LaunchToCgroupNanos, int64(4*time.Second))
 }
 
 // launchNamed is launch, remembering the process by its container.

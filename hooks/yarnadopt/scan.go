@@ -166,7 +166,11 @@ func (a *Adopter) adopt(h cgroups.Hierarchy, pids []int, fromExec bool, ktime ui
 			_, isPending := a.pending[pid]
 			if o := seen[pid]; !isAssigned && !isPending && o != nil && len(a.pending) < maxPending {
 				// Adopted again when the NM's list arrives.
-				a.pending[pid] = pendingExec{ktime: ktime, start: o.p.Start, at: a.opts.Now()}
+				id := o.proc.EnvID
+				if id == "" {
+					id = procs[pid].ParentIn
+				}
+				a.pending[pid] = pendingExec{ktime: ktime, start: o.p.Start, at: a.opts.Now(), container: id}
 			}
 		}
 	}
@@ -208,6 +212,9 @@ func (a *Adopter) adopt(h cgroups.Hierarchy, pids []int, fromExec bool, ktime ui
 		delete(a.pending, pid)
 		ad := a.adoptions[name]
 		if ad == nil {
+			// The container's launch is its first exec seen in the pod,
+			// whichever of its processes is moved first.
+			execAt = a.firstExec(name, execAt)
 			ad = &Adoption{CgroupMadeAt: a.opts.Now(), Cgroup: h.ContainerRelDir(name)}
 			a.adoptions[name] = ad
 			if execAt > 0 {
