@@ -463,6 +463,19 @@ func waitPending(t *testing.T, a *Adopter) {
 	}, 10*time.Second, 10*time.Millisecond, "the exec'd process waits for the NodeManager's list")
 }
 
+// movedAndRecorded waits until pid is in container id's cgroup and the
+// adopter has published its record (published after the move), and
+// returns the record.
+func (n *node) movedAndRecorded(t *testing.T, a *Adopter, id string, pid int, within time.Duration, msg string) Adoption {
+	var ad Adoption
+	require.Eventually(t, func() bool {
+		var ok bool
+		ad, ok = a.Status().Containers[id]
+		return ok && n.h.Contains(pid, cgroups.CPU, n.h.ContainerRelDir(id))
+	}, within, 10*time.Millisecond, msg)
+	return ad
+}
+
 // storeLearns puts id in the store as the NodeManager's resync does.
 func (n *node) storeLearns(id string) {
 	cid, _ := yarn.ParseContainerID(id)
@@ -483,12 +496,7 @@ func TestRealKernelExecTimeKeptWhenTheScanMoves(t *testing.T) {
 	p := n.launch(t, c5, "exec sleep 3600")
 	waitPending(t, a)
 	n.storeLearns(c5)
-	var ad Adoption
-	require.Eventually(t, func() bool {
-		var ok bool
-		ad, ok = a.Status().Containers[c5]
-		return ok && n.h.Contains(p.Pid(), cgroups.CPU, n.h.ContainerRelDir(c5))
-	}, 10*time.Second, 10*time.Millisecond, "the scan moves it once the store knows its container")
+	ad := n.movedAndRecorded(t, a, c5, p.Pid(), 10*time.Second, "the scan moves it once the store knows its container")
 	assert.Positive(t, ad.LaunchToCgroupNanos, "found at its exec: the scan's move keeps its exec time")
 	a.mu.Lock()
 	assert.Empty(t, a.pending, "a moved process waits no more")
@@ -521,12 +529,7 @@ func TestRealKernelLaunchTimeFromTheChildsExec(t *testing.T) {
 	require.NoError(t, err)
 	waitPending(t, a)
 	n.storeLearns(c6)
-	var ad Adoption
-	require.Eventually(t, func() bool {
-		var ok bool
-		ad, ok = a.Status().Containers[c6]
-		return ok && n.h.Contains(cmd.Process.Pid, cgroups.CPU, n.h.ContainerRelDir(c6))
-	}, 4*time.Second, 10*time.Millisecond, "the scan moves the launch shell during its sleep")
+	ad := n.movedAndRecorded(t, a, c6, cmd.Process.Pid, 4*time.Second, "the scan moves the launch shell during its sleep")
 	assert.Positive(t, ad.LaunchToCgroupNanos, "the launch is the child's exec, seen in the pod")
 	assert.Less(t, ad.LaunchToCgroupNanos, int64(4*time.Second))
 }
