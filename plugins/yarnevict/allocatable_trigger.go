@@ -152,6 +152,9 @@ func (a *AllocatableEvict) holdForRM(now time.Time, pods []*corev1.Pod, ya *YARN
 	case !hold && a.holding && !rmKnows:
 		klog.Warningf("yarn: %s: YARN's allocation is still above its capacity and the ResourceManager was not told the smaller capacity within %v (down, slow, or on standby): koordlet evicts; the RM may place replacements on this node",
 			a.Kind.Reason(), delay)
+	case !hold && a.holding && !features.Enabled(features.YARNRMPreemption):
+		klog.Infof("yarn: %s: the ResourceManager holds YARN's smaller capacity (%d MB, %d vcores): koordlet evicts YARN containers above it",
+			a.Kind.Reason(), held.MemoryMB, held.VCores)
 	case !hold && (a.holding || a.aboveSince.Equal(now)) && features.Enabled(features.YARNRMPreemption):
 		klog.Warningf("yarn: %s: YARN's allocation is still above its capacity and the ResourceManager has not released it (not asked, or its deadline passed): koordlet evicts",
 			a.Kind.Reason())
