@@ -240,6 +240,10 @@ func (a *Adopter) run(stopCh <-chan struct{}) {
 			}
 			a.OnExec(ev)
 		case <-ticker.C:
+			// Exec events already queued go first: they carry the exec
+			// time, which a scan's move of the same process loses (the
+			// select picks at random among ready cases).
+			events = a.drainExec(events)
 			a.Scan()
 		case <-a.nmReady():
 			a.retryPending()
@@ -250,6 +254,23 @@ func (a *Adopter) run(stopCh <-chan struct{}) {
 			a.mu.Unlock()
 		}
 	}
+}
+
+// drainExec handles the exec events queued now, without waiting; it
+// returns events, or nil once the watch has closed it.
+func (a *Adopter) drainExec(events chan ExecEvent) chan ExecEvent {
+	for events != nil {
+		select {
+		case ev, ok := <-events:
+			if !ok {
+				return nil
+			}
+			a.OnExec(ev)
+		default:
+			return events
+		}
+	}
+	return nil
 }
 
 // waitHierarchy waits for the YARN hierarchy to be known.
