@@ -110,10 +110,13 @@ type Adopter struct {
 	// (see pendingExec).
 	nm      *nmLister
 	pending map[int]pendingExec
-	fs      procfs.FS
-	fsRoot  string
-	users   passwdCache
-	life    lifecycle
+	// blind are the processes a scan moved before their exec events
+	// were handled (lateexec.go).
+	blind  map[int]blindMove
+	fs     procfs.FS
+	fsRoot string
+	users  passwdCache
+	life   lifecycle
 	// quit ends the gate-off sweep (tests; koordlet ends with the process).
 	quit chan struct{}
 	// removals carries the store's removed containers to the loop.
@@ -140,7 +143,7 @@ func New(opts Options) *Adopter {
 	}
 	a := &Adopter{opts: opts, env: cgroups.NewEnvironReader(), metrics: newMetrics(opts.Registerer),
 		envs: map[procKey]string{}, adoptions: map[string]*Adoption{}, watched: map[CgroupKey]bool{},
-		logged: map[string]bool{}, pending: map[int]pendingExec{}, layout: LayoutUnknown, quit: make(chan struct{}),
+		logged: map[string]bool{}, pending: map[int]pendingExec{}, blind: map[int]blindMove{}, layout: LayoutUnknown, quit: make(chan struct{}),
 		removals: make(chan string, maxRemovals)}
 	if opts.ListNM != nil {
 		a.nm = newNMLister(opts.ListNM, opts.Now)
@@ -305,7 +308,7 @@ func (a *Adopter) OnExec(ev ExecEvent) {
 	defer a.mu.Unlock()
 	defer a.publish()
 	h, ok := a.opts.Hierarchy()
-	if !ok || a.podDir == "" {
+	if !ok || a.podDir == "" || a.lateExec(ev) {
 		return
 	}
 	a.adopt(h, []int{ev.Pid}, true, ev.KtimeNs)
@@ -323,6 +326,7 @@ func (a *Adopter) Scan() {
 	defer a.mu.Unlock()
 	defer a.publish()
 	a.prunePending()
+	a.pruneBlind()
 	if !a.scan(h) {
 		return
 	}

@@ -534,6 +534,44 @@ func TestRealKernelLaunchTimeFromTheChildsExec(t *testing.T) {
 	assert.Less(t, ad.LaunchToCgroupNanos, int64(4*time.Second))
 }
 
+// TestRealKernelLateExecEventGivesTheLaunchTime: the scan moves a process
+// before the exec watch's event of it is handled (the event waits in the
+// ring buffer or the loop's queue; the v2 guest's e2e found containers
+// with time 0): the late event still gives the container its launch →
+// cgroup time. An event at that pid from before the process's fork
+// (another process) or after the cgroup was made (not its launch) gives
+// none.
+func TestRealKernelLateExecEventGivesTheLaunchTime(t *testing.T) {
+	n := newNode(t)
+	a := n.adopter(t, false)
+	a.opts.openExec = func() (execSource, error) { return newQuietWatch(), nil }
+	a.opts.ScanInterval = 50 * time.Millisecond
+	stop := make(chan struct{})
+	t.Cleanup(func() { close(stop) })
+	a.Run(stop)
+	require.Eventually(t, func() bool { s := a.Status(); return s.Detection == "ebpf" && s.NodeManager != "" }, 10*time.Second, 10*time.Millisecond)
+
+	c := containerName(8)
+	before, _ := monoNow()
+	p := n.launch(t, c, "exec sleep 3600")
+	execAt, _ := monoNow() // after its fork; the store does not know c yet: not moved
+	n.storeLearns(c)
+	ad := n.movedAndRecorded(t, a, c, p.Pid(), 10*time.Second, "the scan moves it")
+	require.Zero(t, ad.LaunchToCgroupNanos, "the scan alone does not know its exec")
+	after, _ := monoNow()
+
+	a.OnExec(ExecEvent{Pid: p.Pid(), KtimeNs: before - uint64(time.Second)})
+	a.OnExec(ExecEvent{Pid: p.Pid(), KtimeNs: after})
+	assert.Zero(t, a.Status().Containers[c].LaunchToCgroupNanos, "another process's exec, or one after the cgroup was made")
+
+	a.OnExec(ExecEvent{Pid: p.Pid(), KtimeNs: execAt})
+	got := a.Status().Containers[c].LaunchToCgroupNanos
+	assert.Positive(t, got, "the late event gives the launch time")
+	assert.LessOrEqual(t, got, int64(after-execAt), "from that exec to the cgroup's making")
+	a.OnExec(ExecEvent{Pid: p.Pid(), KtimeNs: execAt + 1})
+	assert.Equal(t, got, a.Status().Containers[c].LaunchToCgroupNanos, "a later exec does not replace the earliest")
+}
+
 // launchNamed is launch, remembering the process by its container.
 func (n *node) launchNamed(t *testing.T, id, script string) {
 	p := n.launch(t, id, script)

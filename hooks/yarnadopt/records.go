@@ -21,6 +21,10 @@ type Adoption struct {
 	// LaunchToCgroupNanos is from the exec of its first process to that
 	// process in the container's cgroup (exec watch only).
 	LaunchToCgroupNanos int64 `json:"launchToCgroupNanos,omitempty"`
+
+	// madeMono is when the cgroup was made, CLOCK_MONOTONIC ns (the exec
+	// watch's clock; 0: not known).
+	madeMono uint64
 }
 
 // Status is the adopter's state (GET /yarn/containers).

@@ -216,21 +216,21 @@ func (a *Adopter) adopt(h cgroups.Hierarchy, pids []int, fromExec bool, ktime ui
 			// whichever of its processes is moved first.
 			execAt = a.firstExec(name, execAt)
 			ad = &Adoption{CgroupMadeAt: a.opts.Now(), Cgroup: h.ContainerRelDir(name)}
+			ad.madeMono, _ = monoNow()
 			a.adoptions[name] = ad
-			if execAt > 0 {
-				var ts unix.Timespec
-				if unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts) == nil {
-					d := time.Duration(ts.Nano() - int64(execAt))
-					if d >= 0 {
-						ad.LaunchToCgroupNanos = int64(d)
-						a.metrics.launch.Observe(d.Seconds())
-					}
-				}
+			if execAt > 0 && ad.madeMono >= execAt {
+				d := time.Duration(ad.madeMono - execAt)
+				ad.LaunchToCgroupNanos = int64(d)
+				a.metrics.launch.Observe(d.Seconds())
 			}
 			if a.layout == LayoutUnknown {
 				a.detectLayout(h)
 			}
 			klog.V(2).Infof("yarn: YARN container %s runs without a cgroup of YARN's: koordlet made %s and moved its process %d in", name, ad.Cgroup, pid)
+		}
+		if execAt == 0 {
+			// Its exec event, if any, is still to come (lateexec.go).
+			a.noteBlind(pid, o.p.Start, name)
 		}
 		ad.ProcessesMoved++
 		ad.MemoryChargedToNodeManagerBytes += o.rss

@@ -155,6 +155,20 @@ func noCgroupsNode(t *testing.T, l nodebox.Layout) {
 	for _, c := range ctrls {
 		assert.Equal(t, b.PodCgroup("nodemanager"), procCgroup(b.NMPID(), c), "the NodeManager stays in its pod's %s cgroup", c)
 	}
+	if st.Detection == "ebpf" {
+		// Each container's exec time comes with its exec event, which a
+		// scan's move may overtake: the record has it once that event is
+		// handled, moments after the move.
+		require.Eventually(t, func() bool {
+			resp = mustContainers(t, b)
+			for _, id := range []string{am, burner, alloc} {
+				if resp.ContainerCgroups == nil || resp.ContainerCgroups.Containers[id].LaunchToCgroupNanos <= 0 {
+					return false
+				}
+			}
+			return true
+		}, 10*time.Second, 100*time.Millisecond, "found at its exec: every container's exec → own cgroup time known")
+	}
 	st = resp.ContainerCgroups
 	require.NotNil(t, st)
 	assert.Equal(t, yarnadopt.LayoutNone, st.Layout)
