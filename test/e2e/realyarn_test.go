@@ -45,8 +45,36 @@ func startRealYARN(t *testing.T, l nodebox.Layout, memory bool, koordletArgs ...
 // (its ResourceManager's address).
 func startRealYARNWith(t *testing.T, opts nodebox.Options, memory bool, args func(*yarnpeer.Peer) []string) *realYARN {
 	t.Helper()
+	return startRealYARNOn(t, yarnNM{}, opts, memory, args)
+}
+
+// yarnNM is the real NodeManager a scenario runs against: its Hadoop
+// version ("": 3.5.0) and container executor ("": the LCE with YARN's
+// cgroups).
+type yarnNM struct {
+	Hadoop string
+	Kind   yarnpeer.ExecutorKind
+}
+
+func (n yarnNM) String() string {
+	v, k := n.Hadoop, n.Kind
+	if v == "" {
+		v = yarnpeer.Hadoop35
+	}
+	if k == "" {
+		k = yarnpeer.LCECgroups
+	}
+	return "hadoop-" + v + "-" + string(k)
+}
+
+// startRealYARNOn is startRealYARNWith against NodeManager nm.
+func startRealYARNOn(t *testing.T, nm yarnNM, opts nodebox.Options, memory bool, args func(*yarnpeer.Peer) []string) *realYARN {
+	t.Helper()
 	top := repoTop()
-	if err := yarnpeer.Built(top); err != nil {
+	if nm.Hadoop == "" {
+		nm.Hadoop = yarnpeer.Hadoop35
+	}
+	if err := yarnpeer.Built(top, nm.Hadoop); err != nil {
 		kerneltest.Skip(t, err.Error())
 	}
 	opts.ExternalNM = true
@@ -60,7 +88,7 @@ func startRealYARNWith(t *testing.T, opts nodebox.Options, memory bool, args fun
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	dir := filepath.Join(b.Dir(), "yarn")
-	p, err := yarnpeer.Start(ctx, yarnpeer.Options{Top: top, Dir: dir, Executor: ce, Hierarchy: "/" + b.Hierarchy(),
+	p, err := yarnpeer.Start(ctx, yarnpeer.Options{Top: top, Hadoop: nm.Hadoop, Kind: nm.Kind, Dir: dir, Executor: ce, Hierarchy: "/" + b.Hierarchy(),
 		MountPath: b.CgroupRoot(), Memory: memory, Procs: b.NMPodProcs()})
 	require.NoError(t, err)
 	t.Cleanup(func() {
@@ -80,8 +108,11 @@ func startRealYARNWith(t *testing.T, opts nodebox.Options, memory bool, args fun
 // TestRealYARN: the e2e scenarios against Hadoop 3.5.0's ResourceManager
 // and NodeManager with real LCE cgroups.
 func TestRealYARN(t *testing.T) {
-	t.Run("cgroupfs-memory", func(t *testing.T) { realYARNDiscovery(t, nodebox.LayoutCgroupfs, true) })
-	t.Run("cpu-only", func(t *testing.T) { realYARNDiscovery(t, nodebox.LayoutCPUOnly, false) })
+	t.Run("cgroupfs-memory", func(t *testing.T) { realYARNDiscovery(t, yarnNM{}, nodebox.LayoutCgroupfs, true) })
+	t.Run("cpu-only", func(t *testing.T) { realYARNDiscovery(t, yarnNM{}, nodebox.LayoutCPUOnly, false) })
+	for _, nm := range []yarnNM{{Hadoop: yarnpeer.Hadoop33}, {Hadoop: yarnpeer.Hadoop33, Kind: yarnpeer.DCE}} {
+		t.Run(nm.String(), func(t *testing.T) { realYARNDiscovery(t, nm, nodebox.LayoutCgroupfs, true) })
+	}
 	t.Run("isolation", realYARNIsolation)
 	t.Run("pressure", realYARNPressure)
 	t.Run("rm-application-data-and-restart", realYARNPolicyAndRestart)
@@ -185,8 +216,13 @@ func realYARNPressure(t *testing.T) {
 // realYARNDiscovery: an application's containers, launched by the real NM
 // in cgroups YARN made, are found with the real NM's ids, AM, user, state
 // and requests, and their CPU matches the kernel's.
-func realYARNDiscovery(t *testing.T, l nodebox.Layout, memory bool) {
-	y := startRealYARN(t, l, memory)
+func realYARNDiscovery(t *testing.T, nm yarnNM, l nodebox.Layout, memory bool) {
+	var args []string
+	if nm.Kind == yarnpeer.DCE || nm.Kind == yarnpeer.LCE {
+		// YARN gives its containers no cgroups: koordlet makes them.
+		args = []string{"--feature-gates=" + adoptGate}
+	}
+	y := startRealYARNOn(t, nm, nodebox.Options{Layout: l}, memory, func(*yarnpeer.Peer) []string { return args })
 	ctx := context.Background()
 	app, err := y.peer.Submit(ctx, yarnpeer.App{Name: "etl", Queue: "etl", Type: "SPARK", User: "spark", Tags: []string{"nightly"},
 		Containers: []yarnpeer.Container{

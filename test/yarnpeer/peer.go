@@ -60,16 +60,33 @@ func Stamp(top string) (string, error) {
 	return hex.EncodeToString(h.Sum(nil))[:16], nil
 }
 
-// Built checks that build/yarn holds a peer built from the sources as they
-// are, and that java runs.
-func Built(top string) error {
+// Hadoop versions the peer is built for (test/yarn/build.sh builds each
+// into build/yarn/<version>): 3.5.0, the newest (its own cgroup v2
+// handler), and 3.3.6, the line most clusters run (Koordinator's
+// hadoop-yarn chart ships 3.3.x; no cgroup v2 handler).
+const (
+	Hadoop35 = "3.5.0"
+	Hadoop33 = "3.3.6"
+)
+
+// Versions are the Hadoop versions the peer is built for.
+var Versions = []string{Hadoop35, Hadoop33}
+
+// BuildDir is where the peer for a Hadoop version is built.
+func BuildDir(top, version string) string {
+	return filepath.Join(top, "build", "yarn", version)
+}
+
+// Built checks that the peer for a Hadoop version is built from the
+// sources as they are, and that java runs.
+func Built(top, version string) error {
 	want, err := Stamp(top)
 	if err != nil {
 		return fmt.Errorf("real-YARN peer sources: %w", err)
 	}
-	got, _ := os.ReadFile(filepath.Join(top, "build", "yarn", ".stamp"))
+	got, _ := os.ReadFile(filepath.Join(BuildDir(top, version), ".stamp"))
 	if strings.TrimSpace(string(got)) != want {
-		return fmt.Errorf("the real-YARN peer (Hadoop 3.5.0 MiniYARNCluster, test/yarn) is not built from these sources: run make deps-yarn (needs Java 17, Maven and Maven Central)")
+		return fmt.Errorf("the real-YARN peer (Hadoop %s MiniYARNCluster, test/yarn) is not built from these sources: run make deps-yarn (needs Java 17, Maven and Maven Central)", version)
 	}
 	if _, err := exec.LookPath("java"); err != nil {
 		return fmt.Errorf("the real-YARN peer needs java (17): %w", err)
@@ -77,17 +94,50 @@ func Built(top string) error {
 	return nil
 }
 
-// ClassPath is the peer's class path under top (its jar and every
-// dependency).
-func ClassPath(top string) string {
-	b := filepath.Join(top, "build", "yarn")
+// ClassPath is the class path of the peer for a Hadoop version (its jar
+// and every dependency).
+func ClassPath(top, version string) string {
+	b := BuildDir(top, version)
 	return filepath.Join(b, "target", "peer.jar") + ":" + filepath.Join(b, "lib", "*")
 }
+
+// JVMOpens are the module opens Hadoop needs on Java 17 (3.3.x reflects
+// into java.base, e.g. for its shell and NIO helpers): given to the
+// peer's JVM, which passes them on to the containers' JVMs it launches.
+var JVMOpens = []string{
+	"--add-opens=java.base/java.lang=ALL-UNNAMED",
+	"--add-opens=java.base/java.lang.reflect=ALL-UNNAMED",
+	"--add-opens=java.base/java.io=ALL-UNNAMED",
+	"--add-opens=java.base/java.net=ALL-UNNAMED",
+	"--add-opens=java.base/java.nio=ALL-UNNAMED",
+	"--add-opens=java.base/java.util=ALL-UNNAMED",
+	"--add-opens=java.base/java.util.concurrent=ALL-UNNAMED",
+	"--add-opens=java.base/sun.nio.ch=ALL-UNNAMED",
+	"--add-opens=java.base/sun.security.action=ALL-UNNAMED",
+}
+
+// ExecutorKind is how the NodeManager launches containers.
+type ExecutorKind string
+
+const (
+	// LCECgroups is the LinuxContainerExecutor with
+	// CgroupsLCEResourcesHandler: YARN makes each container's cgroups.
+	LCECgroups ExecutorKind = "lce-cgroups"
+	// LCE is the LinuxContainerExecutor without a resources handler:
+	// containers run in the NodeManager's cgroup.
+	LCE ExecutorKind = "lce"
+	// DCE is the DefaultContainerExecutor (bash, setsid, no cgroups).
+	DCE ExecutorKind = "dce"
+)
 
 // Options configure the peer.
 type Options struct {
 	// Top is the repository's top directory.
 	Top string
+	// Hadoop is the Hadoop version (one of Versions; "": Hadoop35).
+	Hadoop string
+	// Kind is the container executor ("": LCECgroups).
+	Kind ExecutorKind
 	// Dir is the peer's working directory (its state, the cluster's local
 	// and log dirs, the AM specs); created, and removed by Stop.
 	Dir string
@@ -143,6 +193,12 @@ func startOnce(ctx context.Context, o Options) (*Peer, error) {
 	if o.NMVcores == 0 {
 		o.NMVcores = 8
 	}
+	if o.Hadoop == "" {
+		o.Hadoop = Hadoop35
+	}
+	if o.Kind == "" {
+		o.Kind = LCECgroups
+	}
 	if err := os.MkdirAll(o.Dir, 0o755); err != nil {
 		return nil, err
 	}
@@ -158,12 +214,12 @@ func startOnce(ctx context.Context, o Options) (*Peer, error) {
 		"yarn.resourcemanager.admin.address=" + addr(ports[3]),
 		"yarn.resourcemanager.webapp.address=" + addr(ports[4]),
 	}
-	cp := ClassPath(o.Top)
+	cp := ClassPath(o.Top, o.Hadoop)
 	amCP := filepath.Join(o.Dir, "conf") + ":" + cp
-	args := []string{"-Xmx768m", "-XX:+UseSerialGC", "-Dlog4j.configuration=log4j.properties", "-cp", cp,
-		"io.koordletyarn.yarnpeer.Peer",
+	args := append([]string{"-Xmx768m", "-XX:+UseSerialGC", "-Dlog4j.configuration=log4j.properties"}, JVMOpens...)
+	args = append(args, "-cp", cp, "io.koordletyarn.yarnpeer.Peer", "--kind", string(o.Kind),
 		"--executor", o.Executor, "--hierarchy", o.Hierarchy, "--mount-path", o.MountPath,
-		"--memory", strconv.FormatBool(o.Memory), "--nm-vcores", strconv.Itoa(o.NMVcores), "--classpath", amCP}
+		"--memory", strconv.FormatBool(o.Memory), "--nm-vcores", strconv.Itoa(o.NMVcores), "--classpath", amCP)
 	for _, kv := range sets {
 		args = append(args, "--set", kv)
 	}

@@ -34,7 +34,10 @@ import org.apache.hadoop.yarn.server.MiniYARNCluster;
  * answers "ok ..." or "err ..." on stdout, a line each. Its log goes to
  * stderr.
  *
- * <p>Flags (all required but --memory, --nm-vcores):
+ * <p>Flags (all required but --kind, --memory, --nm-vcores):
+ * --kind lce-cgroups|lce|dce (the LinuxContainerExecutor with
+ * CgroupsLCEResourcesHandler, the default; without a resources handler; the
+ * DefaultContainerExecutor: the last two give containers no cgroups),
  * --executor PATH (the container-executor), --hierarchy H (YARN's cgroup
  * hierarchy), --mount-path P (where the cgroup controllers are mounted),
  * --memory true|false (yarn.nodemanager.resource.memory.enabled),
@@ -96,16 +99,26 @@ public final class Peer {
 
   private void start() throws Exception {
     conf = new YarnConfiguration();
-    String lce = "org.apache.hadoop.yarn.server.nodemanager.LinuxContainerExecutor";
-    conf.set(YarnConfiguration.NM_CONTAINER_EXECUTOR, lce);
-    conf.set(YarnConfiguration.NM_LINUX_CONTAINER_EXECUTOR_PATH, flags.get("executor"));
-    conf.setBoolean(YarnConfiguration.NM_NONSECURE_MODE_LIMIT_USERS, false);
-    conf.set(YarnConfiguration.NM_LINUX_CONTAINER_RESOURCES_HANDLER,
-        "org.apache.hadoop.yarn.server.nodemanager.util.CgroupsLCEResourcesHandler");
-    conf.setBoolean("yarn.nodemanager.resource.memory.enabled", Boolean.parseBoolean(flags.getOrDefault("memory", "false")));
-    conf.set(YarnConfiguration.NM_LINUX_CONTAINER_CGROUPS_HIERARCHY, flags.get("hierarchy"));
-    conf.setBoolean(YarnConfiguration.NM_LINUX_CONTAINER_CGROUPS_MOUNT, false);
-    conf.set(YarnConfiguration.NM_LINUX_CONTAINER_CGROUPS_MOUNT_PATH, flags.get("mount-path"));
+    String kind = flags.getOrDefault("kind", "lce-cgroups");
+    switch (kind) {
+      case "dce" -> conf.set(YarnConfiguration.NM_CONTAINER_EXECUTOR,
+          "org.apache.hadoop.yarn.server.nodemanager.DefaultContainerExecutor");
+      case "lce", "lce-cgroups" -> {
+        conf.set(YarnConfiguration.NM_CONTAINER_EXECUTOR,
+            "org.apache.hadoop.yarn.server.nodemanager.LinuxContainerExecutor");
+        conf.set(YarnConfiguration.NM_LINUX_CONTAINER_EXECUTOR_PATH, flags.get("executor"));
+        conf.setBoolean(YarnConfiguration.NM_NONSECURE_MODE_LIMIT_USERS, false);
+      }
+      default -> throw new IllegalArgumentException("--kind " + kind + ": one of lce-cgroups, lce, dce");
+    }
+    if (kind.equals("lce-cgroups")) {
+      conf.set(YarnConfiguration.NM_LINUX_CONTAINER_RESOURCES_HANDLER,
+          "org.apache.hadoop.yarn.server.nodemanager.util.CgroupsLCEResourcesHandler");
+      conf.setBoolean("yarn.nodemanager.resource.memory.enabled", Boolean.parseBoolean(flags.getOrDefault("memory", "false")));
+      conf.set(YarnConfiguration.NM_LINUX_CONTAINER_CGROUPS_HIERARCHY, flags.get("hierarchy"));
+      conf.setBoolean(YarnConfiguration.NM_LINUX_CONTAINER_CGROUPS_MOUNT, false);
+      conf.set(YarnConfiguration.NM_LINUX_CONTAINER_CGROUPS_MOUNT_PATH, flags.get("mount-path"));
+    }
     conf.setInt(YarnConfiguration.NM_VCORES, Integer.parseInt(flags.getOrDefault("nm-vcores", "8")));
     conf.setBoolean(YarnConfiguration.NM_PMEM_CHECK_ENABLED, false);
     conf.setBoolean(YarnConfiguration.NM_VMEM_CHECK_ENABLED, false);
@@ -253,6 +266,7 @@ public final class Peer {
         String java = System.getProperty("java.home") + "/bin/java";
         List<String> cmd = new ArrayList<>();
         cmd.add("exec " + java + " -Xmx64m -XX:+UseSerialGC -XX:TieredStopAtLevel=1 -Dlog4j.configuration=log4j.properties"
+            + opens()
             + " -cp '" + flags.get("classpath") + "' io.koordletyarn.yarnpeer.AM " + spec
             + " 1><LOG_DIR>/stdout 2><LOG_DIR>/stderr");
         Map<String, String> env = new HashMap<>();
@@ -260,6 +274,17 @@ public final class Peer {
         return c.submitApplication(ctx).toString();
       }
     });
+  }
+
+  /** This JVM's --add-opens flags (Hadoop 3.3 needs them on Java 17), for the AM's JVM. */
+  static String opens() {
+    StringBuilder b = new StringBuilder();
+    for (String a : java.lang.management.ManagementFactory.getRuntimeMXBean().getInputArguments()) {
+      if (a.startsWith("--add-opens")) {
+        b.append(' ').append(a);
+      }
+    }
+    return b.toString();
   }
 
   private String app(String id) throws Exception {
