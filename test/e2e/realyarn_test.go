@@ -223,6 +223,13 @@ func realYARNDiscovery(t *testing.T, nm yarnNM, l nodebox.Layout, memory bool) {
 		args = []string{"--feature-gates=" + adoptGate}
 	}
 	y := startRealYARNOn(t, nm, nodebox.Options{Layout: l}, memory, func(*yarnpeer.Peer) []string { return args })
+	noCgroups := nm.Kind == yarnpeer.DCE || nm.Kind == yarnpeer.LCE
+	detection := ""
+	if noCgroups {
+		// Applications come once koordlet watches the NM pod (a gate
+		// turned on over a busy node is TestAdoptedLargeContainer's).
+		detection = waitAdopter(t, y.box).Detection
+	}
 	ctx := context.Background()
 	app, err := y.peer.Submit(ctx, yarnpeer.App{Name: "etl", Queue: "etl", Type: "SPARK", User: "spark", Tags: []string{"nightly"},
 		Containers: []yarnpeer.Container{
@@ -274,6 +281,9 @@ func realYARNDiscovery(t *testing.T, nm yarnNM, l nodebox.Layout, memory bool) {
 			}
 			assert.Equal(t, y.box.Hierarchy()+"/"+id, c.Cgroups[ctrl].Dir, "%s's %s cgroup is YARN's", id, ctrl)
 		}
+	}
+	if noCgroups {
+		launchChainAdopted(t, y, append([]string{amID}, launched...), detection)
 	}
 	if t.Failed() {
 		return
@@ -540,4 +550,74 @@ func realYARNIsolation(t *testing.T) {
 	assert.Equal(t, "2048", strings.TrimSpace(string(shares)), "the LCE's cpu.shares for 2 vcores")
 	require.NoError(t, app.Finish())
 	require.NoError(t, more.Finish())
+}
+
+// launchChainAdopted checks, for a NodeManager that gives its containers
+// no cgroups, that koordlet took each container's whole launch chain
+// (the executor's bash, launch_container.sh, the workload and what they
+// forked) into the cgroup it made, and nothing else: the NodeManager's JVM
+// stays in its pod's cgroups, no process of a container is left there,
+// and each container's cgroup holds only processes of that container.
+// With the exec watch, each container is found at its first exec.
+func launchChainAdopted(t *testing.T, y *realYARN, ids []string, detection string) {
+	t.Helper()
+	for _, f := range y.box.NMPodProcs() {
+		// The controllers koordlet gives a container a cgroup in (v1:
+		// cpu, cpuacct, memory; the others, cpuset, blkio, pids, stay
+		// the pod's, as the kubelet made them); v2: the unified one.
+		if ctrl := strings.TrimPrefix(f, y.box.CgroupRoot()+"/"); !nodebox.PureV2() &&
+			!strings.HasPrefix(ctrl, "cpu/") && !strings.HasPrefix(ctrl, "cpuacct/") && !strings.HasPrefix(ctrl, "memory/") {
+			continue
+		}
+		pids := kerneltest.Pids(filepath.Dir(f))
+		assert.Contains(t, pids, y.peer.Pid, "the NodeManager's JVM stays in its pod's cgroup %s", filepath.Dir(f))
+		for _, pid := range pids {
+			if id := containerEnv(pid); id != "" {
+				t.Errorf("process %d of %s (%s) left in the NodeManager pod's cgroup %s", pid, id, comm(pid), filepath.Dir(f))
+			}
+		}
+	}
+	resp := mustContainers(t, y.box)
+	require.NotNil(t, resp.ContainerCgroups, "/yarn/containers says what YARNContainerCgroups did")
+	for _, id := range ids {
+		c := find(resp, id)
+		if !assert.NotNil(t, c, id) {
+			continue
+		}
+		var chain []string
+		for _, pid := range c.Pids {
+			assert.Equal(t, id, containerEnv(pid), "process %d (%s) in %s's cgroup is %s's", pid, comm(pid), id, id)
+			chain = append(chain, comm(pid))
+		}
+		ad := resp.ContainerCgroups.Containers[id]
+		assert.Positive(t, ad.ProcessesMoved, "%s's processes moved by koordlet", id)
+		if detection == "ebpf" {
+			// Found at the wrapper's exec, before the workload (a JVM)
+			// allocates: what stays charged to the NM pod is small.
+			assert.Positive(t, ad.LaunchToCgroupNanos, "%s found at its exec", id)
+			assert.Less(t, ad.MemoryChargedToNodeManagerBytes, int64(16<<20), "%s moved before its workload allocated", id)
+		}
+		say(t, "%s: koordlet's cgroup holds %v; %d processes moved, %d KiB left charged to the NM pod, exec → own cgroup %v",
+			id, chain, ad.ProcessesMoved, ad.MemoryChargedToNodeManagerBytes>>10, time.Duration(ad.LaunchToCgroupNanos))
+	}
+}
+
+// containerEnv is the CONTAINER_ID in process pid's environment ("": none
+// or gone).
+func containerEnv(pid int) string {
+	b, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "environ"))
+	if err != nil {
+		return ""
+	}
+	for _, kv := range strings.Split(string(b), "\x00") {
+		if v, ok := strings.CutPrefix(kv, "CONTAINER_ID="); ok {
+			return v
+		}
+	}
+	return ""
+}
+
+// comm is process pid's command name.
+func comm(pid int) string {
+	return strings.TrimSpace(readFile(filepath.Join("/proc", strconv.Itoa(pid), "comm")))
 }
