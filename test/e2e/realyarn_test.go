@@ -56,6 +56,10 @@ type yarnNM struct {
 	Kind   yarnpeer.ExecutorKind
 }
 
+// noCgroups reports whether the NodeManager gives its containers no
+// cgroups (koordlet's YARNContainerCgroups makes them).
+func (n yarnNM) noCgroups() bool { return n.Kind == yarnpeer.DCE || n.Kind == yarnpeer.LCE }
+
 func (n yarnNM) String() string {
 	v, k := n.Hadoop, n.Kind
 	if v == "" {
@@ -110,11 +114,15 @@ func startRealYARNOn(t *testing.T, nm yarnNM, opts nodebox.Options, memory bool,
 func TestRealYARN(t *testing.T) {
 	t.Run("cgroupfs-memory", func(t *testing.T) { realYARNDiscovery(t, yarnNM{}, nodebox.LayoutCgroupfs, true) })
 	t.Run("cpu-only", func(t *testing.T) { realYARNDiscovery(t, yarnNM{}, nodebox.LayoutCPUOnly, false) })
+	// Hadoop 3.3.6, the line most clusters run: YARN's own cgroups (the
+	// hadoop-yarn chart's yarn-site), and the DefaultContainerExecutor
+	// (no cgroups: YARNContainerCgroups).
 	for _, nm := range []yarnNM{{Hadoop: yarnpeer.Hadoop33}, {Hadoop: yarnpeer.Hadoop33, Kind: yarnpeer.DCE}} {
-		t.Run(nm.String(), func(t *testing.T) { realYARNDiscovery(t, nm, nodebox.LayoutCgroupfs, true) })
+		t.Run(nm.String()+"-discovery", func(t *testing.T) { realYARNDiscovery(t, nm, nodebox.LayoutCgroupfs, true) })
+		t.Run(nm.String()+"-pressure", func(t *testing.T) { realYARNPressure(t, nm) })
 	}
 	t.Run("isolation", realYARNIsolation)
-	t.Run("pressure", realYARNPressure)
+	t.Run("pressure", func(t *testing.T) { realYARNPressure(t, yarnNM{}) })
 	t.Run("rm-application-data-and-restart", realYARNPolicyAndRestart)
 	t.Run("ledger-and-rm-capacity-sync", realYARNLedger)
 	t.Run("over-commit-killed-by-koordlet", func(t *testing.T) { realYARNOverCommit(t, false) })
@@ -152,8 +160,15 @@ func completion(app yarnpeer.Submitted, id string) (yarnpeer.Event, bool) {
 // on. What the real NM and the AM report for the evicted container is
 // logged and checked: a kill from outside YARN is a failed container
 // (exit 143/137), not a preemption.
-func realYARNPressure(t *testing.T) {
-	y := startRealYARN(t, nodebox.LayoutCgroupfs, true, pressureGates)
+func realYARNPressure(t *testing.T, nm yarnNM) {
+	gates := pressureGates
+	if nm.noCgroups() {
+		gates += "," + adoptGate
+	}
+	y := startRealYARNOn(t, nm, nodebox.Options{Layout: nodebox.LayoutCgroupfs}, true, func(*yarnpeer.Peer) []string { return []string{gates} })
+	if nm.noCgroups() {
+		waitAdopter(t, y.box)
+	}
 	ctx := context.Background()
 	steady, err := y.peer.Submit(ctx, yarnpeer.App{Name: "steady", Queue: "default", Type: "MAPREDUCE", User: "etl",
 		Containers: []yarnpeer.Container{{MB: 512, Vcores: 1, Command: kerneltest.HelperScript("alloc=200")}}})
@@ -218,12 +233,12 @@ func realYARNPressure(t *testing.T) {
 // and requests, and their CPU matches the kernel's.
 func realYARNDiscovery(t *testing.T, nm yarnNM, l nodebox.Layout, memory bool) {
 	var args []string
-	if nm.Kind == yarnpeer.DCE || nm.Kind == yarnpeer.LCE {
+	if nm.noCgroups() {
 		// YARN gives its containers no cgroups: koordlet makes them.
 		args = []string{"--feature-gates=" + adoptGate}
 	}
 	y := startRealYARNOn(t, nm, nodebox.Options{Layout: l}, memory, func(*yarnpeer.Peer) []string { return args })
-	noCgroups := nm.Kind == yarnpeer.DCE || nm.Kind == yarnpeer.LCE
+	noCgroups := nm.noCgroups()
 	detection := ""
 	if noCgroups {
 		// Applications come once koordlet watches the NM pod (a gate
@@ -592,10 +607,13 @@ func launchChainAdopted(t *testing.T, y *realYARN, ids []string, detection strin
 		ad := resp.ContainerCgroups.Containers[id]
 		assert.Positive(t, ad.ProcessesMoved, "%s's processes moved by koordlet", id)
 		if detection == "ebpf" {
-			// Found at the wrapper's exec, before the workload (a JVM)
-			// allocates: what stays charged to the NM pod is small.
+			// Found at the wrapper's exec, before the workload allocates:
+			// what stays charged to the NM pod is small (measured: the
+			// AM's JVM 0.6–2 MiB; this repository's Go helper binary up
+			// to 16 MiB, its runtime's start, when the NM's list took
+			// ~100 ms to name the container).
 			assert.Positive(t, ad.LaunchToCgroupNanos, "%s found at its exec", id)
-			assert.Less(t, ad.MemoryChargedToNodeManagerBytes, int64(16<<20), "%s moved before its workload allocated", id)
+			assert.Less(t, ad.MemoryChargedToNodeManagerBytes, int64(32<<20), "%s moved before its workload allocated", id)
 		}
 		say(t, "%s: koordlet's cgroup holds %v; %d processes moved, %d KiB left charged to the NM pod, exec → own cgroup %v",
 			id, chain, ad.ProcessesMoved, ad.MemoryChargedToNodeManagerBytes>>10, time.Duration(ad.LaunchToCgroupNanos))
