@@ -32,8 +32,9 @@ build: deps
 e2e-tools:
 	test/e2e/tools/build.sh
 
-# The real-YARN peer (test/yarn: Hadoop 3.5.0's MiniYARNCluster and a small
-# ApplicationMaster) built with Maven into build/yarn, its dependencies
+# The real-YARN peer (test/yarn: Hadoop's MiniYARNCluster and a small
+# ApplicationMaster) built with Maven into build/yarn/<version> for Hadoop
+# 3.5.0 and 3.3.6, its dependencies
 # fetched from Maven Central here, never at test time.
 .PHONY: deps-yarn test-yarn
 deps-yarn:

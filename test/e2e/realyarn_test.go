@@ -24,10 +24,11 @@ import (
 	"github.com/koordlet-yarn/koordlet-yarn/test/yarnpeer"
 )
 
-// realYARN is a box whose NodeManager is Hadoop 3.5.0's own (the peer's
-// MiniYARNCluster, its JVM in the NodeManager pod's cgroups) on the
-// LinuxContainerExecutor with its real cgroups handler, run through the Go
-// stand-in for the native container-executor.
+// realYARN is a box whose NodeManager is Hadoop's own (the peer's
+// MiniYARNCluster, its JVM in the NodeManager pod's cgroups): on the
+// LinuxContainerExecutor, with or without its real cgroups handler, run
+// through the Go stand-in for the native container-executor, or on the
+// DefaultContainerExecutor.
 type realYARN struct {
 	box  *nodebox.Box
 	peer *yarnpeer.Peer
@@ -110,7 +111,8 @@ func startRealYARNOn(t *testing.T, nm yarnNM, opts nodebox.Options, memory bool,
 }
 
 // TestRealYARN: the e2e scenarios against Hadoop 3.5.0's ResourceManager
-// and NodeManager with real LCE cgroups.
+// and NodeManager with real LCE cgroups, and those that apply against
+// Hadoop 3.3.6's, with LCE cgroups and on the DefaultContainerExecutor.
 func TestRealYARN(t *testing.T) {
 	t.Run("cgroupfs-memory", func(t *testing.T) { realYARNDiscovery(t, yarnNM{}, nodebox.LayoutCgroupfs, true) })
 	t.Run("cpu-only", func(t *testing.T) { realYARNDiscovery(t, yarnNM{}, nodebox.LayoutCPUOnly, false) })

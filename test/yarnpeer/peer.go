@@ -1,10 +1,11 @@
 // Package yarnpeer runs the real-YARN test peer (the Maven module in
-// test/yarn: Hadoop 3.5.0's MiniYARNCluster with one ResourceManager and one
-// NodeManager on the LinuxContainerExecutor, and a small ApplicationMaster)
-// for the e2e tests, and speaks its line protocol.
+// test/yarn: Hadoop's MiniYARNCluster, 3.5.0 or 3.3.6, with one
+// ResourceManager and one NodeManager on the LinuxContainerExecutor or the
+// DefaultContainerExecutor, and a small ApplicationMaster) for the e2e
+// tests, and speaks its line protocol.
 //
 // The peer is built by `make deps-yarn` (test/yarn/build.sh) into
-// build/yarn; nothing is fetched at test time. Built reports a missing or
+// build/yarn/<version>; nothing is fetched at test time. Built reports a missing or
 // stale build, naming the command that makes it.
 package yarnpeer
 
