@@ -123,9 +123,14 @@ func TestRealYARN(t *testing.T) {
 		t.Run(nm.String()+"-discovery", func(t *testing.T) { realYARNDiscovery(t, nm, nodebox.LayoutCgroupfs, true) })
 		t.Run(nm.String()+"-pressure", func(t *testing.T) { realYARNPressure(t, nm) })
 	}
+	// Its RM's application data and a work-preserving restart (the NM in a
+	// JVM of its own, as deployed).
+	for _, nm := range []yarnNM{{Hadoop: yarnpeer.Hadoop33}} {
+		t.Run(nm.String()+"-rm-application-data-and-restart", func(t *testing.T) { realYARNPolicyAndRestart(t, nm) })
+	}
 	t.Run("isolation", realYARNIsolation)
 	t.Run("pressure", func(t *testing.T) { realYARNPressure(t, yarnNM{}) })
-	t.Run("rm-application-data-and-restart", realYARNPolicyAndRestart)
+	t.Run("rm-application-data-and-restart", func(t *testing.T) { realYARNPolicyAndRestart(t, yarnNM{}) })
 	t.Run("ledger-and-rm-capacity-sync", realYARNLedger)
 	t.Run("over-commit-killed-by-koordlet", func(t *testing.T) { realYARNOverCommit(t, false) })
 	t.Run("over-commit-preempted-by-the-rm", func(t *testing.T) { realYARNOverCommit(t, true) })
@@ -350,12 +355,12 @@ func realYARNDiscovery(t *testing.T, nm yarnNM, l nodebox.Layout, memory bool) {
 // tags, AM) reaches the QoS policy; after a work-preserving RM restart the
 // running containers stay known and new ones carry the RM's next epoch,
 // their AM still told apart.
-func realYARNPolicyAndRestart(t *testing.T) {
+func realYARNPolicyAndRestart(t *testing.T, nm yarnNM) {
 	file := filepath.Join(t.TempDir(), "policy.yaml")
 	require.NoError(t, os.WriteFile(file, []byte(`rules:
 - {name: etl-nightly, match: {queue: root.etl, applicationTypes: [SPARK], tags: [nightly]}, priority: 5200}
 `), 0o644))
-	y := startRealYARNWith(t, nodebox.Options{Layout: nodebox.LayoutCgroupfs}, true, func(p *yarnpeer.Peer) []string {
+	y := startRealYARNOn(t, nm, nodebox.Options{Layout: nodebox.LayoutCgroupfs}, true, func(p *yarnpeer.Peer) []string {
 		return []string{"--feature-gates=YARNQoSPolicy=true", "--yarn-rm-endpoints=http://" + p.RMWeb,
 			"--yarn-rm-timeout=2s", "--yarn-qos-policy-file=" + file}
 	})

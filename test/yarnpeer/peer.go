@@ -10,13 +10,10 @@
 package yarnpeer
 
 import (
-	"bufio"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"net"
 	"os"
@@ -25,8 +22,6 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"sync"
-	"syscall"
 	"time"
 )
 
@@ -159,20 +154,22 @@ type Options struct {
 	Procs []string
 	// Env is added to the JVM's environment (passed on to containers).
 	Env []string
+	// SplitNM runs the NodeManager in a JVM of its own (in Procs) beside
+	// the ResourceManager's (outside them), as deployed; always for Hadoop
+	// 3.3, whose RM serves no REST beside an NM in one JVM (see test/yarn's
+	// NM).
+	SplitNM bool
 }
 
 // Peer is a running peer.
 type Peer struct {
-	opts   Options
-	cmd    *exec.Cmd
-	in     io.WriteCloser
-	out    *bufio.Reader
-	mu     sync.Mutex
-	exited chan struct{}
+	opts Options
+	rm   *jvm // the ResourceManager's JVM (and the NodeManager's when nm is nil)
+	nm   *jvm // the NodeManager's own JVM (SplitNM), else nil
 
 	// RMWeb and NMWeb are the ResourceManager's and the NodeManager's web
 	// addresses (host:port), NodeID the NodeManager's node id, Pid the
-	// JVM's pid.
+	// NodeManager's JVM's pid.
 	RMWeb, NMWeb, NodeID string
 	Pid                  int
 }
@@ -200,6 +197,7 @@ func startOnce(ctx context.Context, o Options) (*Peer, error) {
 	if o.Kind == "" {
 		o.Kind = LCECgroups
 	}
+	o.SplitNM = o.SplitNM || o.Hadoop == Hadoop33
 	if err := os.MkdirAll(o.Dir, 0o755); err != nil {
 		return nil, err
 	}
@@ -224,46 +222,44 @@ func startOnce(ctx context.Context, o Options) (*Peer, error) {
 	for _, kv := range sets {
 		args = append(args, "--set", kv)
 	}
-	cmd := exec.Command("java", args...)
-	cmd.Dir = o.Dir
-	cmd.Env = append(os.Environ(), o.Env...)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	logf, err := os.Create(filepath.Join(o.Dir, "peer.log"))
-	if err != nil {
-		return nil, err
+	if o.SplitNM {
+		args = append(args, "--role", "rm")
 	}
-	defer logf.Close()
-	cmd.Stderr = logf
-	in, err := cmd.StdinPipe()
-	if err != nil {
-		return nil, err
+	procs := o.Procs
+	if o.SplitNM {
+		procs = nil // the RM's JVM runs outside the NodeManager pod
 	}
-	outp, err := cmd.StdoutPipe()
+	rm, err := startJVM(o.Dir, logName(o.Dir, "peer"), o.Env, args, procs)
 	if err != nil {
-		return nil, err
-	}
-	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("start the real-YARN peer: %w", err)
 	}
-	p := &Peer{opts: o, cmd: cmd, in: in, out: bufio.NewReader(outp), exited: make(chan struct{}), Pid: cmd.Process.Pid}
-	go func() { _ = cmd.Wait(); close(p.exited) }()
-	for _, f := range o.Procs {
-		if err := os.WriteFile(f, []byte(strconv.Itoa(p.Pid)), 0o644); err != nil {
-			p.kill()
-			return nil, fmt.Errorf("move the peer into %s: %w", f, err)
-		}
-	}
-	line, err := p.readLine(ctx)
+	p := &Peer{opts: o, rm: rm, Pid: rm.pid()}
+	kv, err := rm.ready(ctx, "peer")
 	if err != nil {
-		p.kill()
-		return nil, fmt.Errorf("the real-YARN peer did not start: %w (log: %s)", err, p.LogTail(20))
+		return nil, err
 	}
-	if !strings.HasPrefix(line, "ready ") {
-		p.kill()
-		return nil, fmt.Errorf("the real-YARN peer did not start: %s (log: %s)", line, p.LogTail(20))
-	}
-	kv := fields(strings.TrimPrefix(line, "ready "))
 	p.RMWeb, p.NMWeb, p.NodeID = kv["rm-web"], kv["nm-web"], kv["node-id"]
+	if !o.SplitNM {
+		return p, nil
+	}
+	nmArgs := append([]string{"-Xmx512m", "-XX:+UseSerialGC", "-Dlog4j.configuration=log4j.properties"}, JVMOpens...)
+	nmArgs = append(nmArgs, "-cp", cp, "io.koordletyarn.yarnpeer.NM", filepath.Join(o.Dir, "conf", "yarn-site.xml"))
+	nm, err := startJVM(o.Dir, logName(o.Dir, "nm"), o.Env, nmArgs, o.Procs)
+	if err != nil {
+		rm.kill()
+		return nil, fmt.Errorf("start the real-YARN NodeManager: %w", err)
+	}
+	p.nm, p.Pid = nm, nm.pid()
+	kv, err = nm.ready(ctx, "NodeManager")
+	if err != nil {
+		rm.kill()
+		return nil, err
+	}
+	p.NMWeb, p.NodeID = kv["nm-web"], kv["node-id"]
+	if _, err := rm.do(ctx, "wait-node"); err != nil {
+		p.kill()
+		return nil, fmt.Errorf("the real-YARN NodeManager did not register: %w (log: %s)", err, p.LogTail(20))
+	}
 	return p, nil
 }
 
@@ -277,46 +273,10 @@ func fields(s string) map[string]string {
 	return m
 }
 
-func (p *Peer) readLine(ctx context.Context) (string, error) {
-	type res struct {
-		s   string
-		err error
-	}
-	ch := make(chan res, 1)
-	go func() {
-		s, err := p.out.ReadString('\n')
-		ch <- res{strings.TrimSpace(s), err}
-	}()
-	select {
-	case r := <-ch:
-		return r.s, r.err
-	case <-ctx.Done():
-		return "", ctx.Err()
-	case <-p.exited:
-		select {
-		case r := <-ch:
-			return r.s, r.err
-		default:
-		}
-		return "", errors.New("the peer exited")
-	}
-}
-
-// Do sends one command and returns the answer after "ok ".
+// Do sends one command to the ResourceManager's JVM and returns the
+// answer after "ok ".
 func (p *Peer) Do(ctx context.Context, command string) (string, error) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if _, err := io.WriteString(p.in, command+"\n"); err != nil {
-		return "", fmt.Errorf("peer %q: %w", command, err)
-	}
-	line, err := p.readLine(ctx)
-	if err != nil {
-		return "", fmt.Errorf("peer %q: %w", command, err)
-	}
-	if s, ok := strings.CutPrefix(line, "ok"); ok {
-		return strings.TrimSpace(s), nil
-	}
-	return "", fmt.Errorf("peer %q: %s", command, line)
+	return p.rm.do(ctx, command)
 }
 
 // Container is one container an application's AM asks for.
@@ -393,30 +353,26 @@ func (s Submitted) Finish() error { return os.WriteFile(s.spec+".finish", nil, 0
 
 // LogTail returns the last n lines of the peer's log.
 func (p *Peer) LogTail(n int) string {
-	b, _ := os.ReadFile(filepath.Join(p.opts.Dir, "peer.log"))
-	lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
-	if len(lines) > n {
-		lines = lines[len(lines)-n:]
+	if p.nm == nil {
+		return p.rm.logTail(n)
 	}
-	return strings.Join(lines, "\n")
+	return "ResourceManager:\n" + p.rm.logTail(n) + "\nNodeManager:\n" + p.nm.logTail(n)
 }
 
 func (p *Peer) kill() {
-	_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
-	<-p.exited
+	if p.nm != nil {
+		p.nm.kill()
+	}
+	p.rm.kill()
 }
 
-// Stop stops the cluster (its NodeManager kills its containers) and the
-// JVM; after 60 s the JVM's process group is killed.
+// Stop stops the NodeManager (it kills its containers) and the cluster,
+// and their JVMs; after 60 s a JVM's process group is killed.
 func (p *Peer) Stop() {
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	_, _ = p.Do(ctx, "stop")
-	select {
-	case <-p.exited:
-	case <-ctx.Done():
-		p.kill()
+	if p.nm != nil {
+		p.nm.stop()
 	}
+	p.rm.stop()
 }
 
 // freePorts returns n free TCP ports on loopback (held together while

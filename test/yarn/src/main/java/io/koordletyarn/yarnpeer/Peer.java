@@ -45,6 +45,9 @@ import org.apache.hadoop.yarn.server.MiniYARNCluster;
  * and any number of --set KEY=VALUE (yarn-site keys, applied last: the
  * harness sets every RM and NM address to a free port of its choosing).
  *
+ * --role both|rm (rm: the ResourceManager alone, its NodeManager started
+ * apart by NM; "wait-node" waits for it to register).
+ *
  * <p>Commands: submit NAME QUEUE TYPE TAGS USER SPECFILE (TAGS comma
  * separated or "-"; answers the application id); app APPID (state, final
  * status, queue, AM container); node (node id, total and used memory and
@@ -165,9 +168,19 @@ public final class Peer {
       int eq = kv.indexOf('=');
       conf.set(kv.substring(0, eq), kv.substring(eq + 1));
     }
-    cluster = new MiniYARNCluster("koordlet-yarn", 1, 1, 1, 1);
+    // --role rm: the ResourceManager alone; the NodeManager runs in a JVM
+    // of its own (NM) and joins it.
+    boolean rmOnly = flags.getOrDefault("role", "both").equals("rm");
+    cluster = new MiniYARNCluster("koordlet-yarn", 1, rmOnly ? 0 : 1, 1, 1);
     cluster.init(conf);
     cluster.start();
+    if (rmOnly) {
+      conf = new YarnConfiguration(cluster.getConfig());
+      writeClientConf();
+      out.println("ready rm-web=" + conf.get(YarnConfiguration.RM_WEBAPP_ADDRESS)
+          + " pid=" + ProcessHandle.current().pid());
+      return;
+    }
     waitForNode();
     conf = new YarnConfiguration(cluster.getConfig());
     writeClientConf();
@@ -216,6 +229,10 @@ public final class Peer {
           case "submit" -> out.println("ok " + submit(Arrays.copyOfRange(f, 1, f.length)));
           case "app" -> out.println("ok " + app(f[1]));
           case "node" -> out.println("ok " + node());
+          case "wait-node" -> {
+            waitForNode();
+            out.println("ok");
+          }
           case "kill" -> {
             try (YarnClient c = client()) {
               c.killApplication(ApplicationId.fromString(f[1]));
