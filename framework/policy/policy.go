@@ -88,7 +88,10 @@ type Rule struct {
 type Match struct {
 	// Queue matches the application's queue and the queues below it
 	// ("root.transcode" matches root.transcode and root.transcode.hd, not
-	// root.transcoder).
+	// root.transcoder). The CapacityScheduler of Hadoop before 3.4 names
+	// an application's queue by its leaf ("transcode"; leaf names are
+	// unique there): a leaf name matches the rule whose queue path ends
+	// in it (a queue below the rule's is not told from such a name).
 	Queue string `json:"queue,omitempty"`
 	// ApplicationTypes match the application's type, case-insensitively
 	// (SPARK, MAPREDUCE, Apache Flink, ...).
@@ -236,11 +239,23 @@ func (p *Policy) Resolve(s Subject) Effective {
 	return Effective{}
 }
 
+// queueMatches reports whether the application's queue (a path, or a
+// leaf name) is rule's queue or below it.
+func queueMatches(rule, queue string) bool {
+	if queue == rule || strings.HasPrefix(queue, rule+".") {
+		return true
+	}
+	if !strings.Contains(queue, ".") {
+		return rule[strings.LastIndex(rule, ".")+1:] == queue
+	}
+	return false
+}
+
 func (m *Match) matches(s Subject) bool {
 	if m.needsApp() && !s.AppKnown {
 		return false
 	}
-	if m.Queue != "" && s.Queue != m.Queue && !strings.HasPrefix(s.Queue, m.Queue+".") {
+	if m.Queue != "" && !queueMatches(m.Queue, s.Queue) {
 		return false
 	}
 	if len(m.ApplicationTypes) > 0 && !slices.ContainsFunc(m.ApplicationTypes, func(t string) bool { return strings.EqualFold(t, s.ApplicationType) }) {

@@ -119,3 +119,24 @@ func TestResolveUsers(t *testing.T) {
 	assert.Equal(t, "etl", p.Resolve(Subject{AppUser: "etl", AppKnown: true}).Rule, "else the application's")
 	assert.Equal(t, "", p.Resolve(Subject{User: "other", AppUser: "etl"}).Rule, "the container's user first")
 }
+
+func TestQueueMatches(t *testing.T) {
+	for _, tc := range []struct {
+		rule, queue string
+		want        bool
+	}{
+		{"root.etl", "root.etl", true},
+		{"root.transcode", "root.transcode.hd", true},
+		{"root.transcode", "root.transcoder", false},
+		{"root.etl", "root.other", false},
+		// The CapacityScheduler before Hadoop 3.4 reports the leaf name.
+		{"root.etl", "etl", true},
+		{"root.a.etl", "etl", true},
+		{"root.etl", "et", false},
+		{"root.etl", "root", false},
+		{"etl", "etl", true},
+		{"etl", "root.etl", false},
+	} {
+		assert.Equal(t, tc.want, queueMatches(tc.rule, tc.queue), "rule %q, application queue %q", tc.rule, tc.queue)
+	}
+}
