@@ -6,6 +6,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -255,15 +256,25 @@ func TestProcessMemoryReaderRealKernel(t *testing.T) {
 		require.NoError(t, p.Release())
 		procs = append(procs, p)
 	}
+	// Settled: sleep's comm is set at its exec, before the dynamic loader
+	// maps its libraries; read while it loads, its counters still grow
+	// (CI once read 24 KiB of anon where the kernel then said 104 KiB).
+	// Wait until each sleeps and its status reads the same twice.
+	last := map[int]string{}
 	require.Eventually(t, func() bool {
+		settled := true
 		for _, p := range procs {
-			b, err := os.ReadFile(fmt.Sprintf("/proc/%d/comm", p.Pid()))
-			if err != nil || string(b) != "sleep\n" {
+			b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", p.Pid()))
+			if err != nil || !strings.Contains(string(b), "Name:\tsleep\n") || !strings.Contains(string(b), "State:\tS") {
 				return false
 			}
+			if last[p.Pid()] != string(b) {
+				settled = false
+			}
+			last[p.Pid()] = string(b)
 		}
-		return true
-	}, 5*time.Second, 10*time.Millisecond)
+		return settled
+	}, 5*time.Second, 50*time.Millisecond)
 	vanish, move := procs[1].Pid(), procs[2].Pid()
 
 	r := NewProcessMemoryReader(h)
