@@ -69,17 +69,13 @@ func RunSelf(top string, ro, env []string) int {
 	if err != nil {
 		return fail(err)
 	}
-	timeout := 30 * time.Minute
+	budget := 30 * time.Minute
 	if f := flag.Lookup("test.timeout"); f != nil {
 		if d, err := time.ParseDuration(f.Value.String()); err == nil && d > 0 {
-			timeout = d
+			budget = d
 		}
 	}
-	// The guest outlives the tests' own -timeout by its boot and power-off
-	// and a margin: a test that hangs panics in the guest with every
-	// goroutine's stack (go test's timeout) instead of the guest being
-	// killed silently.
-	timeout += 3 * time.Minute
+	testTimeout, guestTimeout := GuestTimeouts(budget)
 	env = append([]string{TopEnv + "=" + top, PrebuiltEnv + "=1"}, env...)
 	for _, kv := range os.Environ() {
 		if strings.HasPrefix(kv, "KOORDLET_YARN_") && !strings.HasPrefix(kv, GuestEnv+"=") {
@@ -90,14 +86,56 @@ func RunSelf(top string, ro, env []string) int {
 		filepath.Base(self), k.Release, testCPUs, testMemoryMiB)
 	res, err := Run(context.Background(), Options{
 		Kernel: k, InitBinary: initBin, ReadOnly: append([]string{top, filepath.Dir(self)}, ro...),
-		WorkDir: filepath.Join(work, "runs"), Argv: append([]string{self}, os.Args[1:]...), Dir: wd, Env: env,
-		Timeout: timeout, MemoryMiB: testMemoryMiB, CPUs: testCPUs, Console: os.Stderr, Output: os.Stdout,
+		WorkDir: filepath.Join(work, "runs"), Argv: append([]string{self}, WithTestTimeout(os.Args[1:], testTimeout)...), Dir: wd, Env: env,
+		Timeout: guestTimeout, MemoryMiB: testMemoryMiB, CPUs: testCPUs, Console: os.Stderr, Output: os.Stdout,
 	})
 	fmt.Fprintf(os.Stderr, "v2guest: the guest ran %s; the tests' exit status %d\n", res.Elapsed.Round(time.Second), res.ExitStatus)
 	if err != nil {
 		return fail(err)
 	}
 	return res.ExitStatus
+}
+
+// The host's share of the test binary's -test.timeout: the guest's boot
+// (a minute or two under TCG), its power-off, and the margin before go test
+// kills this process (it runs the guest before testing.M.Run, so its own
+// alarm never starts).
+const (
+	bootMargin     = 5 * time.Minute
+	powerOffMargin = 2 * time.Minute
+)
+
+// GuestTimeouts splits the host test binary's -test.timeout (budget): the
+// tests in the guest get budget less bootMargin, so that a hung test
+// panics there with every goroutine's stack while the host still reads the
+// guest's output; the guest's command is killed at budget less
+// powerOffMargin, and Run gives qemu two more minutes to power off, which
+// still ends before go test's own kill of this process. Budgets too small
+// to split are kept whole.
+func GuestTimeouts(budget time.Duration) (test, guest time.Duration) {
+	if budget <= 2*bootMargin {
+		return budget, budget
+	}
+	return budget - bootMargin, budget - powerOffMargin
+}
+
+// WithTestTimeout returns args with -test.timeout set to d (replaced where
+// it is given; first, before any argument that ends the flags).
+func WithTestTimeout(args []string, d time.Duration) []string {
+	out := []string{"-test.timeout=" + d.String()}
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		name := strings.TrimLeft(a, "-")
+		switch {
+		case strings.HasPrefix(name, "test.timeout="):
+			continue
+		case name == "test.timeout" && (a == "-test.timeout" || a == "--test.timeout"):
+			i++ // its value
+			continue
+		}
+		out = append(out, a)
+	}
+	return out
 }
 
 // BuildInit builds the guest's init (static) into work/init.
