@@ -88,6 +88,9 @@ func RunSelf(top string, ro, env []string) int {
 		Kernel: k, InitBinary: initBin, ReadOnly: append([]string{top, filepath.Dir(self)}, ro...),
 		WorkDir: filepath.Join(work, "runs"), Argv: append([]string{self}, WithTestTimeout(os.Args[1:], testTimeout)...), Dir: wd, Env: env,
 		Timeout: guestTimeout, MemoryMiB: testMemoryMiB, CPUs: testCPUs, Console: os.Stderr, Output: os.Stdout,
+		// go test reads the test binary's standard output and error as one
+		// stream, as here.
+		StderrToOutput: true,
 	})
 	fmt.Fprintf(os.Stderr, "v2guest: the guest ran %s; the tests' exit status %d\n", res.Elapsed.Round(time.Second), res.ExitStatus)
 	if err != nil {
