@@ -132,8 +132,11 @@ func noCgroupsNode(t *testing.T, l nodebox.Layout) {
 				}
 			}
 		}
-		return len(find(resp, am).Pids) == 2
-	}, 30*time.Second, 100*time.Millisecond, "every container's main process in a cgroup of its own, found with the NM's data, the AM's two processes")
+		// The AM's processes: the DefaultContainerExecutor's wrapper
+		// (the NM's child, which stays), the command (exec'd by the
+		// launch's session) and the sleep it forked.
+		return len(find(resp, am).Pids) == 3
+	}, 30*time.Second, 100*time.Millisecond, "every container's main process in a cgroup of its own, found with the NM's data, the AM's three processes")
 	a := find(resp, am)
 	assert.True(t, a.IsAM, "the AM is told apart")
 	assert.Equal(t, cgroups.MemoryByCgroup, find(resp, alloc).MemoryAccounting())

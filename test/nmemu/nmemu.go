@@ -51,10 +51,11 @@ type Config struct {
 	// NoContainerCgroups launches the DefaultContainerExecutor's way (also
 	// an LCE without resource handlers, and Hadoop before 3.5 on cgroup
 	// v2): no container cgroups; every container process stays in the NM
-	// pod's cgroup (PodCgroup), its launch wrapper exec'ing the launch
-	// script there (default_container_executor.sh's "exec setsid /bin/bash
-	// launch_container.sh"), and the NM ends a container by signalling its
-	// process group.
+	// pod's cgroup (PodCgroup), launched through Hadoop's three scripts
+	// (the wrapper, which stays the parent; its session, "exec setsid
+	// /bin/bash launch_container.sh"; the launch script, which execs the
+	// command: dce.go), and the NM ends a container by signalling the
+	// session's process group.
 	NoContainerCgroups bool
 	// V2Controllers are the controllers YARN's v2 handler enables for its
 	// containers in the hierarchy's cgroup.subtree_control (those the
@@ -104,6 +105,9 @@ type Container struct {
 
 	cmd    *exec.Cmd
 	exited chan struct{}
+	// workDir holds a DefaultContainerExecutor launch's scripts and pid
+	// file (dce.go).
+	workDir string
 }
 
 // Spec describes a container to launch.
@@ -154,6 +158,9 @@ type NM struct {
 	server   *http.Server
 	listener net.Listener
 	wg       sync.WaitGroup
+	// workDir holds the DefaultContainerExecutor launches' work
+	// directories (dce.go).
+	workDir string
 	// created records the hierarchy levels the emulator made: Close
 	// removes those, never a hierarchy that existed before it.
 	created cgtree.Tracker
@@ -212,6 +219,12 @@ func (nm *NM) Close() {
 		nm.kill(c)
 	}
 	nm.wg.Wait()
+	nm.mu.Lock()
+	if nm.workDir != "" {
+		_ = os.RemoveAll(nm.workDir)
+		nm.workDir = ""
+	}
+	nm.mu.Unlock()
 	if nm.cfg.FakeFiles != nil {
 		for _, dir := range nm.created.Created() {
 			if nm.real(dir) {
@@ -352,13 +365,24 @@ func (nm *NM) start(c *Container, script string, env []string) error {
 	if nm.cfg.LaunchDelay > 0 {
 		launch += fmt.Sprintf("sleep %.3f; ", nm.cfg.LaunchDelay.Seconds())
 	}
-	if nm.cfg.NoContainerCgroups {
-		// DefaultContainerExecutor: the wrapper execs the launch script
-		// inside the NM pod's cgroup, with the container's environment.
-		launch += "exec sh -c " + shellQuote(script)
-		script = ""
-	}
 	cmd := exec.Command("sh", "-c", launch+script)
+	if nm.cfg.NoContainerCgroups {
+		// DefaultContainerExecutor: its wrapper, session and launch
+		// scripts, run inside the NM pod's cgroup with the container's
+		// environment (dce.go).
+		dir, err := nm.dceWorkDir(c.ID)
+		if err != nil {
+			return err
+		}
+		wrapper, err := dceLaunchScripts(dir, strings.TrimSuffix(launch, "; "), script, env)
+		if err != nil {
+			return err
+		}
+		nm.mu.Lock()
+		c.workDir = dir
+		nm.mu.Unlock()
+		cmd = exec.Command("/bin/bash", wrapper)
+	}
 	cmd.Env = env
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
@@ -418,8 +442,9 @@ func (nm *NM) reap(c *Container, dirs []string) {
 	}
 	if nm.cfg.NoContainerCgroups {
 		// DefaultContainerExecutor: what is left of the container's
-		// process group goes with it (its cgroup is the NM pod's).
+		// process groups goes with it (its cgroup is the NM pod's).
 		_ = syscall.Kill(-c.cmd.Process.Pid, syscall.SIGKILL)
+		dceKill(c.workDir)
 	}
 	for _, dir := range dirs {
 		nm.removeTree(dir)
@@ -466,11 +491,32 @@ func (nm *NM) Get(id string) (Container, bool) {
 	return c.view(), true
 }
 
-// Pid returns the container's main pid (0 before it runs).
+// Pid returns the container's pid as the NM knows it (0 before it runs):
+// the process that runs the container's command — with the
+// DefaultContainerExecutor the one its pid file names (the launch's
+// session, which exec'd the command), not the wrapper (WrapperPid).
 func (nm *NM) Pid(id string) int {
 	nm.mu.Lock()
+	c, ok := nm.byID[id]
+	var pid int
+	var dir string
+	if ok && c.cmd != nil && c.cmd.Process != nil {
+		pid, dir = c.cmd.Process.Pid, c.workDir
+	}
+	nm.mu.Unlock()
+	if dir != "" {
+		return dcePid(dir)
+	}
+	return pid
+}
+
+// WrapperPid returns the pid of a DefaultContainerExecutor container's
+// wrapper (default_container_executor.sh, the NM's child), 0 for others or
+// before it runs.
+func (nm *NM) WrapperPid(id string) int {
+	nm.mu.Lock()
 	defer nm.mu.Unlock()
-	if c, ok := nm.byID[id]; ok && c.cmd != nil && c.cmd.Process != nil {
+	if c, ok := nm.byID[id]; ok && c.workDir != "" && c.cmd != nil && c.cmd.Process != nil {
 		return c.cmd.Process.Pid
 	}
 	return 0
@@ -492,8 +538,11 @@ func (nm *NM) kill(c *Container) {
 		return
 	}
 	nm.mu.Lock()
-	cmd := c.cmd
+	cmd, workDir := c.cmd, c.workDir
 	nm.mu.Unlock()
+	if workDir != "" {
+		dceKill(workDir)
+	}
 	if cmd != nil && cmd.Process != nil {
 		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
 		for _, ctrl := range nm.cfg.Controllers {
