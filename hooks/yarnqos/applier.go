@@ -143,6 +143,11 @@ func (a *Applier) Run(stopCh <-chan struct{}) {
 			"the besteffort QoS cgroup, pod cgroups and the YARN containers' own cgroups are never made idle, because the kubelet and YARN's " +
 			"LinuxContainerExecutor write cpu.shares/cpu.weight there and the kernel refuses those writes while cpu.idle=1")
 	}
+	if features.Enabled(features.YARNMemoryQoS) {
+		klog.Infof("yarn: YARN Memory QoS: while the BE class's Memory QoS is on, memory.min, memory.low and memory.high of a YARN container are koordlet's, " +
+			"from its request (a value YARN's memory handler writes over them, as Hadoop 3.5's does with memory.enforced at a launch or a container update, " +
+			"is written back at the next apply); memory.max (memory.limit_in_bytes) and cpu.weight (cpu.shares) stay YARN's; withdrawn, each file gets back what it held before")
+	}
 	if n := a.RestoreDisabled(); n > 0 {
 		klog.Infof("yarn: %d QoS values written earlier under gates now off restored", n)
 	}
@@ -312,6 +317,17 @@ func (a *Applier) update(name string, ups []resourceexecutor.ResourceUpdater) in
 	written := 0
 	for _, u := range ups {
 		updated, err := a.executor.Update(true, u)
+		if err == nil && !updated {
+			if held, ok := overwritten(u); ok {
+				// Another writer changed the file since koordlet wrote
+				// it; the executor's cache would skip the unchanged value
+				// for up to --resource-force-update-seconds (60 s).
+				klog.Infof("yarn: %s of container %s held %s, not koordlet's %s (YARN's cgroup handler rewrites it at a launch or a container update): written back",
+					u.ResourceType(), name, held, u.Value())
+				_, err = a.executor.Update(false, u)
+				updated = err == nil
+			}
+		}
 		if err != nil {
 			if !os.IsNotExist(err) && !resourceexecutor.IsCgroupDirErr(err) {
 				klog.V(4).Infof("yarn: apply %s to container %s: %v", u.Name(), name, err)
