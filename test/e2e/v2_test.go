@@ -262,6 +262,16 @@ func v2NodeWith(t *testing.T, l nodebox.Layout, wantDiscovery, moreGates string)
 	// The kubelet's and YARN's cpu.weight writes keep working.
 	require.NoError(t, os.WriteFile(filepath.Join(be, "cpu.weight"), []byte(readFile(filepath.Join(be, "cpu.weight"))), 0o644))
 	require.NoError(t, os.WriteFile(filepath.Join(dir(alloc), "cpu.weight"), []byte("40"), 0o644))
+	if !l.NoYARNCgroups {
+		// Hadoop 3.5's memory handler (memory.enforced) writes memory.low,
+		// 90% of the container's memory, at a container update: koordlet's
+		// Memory QoS value is back at its next apply (every second here),
+		// YARN's cpu.weight is left as YARN wrote it.
+		require.NoError(t, os.WriteFile(filepath.Join(dir(alloc), "memory.low"), []byte(page(req*90/100)), 0o644))
+		assert.Eventually(t, func() bool { return readFile(filepath.Join(dir(alloc), "memory.low")) == page(req/5) },
+			10*time.Second, 100*time.Millisecond, "koordlet's memory.low written back over YARN's")
+		assert.Equal(t, "40", readFile(filepath.Join(dir(alloc), "cpu.weight")), "cpu.weight stays YARN's")
+	}
 
 	// A restart: the store is rebuilt, the QoS stays as it is.
 	b.StopKoordlet()
