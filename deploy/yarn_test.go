@@ -74,6 +74,7 @@ func TestYARNSite(t *testing.T) {
 		{"yarn-site.cgroupfs.xml", system.Cgroupfs},
 		{"yarn-site.systemd.xml", system.Systemd},
 		{"yarn-site.cpu-only.xml", system.Systemd},
+		{"yarn-site.v2.xml", system.Systemd},
 	} {
 		t.Run(tc.file, func(t *testing.T) {
 			props := readYARNSite(t, tc.file)
