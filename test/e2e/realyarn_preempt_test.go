@@ -36,12 +36,12 @@ const preemptedExit = "-102"
 // within its batch capacity. The time from the shrink to the AM hearing of
 // the release is logged (make measure-rm-preemption repeats it). The AM
 // asks for the executor again; the capacity keeps it off the node.
-func realYARNOverCommit(t *testing.T, preempt bool) {
+func realYARNOverCommit(t *testing.T, nm yarnNM, preempt bool) {
 	gates := "YARNBatchLedger=true,YARNRMNodeResourceSync=true,YARNAllocatableEvict=true,MemoryAllocatableEvict=true"
 	if preempt {
 		gates += ",YARNRMPreemption=true"
 	}
-	y := startRealYARNWith(t, nodebox.Options{Layout: nodebox.LayoutCgroupfs,
+	y := startRealYARNOn(t, nm, nodebox.Options{Layout: nodebox.LayoutCgroupfs,
 		Pods: []nodebox.PodSpec{batchPod("spark-driver", 2000, "2Gi")},
 		NodeSLO: slov1alpha1.NodeSLOSpec{ResourceUsedThresholdWithBE: &slov1alpha1.ResourceThresholdStrategy{
 			Enable: ptr.To(true),

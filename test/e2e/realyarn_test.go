@@ -112,28 +112,36 @@ func startRealYARNOn(t *testing.T, nm yarnNM, opts nodebox.Options, memory bool,
 
 // TestRealYARN: the e2e scenarios against Hadoop 3.5.0's ResourceManager
 // and NodeManager with real LCE cgroups, and those that apply against
-// Hadoop 3.3.6's, with LCE cgroups and on the DefaultContainerExecutor.
+// Hadoop 3.3.6's, with LCE cgroups, on the DefaultContainerExecutor and on the
+// LCE without a resources handler.
 func TestRealYARN(t *testing.T) {
 	t.Run("cgroupfs-memory", func(t *testing.T) { realYARNDiscovery(t, yarnNM{}, nodebox.LayoutCgroupfs, true) })
 	t.Run("cpu-only", func(t *testing.T) { realYARNDiscovery(t, yarnNM{}, nodebox.LayoutCPUOnly, false) })
 	// Hadoop 3.3.6, the line most clusters run: YARN's own cgroups (the
 	// hadoop-yarn chart's yarn-site), and the DefaultContainerExecutor
 	// (no cgroups: YARNContainerCgroups).
-	for _, nm := range []yarnNM{{Hadoop: yarnpeer.Hadoop33}, {Hadoop: yarnpeer.Hadoop33, Kind: yarnpeer.DCE}} {
+	// The LinuxContainerExecutor without a resources handler gives no
+	// cgroups either (as Hadoop 3.3's LCE does on a cgroup v2 node).
+	for _, nm := range []yarnNM{{Hadoop: yarnpeer.Hadoop33}, {Hadoop: yarnpeer.Hadoop33, Kind: yarnpeer.DCE}, {Hadoop: yarnpeer.Hadoop33, Kind: yarnpeer.LCE}} {
 		t.Run(nm.String()+"-discovery", func(t *testing.T) { realYARNDiscovery(t, nm, nodebox.LayoutCgroupfs, true) })
 		t.Run(nm.String()+"-pressure", func(t *testing.T) { realYARNPressure(t, nm) })
 	}
-	// Its RM's application data and a work-preserving restart (the NM in a
-	// JVM of its own, as deployed).
+	// Its RM's application data and a work-preserving restart, the batch
+	// ledger and the capacity pushed to its RM, and an over-commit its RM
+	// preempts (the NM in a JVM of its own, as deployed).
 	for _, nm := range []yarnNM{{Hadoop: yarnpeer.Hadoop33}} {
 		t.Run(nm.String()+"-rm-application-data-and-restart", func(t *testing.T) { realYARNPolicyAndRestart(t, nm) })
+		t.Run(nm.String()+"-ledger-and-rm-capacity-sync", func(t *testing.T) { realYARNLedger(t, nm) })
+		t.Run(nm.String()+"-over-commit-preempted-by-the-rm", func(t *testing.T) { realYARNOverCommit(t, nm, true) })
 	}
 	t.Run("isolation", realYARNIsolation)
 	t.Run("pressure", func(t *testing.T) { realYARNPressure(t, yarnNM{}) })
 	t.Run("rm-application-data-and-restart", func(t *testing.T) { realYARNPolicyAndRestart(t, yarnNM{}) })
-	t.Run("ledger-and-rm-capacity-sync", realYARNLedger)
-	t.Run("over-commit-killed-by-koordlet", func(t *testing.T) { realYARNOverCommit(t, false) })
-	t.Run("over-commit-preempted-by-the-rm", func(t *testing.T) { realYARNOverCommit(t, true) })
+	t.Run("mapreduce-eviction", func(t *testing.T) { realYARNMapReduceEviction(t, yarnNM{}) })
+	t.Run("mapreduce-preemption", func(t *testing.T) { realYARNMapReducePreemption(t, yarnNM{}) })
+	t.Run("ledger-and-rm-capacity-sync", func(t *testing.T) { realYARNLedger(t, yarnNM{}) })
+	t.Run("over-commit-killed-by-koordlet", func(t *testing.T) { realYARNOverCommit(t, yarnNM{}, false) })
+	t.Run("over-commit-preempted-by-the-rm", func(t *testing.T) { realYARNOverCommit(t, yarnNM{}, true) })
 }
 
 // launchedBy waits until app's AM launched n containers and returns them.
@@ -429,8 +437,8 @@ func realYARNPolicyAndRestart(t *testing.T, nm yarnNM) {
 // allocations, and the batch capacity left to YARN is pushed to the real
 // RM (updateNodeResource), read back from it, and still there after a
 // work-preserving RM restart (the NM re-registers with it).
-func realYARNLedger(t *testing.T) {
-	y := startRealYARNWith(t, nodebox.Options{Layout: nodebox.LayoutCgroupfs, Pods: []nodebox.PodSpec{batchPod("spark-driver", 4000, "8Gi")}}, true,
+func realYARNLedger(t *testing.T, nm yarnNM) {
+	y := startRealYARNOn(t, nm, nodebox.Options{Layout: nodebox.LayoutCgroupfs, Pods: []nodebox.PodSpec{batchPod("spark-driver", 4000, "8Gi")}}, true,
 		func(p *yarnpeer.Peer) []string {
 			return []string{"--feature-gates=YARNBatchLedger=true,YARNRMNodeResourceSync=true",
 				"--yarn-ledger-patch-interval=300ms", "--yarn-ledger-max-age=300ms", "--yarn-rm-sync-interval=500ms",

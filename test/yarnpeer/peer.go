@@ -35,7 +35,7 @@ func Stamp(top string) (string, error) {
 			return err
 		}
 		rel, _ := filepath.Rel(dir, p)
-		if !d.IsDir() && (rel == "pom.xml" || strings.HasPrefix(rel, "src"+string(filepath.Separator))) {
+		if !d.IsDir() && (rel == "pom.xml" || rel == filepath.Join("mr", "pom.xml") || strings.HasPrefix(rel, "src"+string(filepath.Separator))) {
 			files = append(files, rel)
 		}
 		return nil

@@ -1,0 +1,226 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"k8s.io/utils/ptr"
+
+	apiext "github.com/koordinator-sh/koordinator/apis/extension"
+	slov1alpha1 "github.com/koordinator-sh/koordinator/apis/slo/v1alpha1"
+
+	"github.com/koordlet-yarn/koordlet-yarn/test/kerneltest"
+	"github.com/koordlet-yarn/koordlet-yarn/test/nodebox"
+	"github.com/koordlet-yarn/koordlet-yarn/test/yarnpeer"
+)
+
+// realYARNMapReduceEviction: a real engine's job under memory pressure.
+// Hadoop's own SleepJob (MRAppMaster and task JVMs of the real
+// MapReduce) runs three maps, each holding its touched heap; memory
+// outside YARN then grows past the BE memory evict threshold by less than
+// one map holds, and koordlet evicts one map task's container — not the
+// MRAppMaster. The engine's own counts, from the job client's counters:
+// the job succeeds, the evicted attempt is one failed map attempt (a kill
+// from outside YARN counts against mapreduce.map.maxattempts), its task
+// re-run, no map killed.
+func realYARNMapReduceEviction(t *testing.T, nm yarnNM) {
+	gates := pressureGates
+	if nm.noCgroups() {
+		gates += "," + adoptGate
+	}
+	y := startRealYARNOn(t, nm, nodebox.Options{Layout: nodebox.LayoutCgroupfs}, true, func(*yarnpeer.Peer) []string { return []string{gates} })
+	if nm.noCgroups() {
+		waitAdopter(t, y.box)
+	}
+	const maps, heapMB = 3, 384
+	job := runSleepJob(t, y, yarnpeer.SleepJob{Name: "sleep-evicted", Queue: "default", Maps: maps, MapMillis: 60000,
+		ContainerMB: 768, HeapMB: heapMB})
+	app, amID, mapIDs := mrRunning(t, y, job, maps, heapMB)
+	say(t, "MapReduce %s: MRAppMaster %s, maps %v", app, amID, mapIDs)
+
+	// Pressure from outside YARN: the threshold two percent above today's
+	// usage, the lower percent one below it; an allocator outside YARN
+	// takes the node 100 MiB past the threshold, so releasing down to the
+	// lower percent (about 1% + 100 MiB) needs one map.
+	total, used, err := nodebox.MemInfo()
+	require.NoError(t, err)
+	threshold := used*100/total + 2
+	lower := threshold - 1
+	ctx := context.Background()
+	require.NoError(t, y.box.UpdateNodeSLO(ctx, func(s *slov1alpha1.NodeSLOSpec) {
+		s.ResourceUsedThresholdWithBE = &slov1alpha1.ResourceThresholdStrategy{Enable: ptr.To(true),
+			MemoryEvictThresholdPercent: ptr.To(threshold), MemoryEvictLowerPercent: ptr.To(lower)}
+	}))
+	time.Sleep(2 * time.Second) // koordlet sees the NodeSLO
+	_, used, err = nodebox.MemInfo()
+	require.NoError(t, err)
+	allocMiB := (threshold*total/100-used)>>20 + 100
+	say(t, "node memory %d MiB of %d used; BE memory evict threshold %d%%, lower %d%%; %d MiB allocated outside YARN",
+		used>>20, total>>20, threshold, lower, allocMiB)
+	alloc := kerneltest.StartPlain(t, kerneltest.HelperScript(fmt.Sprintf("alloc=%d", allocMiB)))
+
+	var evicted string
+	require.Eventually(t, func() bool {
+		ev, err := y.box.Evictions()
+		if err != nil || len(ev.Records) == 0 {
+			return false
+		}
+		evicted = ev.Records[0].Container
+		return ev.Records[0].Outcome != ""
+	}, 90*time.Second, 250*time.Millisecond, "koordlet evicts a container")
+	_ = syscall.Kill(-alloc, syscall.SIGKILL) // the pressure is gone
+	ev, err := y.box.Evictions()
+	require.NoError(t, err)
+	for _, r := range ev.Records {
+		say(t, "eviction: %s %s released %d MiB: %s", r.Container, r.Outcome, r.Released>>20, r.Why)
+	}
+	assert.Contains(t, mapIDs, evicted, "a map task's container is evicted")
+	assert.NotEqual(t, amID, evicted, "the MRAppMaster is spared")
+	assert.Len(t, ev.Records, 1, "one map covers the need")
+
+	wctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
+	defer cancel()
+	res, err := job.Wait(wctx)
+	require.NoError(t, err)
+	say(t, "MapReduce %s: succeeded %t in %s; counters: launched maps %d, failed maps %d, killed maps %d",
+		res.JobID, res.Succeeded, job.Ended.Sub(job.Started).Round(time.Second),
+		res.Counters["Launched map tasks"], res.Counters["Failed map tasks"], res.Counters["Killed map tasks"])
+	assert.True(t, res.Succeeded, "the job survives the eviction")
+	assert.Equal(t, int64(1), res.Counters["Failed map tasks"], "the evicted attempt: one failed map attempt")
+	assert.Equal(t, int64(maps+1), res.Counters["Launched map tasks"], "its task re-run")
+	assert.Zero(t, res.Counters["Killed map tasks"], "no attempt killed")
+	assert.True(t, alive(y.peer.Pid), "the NodeManager survives")
+}
+
+// runSleepJob starts job on y's cluster; the client is killed and, when
+// t failed, its output logged at the end.
+func runSleepJob(t *testing.T, y *realYARN, job yarnpeer.SleepJob) *yarnpeer.MRJob {
+	t.Helper()
+	j, err := y.peer.RunSleepJob(job)
+	require.NoError(t, err)
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("MapReduce job client output:\n%s", tailLines(j.Output(), 60))
+		}
+		j.Kill()
+	})
+	return j
+}
+
+// mrRunning waits until koordlet lists the job's MRAppMaster and its maps
+// maps, each holding at least heapMB, and returns the application id and
+// their container ids.
+func mrRunning(t *testing.T, y *realYARN, job *yarnpeer.MRJob, maps int, heapMB float64) (app, amID string, mapIDs []string) {
+	t.Helper()
+	require.Eventually(t, func() bool {
+		out := job.Output()
+		i := strings.Index(out, "Running job: job_")
+		if i < 0 {
+			return false
+		}
+		app = "application_" + strings.Fields(out[i+len("Running job: job_"):])[0]
+		amID, mapIDs = "", nil
+		fams := scrape(t, y.box)
+		for _, c := range mustContainers(t, y.box).Containers {
+			if !strings.Contains(c.Name, strings.TrimPrefix(app, "application_")) {
+				continue
+			}
+			if c.IsAM {
+				amID = c.Name
+				continue
+			}
+			v, ok := value(fams, "koordlet_yarn_container_memory_usage_bytes", map[string]string{"container_id": c.Name})
+			if !ok || v < heapMB*(1<<20) {
+				return false
+			}
+			mapIDs = append(mapIDs, c.Name)
+		}
+		return amID != "" && len(mapIDs) == maps
+	}, 4*time.Minute, time.Second, "the MRAppMaster and %d maps running, each holding its %.0f MiB heap", maps, heapMB)
+	return app, amID, mapIDs
+}
+
+func tailLines(s string, n int) string {
+	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
+}
+
+// realYARNMapReducePreemption: the same job when the node's batch memory
+// shrinks below what YARN holds, with YARNRMPreemption: koordlet pushes
+// the smaller capacity to the real RM with an over-commit timeout, the RM
+// preempts a map's container and the MRAppMaster hears PREEMPTED. The
+// engine's own counts: the job succeeds, the preempted attempt is a killed
+// map attempt (not counted against mapreduce.map.maxattempts), no map
+// failed, and koordlet killed nothing itself.
+func realYARNMapReducePreemption(t *testing.T, nm yarnNM) {
+	gates := "YARNBatchLedger=true,YARNRMNodeResourceSync=true,YARNAllocatableEvict=true,MemoryAllocatableEvict=true,YARNRMPreemption=true"
+	y := startRealYARNOn(t, nm, nodebox.Options{Layout: nodebox.LayoutCgroupfs,
+		Pods: []nodebox.PodSpec{batchPod("spark-driver", 2000, "2Gi")},
+		NodeSLO: slov1alpha1.NodeSLOSpec{ResourceUsedThresholdWithBE: &slov1alpha1.ResourceThresholdStrategy{
+			Enable:                                 ptr.To(true),
+			MemoryAllocatableEvictThresholdPercent: ptr.To[int64](101),
+			MemoryAllocatableEvictLowerPercent:     ptr.To[int64](100),
+			AllocatableEvictPriorityThreshold:      ptr.To[int32](apiext.PriorityBatchValueMax),
+		}}}, true,
+		func(p *yarnpeer.Peer) []string {
+			return []string{"--feature-gates=" + gates,
+				"--yarn-ledger-patch-interval=300ms", "--yarn-ledger-max-age=300ms", "--yarn-rm-sync-interval=500ms",
+				"--yarn-rm-endpoints=http://" + p.RMWeb, "--yarn-rm-user=yarn", "--yarn-rm-timeout=2s",
+				"--yarn-rm-preemption-timeout=3s"}
+		})
+	setNodeAnnotations(t, y.box, map[string]string{
+		slov1alpha1.NodeOriginExtendedAllocatableAnnotationKey: originValue(t, 16000, "8Gi"),
+	})
+	const maps, heapMB = 3, 256
+	job := runSleepJob(t, y, yarnpeer.SleepJob{Name: "sleep-preempted", Queue: "default", Maps: maps, MapMillis: 60000,
+		ContainerMB: 768, HeapMB: heapMB})
+	app, amID, mapIDs := mrRunning(t, y, job, maps, heapMB)
+	say(t, "MapReduce %s: MRAppMaster %s, maps %v", app, amID, mapIDs)
+
+	// The batch memory shrinks to 4 GiB: the driver's 2 GiB leave YARN
+	// 2048 MB, one map's 768 MB below the MRAppMaster's 512 and the maps'
+	// 3 × 768.
+	start := time.Now()
+	setNodeAnnotations(t, y.box, map[string]string{
+		slov1alpha1.NodeOriginExtendedAllocatableAnnotationKey: originValue(t, 16000, "4Gi"),
+	})
+	var gone string
+	require.Eventually(t, func() bool {
+		listed := map[string]bool{}
+		for _, c := range mustContainers(t, y.box).Containers {
+			listed[c.Name] = c.State == "RUNNING"
+		}
+		for _, id := range mapIDs {
+			if !listed[id] {
+				gone = id
+				return true
+			}
+		}
+		return false
+	}, 90*time.Second, 250*time.Millisecond, "a map's container is released")
+	say(t, "YARNRMPreemption: %s released %v after the shrink", gone, time.Since(start).Round(10*time.Millisecond))
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	res, err := job.Wait(ctx)
+	require.NoError(t, err)
+	say(t, "MapReduce %s: succeeded %t in %s; counters: launched maps %d, failed maps %d, killed maps %d",
+		res.JobID, res.Succeeded, job.Ended.Sub(job.Started).Round(time.Second),
+		res.Counters["Launched map tasks"], res.Counters["Failed map tasks"], res.Counters["Killed map tasks"])
+	assert.True(t, res.Succeeded, "the job survives the preemption")
+	assert.Zero(t, res.Counters["Failed map tasks"], "a preempted attempt is not a failure")
+	assert.Equal(t, int64(1), res.Counters["Killed map tasks"], "the preempted attempt: one killed map attempt")
+	assert.Equal(t, int64(maps+1), res.Counters["Launched map tasks"], "its task re-run")
+	m, err := y.box.Metrics()
+	require.NoError(t, err)
+	assert.NotContains(t, m, `reason="MemoryAllocatableEvict",result="succeeded"`, "koordlet killed nothing itself: the RM released in time")
+	assert.True(t, alive(y.peer.Pid), "the NodeManager survives")
+}

@@ -1,0 +1,169 @@
+package yarnpeer
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// MRClassPath is the MapReduce engine's class path for a Hadoop version:
+// Hadoop's job client, MRAppMaster and task JVM (mr-lib, built by
+// test/yarn/build.sh from test/yarn/mr/pom.xml).
+func MRClassPath(top, version string) string {
+	return filepath.Join(BuildDir(top, version), "mr-lib", "*")
+}
+
+// SleepJob is a run of Hadoop's own SleepJob (the jobclient's test jar,
+// "hadoop jar … sleep"): a map-only MapReduce job of Maps maps, each
+// sleeping MapMillis in a task JVM that first touches HeapMB of heap, in
+// containers of ContainerMB.
+type SleepJob struct {
+	Name             string
+	User, Queue      string
+	Maps, MapMillis  int
+	ContainerMB      int
+	HeapMB           int
+	MaxAttempts      int // mapreduce.map.maxattempts (0: Hadoop's 4)
+	AMContainerMB    int // 0: 512
+	ExtraJobSettings []string
+}
+
+// MRJob is a job client running a SleepJob.
+type MRJob struct {
+	cmd     *exec.Cmd
+	log     string
+	done    chan struct{}
+	err     error
+	Started time.Time
+	Ended   time.Time
+}
+
+// RunSleepJob starts the job client (a JVM on the MapReduce class path and
+// the cluster's client configuration) for job; it returns at once.
+func (p *Peer) RunSleepJob(job SleepJob) (*MRJob, error) {
+	if job.AMContainerMB == 0 {
+		job.AMContainerMB = 512
+	}
+	if job.MaxAttempts == 0 {
+		job.MaxAttempts = 4
+	}
+	opens := strings.Join(JVMOpens, " ")
+	staging := filepath.Join(p.opts.Dir, "mr-staging")
+	cp := filepath.Join(p.opts.Dir, "conf") + ":" + MRClassPath(p.opts.Top, p.opts.Hadoop)
+	sets := []string{
+		"mapreduce.framework.name=yarn",
+		"fs.defaultFS=file:///",
+		"mapreduce.job.name=" + job.Name,
+		"mapreduce.job.queuename=" + job.Queue,
+		"yarn.app.mapreduce.am.staging-dir=" + staging,
+		// The containers' class path: the engine's jars and the cluster's
+		// client configuration (the job client's own).
+		"mapreduce.application.classpath=" + cp,
+		"yarn.app.mapreduce.am.resource.mb=" + strconv.Itoa(job.AMContainerMB),
+		"yarn.app.mapreduce.am.command-opts=-Xmx256m -XX:+UseSerialGC -XX:TieredStopAtLevel=1 " + opens,
+		"mapreduce.map.memory.mb=" + strconv.Itoa(job.ContainerMB),
+		fmt.Sprintf("mapreduce.map.java.opts=-Xms%[1]dm -Xmx%[1]dm -XX:+AlwaysPreTouch -XX:+UseSerialGC -XX:TieredStopAtLevel=1 %s", job.HeapMB, opens),
+		"mapreduce.map.maxattempts=" + strconv.Itoa(job.MaxAttempts),
+		// The engine's own record of the job, as JSON lines (jhist).
+		"mapreduce.jobhistory.jhist.format=json",
+		"mapreduce.jobhistory.intermediate-done-dir=" + filepath.Join(staging, "history", "done_intermediate"),
+		"mapreduce.jobhistory.done-dir=" + filepath.Join(staging, "history", "done"),
+		"mapreduce.job.reduces=0",
+	}
+	sets = append(sets, job.ExtraJobSettings...)
+	args := append([]string{"-Xmx256m", "-XX:+UseSerialGC", "-Dlog4j.configuration=log4j.properties"}, JVMOpens...)
+	args = append(args, "-cp", cp, "org.apache.hadoop.mapreduce.SleepJob")
+	for _, kv := range sets {
+		args = append(args, "-D", kv)
+	}
+	args = append(args, "-m", strconv.Itoa(job.Maps), "-r", "0", "-mt", strconv.Itoa(job.MapMillis))
+	log := filepath.Join(p.opts.Dir, "mr-"+job.Name+".log")
+	f, err := os.Create(log)
+	if err != nil {
+		return nil, err
+	}
+	cmd := exec.Command("java", args...)
+	cmd.Dir = p.opts.Dir
+	cmd.Stdout, cmd.Stderr = f, f
+	cmd.Env = append(os.Environ(), "HADOOP_USER_NAME="+job.User)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	j := &MRJob{cmd: cmd, log: log, done: make(chan struct{}), Started: time.Now()}
+	if err := cmd.Start(); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("start the MapReduce job client: %w", err)
+	}
+	go func() {
+		j.err = cmd.Wait()
+		j.Ended = time.Now()
+		f.Close()
+		close(j.done)
+	}()
+	return j, nil
+}
+
+// Done is closed when the job client has exited.
+func (j *MRJob) Done() <-chan struct{} { return j.done }
+
+// Kill ends the job client (not the job).
+func (j *MRJob) Kill() {
+	_ = syscall.Kill(-j.cmd.Process.Pid, syscall.SIGKILL)
+	<-j.done
+}
+
+// Output is what the job client printed so far.
+func (j *MRJob) Output() string {
+	b, _ := os.ReadFile(j.log)
+	return string(b)
+}
+
+// MRResult is what the engine itself says of a finished job: the job
+// client's final line and MapReduce's job counters as it printed them.
+type MRResult struct {
+	JobID     string
+	Succeeded bool
+	Counters  map[string]int64
+}
+
+var (
+	mrJobID   = regexp.MustCompile(`Running job: (job_\d+_\d+)`)
+	mrCounter = regexp.MustCompile(`(?m)^\s+([A-Za-z][A-Za-z0-9 ()/_.-]*[A-Za-z0-9)])=(\d+)\s*$`)
+)
+
+// Wait waits up to timeout for the job client to end and returns the job's
+// result.
+func (j *MRJob) Wait(ctx context.Context) (MRResult, error) {
+	select {
+	case <-j.done:
+	case <-ctx.Done():
+		return MRResult{}, fmt.Errorf("the MapReduce job did not end: %w (client log tail: %s)", ctx.Err(), tail(j.Output(), 20))
+	}
+	out := j.Output()
+	res := MRResult{Counters: map[string]int64{}}
+	if m := mrJobID.FindStringSubmatch(out); m != nil {
+		res.JobID = m[1]
+	}
+	res.Succeeded = res.JobID != "" && strings.Contains(out, "Job "+res.JobID+" completed successfully")
+	for _, m := range mrCounter.FindAllStringSubmatch(out, -1) {
+		v, _ := strconv.ParseInt(m[2], 10, 64)
+		res.Counters[m[1]] = v
+	}
+	if res.JobID == "" {
+		return res, fmt.Errorf("the MapReduce job client ran no job (exit %v): %s", j.err, tail(out, 30))
+	}
+	return res, nil
+}
+
+func tail(s string, n int) string {
+	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
+}
