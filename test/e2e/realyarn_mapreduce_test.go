@@ -39,7 +39,7 @@ func realYARNMapReduceEviction(t *testing.T, nm yarnNM) {
 		waitAdopter(t, y.box)
 	}
 	const maps, heapMB = 3, 384
-	job := runSleepJob(t, y, yarnpeer.SleepJob{Name: "sleep-evicted", Queue: "default", Maps: maps, MapMillis: 60000,
+	job := runSleepJob(t, y, yarnpeer.SleepJob{Name: "sleep-evicted", Queue: "default", Maps: maps, MapMillis: 40000,
 		ContainerMB: 768, HeapMB: heapMB})
 	app, amID, mapIDs := mrRunning(t, y, job, maps, heapMB)
 	say(t, "MapReduce %s: MRAppMaster %s, maps %v", app, amID, mapIDs)
@@ -181,7 +181,7 @@ func realYARNMapReducePreemption(t *testing.T, nm yarnNM) {
 		slov1alpha1.NodeOriginExtendedAllocatableAnnotationKey: originValue(t, 16000, "8Gi"),
 	})
 	const maps, heapMB = 3, 256
-	job := runSleepJob(t, y, yarnpeer.SleepJob{Name: "sleep-preempted", Queue: "default", Maps: maps, MapMillis: 60000,
+	job := runSleepJob(t, y, yarnpeer.SleepJob{Name: "sleep-preempted", Queue: "default", Maps: maps, MapMillis: 40000,
 		ContainerMB: 768, HeapMB: heapMB})
 	app, amID, mapIDs := mrRunning(t, y, job, maps, heapMB)
 	say(t, "MapReduce %s: MRAppMaster %s, maps %v", app, amID, mapIDs)
