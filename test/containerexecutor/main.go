@@ -16,8 +16,9 @@
 //	--<other feature flag>                         exit 32 (feature disabled)
 //	<runAs> <user> 0 <appId> <locId> <tokens> <localDirs> <logDirs> <cmd…>
 //	    INITIALIZE_CONTAINER: makes usercache/<user>/appcache/<appId> in
-//	    each local dir and <logDir>/<appId>, copies the tokens to
-//	    <appDir>/<locId>.tokens, and execs the localizer command there.
+//	    each local dir and <logDir>/<appId>, copies the tokens into
+//	    <appDir> under their own name (and <locId>.tokens), and execs the
+//	    localizer command there.
 //	<runAs> <user> 1 <appId> <containerId> <workDir> <script> <tokens>
 //	    --http|--https [keystore truststore] <pidFile> <localDirs> <logDirs>
 //	    cgroups=<task file>%…|none
@@ -220,8 +221,14 @@ func initialize(user string, a []string) int {
 	if err != nil {
 		return fail(exitSetupFailed, "initialize %s: %v", app, err)
 	}
-	if err := copyFile(tokens, filepath.Join(dir, loc+".tokens"), 0o600); err != nil {
-		return fail(exitSetupFailed, "initialize %s: copy tokens: %v", app, err)
+	// The native binary copies the tokens under their own file name (the
+	// NM's nmPrivate/<container id><hex>.tokens: ContainerLocalizer reads
+	// that name, Hadoop 3.3 and 3.5 alike); <locId>.tokens too, the name
+	// older localizers read.
+	for _, name := range []string{filepath.Base(tokens), loc + ".tokens"} {
+		if err := copyFile(tokens, filepath.Join(dir, name), 0o600); err != nil {
+			return fail(exitSetupFailed, "initialize %s: copy tokens: %v", app, err)
+		}
 	}
 	if err := os.Chdir(dir); err != nil {
 		return fail(exitSetupFailed, "initialize %s: %v", app, err)

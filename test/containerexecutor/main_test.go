@@ -112,3 +112,25 @@ func read(t *testing.T, p string) string {
 	require.NoError(t, err)
 	return strings.TrimSpace(string(b))
 }
+
+// TestInitialize: INITIALIZE_CONTAINER makes the application's dirs,
+// copies the NM's tokens into the application dir under their own name
+// (what Hadoop 3's ContainerLocalizer opens) and execs the localizer there.
+func TestInitialize(t *testing.T) {
+	bin := build(t)
+	dir := t.TempDir()
+	local, logs := filepath.Join(dir, "local"), filepath.Join(dir, "logs")
+	tokens := filepath.Join(dir, "nmPrivate", "container_1_0001_01_0000011a2b3c.tokens")
+	require.NoError(t, os.MkdirAll(filepath.Dir(tokens), 0o755))
+	require.NoError(t, os.WriteFile(tokens, []byte("t"), 0o600))
+	out, err := exec.Command(bin, "yarn", "spark", "0", "application_1_0001", "container_1_0001_01_000001", tokens,
+		local, logs, "sh", "-c", "pwd; ls").Output()
+	require.NoError(t, err)
+	app := filepath.Join(local, "usercache", "spark", "appcache", "application_1_0001")
+	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+	require.NotEmpty(t, lines)
+	assert.Equal(t, app, lines[0], "the localizer runs in the application dir")
+	assert.Contains(t, lines[1:], "container_1_0001_01_0000011a2b3c.tokens", "the tokens under their own name")
+	assert.Contains(t, lines[1:], "container_1_0001_01_000001.tokens")
+	assert.DirExists(t, filepath.Join(logs, "application_1_0001"))
+}

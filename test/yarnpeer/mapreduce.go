@@ -92,7 +92,12 @@ func (p *Peer) RunSleepJob(job SleepJob) (*MRJob, error) {
 	cmd := exec.Command("java", args...)
 	cmd.Dir = p.opts.Dir
 	cmd.Stdout, cmd.Stderr = f, f
-	cmd.Env = append(os.Environ(), "HADOOP_USER_NAME="+job.User)
+	cmd.Env = os.Environ()
+	if job.User != "" {
+		// The job's user (else the OS user); the staging directory must
+		// be the job's user's.
+		cmd.Env = append(cmd.Env, "HADOOP_USER_NAME="+job.User)
+	}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	j := &MRJob{cmd: cmd, log: log, done: make(chan struct{}), Started: time.Now()}
 	if err := cmd.Start(); err != nil {
