@@ -38,9 +38,11 @@ func realYARNMapReduceEviction(t *testing.T, nm yarnNM) {
 	if nm.noCgroups() {
 		waitAdopter(t, y.box)
 	}
-	const maps, heapMB = 3, 384
+	// Each map holds more than 1% of this node (24 GiB: 241 MiB) and the
+	// margin, so one covers the release whatever else grew meanwhile.
+	const maps, heapMB = 3, 768
 	job := runSleepJob(t, y, yarnpeer.SleepJob{Name: "sleep-evicted", Queue: "default", Maps: maps, MapMillis: 40000,
-		ContainerMB: 768, HeapMB: heapMB})
+		ContainerMB: 1024, HeapMB: heapMB})
 	app, amID, mapIDs := mrRunning(t, y, job, maps, heapMB)
 	say(t, "MapReduce %s: MRAppMaster %s, maps %v", app, amID, mapIDs)
 
@@ -119,6 +121,11 @@ func runSleepJob(t *testing.T, y *realYARN, job yarnpeer.SleepJob) *yarnpeer.MRJ
 func mrRunning(t *testing.T, y *realYARN, job *yarnpeer.MRJob, maps int, heapMB float64) (app, amID string, mapIDs []string) {
 	t.Helper()
 	require.Eventually(t, func() bool {
+		select {
+		case <-job.Done():
+			require.FailNow(t, "the MapReduce job ended before its maps ran")
+		default:
+		}
 		out := job.Output()
 		i := strings.Index(out, "Running job: job_")
 		if i < 0 {

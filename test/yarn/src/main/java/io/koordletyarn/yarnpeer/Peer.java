@@ -164,6 +164,10 @@ public final class Peer {
     // The RM notices an NM within a second (tests wait on it).
     conf.setLong(YarnConfiguration.RM_NM_HEARTBEAT_INTERVAL_MS, 500);
     conf.setLong("yarn.am.liveness-monitor.expiry-interval-ms", 60000);
+    // MapReduce's task containers name the shuffle service (map-only jobs
+    // here: NoShuffle).
+    conf.set("yarn.nodemanager.aux-services", "mapreduce_shuffle");
+    conf.set("yarn.nodemanager.aux-services.mapreduce_shuffle.class", NoShuffle.class.getName());
     for (String kv : sets) {
       int eq = kv.indexOf('=');
       conf.set(kv.substring(0, eq), kv.substring(eq + 1));
