@@ -94,6 +94,9 @@ type Adopter struct {
 	mu sync.Mutex
 	// envs caches each process's CONTAINER_ID, read once per process.
 	envs map[procKey]string
+	// empties holds when each process's environment first read back empty
+	// (emptyenv.go).
+	empties map[procKey]time.Time
 	// adoptions by container id.
 	adoptions map[string]*Adoption
 	// podDir is the NM pod's cgroup (relative).
@@ -142,7 +145,7 @@ func New(opts Options) *Adopter {
 		opts.ScanInterval = DefaultScanInterval
 	}
 	a := &Adopter{opts: opts, env: cgroups.NewEnvironReader(), metrics: newMetrics(opts.Registerer),
-		envs: map[procKey]string{}, adoptions: map[string]*Adoption{}, watched: map[CgroupKey]bool{},
+		envs: map[procKey]string{}, empties: map[procKey]time.Time{}, adoptions: map[string]*Adoption{}, watched: map[CgroupKey]bool{},
 		logged: map[string]bool{}, pending: map[int]pendingExec{}, blind: map[int]blindMove{}, layout: LayoutUnknown, quit: make(chan struct{}),
 		removals: make(chan string, maxRemovals)}
 	if opts.ListNM != nil {

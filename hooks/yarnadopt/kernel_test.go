@@ -687,3 +687,33 @@ func TestRealKernelGateOffCleansAsTheyEmpty(t *testing.T) {
 		return os.IsNotExist(err)
 	}, 10*time.Second, 20*time.Millisecond, "its cgroup goes once empty, the gate off")
 }
+
+// TestRealKernelLaunchUnderAnEmptyEnvironment: the LinuxContainerExecutor
+// without a resources handler. The NodeManager runs the native
+// container-executor with an empty environment (it does not pass its own
+// on); the executor stays the parent of the container's launch, which
+// gets CONTAINER_ID from launch_container.sh. An empty environment read
+// once is what a process in the middle of an exec shows, so it is read
+// again; read empty again a scan later, it is an answer (no container
+// named), and the launch below it is adopted. Before, every process below
+// the executor stayed unread forever: nothing was adopted.
+func TestRealKernelLaunchUnderAnEmptyEnvironment(t *testing.T) {
+	n := newNode(t)
+	a := n.running(t)
+	id := containerName(4)
+	n.nm.add(id)
+	p := kerneltest.Start(t, "exec env -i /bin/sh -c 'CONTAINER_ID="+id+" /bin/sleep 3600 & wait'", n.podAbs...)
+	require.NoError(t, p.Release())
+	var child int
+	require.Eventually(t, func() bool {
+		pids := kerneltest.Pids(n.h.AbsDir(cgroups.CPU, n.h.ContainerRelDir(id)))
+		if len(pids) == 1 {
+			child = pids[0]
+		}
+		return child != 0
+	}, 10*time.Second, 50*time.Millisecond, "the launch below an empty environment is adopted; status %+v", a.Status())
+	require.NotEqual(t, p.Pid(), child, "the executor (empty environment) is not the container's")
+	for _, dir := range n.podAbs {
+		assert.Contains(t, kerneltest.Pids(dir), p.Pid(), "the executor stays in the NM pod's %s", dir)
+	}
+}

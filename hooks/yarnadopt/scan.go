@@ -261,6 +261,9 @@ func (a *Adopter) observe(h cgroups.Hierarchy, pfs procfs.FS, pid int, ctrls []c
 	id, ok := a.envs[key]
 	if !ok {
 		id, err = a.env.ContainerID(h.ProcRoot, pid)
+		if errors.Is(err, cgroups.ErrEnvironEmpty) && a.emptyForGood(key) {
+			id, err = "", nil
+		}
 		if err != nil {
 			if !errors.Is(err, unix.ESRCH) && !errors.Is(err, os.ErrNotExist) && !errors.Is(err, cgroups.ErrEnvironEmpty) {
 				klog.V(4).Infof("yarn: environment of %d: %v", pid, err)
@@ -309,6 +312,11 @@ func (a *Adopter) forgetExited(pids []int) {
 	for k := range a.envs {
 		if !live[k.pid] {
 			delete(a.envs, k)
+		}
+	}
+	for k := range a.empties {
+		if !live[k.pid] {
+			delete(a.empties, k)
 		}
 	}
 }
