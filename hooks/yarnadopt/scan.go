@@ -261,8 +261,10 @@ func (a *Adopter) observe(h cgroups.Hierarchy, pfs procfs.FS, pid int, ctrls []c
 	id, ok := a.envs[key]
 	if !ok {
 		id, err = a.env.ContainerID(h.ProcRoot, pid)
-		if errors.Is(err, cgroups.ErrEnvironEmpty) && a.emptyForGood(key) {
-			id, err = "", nil
+		// An empty environment is not cached: read again at every scan.
+		keep := true
+		if errors.Is(err, cgroups.ErrEnvironEmpty) && a.emptyEnvironment(h.ProcRoot, pid, key, st) {
+			id, err, keep = "", nil, false
 		}
 		if err != nil {
 			if !errors.Is(err, unix.ESRCH) && !errors.Is(err, os.ErrNotExist) && !errors.Is(err, cgroups.ErrEnvironEmpty) {
@@ -285,7 +287,9 @@ func (a *Adopter) observe(h cgroups.Hierarchy, pfs procfs.FS, pid int, ctrls []c
 			p.Release()
 			return nil // the environment may have been another process's
 		}
-		a.envs[key] = id
+		if keep {
+			a.envs[key] = id
+		}
 	}
 	var rss int64
 	uid := -1

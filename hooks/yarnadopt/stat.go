@@ -20,6 +20,19 @@ type procStat struct {
 	// environment's end, so an environment read mid-exec is empty
 	// (cgroups.ErrEnvironEmpty) and is not kept.
 	EnvStart uint64
+	// ArgEnd, EnvBegin and EnvEnd are fields 49–51 (arg_end, env_start,
+	// env_end; 0 where the kernel gives fewer fields). While an exec sets
+	// up the new image they are 0, then arg_end and env_start point past
+	// the arguments; env_end last.
+	ArgEnd, EnvBegin, EnvEnd uint64
+}
+
+// emptyLaidOut reports whether the stat shows an exec past its setup with
+// no environment: the environment begins where the arguments end and ends
+// where it begins. Only the kernel's few instructions between its last
+// two stores look the same mid-exec.
+func (s procStat) emptyLaidOut() bool {
+	return s.EnvBegin != 0 && s.ArgEnd == s.EnvBegin && s.EnvEnd == s.EnvBegin
 }
 
 // readStat reads and parses procRoot/<pid>/stat.
@@ -49,5 +62,11 @@ func parseStat(b []byte) (procStat, error) {
 	if err1 != nil || err2 != nil || err3 != nil {
 		return procStat{}, fmt.Errorf("stat fields not numbers: %q", b)
 	}
-	return procStat{PPid: ppid, Start: start, EnvStart: env}, nil
+	st := procStat{PPid: ppid, Start: start, EnvStart: env}
+	if len(f) >= 49 {
+		st.ArgEnd, _ = strconv.ParseUint(string(f[46]), 10, 64)
+		st.EnvBegin, _ = strconv.ParseUint(string(f[47]), 10, 64)
+		st.EnvEnd, _ = strconv.ParseUint(string(f[48]), 10, 64)
+	}
+	return st, nil
 }
