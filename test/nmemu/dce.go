@@ -57,12 +57,15 @@ func (nm *NM) dceWorkDir(id string) (string, error) {
 // is script (run by sh -c, as the engine's command line is run by bash -c)
 // and returns the wrapper's path. gate is put first in the wrapper: the
 // emulator's wait until the wrapper is in the NM pod's cgroup (the real
-// wrapper is born there).
-func dceLaunchScripts(dir, gate, script string, env []string) (string, error) {
+// wrapper is born there). exportAll puts the whole environment in the
+// launch script, as the NodeManager writes it (the LCE's chain runs with
+// none before it); else only CONTAINER_ID and the APP variables (the DCE's
+// wrapper already has the rest).
+func dceLaunchScripts(dir, gate, script string, env []string, exportAll bool) (string, error) {
 	var launch strings.Builder
 	launch.WriteString("#!/bin/bash\n")
 	for _, kv := range env {
-		if k, v, ok := strings.Cut(kv, "="); ok && (k == "CONTAINER_ID" || strings.HasPrefix(k, "APP")) {
+		if k, v, ok := strings.Cut(kv, "="); ok && shellName(k) && (exportAll || k == "CONTAINER_ID" || strings.HasPrefix(k, "APP")) {
 			fmt.Fprintf(&launch, "export %s=%s\n", k, shellQuote(v))
 		}
 	}
@@ -101,4 +104,14 @@ func dceKill(dir string) {
 	if pid := dcePid(dir); pid > 0 {
 		_ = syscall.Kill(-pid, syscall.SIGKILL)
 	}
+}
+
+// shellName reports whether k can be exported by a shell.
+func shellName(k string) bool {
+	for i, r := range k {
+		if !(r == '_' || r >= 'A' && r <= 'Z' || r >= 'a' && r <= 'z' || i > 0 && r >= '0' && r <= '9') {
+			return false
+		}
+	}
+	return k != ""
 }

@@ -95,3 +95,39 @@ func TestDefaultContainerExecutorChain(t *testing.T) {
 	_, err = os.Stat(dir)
 	assert.True(t, os.IsNotExist(err), "Close removes the work directories")
 }
+
+// TestLinuxContainerExecutorChain: the LCE without a resources handler:
+// the executor's two processes run with an empty environment (the
+// NodeManager gives the native binary none), the launch script exports
+// the container's, CONTAINER_ID among it, and execs the command.
+func TestLinuxContainerExecutorChain(t *testing.T) {
+	if _, err := os.Stat("/proc/self/stat"); err != nil {
+		t.Skipf("no /proc: %v", err)
+	}
+	nm := New(Config{NoContainerCgroups: true, LCELaunch: true})
+	t.Cleanup(nm.Close)
+	id, err := nm.Launch(Spec{AppID: 3, Attempt: 1, Sequence: 2, User: "u", MemoryMB: 128, VCores: 1,
+		Script: "exec sleep 3602"})
+	require.NoError(t, err)
+	wrapper := nm.WrapperPid(id)
+	var session int
+	require.Eventually(t, func() bool {
+		session = nm.Pid(id)
+		c, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", session))
+		return session > 0 && err == nil && strings.HasPrefix(string(c), "sleep\x003602")
+	}, 10*time.Second, 20*time.Millisecond, "the session execs the launch script, which execs the command")
+	env, err := os.ReadFile(fmt.Sprintf("/proc/%d/environ", wrapper))
+	require.NoError(t, err)
+	assert.Empty(t, env, "the executor's launch has no environment")
+	sPPid, _, sSid := procStat(t, session)
+	assert.Equal(t, wrapper, sPPid, "the launch stays the parent")
+	assert.Equal(t, session, sSid, "setsid")
+	assert.True(t, environHas(session, "CONTAINER_ID="+id), "the command has the container's environment from the launch script")
+	assert.True(t, environHas(session, "PATH="+os.Getenv("PATH")), "and the rest of it")
+	nm.Exit(id)
+	select {
+	case <-nm.Exited(id):
+	case <-time.After(10 * time.Second):
+		t.Fatal("the container did not exit")
+	}
+}

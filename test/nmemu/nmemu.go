@@ -57,6 +57,15 @@ type Config struct {
 	// command: dce.go), and the NM ends a container by signalling the
 	// session's process group.
 	NoContainerCgroups bool
+	// LCELaunch, with NoContainerCgroups, launches the way the
+	// LinuxContainerExecutor without a resources handler does: the
+	// NodeManager runs the native container-executor with an empty
+	// environment (its launch, which stays the parent and writes the exit
+	// code, and its child, which writes the pid file and execs the launch
+	// script with setsid), and the container's whole environment, its
+	// CONTAINER_ID first, comes from launch_container.sh's exports. The
+	// wrapper and session scripts stand for the two executor processes.
+	LCELaunch bool
 	// V2Controllers are the controllers YARN's v2 handler enables for its
 	// containers in the hierarchy's cgroup.subtree_control (those the
 	// hierarchy has); empty: Hadoop 3.5's (cpu, cpuset, io, memory, pids).
@@ -374,7 +383,7 @@ func (nm *NM) start(c *Container, script string, env []string) error {
 		if err != nil {
 			return err
 		}
-		wrapper, err := dceLaunchScripts(dir, strings.TrimSuffix(launch, "; "), script, env)
+		wrapper, err := dceLaunchScripts(dir, strings.TrimSuffix(launch, "; "), script, env, nm.cfg.LCELaunch)
 		if err != nil {
 			return err
 		}
@@ -384,6 +393,9 @@ func (nm *NM) start(c *Container, script string, env []string) error {
 		cmd = exec.Command("/bin/bash", wrapper)
 	}
 	cmd.Env = env
+	if nm.cfg.NoContainerCgroups && nm.cfg.LCELaunch {
+		cmd.Env = []string{} // the native executor's: none
+	}
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
 		return err

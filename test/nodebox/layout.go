@@ -58,6 +58,11 @@ type Layout struct {
 	// before 3.5 on cgroup v2): the containers' processes stay in the NM
 	// pod's cgroup.
 	NoYARNCgroups bool
+	// LCELaunch, with NoYARNCgroups, launches containers the way the
+	// LinuxContainerExecutor without a resources handler does (the
+	// executor's processes with an empty environment above the launch;
+	// nmemu.Config.LCELaunch) instead of the DefaultContainerExecutor's.
+	LCELaunch bool
 	// CoMounted lays a fake root out as most distributions mount cgroup
 	// v1: one "cpu,cpuacct" directory with "cpu" and "cpuacct" symlinks to
 	// it (FakeRoot only: this host mounts them apart).
@@ -76,6 +81,9 @@ var (
 	// container cgroups, on cgroup v1 and on v2.
 	LayoutNoYARNCgroups        = Layout{Name: "no-yarn-cgroups", NoYARNCgroups: true}
 	LayoutUnifiedNoYARNCgroups = Layout{Name: "unified-no-yarn-cgroups", Unified: true, NoYARNCgroups: true}
+	// LayoutNoYARNCgroupsLCE is LayoutNoYARNCgroups launched through the
+	// LinuxContainerExecutor without a resources handler.
+	LayoutNoYARNCgroupsLCE = Layout{Name: "no-yarn-cgroups-lce", NoYARNCgroups: true, LCELaunch: true}
 	// LayoutCoMounted is for a fake root (Options.FakeRoot).
 	LayoutCoMounted = Layout{Name: "co-mounted", CoMounted: true}
 	// LayoutCoMountedCPUOnly is CPU-only YARN on co-mounted cpu,cpuacct
