@@ -3,6 +3,9 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
@@ -259,6 +262,9 @@ func waitSpark(t *testing.T, y *realYARN, run *yarnpeer.SparkRun) yarnpeer.Spark
 	defer cancel()
 	res, err := run.Wait(ctx)
 	require.NoError(t, err)
+	if keep := os.Getenv("KOORDLET_YARN_KEEP_SPARK_EVENTS"); keep != "" {
+		_ = exec.Command("cp", res.EventLog, filepath.Join(keep, t.Name()[strings.LastIndex(t.Name(), "/")+1:]+".events")).Run()
+	}
 	e := res.Events
 	byApp, notByApp := e.ExecutorLost()
 	say(t, "Spark %s: RM %s %s; spark-submit %s (exit %v), job %s (%s); jobs %v; executors added %d, removed %d; task ends %d, failed %d (executor lost: %d blamed on the app, %d not)",

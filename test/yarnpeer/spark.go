@@ -211,8 +211,9 @@ type SparkResult struct {
 	ClientExit error
 	// Elapsed is the client's time, submission to the application's end.
 	Elapsed time.Duration
-	// Events is Spark's event log.
-	Events *SparkEvents
+	// EventLog is Spark's event log file, Events what it says.
+	EventLog string
+	Events   *SparkEvents
 }
 
 // Wait waits for the client to end (it waits for the application) and
@@ -238,6 +239,7 @@ func (r *SparkRun) Wait(ctx context.Context) (SparkResult, error) {
 	if len(logs) != 1 {
 		return res, fmt.Errorf("Spark's event log for %s: %d files in %s", res.AppID, len(logs), r.EventDir)
 	}
+	res.EventLog = logs[0]
 	f, err := os.Open(logs[0])
 	if err != nil {
 		return res, err
