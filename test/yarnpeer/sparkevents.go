@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"slices"
 	"sort"
 	"time"
 )
@@ -142,6 +143,11 @@ func ParseSparkEvents(r io.Reader) (*SparkEvents, error) {
 			}
 			e.Added = append(e.Added, x)
 		case "SparkListenerExecutorRemoved":
+			// Spark 4.0.1 logs an executor's removal twice (the same
+			// reason): counted once.
+			if slices.ContainsFunc(e.Removed, func(x SparkExecutor) bool { return x.ID == ev.ExecutorID }) {
+				continue
+			}
 			e.Removed = append(e.Removed, SparkExecutor{ID: ev.ExecutorID, Container: e.Container(ev.ExecutorID), Reason: ev.RemovedReason})
 		case "SparkListenerTaskEnd":
 			e.Tasks++

@@ -10,9 +10,10 @@ import org.apache.spark.api.java.JavaSparkContext;
  * The real-YARN tests' Spark job: {@code HoldAndSleep <partitions> <mib>
  * <seconds>}. One stage of {@code partitions} tasks; each task allocates
  * and touches {@code mib} MiB of heap, keeps it in a static list (the
- * executor's memory stays real after the task, until the executor ends)
- * and sleeps {@code seconds} s. The driver collects the tasks' results
- * (their partition and executor) and prints them.
+ * executor's memory stays real after the task, until its next task
+ * replaces it: an executor holds one task's MiB, whichever number of
+ * tasks it runs) and sleeps {@code seconds} s. The driver collects the
+ * tasks' results (their partition and executor) and prints them.
  */
 public final class HoldAndSleep {
   /** What the tasks of this executor JVM hold. */
@@ -21,6 +22,10 @@ public final class HoldAndSleep {
   private HoldAndSleep() {}
 
   static synchronized void hold(int mib) {
+    // The previous task's holding first (a re-run task on an executor
+    // that ran another must not need twice the heap: Spark kills an
+    // executor on OutOfMemoryError, exit 143).
+    HELD.clear();
     for (int i = 0; i < mib; i++) {
       byte[] b = new byte[1 << 20];
       for (int j = 0; j < b.length; j += 4096) {
