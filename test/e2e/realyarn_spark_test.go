@@ -37,7 +37,9 @@ func sparkRowJob(name string) yarnpeer.SparkJob {
 // The undisturbed times of the rows' jobs (spark-undisturbed and
 // mapreduce-undisturbed, run before the rows that disturb the same job),
 // for the disturbed rows' ratio; zero when not run.
-var undisturbedSpark, undisturbedMR time.Duration
+// undisturbedSparkJob is Spark's own job time (the event log's job
+// start to end) of spark-undisturbed.
+var undisturbedSpark, undisturbedSparkJob, undisturbedMR time.Duration
 
 // realYARNSparkUndisturbed: the rows' Spark job with nothing disturbing
 // it, on the same box as spark-eviction (koordlet with the eviction
@@ -47,7 +49,7 @@ func realYARNSparkUndisturbed(t *testing.T, nm yarnNM) {
 	job := sparkRowJob("spark-undisturbed")
 	run := runSparkJob(t, y, job)
 	res := waitSpark(t, y, run)
-	undisturbedSpark = res.Elapsed
+	undisturbedSpark, undisturbedSparkJob = res.Elapsed, res.Events.JobTime
 	assert.Equal(t, "SUCCEEDED", res.FinalStatus, "the RM's final status")
 	assert.True(t, res.Events.Succeeded(), "Spark's job result")
 	assert.Empty(t, res.Events.Removed, "no executor lost")
@@ -277,9 +279,9 @@ func waitSpark(t *testing.T, y *realYARN, run *yarnpeer.SparkRun) yarnpeer.Spark
 	}
 	e := res.Events
 	byApp, notByApp := e.ExecutorLost()
-	say(t, "Spark %s: RM %s %s; spark-submit %s (exit %v), job %s (%s); jobs %v; executors added %d, removed %d; task ends %d, failed %d (executor lost: %d blamed on the app, %d not)",
-		res.AppID, res.State, res.FinalStatus, res.Elapsed.Round(time.Second), res.ClientExit, e.JobTime.Round(time.Second),
-		ratio(res.Elapsed, undisturbedSpark), e.Jobs, len(e.Added), len(e.Removed), e.Tasks, len(e.Failures), byApp, notByApp)
+	say(t, "Spark %s: RM %s %s; spark-submit %s (exit %v; %s), Spark's job time %s (%s); jobs %v; executors added %d, removed %d; task ends %d, failed %d (executor lost: %d blamed on the app, %d not)",
+		res.AppID, res.State, res.FinalStatus, res.Elapsed.Round(time.Second), res.ClientExit, ratio(res.Elapsed, undisturbedSpark),
+		e.JobTime.Round(time.Second), ratio(e.JobTime, undisturbedSparkJob), e.Jobs, len(e.Added), len(e.Removed), e.Tasks, len(e.Failures), byApp, notByApp)
 	for _, x := range e.Removed {
 		say(t, "Spark: executor %s (%s) removed: %s", x.ID, x.Container, x.Reason)
 	}
