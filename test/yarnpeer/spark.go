@@ -54,7 +54,7 @@ var SparkJVMOpens = []string{
 // executor (until the executor's next task) and sleeping Seconds.
 type SparkJob struct {
 	Name        string
-	User, Queue string
+	User, Queue string // Queue "": default
 	Partitions  int
 	HoldMB      int
 	Seconds     int
@@ -94,6 +94,9 @@ func (p *Peer) RunSparkJob(job SparkJob) (*SparkRun, error) {
 	}
 	if job.OverheadMB == 0 {
 		job.OverheadMB = 256
+	}
+	if job.Queue == "" {
+		job.Queue = "default"
 	}
 	lib := SparkLib(p.opts.Top, p.opts.Hadoop)
 	confDir := filepath.Join(p.opts.Dir, "conf")
