@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 	"time"
 
@@ -12,18 +13,23 @@ import (
 
 // TestSparkSmoke runs the tests' Spark job undisturbed on a peer with the
 // DefaultContainerExecutor (no root, no cgroups), when
-// KOORDLET_YARN_SPARK_SMOKE is set: a check of the Spark engine's wiring
-// without koordlet (the e2e rows need root).
+// KOORDLET_YARN_SPARK_SMOKE is set (to a Hadoop version of Versions, or 1:
+// 3.5.0): a check of the Spark engine's wiring without koordlet (the e2e
+// rows need root).
 func TestSparkSmoke(t *testing.T) {
-	if os.Getenv("KOORDLET_YARN_SPARK_SMOKE") == "" {
+	version := os.Getenv("KOORDLET_YARN_SPARK_SMOKE")
+	if version == "" {
 		t.Skip("KOORDLET_YARN_SPARK_SMOKE not set")
+	}
+	if !slices.Contains(Versions, version) {
+		version = Hadoop35
 	}
 	top, err := filepath.Abs("../..")
 	require.NoError(t, err)
-	require.NoError(t, Built(top, Hadoop35))
+	require.NoError(t, Built(top, version))
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	p, err := Start(ctx, Options{Top: top, Kind: DCE, Dir: t.TempDir()})
+	p, err := Start(ctx, Options{Top: top, Hadoop: version, Kind: DCE, Dir: t.TempDir()})
 	require.NoError(t, err)
 	defer p.Stop()
 	run, err := p.RunSparkJob(SparkJob{Name: "smoke", Queue: "default", Partitions: 2, HoldMB: 64, Seconds: 5, Executors: 2})
