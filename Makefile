@@ -42,7 +42,7 @@ deps-yarn:
 
 # The e2e scenarios against the real ResourceManager and NodeManager alone.
 test-yarn: deps deps-yarn e2e-tools
-	$(GO) test -count=1 -timeout 30m -run '^TestRealYARN' -v ./test/e2e
+	$(GO) test -count=1 -timeout 40m -run '^TestRealYARN' -v ./test/e2e
 
 # Each fuzz target mutates its seed corpus (testdata/fuzz/<FuzzName>, which
 # plain go test also runs) for a short while; a failing input is written

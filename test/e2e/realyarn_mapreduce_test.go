@@ -90,8 +90,8 @@ func realYARNMapReduceEviction(t *testing.T, nm yarnNM) {
 	defer cancel()
 	res, err := job.Wait(wctx)
 	require.NoError(t, err)
-	say(t, "MapReduce %s: succeeded %t in %s; counters: launched maps %d, failed maps %d, killed maps %d",
-		res.JobID, res.Succeeded, job.Ended.Sub(job.Started).Round(time.Second),
+	say(t, "MapReduce %s: succeeded %t in %s (%s); counters: launched maps %d, failed maps %d, killed maps %d",
+		res.JobID, res.Succeeded, job.Ended.Sub(job.Started).Round(time.Second), ratio(job.Ended.Sub(job.Started), undisturbedMR),
 		res.Counters["Launched map tasks"], res.Counters["Failed map tasks"], res.Counters["Killed map tasks"])
 	assert.True(t, res.Succeeded, "the job survives the eviction")
 	assert.Equal(t, int64(1), res.Counters["Failed map tasks"], "the evicted attempt: one failed map attempt")

@@ -137,8 +137,13 @@ func TestRealYARN(t *testing.T) {
 	t.Run("isolation", realYARNIsolation)
 	t.Run("pressure", func(t *testing.T) { realYARNPressure(t, yarnNM{}) })
 	t.Run("rm-application-data-and-restart", func(t *testing.T) { realYARNPolicyAndRestart(t, yarnNM{}) })
+	// The engines' jobs (the undisturbed rows first: the others' baseline).
+	t.Run("mapreduce-undisturbed", func(t *testing.T) { realYARNMapReduceUndisturbed(t, yarnNM{}) })
 	t.Run("mapreduce-eviction", func(t *testing.T) { realYARNMapReduceEviction(t, yarnNM{}) })
 	t.Run("mapreduce-preemption", func(t *testing.T) { realYARNMapReducePreemption(t, yarnNM{}) })
+	t.Run("spark-undisturbed", func(t *testing.T) { realYARNSparkUndisturbed(t, yarnNM{}) })
+	t.Run("spark-eviction", func(t *testing.T) { realYARNSparkEviction(t, yarnNM{}) })
+	t.Run("spark-preemption", func(t *testing.T) { realYARNSparkPreemption(t, yarnNM{}) })
 	t.Run("ledger-and-rm-capacity-sync", func(t *testing.T) { realYARNLedger(t, yarnNM{}) })
 	t.Run("over-commit-killed-by-koordlet", func(t *testing.T) { realYARNOverCommit(t, yarnNM{}, false) })
 	t.Run("over-commit-preempted-by-the-rm", func(t *testing.T) { realYARNOverCommit(t, yarnNM{}, true) })

@@ -25,8 +25,10 @@ import (
 	"time"
 )
 
-// Stamp is the hash of the peer's sources (pom.xml and src/), as
-// test/yarn/build.sh writes it into build/yarn/.stamp after a build.
+// Stamp is the hash of the peer's sources (pom.xml and src/, and the
+// engines' mr/pom.xml, spark/pom.xml and spark/src/), as
+// test/yarn/build.sh writes it into build/yarn/<version>/.stamp after a
+// build.
 func Stamp(top string) (string, error) {
 	dir := filepath.Join(top, "test", "yarn")
 	var files []string
@@ -35,7 +37,7 @@ func Stamp(top string) (string, error) {
 			return err
 		}
 		rel, _ := filepath.Rel(dir, p)
-		if !d.IsDir() && (rel == "pom.xml" || rel == filepath.Join("mr", "pom.xml") || strings.HasPrefix(rel, "src"+string(filepath.Separator))) {
+		if !d.IsDir() && stamped(rel) {
 			files = append(files, rel)
 		}
 		return nil
@@ -54,6 +56,18 @@ func Stamp(top string) (string, error) {
 		h.Write(b)
 	}
 	return hex.EncodeToString(h.Sum(nil))[:16], nil
+}
+
+// stamped: a file of test/yarn the peer's build depends on.
+func stamped(rel string) bool {
+	sep := string(filepath.Separator)
+	switch {
+	case rel == "pom.xml", rel == filepath.Join("mr", "pom.xml"), rel == filepath.Join("spark", "pom.xml"):
+		return true
+	case strings.HasPrefix(rel, "src"+sep), strings.HasPrefix(rel, filepath.Join("spark", "src")+sep):
+		return true
+	}
+	return false
 }
 
 // Hadoop versions the peer is built for (test/yarn/build.sh builds each

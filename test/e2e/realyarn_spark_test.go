@@ -1,0 +1,331 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"k8s.io/utils/ptr"
+
+	apiext "github.com/koordinator-sh/koordinator/apis/extension"
+	slov1alpha1 "github.com/koordinator-sh/koordinator/apis/slo/v1alpha1"
+
+	"github.com/koordlet-yarn/koordlet-yarn/test/kerneltest"
+	"github.com/koordlet-yarn/koordlet-yarn/test/nodebox"
+	"github.com/koordlet-yarn/koordlet-yarn/test/yarnpeer"
+)
+
+// The Spark job of these rows: three executors of one core, each in a
+// container of 768 MiB heap and 256 MiB overhead (1024 MB; the driver's,
+// in the AM container, 512 + 256), so the driver and the executors fill
+// the NodeManager's 4096 MB but for 256; three tasks, one an executor,
+// each holding 512 MiB of heap (more than 1% of this node, 241 MiB, and
+// the eviction row's margin) and sleeping 40 s.
+func sparkRowJob(name string) yarnpeer.SparkJob {
+	return yarnpeer.SparkJob{Name: name, Queue: "default", Partitions: 3, HoldMB: 512, Seconds: 40,
+		Executors: 3, ExecutorMB: 768, DriverMB: 512, OverheadMB: 256}
+}
+
+// The undisturbed times of the rows' jobs (spark-undisturbed and
+// mapreduce-undisturbed, run before the rows that disturb the same job),
+// for the disturbed rows' ratio; zero when not run.
+// undisturbedSparkJob is Spark's own job time (the event log's job
+// start to end) of spark-undisturbed.
+var undisturbedSpark, undisturbedSparkJob, undisturbedMR time.Duration
+
+// realYARNSparkUndisturbed: the rows' Spark job with nothing disturbing
+// it, on the same box as spark-eviction (koordlet with the eviction
+// gates, no threshold crossed): its time is the other rows' baseline.
+func realYARNSparkUndisturbed(t *testing.T, nm yarnNM) {
+	y := startRealYARNOn(t, nm, nodebox.Options{Layout: nodebox.LayoutCgroupfs}, true, func(*yarnpeer.Peer) []string { return []string{pressureGates} })
+	job := sparkRowJob("spark-undisturbed")
+	run := runSparkJob(t, y, job)
+	res := waitSpark(t, y, run)
+	undisturbedSpark, undisturbedSparkJob = res.Elapsed, res.Events.JobTime
+	assert.Equal(t, "SUCCEEDED", res.FinalStatus, "the RM's final status")
+	assert.True(t, res.Events.Succeeded(), "Spark's job result")
+	assert.Empty(t, res.Events.Removed, "no executor lost")
+	assert.Empty(t, res.Events.Failures, "no task failed")
+	assert.Equal(t, job.Partitions, res.Events.Tasks, "each task once")
+}
+
+// realYARNSparkEviction: a real Spark job under memory pressure. The
+// driver runs in the AM container (cluster mode), three executors each
+// hold their task's heap; memory outside YARN then grows past the BE
+// memory evict threshold by less than one executor holds, and koordlet
+// evicts one executor's container — not the driver's. What Spark's event
+// log says: the job succeeds, the one executor is removed (its container
+// exited 143 on koordlet's signal: "Container from a bad node", Spark
+// blames the application, exitCausedByApp, so the loss counts against
+// spark.task.maxFailures, 4, and spark.executor.maxNumFailures, left at
+// max(2 × 3, 3) = 6), its task re-runs.
+func realYARNSparkEviction(t *testing.T, nm yarnNM) {
+	gates := pressureGates
+	if nm.noCgroups() {
+		gates += "," + adoptGate
+	}
+	y := startRealYARNOn(t, nm, nodebox.Options{Layout: nodebox.LayoutCgroupfs}, true, func(*yarnpeer.Peer) []string { return []string{gates} })
+	if nm.noCgroups() {
+		waitAdopter(t, y.box)
+	}
+	job := sparkRowJob("spark-evicted")
+	run := runSparkJob(t, y, job)
+	app, amID, execIDs := sparkRunning(t, y, run, job.Executors, float64(job.HoldMB))
+	say(t, "Spark %s: driver (AM) %s, executors %v", app, amID, execIDs)
+
+	// As realYARNMapReduceEviction: the threshold two percent above
+	// today's usage, the lower one below it, 100 MiB past the threshold
+	// allocated outside YARN, so one executor covers the release.
+	total, used, err := nodebox.MemInfo()
+	require.NoError(t, err)
+	threshold := used*100/total + 2
+	lower := threshold - 1
+	ctx := context.Background()
+	require.NoError(t, y.box.UpdateNodeSLO(ctx, func(s *slov1alpha1.NodeSLOSpec) {
+		s.ResourceUsedThresholdWithBE = &slov1alpha1.ResourceThresholdStrategy{Enable: ptr.To(true),
+			MemoryEvictThresholdPercent: ptr.To(threshold), MemoryEvictLowerPercent: ptr.To(lower)}
+	}))
+	time.Sleep(2 * time.Second) // koordlet sees the NodeSLO
+	_, used, err = nodebox.MemInfo()
+	require.NoError(t, err)
+	allocMiB := (threshold*total/100-used)>>20 + 100
+	say(t, "node memory %d MiB of %d used; BE memory evict threshold %d%%, lower %d%%; %d MiB allocated outside YARN",
+		used>>20, total>>20, threshold, lower, allocMiB)
+	alloc := kerneltest.StartPlain(t, kerneltest.HelperScript(fmt.Sprintf("alloc=%d", allocMiB)))
+
+	var evicted string
+	require.Eventually(t, func() bool {
+		ev, err := y.box.Evictions()
+		if err != nil || len(ev.Records) == 0 {
+			return false
+		}
+		evicted = ev.Records[0].Container
+		return ev.Records[0].Outcome != ""
+	}, 90*time.Second, 250*time.Millisecond, "koordlet evicts a container")
+	_ = syscall.Kill(-alloc, syscall.SIGKILL) // the pressure is gone
+	// And the threshold back out of reach: on a shared machine memory
+	// outside this run keeps moving (a first run here evicted an executor
+	// every 10 s as another VM's memory grew, until Spark gave up on the
+	// task, after 4 losses blamed on the application); the row is about
+	// one eviction.
+	require.NoError(t, y.box.UpdateNodeSLO(ctx, func(s *slov1alpha1.NodeSLOSpec) {
+		s.ResourceUsedThresholdWithBE = &slov1alpha1.ResourceThresholdStrategy{Enable: ptr.To(true),
+			MemoryEvictThresholdPercent: ptr.To[int64](95), MemoryEvictLowerPercent: ptr.To[int64](94)}
+	}))
+	ev, err := y.box.Evictions()
+	require.NoError(t, err)
+	for _, r := range ev.Records {
+		say(t, "eviction: %s %s released %d MiB: %s", r.Container, r.Outcome, r.Released>>20, r.Why)
+	}
+	assert.Contains(t, execIDs, evicted, "an executor's container is evicted")
+	assert.NotEqual(t, amID, evicted, "the driver (AM) is spared")
+	assert.Len(t, ev.Records, 1, "one executor covers the need")
+
+	res := waitSpark(t, y, run)
+	assert.Equal(t, "SUCCEEDED", res.FinalStatus, "the job survives the eviction (the RM's final status)")
+	assert.True(t, res.Events.Succeeded(), "the job survives the eviction (Spark's job result)")
+	if assert.Len(t, res.Events.Removed, 1, "one executor lost") {
+		assert.Equal(t, evicted, res.Events.Removed[0].Container, "the evicted container's executor")
+	}
+	byApp, notByApp := res.Events.ExecutorLost()
+	assert.Equal(t, 1, byApp, "its task's loss, blamed on the application (a kill from outside YARN)")
+	assert.Zero(t, notByApp)
+	assert.Len(t, res.Events.Failures, 1, "no other task failure")
+	assert.Equal(t, job.Partitions+1, res.Events.Tasks, "its task re-run")
+	assert.True(t, alive(y.peer.Pid), "the NodeManager survives")
+}
+
+// realYARNSparkPreemption: the same job when the node's batch memory
+// shrinks below what YARN holds, with YARNRMPreemption (as
+// realYARNMapReducePreemption): koordlet pushes the smaller capacity to
+// the real RM with an over-commit timeout and the RM preempts an
+// executor's container. What Spark's event log says: the job succeeds,
+// the executor is removed as preempted and its task's loss is not blamed
+// on the application (not counted against spark.task.maxFailures), and
+// koordlet killed nothing itself.
+func realYARNSparkPreemption(t *testing.T, nm yarnNM) {
+	gates := "YARNBatchLedger=true,YARNRMNodeResourceSync=true,YARNAllocatableEvict=true,MemoryAllocatableEvict=true,YARNRMPreemption=true"
+	y := startRealYARNOn(t, nm, nodebox.Options{Layout: nodebox.LayoutCgroupfs,
+		Pods: []nodebox.PodSpec{batchPod("spark-driver", 2000, "2Gi")},
+		NodeSLO: slov1alpha1.NodeSLOSpec{ResourceUsedThresholdWithBE: &slov1alpha1.ResourceThresholdStrategy{
+			Enable:                                 ptr.To(true),
+			MemoryAllocatableEvictThresholdPercent: ptr.To[int64](101),
+			MemoryAllocatableEvictLowerPercent:     ptr.To[int64](100),
+			AllocatableEvictPriorityThreshold:      ptr.To[int32](apiext.PriorityBatchValueMax),
+		}}}, true,
+		func(p *yarnpeer.Peer) []string {
+			return []string{"--feature-gates=" + gates,
+				"--yarn-ledger-patch-interval=300ms", "--yarn-ledger-max-age=300ms", "--yarn-rm-sync-interval=500ms",
+				"--yarn-rm-endpoints=http://" + p.RMWeb, "--yarn-rm-user=yarn", "--yarn-rm-timeout=2s",
+				"--yarn-rm-preemption-timeout=3s"}
+		})
+	setNodeAnnotations(t, y.box, map[string]string{
+		slov1alpha1.NodeOriginExtendedAllocatableAnnotationKey: originValue(t, 16000, "8Gi"),
+	})
+	job := sparkRowJob("spark-preempted")
+	run := runSparkJob(t, y, job)
+	app, amID, execIDs := sparkRunning(t, y, run, job.Executors, float64(job.HoldMB))
+	say(t, "Spark %s: driver (AM) %s, executors %v", app, amID, execIDs)
+
+	// The batch memory shrinks to 5 GiB: the batch pod's 2 GiB leave YARN
+	// 3072 MB, one executor's 1024 MB below the driver's 768 and the
+	// executors' 3 × 1024.
+	start := time.Now()
+	setNodeAnnotations(t, y.box, map[string]string{
+		slov1alpha1.NodeOriginExtendedAllocatableAnnotationKey: originValue(t, 16000, "5Gi"),
+	})
+	var gone string
+	require.Eventually(t, func() bool {
+		listed := map[string]bool{}
+		for _, c := range mustContainers(t, y.box).Containers {
+			listed[c.Name] = c.State == "RUNNING"
+		}
+		for _, id := range execIDs {
+			if !listed[id] {
+				gone = id
+				return true
+			}
+		}
+		return false
+	}, 90*time.Second, 250*time.Millisecond, "an executor's container is released")
+	say(t, "YARNRMPreemption: %s released %v after the shrink", gone, time.Since(start).Round(10*time.Millisecond))
+
+	res := waitSpark(t, y, run)
+	assert.Equal(t, "SUCCEEDED", res.FinalStatus, "the job survives the preemption (the RM's final status)")
+	assert.True(t, res.Events.Succeeded(), "the job survives the preemption (Spark's job result)")
+	if assert.Len(t, res.Events.Removed, 1, "one executor lost") {
+		assert.Equal(t, gone, res.Events.Removed[0].Container, "the released container's executor")
+		assert.Contains(t, res.Events.Removed[0].Reason, "preempted", "Spark's reason")
+	}
+	byApp, notByApp := res.Events.ExecutorLost()
+	assert.Zero(t, byApp, "a preempted executor is not the application's fault")
+	assert.Equal(t, 1, notByApp, "its task's loss, not blamed on the application")
+	assert.Len(t, res.Events.Failures, 1, "no other task failure")
+	assert.Equal(t, job.Partitions+1, res.Events.Tasks, "its task re-run")
+	m, err := y.box.Metrics()
+	require.NoError(t, err)
+	assert.NotContains(t, m, `reason="MemoryAllocatableEvict",result="succeeded"`, "koordlet killed nothing itself: the RM released in time")
+	assert.True(t, alive(y.peer.Pid), "the NodeManager survives")
+}
+
+// realYARNMapReduceUndisturbed: mapreduce-eviction's job with nothing
+// disturbing it, on the same box: its time is that row's baseline.
+func realYARNMapReduceUndisturbed(t *testing.T, nm yarnNM) {
+	y := startRealYARNOn(t, nm, nodebox.Options{Layout: nodebox.LayoutCgroupfs}, true, func(*yarnpeer.Peer) []string { return []string{pressureGates} })
+	const maps = 3
+	job := runSleepJob(t, y, yarnpeer.SleepJob{Name: "sleep-undisturbed", Queue: "default", Maps: maps, MapMillis: 40000,
+		ContainerMB: 1024, HeapMB: 768})
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	res, err := job.Wait(ctx)
+	require.NoError(t, err)
+	undisturbedMR = job.Ended.Sub(job.Started)
+	say(t, "MapReduce %s undisturbed: succeeded %t in %s; counters: launched maps %d, failed maps %d, killed maps %d",
+		res.JobID, res.Succeeded, undisturbedMR.Round(time.Second),
+		res.Counters["Launched map tasks"], res.Counters["Failed map tasks"], res.Counters["Killed map tasks"])
+	assert.True(t, res.Succeeded)
+	assert.Equal(t, int64(maps), res.Counters["Launched map tasks"], "each map once")
+	assert.Zero(t, res.Counters["Failed map tasks"])
+	assert.Zero(t, res.Counters["Killed map tasks"])
+}
+
+// ratio says d against the undisturbed time base, when that row ran.
+func ratio(d, base time.Duration) string {
+	if base == 0 {
+		return "no undisturbed run to compare"
+	}
+	return fmt.Sprintf("%.2f× the undisturbed %s", float64(d)/float64(base), base.Round(time.Second))
+}
+
+// runSparkJob submits job on y's cluster; the client is killed, the
+// application too, and when t failed the client's output is logged at
+// the end.
+func runSparkJob(t *testing.T, y *realYARN, job yarnpeer.SparkJob) *yarnpeer.SparkRun {
+	t.Helper()
+	r, err := y.peer.RunSparkJob(job)
+	require.NoError(t, err)
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("spark-submit output:\n%s", tailLines(r.Output(), 60))
+		}
+		r.Kill()
+		if id := r.AppID(); id != "" {
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			_, _ = y.peer.Do(ctx, "kill "+id)
+		}
+	})
+	return r
+}
+
+// waitSpark waits for the application's end and says what the RM and
+// Spark's event log report.
+func waitSpark(t *testing.T, y *realYARN, run *yarnpeer.SparkRun) yarnpeer.SparkResult {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
+	defer cancel()
+	res, err := run.Wait(ctx)
+	require.NoError(t, err)
+	if keep := os.Getenv("KOORDLET_YARN_KEEP_SPARK_EVENTS"); keep != "" {
+		_ = exec.Command("cp", res.EventLog, filepath.Join(keep, t.Name()[strings.LastIndex(t.Name(), "/")+1:]+".events")).Run()
+	}
+	e := res.Events
+	byApp, notByApp := e.ExecutorLost()
+	say(t, "Spark %s: RM %s %s; spark-submit %s (exit %v; %s), Spark's job time %s (%s); jobs %v; executors added %d, removed %d; task ends %d, failed %d (executor lost: %d blamed on the app, %d not)",
+		res.AppID, res.State, res.FinalStatus, res.Elapsed.Round(time.Second), res.ClientExit, ratio(res.Elapsed, undisturbedSpark),
+		e.JobTime.Round(time.Second), ratio(e.JobTime, undisturbedSparkJob), e.Jobs, len(e.Added), len(e.Removed), e.Tasks, len(e.Failures), byApp, notByApp)
+	for _, x := range e.Removed {
+		say(t, "Spark: executor %s (%s) removed: %s", x.ID, x.Container, x.Reason)
+	}
+	for _, f := range e.Failures {
+		caused := "-"
+		if f.ExitCausedByApp != nil {
+			caused = fmt.Sprint(*f.ExitCausedByApp)
+		}
+		say(t, "Spark: task %d attempt %d on executor %s: %s, exit caused by app %s: %s", f.Index, f.Attempt, f.Executor, f.Reason, caused, f.LossReason)
+	}
+	return res
+}
+
+// sparkRunning waits until koordlet lists the application's driver (AM)
+// container and its executors executors, each holding at least holdMB,
+// and returns the application id and their container ids.
+func sparkRunning(t *testing.T, y *realYARN, run *yarnpeer.SparkRun, executors int, holdMB float64) (app, amID string, execIDs []string) {
+	t.Helper()
+	require.Eventually(t, func() bool {
+		select {
+		case <-run.Done():
+			require.FailNow(t, "the Spark application ended before its executors ran")
+		default:
+		}
+		if app = run.AppID(); app == "" {
+			return false
+		}
+		amID, execIDs = "", nil
+		fams := scrape(t, y.box)
+		for _, c := range mustContainers(t, y.box).Containers {
+			if !strings.Contains(c.Name, strings.TrimPrefix(app, "application_")) {
+				continue
+			}
+			if c.IsAM {
+				amID = c.Name
+				continue
+			}
+			v, ok := value(fams, "koordlet_yarn_container_memory_usage_bytes", map[string]string{"container_id": c.Name})
+			if !ok || v < holdMB*(1<<20) {
+				return false
+			}
+			execIDs = append(execIDs, c.Name)
+		}
+		return amID != "" && len(execIDs) == executors
+	}, 4*time.Minute, time.Second, "the driver and %d executors running, each holding its %.0f MiB", executors, holdMB)
+	return app, amID, execIDs
+}
