@@ -75,6 +75,15 @@ test: deps deps-v2 deps-yarn lint e2e-tools fuzz
 test-v2: deps deps-v2 e2e-tools
 	V2_ONLY=1 GO="$(GO)" GOTESTSUM="$(GOTESTSUM)" test/run-tests.sh ./test/e2e
 
+# The real engines' jobs on cgroup v2: Hadoop's MapReduce and Spark on the
+# real Hadoop 3.5.0 (its v2 handler) in make test-v2's guest, each under an
+# eviction and a preemption (~15 min a job under the guest's emulated CPU:
+# not in make test; TestV2's real-yarn rows there cover every NodeManager).
+.PHONY: test-v2-engines
+test-v2-engines: deps deps-v2 deps-yarn e2e-tools build
+	KOORDLET_YARN_E2E_GUEST=v2 KOORDLET_YARN_V2_ENGINES=1 $(GO) test -count=1 -timeout 90m -v \
+		-run '^TestV2$$/^real-yarn$$/(mapreduce|spark)' ./test/e2e
+
 # The measurements on a real cgroup v2 kernel, in make test-v2's guest
 # (qemu TCG: slower than the host), then the same in a guest of the same
 # kernel booted with cgroup v1 (a hybrid host, as this one), so that v2 is

@@ -37,6 +37,9 @@ func TestNoYARNCgroups(t *testing.T) {
 	}
 	l := nodebox.LayoutNoYARNCgroups
 	t.Run("adoption, metrics, restart, gate off", func(t *testing.T) { noCgroupsNode(t, l) })
+	// The LinuxContainerExecutor without a resources handler: its launch
+	// chain has no environment above the launch script.
+	t.Run("lce launch: adoption, metrics, restart, gate off", func(t *testing.T) { noCgroupsNode(t, nodebox.LayoutNoYARNCgroupsLCE) })
 	t.Run("isolation", func(t *testing.T) {
 		isolation(t, nodebox.Options{Layout: l, KoordletArgs: []string{"--feature-gates=YARNCPUQoS=true," + adoptGate, "--yarn-qos-reconcile-interval=1s"}})
 	})

@@ -75,7 +75,7 @@ func realYARNMapReduceEviction(t *testing.T, nm yarnNM) {
 		}
 		evicted = ev.Records[0].Container
 		return ev.Records[0].Outcome != ""
-	}, 90*time.Second, 250*time.Millisecond, "koordlet evicts a container")
+	}, jvmWait(90*time.Second), 250*time.Millisecond, "koordlet evicts a container")
 	_ = syscall.Kill(-alloc, syscall.SIGKILL) // the pressure is gone
 	ev, err := y.box.Evictions()
 	require.NoError(t, err)
@@ -86,7 +86,7 @@ func realYARNMapReduceEviction(t *testing.T, nm yarnNM) {
 	assert.NotEqual(t, amID, evicted, "the MRAppMaster is spared")
 	assert.Len(t, ev.Records, 1, "one map covers the need")
 
-	wctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
+	wctx, cancel := context.WithTimeout(ctx, jvmWait(5*time.Minute))
 	defer cancel()
 	res, err := job.Wait(wctx)
 	require.NoError(t, err)
@@ -149,7 +149,7 @@ func mrRunning(t *testing.T, y *realYARN, job *yarnpeer.MRJob, maps int, heapMB 
 			mapIDs = append(mapIDs, c.Name)
 		}
 		return amID != "" && len(mapIDs) == maps
-	}, 4*time.Minute, time.Second, "the MRAppMaster and %d maps running, each holding its %.0f MiB heap", maps, heapMB)
+	}, jvmWait(4*time.Minute), time.Second, "the MRAppMaster and %d maps running, each holding its %.0f MiB heap", maps, heapMB)
 	return app, amID, mapIDs
 }
 
@@ -213,9 +213,9 @@ func realYARNMapReducePreemption(t *testing.T, nm yarnNM) {
 			}
 		}
 		return false
-	}, 90*time.Second, 250*time.Millisecond, "a map's container is released")
+	}, jvmWait(90*time.Second), 250*time.Millisecond, "a map's container is released")
 	say(t, "YARNRMPreemption: %s released %v after the shrink", gone, time.Since(start).Round(10*time.Millisecond))
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), jvmWait(5*time.Minute))
 	defer cancel()
 	res, err := job.Wait(ctx)
 	require.NoError(t, err)

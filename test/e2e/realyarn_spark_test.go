@@ -109,7 +109,7 @@ func realYARNSparkEviction(t *testing.T, nm yarnNM) {
 		}
 		evicted = ev.Records[0].Container
 		return ev.Records[0].Outcome != ""
-	}, 90*time.Second, 250*time.Millisecond, "koordlet evicts a container")
+	}, jvmWait(90*time.Second), 250*time.Millisecond, "koordlet evicts a container")
 	_ = syscall.Kill(-alloc, syscall.SIGKILL) // the pressure is gone
 	// And the threshold back out of reach: on a shared machine memory
 	// outside this run keeps moving (a first run here evicted an executor
@@ -195,7 +195,7 @@ func realYARNSparkPreemption(t *testing.T, nm yarnNM) {
 			}
 		}
 		return false
-	}, 90*time.Second, 250*time.Millisecond, "an executor's container is released")
+	}, jvmWait(90*time.Second), 250*time.Millisecond, "an executor's container is released")
 	say(t, "YARNRMPreemption: %s released %v after the shrink", gone, time.Since(start).Round(10*time.Millisecond))
 
 	res := waitSpark(t, y, run)
@@ -223,7 +223,7 @@ func realYARNMapReduceUndisturbed(t *testing.T, nm yarnNM) {
 	const maps = 3
 	job := runSleepJob(t, y, yarnpeer.SleepJob{Name: "sleep-undisturbed", Queue: "default", Maps: maps, MapMillis: 40000,
 		ContainerMB: 1024, HeapMB: 768})
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), jvmWait(5*time.Minute))
 	defer cancel()
 	res, err := job.Wait(ctx)
 	require.NoError(t, err)
@@ -270,7 +270,7 @@ func runSparkJob(t *testing.T, y *realYARN, job yarnpeer.SparkJob) *yarnpeer.Spa
 // Spark's event log report.
 func waitSpark(t *testing.T, y *realYARN, run *yarnpeer.SparkRun) yarnpeer.SparkResult {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), jvmWait(6*time.Minute))
 	defer cancel()
 	res, err := run.Wait(ctx)
 	require.NoError(t, err)
@@ -326,6 +326,6 @@ func sparkRunning(t *testing.T, y *realYARN, run *yarnpeer.SparkRun, executors i
 			execIDs = append(execIDs, c.Name)
 		}
 		return amID != "" && len(execIDs) == executors
-	}, 4*time.Minute, time.Second, "the driver and %d executors running, each holding its %.0f MiB", executors, holdMB)
+	}, jvmWait(4*time.Minute), time.Second, "the driver and %d executors running, each holding its %.0f MiB", executors, holdMB)
 	return app, amID, execIDs
 }

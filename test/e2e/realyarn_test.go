@@ -21,6 +21,7 @@ import (
 	"github.com/koordlet-yarn/koordlet-yarn/plugins/yarnpolicy"
 	"github.com/koordlet-yarn/koordlet-yarn/test/kerneltest"
 	"github.com/koordlet-yarn/koordlet-yarn/test/nodebox"
+	"github.com/koordlet-yarn/koordlet-yarn/test/v2guest"
 	"github.com/koordlet-yarn/koordlet-yarn/test/yarnpeer"
 )
 
@@ -82,19 +83,30 @@ func startRealYARNOn(t *testing.T, nm yarnNM, opts nodebox.Options, memory bool,
 	if err := yarnpeer.Built(top, nm.Hadoop); err != nil {
 		kerneltest.Skip(t, err.Error())
 	}
+	if nodebox.PureV2() && !opts.Layout.Unified {
+		// A v2 host (the guest) has one layout per naming: the scenarios'
+		// cgroupfs naming is the unified one there, with Hadoop 3.5's v2
+		// handler where YARN makes cgroups.
+		opts.Layout = nodebox.LayoutUnified
+	}
 	opts.ExternalNM = true
 	b := startBox(t, opts)
 	require.NoError(t, b.MakeYARNHierarchy())
 	ce := filepath.Join(b.Dir(), "container-executor")
-	build := exec.Command("go", "build", "-o", ce, "./test/containerexecutor")
-	build.Dir = top
-	out, err := build.CombinedOutput()
-	require.NoError(t, err, string(out))
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	// A copy: its call log goes beside it, into the box.
+	bin, err := os.ReadFile(filepath.Join(top, nodebox.ContainerExecutorBin))
+	require.NoError(t, err, "the container-executor stand-in (nodebox.EnsureBinaries builds it)")
+	require.NoError(t, os.WriteFile(ce, bin, 0o755))
+	startup := 3 * time.Minute
+	if nodebox.PureV2() {
+		startup = 10 * time.Minute // the v2 guest's emulated CPU
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), startup)
 	defer cancel()
 	dir := filepath.Join(b.Dir(), "yarn")
 	p, err := yarnpeer.Start(ctx, yarnpeer.Options{Top: top, Hadoop: nm.Hadoop, Kind: nm.Kind, Dir: dir, Executor: ce, Hierarchy: "/" + b.Hierarchy(),
-		MountPath: b.CgroupRoot(), Memory: memory, Procs: b.NMPodProcs()})
+		MountPath: b.CgroupRoot(), Memory: memory, Procs: b.NMPodProcs(),
+		CgroupV2: opts.Layout.Unified && !nm.noCgroups()})
 	require.NoError(t, err)
 	t.Cleanup(func() {
 		if t.Failed() {
@@ -119,13 +131,15 @@ func TestRealYARN(t *testing.T) {
 	// Hadoop 3.3.6, the line most clusters run: YARN's own cgroups (the
 	// hadoop-yarn chart's yarn-site), and the DefaultContainerExecutor
 	// (no cgroups: YARNContainerCgroups).
-	// (The LinuxContainerExecutor without a resources handler, which gives
-	// no cgroups either, is not a row yet: with test/containerexecutor's
-	// launch koordlet adopted none of its containers; see the CHANGELOG.)
 	for _, nm := range []yarnNM{{Hadoop: yarnpeer.Hadoop33}, {Hadoop: yarnpeer.Hadoop33, Kind: yarnpeer.DCE}} {
-		t.Run(nm.String()+"-discovery", func(t *testing.T) { realYARNDiscovery(t, nm, nodebox.LayoutCgroupfs, true) })
-		t.Run(nm.String()+"-pressure", func(t *testing.T) { realYARNPressure(t, nm) })
+		t.Run(nm.String(), func(t *testing.T) { realYARNDiscoveryAndPressure(t, nm) })
 	}
+	// The LinuxContainerExecutor without a resources handler (no cgroups
+	// either): its launch chain, under an executor run with an empty
+	// environment, adopted whole at its exec. (Its eviction is the
+	// DefaultContainerExecutor's: the same adopted cgroups.)
+	lce := yarnNM{Hadoop: yarnpeer.Hadoop33, Kind: yarnpeer.LCE}
+	t.Run(lce.String()+"-discovery", func(t *testing.T) { realYARNDiscovery(t, lce, nodebox.LayoutCgroupfs, true) })
 	// Its RM's application data and a work-preserving restart, the batch
 	// ledger and the capacity pushed to its RM, and an over-commit its RM
 	// preempts (the NM in a JVM of its own, as deployed).
@@ -149,6 +163,16 @@ func TestRealYARN(t *testing.T) {
 	t.Run("over-commit-preempted-by-the-rm", func(t *testing.T) { realYARNOverCommit(t, yarnNM{}, true) })
 }
 
+// jvmWait scales a wait on the real YARN's JVMs (to start, to launch, to
+// report): in the v2 guest (qemu TCG, an emulated CPU) a JVM starts and
+// runs about ten times slower than on the host.
+func jvmWait(d time.Duration) time.Duration {
+	if v2guest.InGuest() {
+		return 8 * d
+	}
+	return d
+}
+
 // launchedBy waits until app's AM launched n containers and returns them.
 func launchedBy(t *testing.T, app yarnpeer.Submitted, n int) []string {
 	t.Helper()
@@ -161,7 +185,7 @@ func launchedBy(t *testing.T, app yarnpeer.Submitted, n int) []string {
 			}
 		}
 		return len(launched) >= n
-	}, 120*time.Second, 500*time.Millisecond, "the AM of %s launched %d containers", app.ID, n)
+	}, jvmWait(120*time.Second), 500*time.Millisecond, "the AM of %s launched %d containers", app.ID, n)
 	return launched
 }
 
@@ -181,11 +205,33 @@ func completion(app yarnpeer.Submitted, id string) (yarnpeer.Event, bool) {
 // logged and checked: a kill from outside YARN is a failed container
 // (exit 143/137), not a preemption.
 func realYARNPressure(t *testing.T, nm yarnNM) {
-	gates := pressureGates
+	realYARNPressureOn(t, startRealYARNOn(t, nm, nodebox.Options{Layout: nodebox.LayoutCgroupfs}, true,
+		func(*yarnpeer.Peer) []string { return []string{pressureGatesFor(nm)} }), nm)
+}
+
+// pressureGatesFor are the pressure scenarios' gates against nm.
+func pressureGatesFor(nm yarnNM) string {
 	if nm.noCgroups() {
-		gates += "," + adoptGate
+		return pressureGates + "," + adoptGate
 	}
-	y := startRealYARNOn(t, nm, nodebox.Options{Layout: nodebox.LayoutCgroupfs}, true, func(*yarnpeer.Peer) []string { return []string{gates} })
+	return pressureGates
+}
+
+// realYARNDiscoveryAndPressure runs the discovery and the pressure
+// scenarios against one real YARN (one start of its JVMs: the v2 guest's
+// emulated CPU takes minutes for it), koordlet with the pressure gates.
+func realYARNDiscoveryAndPressure(t *testing.T, nm yarnNM) {
+	y := startRealYARNOn(t, nm, nodebox.Options{Layout: nodebox.LayoutCgroupfs}, true,
+		func(*yarnpeer.Peer) []string { return []string{pressureGatesFor(nm)} })
+	if !t.Run("discovery", func(t *testing.T) { realYARNDiscoveryOn(t, y, nm, true) }) {
+		return
+	}
+	t.Run("pressure", func(t *testing.T) { realYARNPressureOn(t, y, nm) })
+}
+
+// realYARNPressureOn is realYARNPressure on a running real YARN y, whose
+// koordlet has pressureGatesFor(nm).
+func realYARNPressureOn(t *testing.T, y *realYARN, nm yarnNM) {
 	if nm.noCgroups() {
 		waitAdopter(t, y.box)
 	}
@@ -197,7 +243,7 @@ func realYARNPressure(t *testing.T, nm yarnNM) {
 	require.Eventually(t, func() bool {
 		v, ok := value(scrape(t, y.box), "koordlet_yarn_container_memory_usage_bytes", map[string]string{"container_id": older})
 		return ok && v > 190<<20
-	}, 60*time.Second, 500*time.Millisecond)
+	}, jvmWait(60*time.Second), 500*time.Millisecond)
 	st, err := y.peer.Do(ctx, "app "+steady.ID)
 	require.NoError(t, err)
 	am := strings.Fields(st)[3]
@@ -225,7 +271,7 @@ func realYARNPressure(t *testing.T, nm yarnNM) {
 		var ok bool
 		done, ok = completion(growing, grower)
 		return ok
-	}, 120*time.Second, 250*time.Millisecond, "koordlet evicts the growing executor and its AM hears of it")
+	}, jvmWait(120*time.Second), 250*time.Millisecond, "koordlet evicts the growing executor and its AM hears of it")
 	say(t, "the real AM's report of the evicted %s: %s", grower, done.Rest)
 	f := strings.Fields(done.Rest)
 	require.GreaterOrEqual(t, len(f), 2)
@@ -257,7 +303,11 @@ func realYARNDiscovery(t *testing.T, nm yarnNM, l nodebox.Layout, memory bool) {
 		// YARN gives its containers no cgroups: koordlet makes them.
 		args = []string{"--feature-gates=" + adoptGate}
 	}
-	y := startRealYARNOn(t, nm, nodebox.Options{Layout: l}, memory, func(*yarnpeer.Peer) []string { return args })
+	realYARNDiscoveryOn(t, startRealYARNOn(t, nm, nodebox.Options{Layout: l}, memory, func(*yarnpeer.Peer) []string { return args }), nm, memory)
+}
+
+// realYARNDiscoveryOn is realYARNDiscovery on a running real YARN y.
+func realYARNDiscoveryOn(t *testing.T, y *realYARN, nm yarnNM, memory bool) {
 	noCgroups := nm.noCgroups()
 	detection := ""
 	if noCgroups {
@@ -292,7 +342,7 @@ func realYARNDiscovery(t *testing.T, nm yarnNM, l nodebox.Layout, memory bool) {
 			}
 		}
 		return true
-	}, 60*time.Second, 250*time.Millisecond, "koordlet finds the AM and both executors, running, in their cgroups") {
+	}, jvmWait(60*time.Second), 250*time.Millisecond, "koordlet finds the AM and both executors, running, in their cgroups") {
 		for _, c := range resp.Containers {
 			t.Logf("koordlet has %s: state %q, AM %t, source %v, cgroups %+v, pids %v", c.Name, c.State, c.IsAM, c.Source, c.Cgroups, c.Pids)
 		}
@@ -331,10 +381,13 @@ func realYARNDiscovery(t *testing.T, nm yarnNM, l nodebox.Layout, memory bool) {
 		v, ok := value(scrape(t, y.box), "koordlet_yarn_container_cpu_usage_cores", map[string]string{"container_id": burner})
 		cores = v
 		return ok && v > 0.5
-	}, 60*time.Second, 500*time.Millisecond, "the burner's CPU on /metrics")
+	}, jvmWait(60*time.Second), 500*time.Millisecond, "the burner's CPU on /metrics")
 	// Ground truth: the kernel's run time of every thread of the burner's
 	// processes (schedstat, nanoseconds), over the same five seconds.
-	bc := find(resp, burner)
+	// Its processes now (the launch may still have been a bash when
+	// koordlet was first asked: slow under the v2 guest's emulated CPU).
+	bc := find(mustContainers(t, y.box), burner)
+	require.NotNil(t, bc, burner)
 	run := func() time.Duration {
 		var sum time.Duration
 		for _, pid := range bc.Pids {
@@ -359,7 +412,7 @@ func realYARNDiscovery(t *testing.T, nm yarnNM, l nodebox.Layout, memory bool) {
 		require.Eventually(t, func() bool {
 			v, ok := value(scrape(t, y.box), "koordlet_yarn_container_memory_usage_bytes", map[string]string{"container_id": launched[1]})
 			return ok && v > 120<<20
-		}, 60*time.Second, 500*time.Millisecond, "the allocator's 128 MiB on /metrics")
+		}, jvmWait(60*time.Second), 500*time.Millisecond, "the allocator's 128 MiB on /metrics")
 	}
 	require.NoError(t, app.Finish())
 }

@@ -21,6 +21,7 @@ import (
 	"github.com/koordlet-yarn/koordlet-yarn/test/kerneltest"
 	"github.com/koordlet-yarn/koordlet-yarn/test/nmemu"
 	"github.com/koordlet-yarn/koordlet-yarn/test/nodebox"
+	"github.com/koordlet-yarn/koordlet-yarn/test/yarnpeer"
 )
 
 // v2Layouts are the cgroup v2 node layouts: Hadoop 3.5's v2 handler (one
@@ -84,7 +85,42 @@ func TestV2(t *testing.T) {
 		})
 		t.Run("nothing left behind", func(t *testing.T) { v2NothingLeft(t) })
 	})
+	// Hadoop's own NodeManagers (the real-YARN peer's JVMs, in the guest).
+	t.Run("real-yarn", func(t *testing.T) {
+		v2RealYARN(t)
+		t.Run("nothing left behind", func(t *testing.T) { v2NothingLeft(t) })
+	})
 }
+
+// v2RealYARN: the e2e scenarios against Hadoop's own ResourceManager and
+// NodeManager on cgroup v2, one start of their JVMs per NodeManager (under
+// the guest's emulated CPU a start takes minutes): 3.5.0 with its cgroup
+// v2 handler (a unified cgroup per container with cpu.weight; memory.max
+// and memory.low with memory.enforced), koordlet on its default gates for
+// discovery; 3.3.6, which has no v2 handler, on the DefaultContainerExecutor
+// and on the LinuxContainerExecutor without a resources handler, where
+// YARNContainerCgroups gives each container its unified cgroup. Discovery
+// and metrics against the kernel; memory-pressure eviction with the AM
+// spared. The engines' jobs on v2 (MapReduce and Spark under an eviction
+// and a preemption) take a quarter of an hour each here: make
+// test-v2-engines runs them (KOORDLET_YARN_V2_ENGINES=1).
+func v2RealYARN(t *testing.T) {
+	v35 := yarnNM{}
+	dce33 := yarnNM{Hadoop: yarnpeer.Hadoop33, Kind: yarnpeer.DCE}
+	lce33 := yarnNM{Hadoop: yarnpeer.Hadoop33, Kind: yarnpeer.LCE}
+	t.Run(v35.String()+"-v2", func(t *testing.T) { realYARNDiscoveryAndPressure(t, v35) })
+	t.Run(dce33.String(), func(t *testing.T) { realYARNDiscoveryAndPressure(t, dce33) })
+	t.Run(lce33.String()+"-discovery", func(t *testing.T) { realYARNDiscovery(t, lce33, nodebox.LayoutUnified, true) })
+	if os.Getenv(v2EnginesEnv) == "1" {
+		t.Run(v35.String()+"-v2-mapreduce-eviction", func(t *testing.T) { realYARNMapReduceEviction(t, v35) })
+		t.Run(v35.String()+"-v2-mapreduce-preemption", func(t *testing.T) { realYARNMapReducePreemption(t, v35) })
+		t.Run(v35.String()+"-v2-spark-eviction", func(t *testing.T) { realYARNSparkEviction(t, v35) })
+		t.Run(v35.String()+"-v2-spark-preemption", func(t *testing.T) { realYARNSparkPreemption(t, v35) })
+	}
+}
+
+// v2EnginesEnv adds the engines' jobs to v2RealYARN (make test-v2-engines).
+const v2EnginesEnv = "KOORDLET_YARN_V2_ENGINES"
 
 // say logs to t and prints on standard error.
 func say(t *testing.T, format string, args ...any) {

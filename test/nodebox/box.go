@@ -154,19 +154,26 @@ func EnsureBinaries(top string, log io.Writer) error {
 	if err := build.Run(); err != nil {
 		return fmt.Errorf("build e2e tools: %w", err)
 	}
-	gob := exec.Command("go", "build", "-o", filepath.Join(top, "bin/koordlet"), "./cmd/koordlet")
-	gob.Dir = top
-	gob.Stdout, gob.Stderr = log, log
-	if err := gob.Run(); err != nil {
-		return fmt.Errorf("build koordlet: %w", err)
+	for _, b := range []struct{ out, pkg string }{{"bin/koordlet", "./cmd/koordlet"}, {ContainerExecutorBin, "./test/containerexecutor"}} {
+		gob := exec.Command("go", "build", "-o", filepath.Join(top, b.out), b.pkg)
+		gob.Dir = top
+		gob.Stdout, gob.Stderr = log, log
+		if err := gob.Run(); err != nil {
+			return fmt.Errorf("build %s: %w", b.pkg, err)
+		}
 	}
 	return nil
 }
 
+// ContainerExecutorBin is the stand-in for YARN's native container-executor
+// (test/containerexecutor) that EnsureBinaries builds, relative to the
+// repository top: the real NodeManager's LinuxContainerExecutor runs it.
+const ContainerExecutorBin = "build/bin/container-executor"
+
 // CheckBinaries checks that what EnsureBinaries builds is there (in the v2
 // guest, which sees the repository read-only).
 func CheckBinaries(top string) error {
-	for _, f := range []string{"bin/koordlet", "build/bin/kube-apiserver", "build/bin/etcd"} {
+	for _, f := range []string{"bin/koordlet", "build/bin/kube-apiserver", "build/bin/etcd", ContainerExecutorBin} {
 		if _, err := os.Stat(filepath.Join(top, f)); err != nil {
 			return fmt.Errorf("%s was not built on the host: %w", f, err)
 		}
@@ -332,7 +339,7 @@ func Start(ctx context.Context, opts Options) (b *Box, err error) {
 	b.startKubeletWriter()
 
 	nmCfg := nmemu.Config{
-		CgroupRoot: b.cgroupRoot, Hierarchy: l.Hierarchy(), Controllers: l.yarnControllers(), NoContainerCgroups: l.NoYARNCgroups,
+		CgroupRoot: b.cgroupRoot, Hierarchy: l.Hierarchy(), Controllers: l.yarnControllers(), NoContainerCgroups: l.NoYARNCgroups, LCELaunch: l.LCELaunch,
 		PodCgroup: b.pods["nodemanager"].containerCgroup, PodControllers: b.ctrls(),
 		NodeID: "127.0.0.1:8041",
 		// YARN's launch script runs a moment before it execs the JVM.
@@ -462,8 +469,14 @@ func (b *Box) CgroupRoot() string { return b.cgroupRoot }
 // SysFSRoot returns koordlet's sys fs root (a fake one with FakeRoot).
 func (b *Box) SysFSRoot() string { return b.sysFSRoot }
 
-// KoordletLog is the path of koordlet's log.
-func (b *Box) KoordletLog() string { return b.koordlet.log }
+// KoordletLog is the path of koordlet's log,
+// "" before koordlet started.
+func (b *Box) KoordletLog() string {
+	if b.koordlet == nil {
+		return ""
+	}
+	return b.koordlet.log
+}
 
 // KubeconfigPath is the kubeconfig of the box's API server (admin).
 func (b *Box) KubeconfigPath() string { return b.cp.kubeconfig }

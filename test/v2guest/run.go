@@ -117,7 +117,14 @@ func Run(ctx context.Context, o Options) (Result, error) {
 		return Result{}, err
 	}
 	initrd := filepath.Join(runDir, "initramfs.cpio")
-	cfg := guestconf.Config{Shares: shares, OutDir: outDir, Hostname: "v2guest", Argv: o.Argv, Dir: o.Dir, Env: o.Env, Timeout: o.Timeout, CgroupV1: o.CgroupV1, StderrToOutput: o.StderrToOutput}
+	// The host's name: the guest shares its /etc (hosts), where that name
+	// resolves, as Hadoop needs its own host name to (a name the guest
+	// cannot resolve stops the NodeManager's web server).
+	hostname, err := os.Hostname()
+	if err != nil || hostname == "" {
+		hostname = "localhost"
+	}
+	cfg := guestconf.Config{Shares: shares, OutDir: outDir, Hostname: hostname, Argv: o.Argv, Dir: o.Dir, Env: o.Env, Timeout: o.Timeout, CgroupV1: o.CgroupV1, StderrToOutput: o.StderrToOutput}
 	if err := writeInitramfs(initrd, o.InitBinary, mods, cfg); err != nil {
 		return Result{}, err
 	}

@@ -26,7 +26,7 @@ for version in ${HADOOP_VERSIONS:-3.5.0 3.3.6}; do
 		continue
 	fi
 	echo "building the real-YARN peer (Hadoop $version) into $out"
-	rm -rf "$out/lib" "$out/mr-lib" "$out/spark-lib"
+	rm -rf "$out/lib" "$out/mr-lib" "$out/spark-lib" "$out"/*.jsa "$out"/*.classlist # the class-data sharing archives name the jars they were made from (yarnpeer/cds.go)
 	mvn -B -q -f "$here/pom.xml" -Dhadoop.version="$version" -Dpeer.build="$out" package
 	mvn -B -q -f "$here/mr/pom.xml" -Dhadoop.version="$version" -Dpeer.build="$out" package
 	# Spark brings its own Hadoop client (3.4.x); the same for each version.

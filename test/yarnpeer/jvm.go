@@ -24,12 +24,14 @@ type jvm struct {
 	out    *bufio.Reader
 	exited chan struct{}
 	log    string
+	cds    classSharing
 	mu     sync.Mutex
 }
 
 // startJVM starts java with args in dir, its stderr into log, and moves it
 // into each cgroup.procs file of procs at once.
-func startJVM(dir, log string, env, args, procs []string) (*jvm, error) {
+// cds is its class-data sharing (kept at its exit).
+func startJVM(dir, log string, env, args, procs []string, cds classSharing) (*jvm, error) {
 	cmd := exec.Command("java", args...)
 	cmd.Dir = dir
 	cmd.Env = append(os.Environ(), env...)
@@ -51,7 +53,7 @@ func startJVM(dir, log string, env, args, procs []string) (*jvm, error) {
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("start java: %w", err)
 	}
-	j := &jvm{cmd: cmd, in: in, out: bufio.NewReader(outp), exited: make(chan struct{}), log: log}
+	j := &jvm{cmd: cmd, in: in, out: bufio.NewReader(outp), exited: make(chan struct{}), log: log, cds: cds}
 	go func() { _ = cmd.Wait(); close(j.exited) }()
 	for _, f := range procs {
 		if err := os.WriteFile(f, []byte(strconv.Itoa(j.pid())), 0o644); err != nil {

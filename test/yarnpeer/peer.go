@@ -160,6 +160,9 @@ type Options struct {
 	// Memory is yarn.nodemanager.resource.memory.enabled (else CPU-only,
 	// Hadoop's default).
 	Memory bool
+	// CgroupV2 turns on Hadoop 3.5's cgroup v2 handler (LCECgroups on a
+	// unified hierarchy: yarn.nodemanager.linux-container-executor.cgroups.v2.enabled).
+	CgroupV2 bool
 	// NMVcores are the NodeManager's vcores (8 by default; its memory is
 	// the MiniYARNCluster's fixed 4096 MB, its ports its own choice).
 	NMVcores int
@@ -212,6 +215,9 @@ func startOnce(ctx context.Context, o Options) (*Peer, error) {
 		o.Kind = LCECgroups
 	}
 	o.SplitNM = o.SplitNM || o.Hadoop == Hadoop33
+	if o.CgroupV2 && (o.Kind != LCECgroups || o.Hadoop == Hadoop33) {
+		return nil, fmt.Errorf("the cgroup v2 handler is Hadoop 3.5's LCE cgroups handler; not %s on Hadoop %s", o.Kind, o.Hadoop)
+	}
 	if err := os.MkdirAll(o.Dir, 0o755); err != nil {
 		return nil, err
 	}
@@ -229,10 +235,15 @@ func startOnce(ctx context.Context, o Options) (*Peer, error) {
 	}
 	cp := ClassPath(o.Top, o.Hadoop)
 	amCP := filepath.Join(o.Dir, "conf") + ":" + cp
-	args := append([]string{"-Xmx768m", "-XX:+UseSerialGC", "-Dlog4j.configuration=log4j.properties"}, JVMOpens...)
+	// C1 only: the peer's JVMs idle more than they compute, and under the
+	// v2 guest's emulated CPU the optimizing compiler's work is a start's
+	// cost.
+	rmCDS := newClassSharing(o.Top, o.Hadoop, "peer", cp)
+	args := append([]string{"-Xmx768m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-Dlog4j.configuration=log4j.properties"}, rmCDS.args()...)
+	args = append(args, JVMOpens...)
 	args = append(args, "-cp", cp, "io.koordletyarn.yarnpeer.Peer", "--kind", string(o.Kind),
 		"--executor", o.Executor, "--hierarchy", o.Hierarchy, "--mount-path", o.MountPath,
-		"--memory", strconv.FormatBool(o.Memory), "--nm-vcores", strconv.Itoa(o.NMVcores), "--classpath", amCP)
+		"--memory", strconv.FormatBool(o.Memory), "--cgroups-v2", strconv.FormatBool(o.CgroupV2), "--nm-vcores", strconv.Itoa(o.NMVcores), "--classpath", amCP)
 	for _, kv := range sets {
 		args = append(args, "--set", kv)
 	}
@@ -243,7 +254,7 @@ func startOnce(ctx context.Context, o Options) (*Peer, error) {
 	if o.SplitNM {
 		procs = nil // the RM's JVM runs outside the NodeManager pod
 	}
-	rm, err := startJVM(o.Dir, logName(o.Dir, "peer"), o.Env, args, procs)
+	rm, err := startJVM(o.Dir, logName(o.Dir, "peer"), o.Env, args, procs, rmCDS)
 	if err != nil {
 		return nil, fmt.Errorf("start the real-YARN peer: %w", err)
 	}
@@ -256,9 +267,11 @@ func startOnce(ctx context.Context, o Options) (*Peer, error) {
 	if !o.SplitNM {
 		return p, nil
 	}
-	nmArgs := append([]string{"-Xmx512m", "-XX:+UseSerialGC", "-Dlog4j.configuration=log4j.properties"}, JVMOpens...)
+	nmCDS := newClassSharing(o.Top, o.Hadoop, "nm", cp)
+	nmArgs := append([]string{"-Xmx512m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-Dlog4j.configuration=log4j.properties"}, nmCDS.args()...)
+	nmArgs = append(nmArgs, JVMOpens...)
 	nmArgs = append(nmArgs, "-cp", cp, "io.koordletyarn.yarnpeer.NM", filepath.Join(o.Dir, "conf", "yarn-site.xml"))
-	nm, err := startJVM(o.Dir, logName(o.Dir, "nm"), o.Env, nmArgs, o.Procs)
+	nm, err := startJVM(o.Dir, logName(o.Dir, "nm"), o.Env, nmArgs, o.Procs, nmCDS)
 	if err != nil {
 		rm.kill()
 		return nil, fmt.Errorf("start the real-YARN NodeManager: %w", err)
@@ -382,11 +395,21 @@ func (p *Peer) kill() {
 
 // Stop stops the NodeManager (it kills its containers) and the cluster,
 // and their JVMs; after 60 s a JVM's process group is killed.
+// The class lists they wrote are kept and their class-data sharing
+// archives dumped then (the first run of a kind on the host).
 func (p *Peer) Stop() {
 	if p.nm != nil {
 		p.nm.stop()
 	}
 	p.rm.stop()
+	for _, j := range []*jvm{p.rm, p.nm} {
+		if j == nil {
+			continue
+		}
+		if err := j.cds.finish(); err != nil {
+			fmt.Fprintln(os.Stderr, "yarnpeer:", err)
+		}
+	}
 }
 
 // freePorts returns n free TCP ports on loopback (held together while

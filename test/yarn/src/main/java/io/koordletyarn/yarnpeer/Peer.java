@@ -41,6 +41,8 @@ import org.apache.hadoop.yarn.server.MiniYARNCluster;
  * --executor PATH (the container-executor), --hierarchy H (YARN's cgroup
  * hierarchy), --mount-path P (where the cgroup controllers are mounted),
  * --memory true|false (yarn.nodemanager.resource.memory.enabled),
+ * --cgroups-v2 true|false (lce-cgroups: Hadoop 3.5's cgroup v2 handler,
+ * yarn.nodemanager.linux-container-executor.cgroups.v2.enabled),
  * --nm-vcores N, --classpath CP (the AM's),
  * and any number of --set KEY=VALUE (yarn-site keys, applied last: the
  * harness sets every RM and NM address to a free port of its choosing).
@@ -121,6 +123,11 @@ public final class Peer {
       conf.set(YarnConfiguration.NM_LINUX_CONTAINER_CGROUPS_HIERARCHY, flags.get("hierarchy"));
       conf.setBoolean(YarnConfiguration.NM_LINUX_CONTAINER_CGROUPS_MOUNT, false);
       conf.set(YarnConfiguration.NM_LINUX_CONTAINER_CGROUPS_MOUNT_PATH, flags.get("mount-path"));
+      // Hadoop 3.5's own v2 handler (the key is unknown to 3.3, which has
+      // none); its mount path is cgroups.mount-path above.
+      if (Boolean.parseBoolean(flags.getOrDefault("cgroups-v2", "false"))) {
+        conf.setBoolean("yarn.nodemanager.linux-container-executor.cgroups.v2.enabled", true);
+      }
     }
     conf.setInt(YarnConfiguration.NM_VCORES, Integer.parseInt(flags.getOrDefault("nm-vcores", "8")));
     conf.setBoolean(YarnConfiguration.NM_PMEM_CHECK_ENABLED, false);
