@@ -75,6 +75,17 @@ test: deps deps-v2 deps-yarn lint e2e-tools fuzz
 test-v2: deps deps-v2 e2e-tools
 	V2_ONLY=1 GO="$(GO)" GOTESTSUM="$(GOTESTSUM)" test/run-tests.sh ./test/e2e
 
+# The real engines' jobs against the same jobs undisturbed, on Hadoop 3.5.0
+# with the LCE's cgroups (cgroup v1, this host): MapReduce's SleepJob and
+# Spark's job undisturbed first, then under koordlet's eviction and the
+# RM's preemption; each disturbed row logs its time and its ratio to the
+# undisturbed run ("× the undisturbed"). JOB_RUNS repeats the set (a range).
+JOB_RUNS ?= 2
+.PHONY: measure-job-baselines
+measure-job-baselines: deps deps-yarn e2e-tools build
+	KOORDLET_YARN_JOB_BASELINES=1 $(GO) test -count=$(JOB_RUNS) -timeout 120m -v \
+		-run '^TestRealYARN$$/^(mapreduce|spark)-' ./test/e2e
+
 # The real engines' jobs on cgroup v2: Hadoop's MapReduce and Spark on the
 # real Hadoop 3.5.0 (its v2 handler) in make test-v2's guest, each under an
 # eviction and a preemption (~15 min a job under the guest's emulated CPU:

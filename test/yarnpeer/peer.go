@@ -189,6 +189,16 @@ type Peer struct {
 	// NodeManager's JVM's pid.
 	RMWeb, NMWeb, NodeID string
 	Pid                  int
+
+	// am is the AMs' class-data sharing (the first AM's class list).
+	am classSharing
+}
+
+func (p *Peer) nmCDS() classSharing {
+	if p.nm == nil {
+		return classSharing{}
+	}
+	return p.nm.cds
 }
 
 // Start starts the peer and waits until its NodeManager registered. The
@@ -234,7 +244,11 @@ func startOnce(ctx context.Context, o Options) (*Peer, error) {
 		"yarn.resourcemanager.webapp.address=" + addr(ports[4]),
 	}
 	cp := ClassPath(o.Top, o.Hadoop)
-	amCP := filepath.Join(o.Dir, "conf") + ":" + cp
+	// The class path first, the configuration after it: the AM's
+	// class-data sharing archive names the class path it was made from as
+	// a prefix of the AM's.
+	amCP := cp + ":" + filepath.Join(o.Dir, "conf")
+	amCDS := newClassSharing(o.Top, o.Hadoop, "am", cp)
 	// C1 only: the peer's JVMs idle more than they compute, and under the
 	// v2 guest's emulated CPU the optimizing compiler's work is a start's
 	// cost.
@@ -244,6 +258,11 @@ func startOnce(ctx context.Context, o Options) (*Peer, error) {
 	args = append(args, "-cp", cp, "io.koordletyarn.yarnpeer.Peer", "--kind", string(o.Kind),
 		"--executor", o.Executor, "--hierarchy", o.Hierarchy, "--mount-path", o.MountPath,
 		"--memory", strconv.FormatBool(o.Memory), "--cgroups-v2", strconv.FormatBool(o.CgroupV2), "--nm-vcores", strconv.Itoa(o.NMVcores), "--classpath", amCP)
+	if a := amCDS.args(); len(a) > 0 && amCDS.listTmp != "" {
+		args = append(args, "--first-am-java-opts", strings.Join(a, " "))
+	} else if len(a) > 0 {
+		args = append(args, "--am-java-opts", strings.Join(a, " "))
+	}
 	for _, kv := range sets {
 		args = append(args, "--set", kv)
 	}
@@ -258,7 +277,7 @@ func startOnce(ctx context.Context, o Options) (*Peer, error) {
 	if err != nil {
 		return nil, fmt.Errorf("start the real-YARN peer: %w", err)
 	}
-	p := &Peer{opts: o, rm: rm, Pid: rm.pid()}
+	p := &Peer{opts: o, rm: rm, Pid: rm.pid(), am: amCDS}
 	kv, err := rm.ready(ctx, "peer")
 	if err != nil {
 		return nil, err
@@ -402,11 +421,8 @@ func (p *Peer) Stop() {
 		p.nm.stop()
 	}
 	p.rm.stop()
-	for _, j := range []*jvm{p.rm, p.nm} {
-		if j == nil {
-			continue
-		}
-		if err := j.cds.finish(); err != nil {
+	for _, c := range []classSharing{p.rm.cds, p.nmCDS(), p.am} {
+		if err := c.finish(); err != nil {
 			fmt.Fprintln(os.Stderr, "yarnpeer:", err)
 		}
 	}

@@ -43,7 +43,8 @@ import org.apache.hadoop.yarn.server.MiniYARNCluster;
  * --memory true|false (yarn.nodemanager.resource.memory.enabled),
  * --cgroups-v2 true|false (lce-cgroups: Hadoop 3.5's cgroup v2 handler,
  * yarn.nodemanager.linux-container-executor.cgroups.v2.enabled),
- * --nm-vcores N, --classpath CP (the AM's),
+ * --nm-vcores N, --classpath CP (the AM's), --am-java-opts and
+ * --first-am-java-opts (every AM's and the first AM's extra JVM flags),
  * and any number of --set KEY=VALUE (yarn-site keys, applied last: the
  * harness sets every RM and NM address to a free port of its choosing).
  *
@@ -61,6 +62,8 @@ public final class Peer {
   private YarnConfiguration conf;
   private final List<String> sets;
   private final PrintStream out;
+  /** The first AM is not launched yet (--first-am-java-opts). */
+  private final java.util.concurrent.atomic.AtomicBoolean firstAM = new java.util.concurrent.atomic.AtomicBoolean(true);
 
   private Peer(Map<String, String> flags, List<String> sets, PrintStream out) {
     this.flags = flags;
@@ -294,7 +297,7 @@ public final class Peer {
         String java = System.getProperty("java.home") + "/bin/java";
         List<String> cmd = new ArrayList<>();
         cmd.add("exec " + java + " -Xmx64m -XX:+UseSerialGC -XX:TieredStopAtLevel=1 -Dlog4j.configuration=log4j.properties"
-            + opens()
+            + opens() + amJavaOpts()
             + " -cp '" + flags.get("classpath") + "' io.koordletyarn.yarnpeer.AM " + spec
             + " 1><LOG_DIR>/stdout 2><LOG_DIR>/stderr");
         Map<String, String> env = new HashMap<>();
@@ -302,6 +305,20 @@ public final class Peer {
         return c.submitApplication(ctx).toString();
       }
     });
+  }
+
+  /**
+   * The AM JVM's extra flags: --am-java-opts for every AM, and
+   * --first-am-java-opts for the first this peer launches (the harness's
+   * class-data sharing: an archive every AM maps, or the class list the
+   * first writes).
+   */
+  private String amJavaOpts() {
+    String o = flags.getOrDefault("am-java-opts", "");
+    if (firstAM.getAndSet(false)) {
+      o += " " + flags.getOrDefault("first-am-java-opts", "");
+    }
+    return o.isBlank() ? "" : " " + o.trim();
   }
 
   /** This JVM's --add-opens flags (Hadoop 3.3 needs them on Java 17), for the AM's JVM. */
