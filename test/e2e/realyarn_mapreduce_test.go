@@ -12,7 +12,6 @@ import (
 	"github.com/stretchr/testify/require"
 	"k8s.io/utils/ptr"
 
-	apiext "github.com/koordinator-sh/koordinator/apis/extension"
 	slov1alpha1 "github.com/koordinator-sh/koordinator/apis/slo/v1alpha1"
 
 	"github.com/koordlet-yarn/koordlet-yarn/test/kerneltest"
@@ -30,11 +29,8 @@ import (
 // from outside YARN counts against mapreduce.map.maxattempts), its task
 // re-run, no map killed.
 func realYARNMapReduceEviction(t *testing.T, nm yarnNM) {
-	gates := pressureGates
-	if nm.noCgroups() {
-		gates += "," + adoptGate
-	}
-	y := startRealYARNOn(t, nm, nodebox.Options{Layout: nodebox.LayoutCgroupfs}, true, func(*yarnpeer.Peer) []string { return []string{gates} })
+	y := startRealYARNOn(t, nm, nodebox.Options{Layout: nodebox.LayoutCgroupfs}, true,
+		func(*yarnpeer.Peer) []string { return []string{pressureGatesFor(nm)} })
 	if nm.noCgroups() {
 		waitAdopter(t, y.box)
 	}
@@ -46,10 +42,38 @@ func realYARNMapReduceEviction(t *testing.T, nm yarnNM) {
 	app, amID, mapIDs := mrRunning(t, y, job, maps, heapMB)
 	say(t, "MapReduce %s: MRAppMaster %s, maps %v", app, amID, mapIDs)
 
-	// Pressure from outside YARN: the threshold two percent above today's
-	// usage, the lower percent one below it; an allocator outside YARN
-	// takes the node 100 MiB past the threshold, so releasing down to the
-	// lower percent (about 1% + 100 MiB) needs one map.
+	evicted, records := evictOnceUnderPressure(t, y)
+	assert.Contains(t, mapIDs, evicted, "a map task's container is evicted")
+	assert.NotEqual(t, amID, evicted, "the MRAppMaster is spared")
+	assert.Equal(t, 1, records, "one map covers the need")
+
+	wctx, cancel := context.WithTimeout(context.Background(), jvmWait(5*time.Minute))
+	defer cancel()
+	res, err := job.Wait(wctx)
+	require.NoError(t, err)
+	say(t, "MapReduce %s: succeeded %t in %s (%s); counters: launched maps %d, failed maps %d, killed maps %d",
+		res.JobID, res.Succeeded, job.Ended.Sub(job.Started).Round(time.Second), ratio(job.Ended.Sub(job.Started), undisturbedMR),
+		res.Counters["Launched map tasks"], res.Counters["Failed map tasks"], res.Counters["Killed map tasks"])
+	assert.True(t, res.Succeeded, "the job survives the eviction")
+	assert.Equal(t, int64(1), res.Counters["Failed map tasks"], "the evicted attempt: one failed map attempt")
+	assert.Equal(t, int64(maps+1), res.Counters["Launched map tasks"], "its task re-run")
+	assert.Zero(t, res.Counters["Killed map tasks"], "no attempt killed")
+	assert.True(t, alive(y.peer.Pid), "the NodeManager survives")
+}
+
+// evictOnceUnderPressure puts the node under memory pressure from outside
+// YARN: the BE memory evict threshold two percent above today's usage, the
+// lower percent one below it, and an allocator outside YARN 100 MiB past
+// the threshold, so that releasing down to the lower percent (about 1% +
+// 100 MiB) needs one task's container of the engines' rows. Once koordlet
+// evicted, the allocator is killed and the threshold put out of reach (on
+// a shared machine memory outside this run keeps moving: a first run here
+// evicted an executor every 10 s as another VM's memory grew, until Spark
+// gave up on the task after 4 losses blamed on the application; the rows
+// are about one eviction). It returns the evicted container and how many
+// evictions koordlet recorded.
+func evictOnceUnderPressure(t *testing.T, y *realYARN) (string, int) {
+	t.Helper()
 	total, used, err := nodebox.MemInfo()
 	require.NoError(t, err)
 	threshold := used*100/total + 2
@@ -77,27 +101,16 @@ func realYARNMapReduceEviction(t *testing.T, nm yarnNM) {
 		return ev.Records[0].Outcome != ""
 	}, jvmWait(90*time.Second), 250*time.Millisecond, "koordlet evicts a container")
 	_ = syscall.Kill(-alloc, syscall.SIGKILL) // the pressure is gone
+	require.NoError(t, y.box.UpdateNodeSLO(ctx, func(s *slov1alpha1.NodeSLOSpec) {
+		s.ResourceUsedThresholdWithBE = &slov1alpha1.ResourceThresholdStrategy{Enable: ptr.To(true),
+			MemoryEvictThresholdPercent: ptr.To[int64](95), MemoryEvictLowerPercent: ptr.To[int64](94)}
+	}))
 	ev, err := y.box.Evictions()
 	require.NoError(t, err)
 	for _, r := range ev.Records {
 		say(t, "eviction: %s %s released %d MiB: %s", r.Container, r.Outcome, r.Released>>20, r.Why)
 	}
-	assert.Contains(t, mapIDs, evicted, "a map task's container is evicted")
-	assert.NotEqual(t, amID, evicted, "the MRAppMaster is spared")
-	assert.Len(t, ev.Records, 1, "one map covers the need")
-
-	wctx, cancel := context.WithTimeout(ctx, jvmWait(5*time.Minute))
-	defer cancel()
-	res, err := job.Wait(wctx)
-	require.NoError(t, err)
-	say(t, "MapReduce %s: succeeded %t in %s (%s); counters: launched maps %d, failed maps %d, killed maps %d",
-		res.JobID, res.Succeeded, job.Ended.Sub(job.Started).Round(time.Second), ratio(job.Ended.Sub(job.Started), undisturbedMR),
-		res.Counters["Launched map tasks"], res.Counters["Failed map tasks"], res.Counters["Killed map tasks"])
-	assert.True(t, res.Succeeded, "the job survives the eviction")
-	assert.Equal(t, int64(1), res.Counters["Failed map tasks"], "the evicted attempt: one failed map attempt")
-	assert.Equal(t, int64(maps+1), res.Counters["Launched map tasks"], "its task re-run")
-	assert.Zero(t, res.Counters["Killed map tasks"], "no attempt killed")
-	assert.True(t, alive(y.peer.Pid), "the NodeManager survives")
+	return evicted, len(ev.Records)
 }
 
 // runSleepJob starts job on y's cluster; the client is killed and, when
@@ -169,24 +182,7 @@ func tailLines(s string, n int) string {
 // map attempt (not counted against mapreduce.map.maxattempts), no map
 // failed, and koordlet killed nothing itself.
 func realYARNMapReducePreemption(t *testing.T, nm yarnNM) {
-	gates := "YARNBatchLedger=true,YARNRMNodeResourceSync=true,YARNAllocatableEvict=true,MemoryAllocatableEvict=true,YARNRMPreemption=true"
-	y := startRealYARNOn(t, nm, nodebox.Options{Layout: nodebox.LayoutCgroupfs,
-		Pods: []nodebox.PodSpec{batchPod("spark-driver", 2000, "2Gi")},
-		NodeSLO: slov1alpha1.NodeSLOSpec{ResourceUsedThresholdWithBE: &slov1alpha1.ResourceThresholdStrategy{
-			Enable:                                 ptr.To(true),
-			MemoryAllocatableEvictThresholdPercent: ptr.To[int64](101),
-			MemoryAllocatableEvictLowerPercent:     ptr.To[int64](100),
-			AllocatableEvictPriorityThreshold:      ptr.To[int32](apiext.PriorityBatchValueMax),
-		}}}, true,
-		func(p *yarnpeer.Peer) []string {
-			return []string{"--feature-gates=" + gates,
-				"--yarn-ledger-patch-interval=300ms", "--yarn-ledger-max-age=300ms", "--yarn-rm-sync-interval=500ms",
-				"--yarn-rm-endpoints=http://" + p.RMWeb, "--yarn-rm-user=yarn", "--yarn-rm-timeout=2s",
-				"--yarn-rm-preemption-timeout=3s"}
-		})
-	setNodeAnnotations(t, y.box, map[string]string{
-		slov1alpha1.NodeOriginExtendedAllocatableAnnotationKey: originValue(t, 16000, "8Gi"),
-	})
+	y := startOverCommitBox(t, nm, true)
 	const maps, heapMB = 3, 256
 	job := runSleepJob(t, y, yarnpeer.SleepJob{Name: "sleep-preempted", Queue: "default", Maps: maps, MapMillis: 40000,
 		ContainerMB: 768, HeapMB: heapMB})
@@ -196,25 +192,7 @@ func realYARNMapReducePreemption(t *testing.T, nm yarnNM) {
 	// The batch memory shrinks to 4 GiB: the driver's 2 GiB leave YARN
 	// 2048 MB, one map's 768 MB below the MRAppMaster's 512 and the maps'
 	// 3 × 768.
-	start := time.Now()
-	setNodeAnnotations(t, y.box, map[string]string{
-		slov1alpha1.NodeOriginExtendedAllocatableAnnotationKey: originValue(t, 16000, "4Gi"),
-	})
-	var gone string
-	require.Eventually(t, func() bool {
-		listed := map[string]bool{}
-		for _, c := range mustContainers(t, y.box).Containers {
-			listed[c.Name] = c.State == "RUNNING"
-		}
-		for _, id := range mapIDs {
-			if !listed[id] {
-				gone = id
-				return true
-			}
-		}
-		return false
-	}, jvmWait(90*time.Second), 250*time.Millisecond, "a map's container is released")
-	say(t, "YARNRMPreemption: %s released %v after the shrink", gone, time.Since(start).Round(10*time.Millisecond))
+	shrinkUntilReleased(t, y, "4Gi", mapIDs)
 	ctx, cancel := context.WithTimeout(context.Background(), jvmWait(5*time.Minute))
 	defer cancel()
 	res, err := job.Wait(ctx)

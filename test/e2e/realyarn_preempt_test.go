@@ -37,29 +37,7 @@ const preemptedExit = "-102"
 // the release is logged (make measure-rm-preemption repeats it). The AM
 // asks for the executor again; the capacity keeps it off the node.
 func realYARNOverCommit(t *testing.T, nm yarnNM, preempt bool) {
-	gates := "YARNBatchLedger=true,YARNRMNodeResourceSync=true,YARNAllocatableEvict=true,MemoryAllocatableEvict=true"
-	if preempt {
-		gates += ",YARNRMPreemption=true"
-	}
-	y := startRealYARNOn(t, nm, nodebox.Options{Layout: nodebox.LayoutCgroupfs,
-		Pods: []nodebox.PodSpec{batchPod("spark-driver", 2000, "2Gi")},
-		NodeSLO: slov1alpha1.NodeSLOSpec{ResourceUsedThresholdWithBE: &slov1alpha1.ResourceThresholdStrategy{
-			Enable: ptr.To(true),
-			// Release down to the origin as soon as the requests are
-			// above it: the over-commit, no more.
-			MemoryAllocatableEvictThresholdPercent: ptr.To[int64](101),
-			MemoryAllocatableEvictLowerPercent:     ptr.To[int64](100),
-			AllocatableEvictPriorityThreshold:      ptr.To[int32](apiext.PriorityBatchValueMax),
-		}}}, true,
-		func(p *yarnpeer.Peer) []string {
-			return []string{"--feature-gates=" + gates,
-				"--yarn-ledger-patch-interval=300ms", "--yarn-ledger-max-age=300ms", "--yarn-rm-sync-interval=500ms",
-				"--yarn-rm-endpoints=http://" + p.RMWeb, "--yarn-rm-user=yarn", "--yarn-rm-timeout=2s",
-				"--yarn-rm-preemption-timeout=3s"}
-		})
-	setNodeAnnotations(t, y.box, map[string]string{
-		slov1alpha1.NodeOriginExtendedAllocatableAnnotationKey: originValue(t, 16000, "8Gi"),
-	})
+	y := startOverCommitBox(t, nm, preempt)
 	ctx := context.Background()
 	app, err := y.peer.Submit(ctx, yarnpeer.App{Name: "etl", Queue: "default", Type: "SPARK", User: "spark",
 		Containers: []yarnpeer.Container{{MB: 1024, Vcores: 1, Command: "exec sleep 3600", Replace: true},
@@ -233,4 +211,65 @@ func rmSchedulerLastRun(t *testing.T, web string) int64 {
 	}
 	rmGetJSON(t, web, "/ws/v1/cluster/scheduler", &doc)
 	return doc.Scheduler.SchedulerInfo.Health.LastRun
+}
+
+// startOverCommitBox starts the real YARN against nm for an over-commit:
+// a batch pod of 2 cores and 2 GiB beside it, the ledger and the RM sync
+// (and YARNRMPreemption with preempt) with short intervals, the allocatable
+// evict releasing down to the origin as soon as the requests are above it
+// (the over-commit, no more), and the node's batch capacity 16 cores and
+// 8 GiB.
+func startOverCommitBox(t *testing.T, nm yarnNM, preempt bool) *realYARN {
+	t.Helper()
+	gates := "YARNBatchLedger=true,YARNRMNodeResourceSync=true,YARNAllocatableEvict=true,MemoryAllocatableEvict=true"
+	if preempt {
+		gates += ",YARNRMPreemption=true"
+	}
+	y := startRealYARNOn(t, nm, nodebox.Options{Layout: nodebox.LayoutCgroupfs,
+		Pods: []nodebox.PodSpec{batchPod("spark-driver", 2000, "2Gi")},
+		NodeSLO: slov1alpha1.NodeSLOSpec{ResourceUsedThresholdWithBE: &slov1alpha1.ResourceThresholdStrategy{
+			Enable:                                 ptr.To(true),
+			MemoryAllocatableEvictThresholdPercent: ptr.To[int64](101),
+			MemoryAllocatableEvictLowerPercent:     ptr.To[int64](100),
+			AllocatableEvictPriorityThreshold:      ptr.To[int32](apiext.PriorityBatchValueMax),
+		}}}, true,
+		func(p *yarnpeer.Peer) []string {
+			return []string{"--feature-gates=" + gates,
+				"--yarn-ledger-patch-interval=300ms", "--yarn-ledger-max-age=300ms", "--yarn-rm-sync-interval=500ms",
+				"--yarn-rm-endpoints=http://" + p.RMWeb, "--yarn-rm-user=yarn", "--yarn-rm-timeout=2s",
+				"--yarn-rm-preemption-timeout=3s"}
+		})
+	setNodeAnnotations(t, y.box, map[string]string{
+		slov1alpha1.NodeOriginExtendedAllocatableAnnotationKey: originValue(t, 16000, "8Gi"),
+	})
+	return y
+}
+
+// shrinkUntilReleased sets the node's batch memory (Koordinator's origin
+// extended allocatable, 16 cores) to memory and waits until one of the
+// containers ids is no longer running at the NM: the release (with
+// YARNRMPreemption, the RM's preemption). It logs how long after the
+// shrink and returns the released container.
+func shrinkUntilReleased(t *testing.T, y *realYARN, memory string, ids []string) string {
+	t.Helper()
+	start := time.Now()
+	setNodeAnnotations(t, y.box, map[string]string{
+		slov1alpha1.NodeOriginExtendedAllocatableAnnotationKey: originValue(t, 16000, memory),
+	})
+	var gone string
+	require.Eventually(t, func() bool {
+		listed := map[string]bool{}
+		for _, c := range mustContainers(t, y.box).Containers {
+			listed[c.Name] = c.State == "RUNNING"
+		}
+		for _, id := range ids {
+			if !listed[id] {
+				gone = id
+				return true
+			}
+		}
+		return false
+	}, jvmWait(90*time.Second), 250*time.Millisecond, "a container is released after the batch memory shrank to %s", memory)
+	say(t, "YARNRMPreemption: %s released %v after the shrink", gone, time.Since(start).Round(10*time.Millisecond))
+	return gone
 }

@@ -7,18 +7,12 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	"k8s.io/utils/ptr"
 
-	apiext "github.com/koordinator-sh/koordinator/apis/extension"
-	slov1alpha1 "github.com/koordinator-sh/koordinator/apis/slo/v1alpha1"
-
-	"github.com/koordlet-yarn/koordlet-yarn/test/kerneltest"
 	"github.com/koordlet-yarn/koordlet-yarn/test/nodebox"
 	"github.com/koordlet-yarn/koordlet-yarn/test/yarnpeer"
 )
@@ -68,11 +62,8 @@ func realYARNSparkUndisturbed(t *testing.T, nm yarnNM) {
 // spark.task.maxFailures, 4, and spark.executor.maxNumFailures, left at
 // max(2 × 3, 3) = 6), its task re-runs.
 func realYARNSparkEviction(t *testing.T, nm yarnNM) {
-	gates := pressureGates
-	if nm.noCgroups() {
-		gates += "," + adoptGate
-	}
-	y := startRealYARNOn(t, nm, nodebox.Options{Layout: nodebox.LayoutCgroupfs}, true, func(*yarnpeer.Peer) []string { return []string{gates} })
+	y := startRealYARNOn(t, nm, nodebox.Options{Layout: nodebox.LayoutCgroupfs}, true,
+		func(*yarnpeer.Peer) []string { return []string{pressureGatesFor(nm)} })
 	if nm.noCgroups() {
 		waitAdopter(t, y.box)
 	}
@@ -81,53 +72,10 @@ func realYARNSparkEviction(t *testing.T, nm yarnNM) {
 	app, amID, execIDs := sparkRunning(t, y, run, job.Executors, float64(job.HoldMB))
 	say(t, "Spark %s: driver (AM) %s, executors %v", app, amID, execIDs)
 
-	// As realYARNMapReduceEviction: the threshold two percent above
-	// today's usage, the lower one below it, 100 MiB past the threshold
-	// allocated outside YARN, so one executor covers the release.
-	total, used, err := nodebox.MemInfo()
-	require.NoError(t, err)
-	threshold := used*100/total + 2
-	lower := threshold - 1
-	ctx := context.Background()
-	require.NoError(t, y.box.UpdateNodeSLO(ctx, func(s *slov1alpha1.NodeSLOSpec) {
-		s.ResourceUsedThresholdWithBE = &slov1alpha1.ResourceThresholdStrategy{Enable: ptr.To(true),
-			MemoryEvictThresholdPercent: ptr.To(threshold), MemoryEvictLowerPercent: ptr.To(lower)}
-	}))
-	time.Sleep(2 * time.Second) // koordlet sees the NodeSLO
-	_, used, err = nodebox.MemInfo()
-	require.NoError(t, err)
-	allocMiB := (threshold*total/100-used)>>20 + 100
-	say(t, "node memory %d MiB of %d used; BE memory evict threshold %d%%, lower %d%%; %d MiB allocated outside YARN",
-		used>>20, total>>20, threshold, lower, allocMiB)
-	alloc := kerneltest.StartPlain(t, kerneltest.HelperScript(fmt.Sprintf("alloc=%d", allocMiB)))
-
-	var evicted string
-	require.Eventually(t, func() bool {
-		ev, err := y.box.Evictions()
-		if err != nil || len(ev.Records) == 0 {
-			return false
-		}
-		evicted = ev.Records[0].Container
-		return ev.Records[0].Outcome != ""
-	}, jvmWait(90*time.Second), 250*time.Millisecond, "koordlet evicts a container")
-	_ = syscall.Kill(-alloc, syscall.SIGKILL) // the pressure is gone
-	// And the threshold back out of reach: on a shared machine memory
-	// outside this run keeps moving (a first run here evicted an executor
-	// every 10 s as another VM's memory grew, until Spark gave up on the
-	// task, after 4 losses blamed on the application); the row is about
-	// one eviction.
-	require.NoError(t, y.box.UpdateNodeSLO(ctx, func(s *slov1alpha1.NodeSLOSpec) {
-		s.ResourceUsedThresholdWithBE = &slov1alpha1.ResourceThresholdStrategy{Enable: ptr.To(true),
-			MemoryEvictThresholdPercent: ptr.To[int64](95), MemoryEvictLowerPercent: ptr.To[int64](94)}
-	}))
-	ev, err := y.box.Evictions()
-	require.NoError(t, err)
-	for _, r := range ev.Records {
-		say(t, "eviction: %s %s released %d MiB: %s", r.Container, r.Outcome, r.Released>>20, r.Why)
-	}
+	evicted, records := evictOnceUnderPressure(t, y)
 	assert.Contains(t, execIDs, evicted, "an executor's container is evicted")
 	assert.NotEqual(t, amID, evicted, "the driver (AM) is spared")
-	assert.Len(t, ev.Records, 1, "one executor covers the need")
+	assert.Equal(t, 1, records, "one executor covers the need")
 
 	res := waitSpark(t, y, run)
 	assert.Equal(t, "SUCCEEDED", res.FinalStatus, "the job survives the eviction (the RM's final status)")
@@ -152,24 +100,7 @@ func realYARNSparkEviction(t *testing.T, nm yarnNM) {
 // on the application (not counted against spark.task.maxFailures), and
 // koordlet killed nothing itself.
 func realYARNSparkPreemption(t *testing.T, nm yarnNM) {
-	gates := "YARNBatchLedger=true,YARNRMNodeResourceSync=true,YARNAllocatableEvict=true,MemoryAllocatableEvict=true,YARNRMPreemption=true"
-	y := startRealYARNOn(t, nm, nodebox.Options{Layout: nodebox.LayoutCgroupfs,
-		Pods: []nodebox.PodSpec{batchPod("spark-driver", 2000, "2Gi")},
-		NodeSLO: slov1alpha1.NodeSLOSpec{ResourceUsedThresholdWithBE: &slov1alpha1.ResourceThresholdStrategy{
-			Enable:                                 ptr.To(true),
-			MemoryAllocatableEvictThresholdPercent: ptr.To[int64](101),
-			MemoryAllocatableEvictLowerPercent:     ptr.To[int64](100),
-			AllocatableEvictPriorityThreshold:      ptr.To[int32](apiext.PriorityBatchValueMax),
-		}}}, true,
-		func(p *yarnpeer.Peer) []string {
-			return []string{"--feature-gates=" + gates,
-				"--yarn-ledger-patch-interval=300ms", "--yarn-ledger-max-age=300ms", "--yarn-rm-sync-interval=500ms",
-				"--yarn-rm-endpoints=http://" + p.RMWeb, "--yarn-rm-user=yarn", "--yarn-rm-timeout=2s",
-				"--yarn-rm-preemption-timeout=3s"}
-		})
-	setNodeAnnotations(t, y.box, map[string]string{
-		slov1alpha1.NodeOriginExtendedAllocatableAnnotationKey: originValue(t, 16000, "8Gi"),
-	})
+	y := startOverCommitBox(t, nm, true)
 	job := sparkRowJob("spark-preempted")
 	run := runSparkJob(t, y, job)
 	app, amID, execIDs := sparkRunning(t, y, run, job.Executors, float64(job.HoldMB))
@@ -178,25 +109,7 @@ func realYARNSparkPreemption(t *testing.T, nm yarnNM) {
 	// The batch memory shrinks to 5 GiB: the batch pod's 2 GiB leave YARN
 	// 3072 MB, one executor's 1024 MB below the driver's 768 and the
 	// executors' 3 × 1024.
-	start := time.Now()
-	setNodeAnnotations(t, y.box, map[string]string{
-		slov1alpha1.NodeOriginExtendedAllocatableAnnotationKey: originValue(t, 16000, "5Gi"),
-	})
-	var gone string
-	require.Eventually(t, func() bool {
-		listed := map[string]bool{}
-		for _, c := range mustContainers(t, y.box).Containers {
-			listed[c.Name] = c.State == "RUNNING"
-		}
-		for _, id := range execIDs {
-			if !listed[id] {
-				gone = id
-				return true
-			}
-		}
-		return false
-	}, jvmWait(90*time.Second), 250*time.Millisecond, "an executor's container is released")
-	say(t, "YARNRMPreemption: %s released %v after the shrink", gone, time.Since(start).Round(10*time.Millisecond))
+	gone := shrinkUntilReleased(t, y, "5Gi", execIDs)
 
 	res := waitSpark(t, y, run)
 	assert.Equal(t, "SUCCEEDED", res.FinalStatus, "the job survives the preemption (the RM's final status)")
