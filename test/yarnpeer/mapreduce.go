@@ -3,14 +3,10 @@ package yarnpeer
 import (
 	"context"
 	"fmt"
-	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
-	"syscall"
-	"time"
 )
 
 // MRClassPath is the MapReduce engine's class path for a Hadoop version:
@@ -37,12 +33,7 @@ type SleepJob struct {
 
 // MRJob is a job client running a SleepJob.
 type MRJob struct {
-	cmd     *exec.Cmd
-	log     string
-	done    chan struct{}
-	err     error
-	Started time.Time
-	Ended   time.Time
+	*client
 }
 
 // RunSleepJob starts the job client (a JVM on the MapReduce class path and
@@ -85,47 +76,17 @@ func (p *Peer) RunSleepJob(job SleepJob) (*MRJob, error) {
 	}
 	args = append(args, "-m", strconv.Itoa(job.Maps), "-r", "0", "-mt", strconv.Itoa(job.MapMillis))
 	log := filepath.Join(p.opts.Dir, "mr-"+job.Name+".log")
-	f, err := os.Create(log)
-	if err != nil {
-		return nil, err
-	}
-	cmd := exec.Command("java", args...)
-	cmd.Dir = p.opts.Dir
-	cmd.Stdout, cmd.Stderr = f, f
-	cmd.Env = os.Environ()
+	var env []string
 	if job.User != "" {
 		// The job's user (else the OS user); the staging directory must
 		// be the job's user's.
-		cmd.Env = append(cmd.Env, "HADOOP_USER_NAME="+job.User)
+		env = append(env, "HADOOP_USER_NAME="+job.User)
 	}
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	j := &MRJob{cmd: cmd, log: log, done: make(chan struct{}), Started: time.Now()}
-	if err := cmd.Start(); err != nil {
-		f.Close()
-		return nil, fmt.Errorf("start the MapReduce job client: %w", err)
+	c, err := startClient("MapReduce job client", p.opts.Dir, log, env, args)
+	if err != nil {
+		return nil, err
 	}
-	go func() {
-		j.err = cmd.Wait()
-		j.Ended = time.Now()
-		f.Close()
-		close(j.done)
-	}()
-	return j, nil
-}
-
-// Done is closed when the job client has exited.
-func (j *MRJob) Done() <-chan struct{} { return j.done }
-
-// Kill ends the job client (not the job).
-func (j *MRJob) Kill() {
-	_ = syscall.Kill(-j.cmd.Process.Pid, syscall.SIGKILL)
-	<-j.done
-}
-
-// Output is what the job client printed so far.
-func (j *MRJob) Output() string {
-	b, _ := os.ReadFile(j.log)
-	return string(b)
+	return &MRJob{c}, nil
 }
 
 // MRResult is what the engine itself says of a finished job: the job

@@ -4,12 +4,10 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 )
 
@@ -70,14 +68,9 @@ type SparkJob struct {
 
 // SparkRun is a spark-submit client running a SparkJob.
 type SparkRun struct {
+	*client
 	p        *Peer
-	cmd      *exec.Cmd
-	log      string
-	done     chan struct{}
-	err      error
 	EventDir string
-	Started  time.Time
-	Ended    time.Time
 }
 
 // RunSparkJob submits job with Spark's own SparkSubmit (in a client JVM
@@ -152,45 +145,15 @@ func (p *Peer) RunSparkJob(job SparkJob) (*SparkRun, error) {
 	args = append(args, "local:"+filepath.Join(lib, "spark-job.jar"),
 		strconv.Itoa(job.Partitions), strconv.Itoa(job.HoldMB), strconv.Itoa(job.Seconds))
 	log := filepath.Join(run, "submit.log")
-	f, err := os.Create(log)
+	env := []string{"HADOOP_CONF_DIR=" + confDir, "YARN_CONF_DIR=" + confDir}
+	if job.User != "" {
+		env = append(env, "HADOOP_USER_NAME="+job.User)
+	}
+	c, err := startClient("spark-submit client", run, log, env, args)
 	if err != nil {
 		return nil, err
 	}
-	cmd := exec.Command("java", args...)
-	cmd.Dir = run
-	cmd.Stdout, cmd.Stderr = f, f
-	cmd.Env = append(os.Environ(), "HADOOP_CONF_DIR="+confDir, "YARN_CONF_DIR="+confDir)
-	if job.User != "" {
-		cmd.Env = append(cmd.Env, "HADOOP_USER_NAME="+job.User)
-	}
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	r := &SparkRun{p: p, cmd: cmd, log: log, done: make(chan struct{}), EventDir: events, Started: time.Now()}
-	if err := cmd.Start(); err != nil {
-		f.Close()
-		return nil, fmt.Errorf("start spark-submit: %w", err)
-	}
-	go func() {
-		r.err = cmd.Wait()
-		r.Ended = time.Now()
-		f.Close()
-		close(r.done)
-	}()
-	return r, nil
-}
-
-// Done is closed when the spark-submit client has exited.
-func (r *SparkRun) Done() <-chan struct{} { return r.done }
-
-// Kill ends the spark-submit client (not the application).
-func (r *SparkRun) Kill() {
-	_ = syscall.Kill(-r.cmd.Process.Pid, syscall.SIGKILL)
-	<-r.done
-}
-
-// Output is what the spark-submit client printed so far.
-func (r *SparkRun) Output() string {
-	b, _ := os.ReadFile(r.log)
-	return string(b)
+	return &SparkRun{client: c, p: p, EventDir: events}, nil
 }
 
 var sparkAppID = regexp.MustCompile(`Submitted application (application_\d+_\d+)`)
