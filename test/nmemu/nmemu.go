@@ -23,6 +23,8 @@ import (
 	"syscall"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/koordlet-yarn/koordlet-yarn/test/cgtree"
 )
 
@@ -401,6 +403,16 @@ func (nm *NM) start(c *Container, script string, env []string) error {
 		return err
 	}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if nm.cfg.NoContainerCgroups {
+		// The real NM forks its executor inside its own cgroup: on cgroup
+		// v2 the wrapper is born in the NM pod's (clone3 into the
+		// cgroup), so its exec, like the real one's, happens there. (On v1
+		// it is moved there before its gate opens, below.)
+		if pod := nm.unifiedPodCgroup(); pod != nil {
+			defer pod.Close()
+			cmd.SysProcAttr.UseCgroupFD, cmd.SysProcAttr.CgroupFD = true, int(pod.Fd())
+		}
+	}
 	if err := cmd.Start(); err != nil {
 		return fmt.Errorf("start container process: %w", err)
 	}
@@ -646,4 +658,22 @@ func killedDiagnostics(at time.Time, code int) string {
 	}
 	fmt.Fprintf(&b, "%sContainer exited with a non-zero exit code %d. \n%sKilled by external signal\n", ts, code, ts)
 	return b.String()
+}
+
+// unifiedPodCgroup opens the NM pod's cgroup directory when it is on a real
+// cgroup2 hierarchy (nil otherwise: cgroup v1, a fake root, no pod).
+func (nm *NM) unifiedPodCgroup() *os.File {
+	if nm.cfg.PodCgroup == "" || nm.cfg.FakeFiles != nil || len(nm.cfg.PodControllers) != 1 || nm.cfg.PodControllers[0] != "" {
+		return nil
+	}
+	dir := filepath.Join(nm.cfg.CgroupRoot, nm.cfg.PodCgroup)
+	var fs unix.Statfs_t
+	if unix.Statfs(dir, &fs) != nil || fs.Type != unix.CGROUP2_SUPER_MAGIC {
+		return nil
+	}
+	f, err := os.Open(dir)
+	if err != nil {
+		return nil
+	}
+	return f
 }
