@@ -145,25 +145,34 @@ func mrRunning(t *testing.T, y *realYARN, job *yarnpeer.MRJob, maps int, heapMB 
 			return false
 		}
 		app = "application_" + strings.Fields(out[i+len("Running job: job_"):])[0]
-		amID, mapIDs = "", nil
-		fams := scrape(t, y.box)
-		for _, c := range mustContainers(t, y.box).Containers {
-			if !strings.Contains(c.Name, strings.TrimPrefix(app, "application_")) {
-				continue
-			}
-			if c.IsAM {
-				amID = c.Name
-				continue
-			}
-			v, ok := value(fams, "koordlet_yarn_container_memory_usage_bytes", map[string]string{"container_id": c.Name})
-			if !ok || v < heapMB*(1<<20) {
-				return false
-			}
-			mapIDs = append(mapIDs, c.Name)
-		}
-		return amID != "" && len(mapIDs) == maps
+		var ok bool
+		amID, mapIDs, ok = appHolding(t, y, app, maps, heapMB)
+		return ok
 	}, jvmWait(4*time.Minute), time.Second, "the MRAppMaster and %d maps running, each holding its %.0f MiB heap", maps, heapMB)
 	return app, amID, mapIDs
+}
+
+// appHolding reports app's AM and its other containers as koordlet lists
+// them, and whether there are tasks of them, each holding at least mb of
+// memory by koordlet's metric.
+func appHolding(t *testing.T, y *realYARN, app string, tasks int, mb float64) (amID string, ids []string, ok bool) {
+	t.Helper()
+	fams := scrape(t, y.box)
+	for _, c := range mustContainers(t, y.box).Containers {
+		if !strings.Contains(c.Name, strings.TrimPrefix(app, "application_")) {
+			continue
+		}
+		if c.IsAM {
+			amID = c.Name
+			continue
+		}
+		v, found := value(fams, "koordlet_yarn_container_memory_usage_bytes", map[string]string{"container_id": c.Name})
+		if !found || v < mb*(1<<20) {
+			return amID, ids, false
+		}
+		ids = append(ids, c.Name)
+	}
+	return amID, ids, amID != "" && len(ids) == tasks
 }
 
 func tailLines(s string, n int) string {

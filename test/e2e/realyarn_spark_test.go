@@ -222,23 +222,9 @@ func sparkRunning(t *testing.T, y *realYARN, run *yarnpeer.SparkRun, executors i
 		if app = run.AppID(); app == "" {
 			return false
 		}
-		amID, execIDs = "", nil
-		fams := scrape(t, y.box)
-		for _, c := range mustContainers(t, y.box).Containers {
-			if !strings.Contains(c.Name, strings.TrimPrefix(app, "application_")) {
-				continue
-			}
-			if c.IsAM {
-				amID = c.Name
-				continue
-			}
-			v, ok := value(fams, "koordlet_yarn_container_memory_usage_bytes", map[string]string{"container_id": c.Name})
-			if !ok || v < holdMB*(1<<20) {
-				return false
-			}
-			execIDs = append(execIDs, c.Name)
-		}
-		return amID != "" && len(execIDs) == executors
+		var ok bool
+		amID, execIDs, ok = appHolding(t, y, app, executors, holdMB)
+		return ok
 	}, jvmWait(4*time.Minute), time.Second, "the driver and %d executors running, each holding its %.0f MiB", executors, holdMB)
 	return app, amID, execIDs
 }
