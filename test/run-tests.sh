@@ -30,13 +30,37 @@ phase() {
 	shift 2
 	[ $# -gt 0 ] || return 0
 	local start=$(date +%s)
-	$GOTESTSUM --format testname \
+	$GOTESTSUM --format testname --jsonfile "$jsondir/$(date +%s%N).json" \
 		--post-run-command "sh -c 'echo \$TESTS_TOTAL \$TESTS_FAILED \$TESTS_SKIPPED >>$out'" \
 		-- -count=1 -timeout "$timeout" "$@" || rc=1
 	echo "phase time: $(($(date +%s) - start)) s"
 }
 v2counts=$(mktemp)
-trap 'rm -f "$counts" "$v2counts"' EXIT
+jsondir=$(mktemp -d)
+trap 'rm -rf "$counts" "$v2counts" "$jsondir"' EXIT
+
+# why: each failed test's assertion lines (testify's Error and Messages,
+# t.Error's file:line), a few per test: the failures' own words, which the
+# tail of a long run's output (koordlet's logs) otherwise buries.
+why() {
+	cat "$jsondir"/*.json 2>/dev/null | jq -r 'select(.Test != null) | [.Action, .Test, (.Output // "")] | @tsv' 2>/dev/null |
+		awk -F'\t' '
+			$1 == "output" { out[$2] = out[$2] "\n" $3 }
+			$1 == "fail" { failed[$2] = 1 }
+			END {
+				for (t in failed) {
+					leaf = 1
+					for (u in failed) if (index(u, t "/") == 1) leaf = 0
+					if (!leaf) continue
+					n = split(out[t], lines, "\n"); k = 0
+					printf "--- %s\n", t
+					for (i = 1; i <= n && k < 12; i++)
+						if (lines[i] ~ /(Error Trace|Error|Messages):|_test\.go:[0-9]+: [^ ]|panic:|timed out/ && lines[i] !~ /log tail/) {
+							gsub(/\\t/, " ", lines[i]); gsub(/\\n$/, "", lines[i]); print "    " lines[i]; k++
+						}
+				}
+			}'
+}
 if [ "${V2_ONLY:-}" != 1 ]; then
 	phase "$counts" 30m "${unit[@]}"
 	# TestV2 needs a cgroup v2 kernel: it runs in the third phase. The
@@ -56,5 +80,9 @@ if [ ${#e2e[@]} -gt 0 ]; then
 	awk -v s=$(($(date +%s) - start)) '{t+=$1; f+=$2; k+=$3} END {printf "v2 tests (guest on a real cgroup v2 kernel): %d ran, %d passed, %d failed, %d skipped in %d s\n", t, t-f-k, f, k, s}' "$v2counts"
 fi
 
+if [ $rc -ne 0 ]; then
+	echo "why the failed tests failed (their assertions; the whole output is above):"
+	why
+fi
 awk '{t+=$1; f+=$2; s+=$3} END {printf "tests: %d ran, %d passed, %d failed, %d skipped\n", t, t-f-s, f, s}' "$counts"
 exit $rc
