@@ -84,10 +84,12 @@ func startBox(t *testing.T, opts nodebox.Options) *nodebox.Box {
 	// The lock wait (another box may run) comes before the 3 minutes of start-up.
 	ctx, cancel := context.WithTimeout(context.Background(), opts.LockWait+3*time.Minute)
 	defer cancel()
+	began := time.Now()
 	b, err := nodebox.Start(ctx, opts)
 	if err != nil {
 		t.Fatalf("start the node in a box: %v", err)
 	}
+	t.Logf("the node in a box up in %v", time.Since(began).Round(time.Millisecond))
 	t.Cleanup(func() {
 		if b.KoordletCrashed() {
 			t.Errorf("koordlet exited during the test (see its log below)")
@@ -101,7 +103,9 @@ func startBox(t *testing.T, opts nodebox.Options) *nodebox.Box {
 				t.Logf("koordlet's YARN lines since the box started (last 80):\n%s", yarnLines(string(log), 80))
 			}
 		}
+		stopping := time.Now()
 		b.Stop()
+		t.Logf("the node in a box stopped in %v", time.Since(stopping).Round(time.Millisecond))
 	})
 	return b
 }

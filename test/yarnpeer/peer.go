@@ -176,6 +176,10 @@ type Options struct {
 	// 3.3, whose RM serves no REST beside an NM in one JVM (see test/yarn's
 	// NM).
 	SplitNM bool
+	// KeepLogs keeps a finished application's container logs an hour (by
+	// default the NM deletes them at once: until it does, it holds the
+	// application, and its stop waits 16 s for it).
+	KeepLogs bool
 }
 
 // Peer is a running peer.
@@ -263,6 +267,9 @@ func startOnce(ctx context.Context, o Options) (*Peer, error) {
 	} else if len(a) > 0 {
 		args = append(args, "--am-java-opts", strings.Join(a, " "))
 	}
+	if o.KeepLogs {
+		args = append(args, "--log-retain-seconds", "3600")
+	}
 	for _, kv := range sets {
 		args = append(args, "--set", kv)
 	}
@@ -278,13 +285,19 @@ func startOnce(ctx context.Context, o Options) (*Peer, error) {
 		return nil, fmt.Errorf("start the real-YARN peer: %w", err)
 	}
 	p := &Peer{opts: o, rm: rm, Pid: rm.pid(), am: amCDS}
-	kv, err := rm.ready(ctx, "peer")
-	if err != nil {
-		return nil, err
-	}
-	p.RMWeb, p.NMWeb, p.NodeID = kv["rm-web"], kv["nm-web"], kv["node-id"]
 	if !o.SplitNM {
+		kv, err := rm.ready(ctx, "peer")
+		if err != nil {
+			return nil, err
+		}
+		p.RMWeb, p.NMWeb, p.NodeID = kv["rm-web"], kv["nm-web"], kv["node-id"]
 		return p, nil
+	}
+	// The NodeManager's JVM starts once the RM's configuration is written,
+	// beside the RM's start.
+	if line, err := rm.readLine(ctx); err != nil || line != "configured" {
+		rm.kill()
+		return nil, fmt.Errorf("the real-YARN peer did not configure: %q %v (log: %s)", line, err, rm.logTail(20))
 	}
 	nmCDS := newClassSharing(o.Top, o.Hadoop, "nm", cp)
 	nmArgs := append([]string{"-Xmx512m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-Dlog4j.configuration=log4j.properties"}, nmCDS.args()...)
@@ -296,6 +309,12 @@ func startOnce(ctx context.Context, o Options) (*Peer, error) {
 		return nil, fmt.Errorf("start the real-YARN NodeManager: %w", err)
 	}
 	p.nm, p.Pid = nm, nm.pid()
+	kv, err := rm.ready(ctx, "peer")
+	if err != nil {
+		nm.kill()
+		return nil, err
+	}
+	p.RMWeb = kv["rm-web"]
 	kv, err = nm.ready(ctx, "NodeManager")
 	if err != nil {
 		rm.kill()

@@ -59,6 +59,10 @@ public final class NM {
       conf.set(YarnConfiguration.NM_COLLECTOR_SERVICE_ADDRESS, "127.0.0.1:0");
       // The MiniYARNCluster's NM: 4096 MB.
       conf.setInt(YarnConfiguration.NM_PMEM_MB, 4096);
+      // It starts beside the RM, which may not listen yet: register as
+      // soon as it does (the default retry waits 30 s, IPC's 1 s).
+      conf.setLong(YarnConfiguration.RESOURCEMANAGER_CONNECT_RETRY_INTERVAL_MS, 250);
+      conf.setInt("ipc.client.connect.retry.interval", 250);
       for (String kv : sets) {
         int eq = kv.indexOf('=');
         conf.set(kv.substring(0, eq), kv.substring(eq + 1));

@@ -43,13 +43,15 @@ import org.apache.hadoop.yarn.server.MiniYARNCluster;
  * --memory true|false (yarn.nodemanager.resource.memory.enabled),
  * --cgroups-v2 true|false (lce-cgroups: Hadoop 3.5's cgroup v2 handler,
  * yarn.nodemanager.linux-container-executor.cgroups.v2.enabled),
- * --nm-vcores N, --classpath CP (the AM's), --am-java-opts and
+ * --nm-vcores N, --log-retain-seconds S (a finished application's container
+ * logs; 0 by default), --classpath CP (the AM's), --am-java-opts and
  * --first-am-java-opts (every AM's and the first AM's extra JVM flags),
  * and any number of --set KEY=VALUE (yarn-site keys, applied last: the
  * harness sets every RM and NM address to a free port of its choosing).
  *
  * --role both|rm (rm: the ResourceManager alone, its NodeManager started
- * apart by NM; "wait-node" waits for it to register).
+ * apart by NM once the peer answers "configured", before "ready";
+ * "wait-node" waits for it to register).
  *
  * <p>Commands: submit NAME QUEUE TYPE TAGS USER SPECFILE (TAGS comma
  * separated or "-"; answers the application id); app APPID (state, final
@@ -135,6 +137,11 @@ public final class Peer {
     conf.setInt(YarnConfiguration.NM_VCORES, Integer.parseInt(flags.getOrDefault("nm-vcores", "8")));
     conf.setBoolean(YarnConfiguration.NM_PMEM_CHECK_ENABLED, false);
     conf.setBoolean(YarnConfiguration.NM_VMEM_CHECK_ENABLED, false);
+    // A finished application's container logs are deleted at once (the
+    // NonAggregatingLogHandler): until they are, the NM holds the
+    // application, and its stop waits for it (6 s) and for the deletion's
+    // scheduler (10 s). --log-retain-seconds keeps them (for debugging).
+    conf.setLong(YarnConfiguration.NM_LOG_RETAIN_SECONDS, Long.parseLong(flags.getOrDefault("log-retain-seconds", "0")));
     conf.setInt(YarnConfiguration.RM_SCHEDULER_MINIMUM_ALLOCATION_MB, 128);
     // The RM's addresses as the harness chose them (free ports): a
     // restarted RM comes back where koordlet and the AM look for it. The
@@ -187,14 +194,21 @@ public final class Peer {
     boolean rmOnly = flags.getOrDefault("role", "both").equals("rm");
     cluster = new MiniYARNCluster("koordlet-yarn", 1, rmOnly ? 0 : 1, 1, 1);
     cluster.init(conf);
-    cluster.start();
     if (rmOnly) {
+      // The NodeManager's configuration before the RM starts (every
+      // address is fixed by --set): its JVM starts beside the RM's, which
+      // halves the start under the v2 guest's emulated CPU.
+      conf = new YarnConfiguration(cluster.getConfig());
+      writeClientConf();
+      out.println("configured");
+      cluster.start();
       conf = new YarnConfiguration(cluster.getConfig());
       writeClientConf();
       out.println("ready rm-web=" + conf.get(YarnConfiguration.RM_WEBAPP_ADDRESS)
           + " pid=" + ProcessHandle.current().pid());
       return;
     }
+    cluster.start();
     waitForNode();
     conf = new YarnConfiguration(cluster.getConfig());
     writeClientConf();
