@@ -61,6 +61,8 @@ import org.apache.hadoop.yarn.server.MiniYARNCluster;
 public final class Peer {
   private final Map<String, String> flags;
   private MiniYARNCluster cluster;
+  /** The NodeManagers in this JVM (0 with --role rm). */
+  private int nodeManagers;
   private YarnConfiguration conf;
   private final List<String> sets;
   private final PrintStream out;
@@ -192,7 +194,8 @@ public final class Peer {
     // --role rm: the ResourceManager alone; the NodeManager runs in a JVM
     // of its own (NM) and joins it.
     boolean rmOnly = flags.getOrDefault("role", "both").equals("rm");
-    cluster = new MiniYARNCluster("koordlet-yarn", 1, rmOnly ? 0 : 1, 1, 1);
+    nodeManagers = rmOnly ? 0 : 1;
+    cluster = new MiniYARNCluster("koordlet-yarn", 1, nodeManagers, 1, 1);
     cluster.init(conf);
     if (rmOnly) {
       // The NodeManager's configuration before the RM starts (every
@@ -276,7 +279,13 @@ public final class Peer {
             out.println("ok rm-web=" + conf.get(YarnConfiguration.RM_WEBAPP_ADDRESS));
           }
           case "stop" -> {
-            cluster.stop();
+            // The NM (its containers killed), then the RM, each stopped
+            // itself: MiniYARNCluster's stop waits 5 s for AMs that never
+            // unregistered (a killed application's).
+            if (nodeManagers > 0) {
+              cluster.getNodeManager(0).stop();
+            }
+            cluster.getResourceManager().stop();
             out.println("ok");
             System.exit(0);
           }
