@@ -64,16 +64,16 @@ why() {
 if [ "${V2_ONLY:-}" != 1 ]; then
 	phase "$counts" 30m "${unit[@]}"
 	# TestV2 needs a cgroup v2 kernel: it runs in the third phase. The
-	# node-level phase takes ~33 minutes (TestRealYARN's JVMs ~20, of
-	# which the Spark rows ~4; the engines' undisturbed runs are make
+	# node-level phase takes ~25 minutes (TestRealYARN ~15, of which the
+	# engines' rows ~7; the engines' undisturbed runs are make
 	# measure-job-baselines).
 	[ ${#e2e[@]} -gt 0 ] && phase "$counts" 50m -skip '^TestV2$' "${e2e[@]}"
 fi
 if [ ${#e2e[@]} -gt 0 ]; then
 	start=$(date +%s)
 	export KOORDLET_YARN_E2E_GUEST=v2
-	# ~25 minutes: the emulated NMs' scenarios ~10, the real NMs' JVMs
-	# under the guest's emulated CPU ~13.
+	# ~24 minutes: the emulated NMs' scenarios ~9, the real NMs' JVMs
+	# under the guest's emulated CPU ~15.
 	phase "$v2counts" 40m -run '^TestV2$' "${e2e[@]}"
 	unset KOORDLET_YARN_E2E_GUEST
 	cat "$v2counts" >>"$counts"
