@@ -133,10 +133,15 @@ func runSleepJob(t *testing.T, y *realYARN, job yarnpeer.SleepJob) *yarnpeer.MRJ
 // their container ids.
 func mrRunning(t *testing.T, y *realYARN, job *yarnpeer.MRJob, maps int, heapMB float64) (app, amID string, mapIDs []string) {
 	t.Helper()
+	// The condition runs in a goroutine of its own, where a FailNow
+	// would end that goroutine and leave Eventually waiting it out: the
+	// job's end ends the wait, and is failed after it.
+	ended := false
 	require.Eventually(t, func() bool {
 		select {
 		case <-job.Done():
-			require.FailNow(t, "the MapReduce job ended before its maps ran")
+			ended = true
+			return true
 		default:
 		}
 		out := job.Output()
@@ -149,6 +154,7 @@ func mrRunning(t *testing.T, y *realYARN, job *yarnpeer.MRJob, maps int, heapMB 
 		amID, mapIDs, ok = appHolding(t, y, app, maps, heapMB)
 		return ok
 	}, jvmWait(4*time.Minute), time.Second, "the MRAppMaster and %d maps running, each holding its %.0f MiB heap", maps, heapMB)
+	require.False(t, ended, "the MapReduce job ended before its maps ran")
 	return app, amID, mapIDs
 }
 

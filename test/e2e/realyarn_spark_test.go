@@ -213,10 +213,12 @@ func waitSpark(t *testing.T, y *realYARN, run *yarnpeer.SparkRun) yarnpeer.Spark
 // and returns the application id and their container ids.
 func sparkRunning(t *testing.T, y *realYARN, run *yarnpeer.SparkRun, executors int, holdMB float64) (app, amID string, execIDs []string) {
 	t.Helper()
+	ended := false // (see mrRunning)
 	require.Eventually(t, func() bool {
 		select {
 		case <-run.Done():
-			require.FailNow(t, "the Spark application ended before its executors ran")
+			ended = true
+			return true
 		default:
 		}
 		if app = run.AppID(); app == "" {
@@ -226,5 +228,6 @@ func sparkRunning(t *testing.T, y *realYARN, run *yarnpeer.SparkRun, executors i
 		amID, execIDs, ok = appHolding(t, y, app, executors, holdMB)
 		return ok
 	}, jvmWait(4*time.Minute), time.Second, "the driver and %d executors running, each holding its %.0f MiB", executors, holdMB)
+	require.False(t, ended, "the Spark application ended before its executors ran")
 	return app, amID, execIDs
 }
