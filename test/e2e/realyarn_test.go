@@ -110,7 +110,11 @@ func startRealYARNOn(t *testing.T, nm yarnNM, opts nodebox.Options, memory bool,
 	dir := filepath.Join(b.Dir(), "yarn")
 	p, err := yarnpeer.Start(ctx, yarnpeer.Options{Top: top, Hadoop: nm.Hadoop, Kind: nm.Kind, Dir: dir, Executor: ce, Hierarchy: "/" + b.Hierarchy(),
 		MountPath: b.CgroupRoot(), Memory: memory, Procs: b.NMPodProcs(),
-		CgroupV2: opts.Layout.Unified && !nm.noCgroups(), KeepLogs: os.Getenv(keepPeerDirEnv) != ""})
+		CgroupV2: opts.Layout.Unified && !nm.noCgroups(), KeepLogs: os.Getenv(keepPeerDirEnv) != "",
+		// The peer's 60 s on the host; in the guest an MRAppMaster's
+		// attempt registers after the LCE's localizer JVM and its own
+		// started (it timed out twice there, failing the job).
+		AMExpiry: jvmWait(time.Minute)})
 	require.NoError(t, err)
 	t.Logf("Hadoop %s's ResourceManager and NodeManager (%s) up in %v", nm.Hadoop, nm, time.Since(began).Round(time.Millisecond))
 	t.Cleanup(func() {

@@ -180,6 +180,12 @@ type Options struct {
 	// default the NM deletes them at once: until it does, it holds the
 	// application, and its stop waits 16 s for it).
 	KeepLogs bool
+	// AMExpiry is the RM's AM liveness expiry
+	// (yarn.am.liveness-monitor.expiry-interval-ms; 0: the peer's 60 s).
+	// An AM attempt that has not registered by then times out: under the
+	// v2 guest's emulated CPU the LCE's localizer JVM and the MRAppMaster's
+	// take longer than that.
+	AMExpiry time.Duration
 }
 
 // Peer is a running peer.
@@ -240,13 +246,17 @@ func startOnce(ctx context.Context, o Options) (*Peer, error) {
 		return nil, err
 	}
 	addr := func(p int) string { return "127.0.0.1:" + strconv.Itoa(p) }
-	sets := []string{
-		"yarn.resourcemanager.address=" + addr(ports[0]),
-		"yarn.resourcemanager.scheduler.address=" + addr(ports[1]),
-		"yarn.resourcemanager.resource-tracker.address=" + addr(ports[2]),
-		"yarn.resourcemanager.admin.address=" + addr(ports[3]),
-		"yarn.resourcemanager.webapp.address=" + addr(ports[4]),
+	var sets []string
+	if o.AMExpiry > 0 {
+		sets = append(sets, "yarn.am.liveness-monitor.expiry-interval-ms="+strconv.FormatInt(o.AMExpiry.Milliseconds(), 10))
 	}
+	sets = append(sets,
+		"yarn.resourcemanager.address="+addr(ports[0]),
+		"yarn.resourcemanager.scheduler.address="+addr(ports[1]),
+		"yarn.resourcemanager.resource-tracker.address="+addr(ports[2]),
+		"yarn.resourcemanager.admin.address="+addr(ports[3]),
+		"yarn.resourcemanager.webapp.address="+addr(ports[4]),
+	)
 	cp := ClassPath(o.Top, o.Hadoop)
 	// The class path first, the configuration after it: the AM's
 	// class-data sharing archive names the class path it was made from as
