@@ -199,8 +199,8 @@ public final class Peer {
     cluster.init(conf);
     if (rmOnly) {
       // The NodeManager's configuration before the RM starts (every
-      // address is fixed by --set): its JVM starts beside the RM's, which
-      // halves the start under the v2 guest's emulated CPU.
+      // address is fixed by --set): its JVM starts beside the RM's, so
+      // the two starts overlap (not measured apart from the rest).
       conf = new YarnConfiguration(cluster.getConfig());
       writeClientConf();
       out.println("configured");
