@@ -37,7 +37,7 @@ func realYARNMapReduceEviction(t *testing.T, nm yarnNM) {
 	// Each map holds more than 1% of this node (24 GiB: 241 MiB) and the
 	// margin, so one covers the release whatever else grew meanwhile.
 	const maps, heapMB = 3, 768
-	job := runSleepJob(t, y, yarnpeer.SleepJob{Name: "sleep-evicted", Queue: "default", Maps: maps, MapMillis: 40000,
+	job := runSleepJob(t, y, yarnpeer.SleepJob{Name: "sleep-evicted", Queue: "default", Maps: maps, MapMillis: int(taskHold().Milliseconds()),
 		ContainerMB: 1024, HeapMB: heapMB})
 	app, amID, mapIDs := mrRunning(t, y, job, maps, heapMB)
 	say(t, "MapReduce %s: MRAppMaster %s, maps %v", app, amID, mapIDs)
@@ -199,7 +199,7 @@ func tailLines(s string, n int) string {
 func realYARNMapReducePreemption(t *testing.T, nm yarnNM) {
 	y := startOverCommitBox(t, nm, true)
 	const maps, heapMB = 3, 256
-	job := runSleepJob(t, y, yarnpeer.SleepJob{Name: "sleep-preempted", Queue: "default", Maps: maps, MapMillis: 40000,
+	job := runSleepJob(t, y, yarnpeer.SleepJob{Name: "sleep-preempted", Queue: "default", Maps: maps, MapMillis: int(taskHold().Milliseconds()),
 		ContainerMB: 768, HeapMB: heapMB})
 	app, amID, mapIDs := mrRunning(t, y, job, maps, heapMB)
 	say(t, "MapReduce %s: MRAppMaster %s, maps %v", app, amID, mapIDs)

@@ -237,7 +237,10 @@ func startOverCommitBox(t *testing.T, nm yarnNM, preempt bool) *realYARN {
 			return []string{"--feature-gates=" + gates,
 				"--yarn-ledger-patch-interval=300ms", "--yarn-ledger-max-age=300ms", "--yarn-rm-sync-interval=500ms",
 				"--yarn-rm-endpoints=http://" + p.RMWeb, "--yarn-rm-user=yarn", "--yarn-rm-timeout=2s",
-				"--yarn-rm-preemption-timeout=3s"}
+				// The grace after the timeout for the RM's preemption to
+				// show: the default on the host; in the v2 guest the RM's
+				// and the NM's JVMs under the emulated CPU take longer.
+				"--yarn-rm-preemption-timeout=3s", "--yarn-rm-preemption-grace=" + jvmWait(5*time.Second).String()}
 		})
 	setNodeAnnotations(t, y.box, map[string]string{
 		slov1alpha1.NodeOriginExtendedAllocatableAnnotationKey: originValue(t, 16000, "8Gi"),

@@ -22,10 +22,16 @@ import (
 // in the AM container, 512 + 256), so the driver and the executors fill
 // the NodeManager's 4096 MB but for 256; three tasks, one an executor,
 // each holding 512 MiB of heap (more than 1% of this node, 241 MiB, and
-// the eviction row's margin) and sleeping 40 s.
+// the eviction row's margin) and sleeping taskHold (40 s on the host).
+// The tasks start once all three executors registered (Spark's default
+// on YARN starts them at 80% or after 30 s: in the v2 guest, where the
+// executors' JVMs register minutes apart, the first executor ran every
+// task in turn and the others never held their memory).
 func sparkRowJob(name string) yarnpeer.SparkJob {
-	return yarnpeer.SparkJob{Name: name, Queue: "default", Partitions: 3, HoldMB: 512, Seconds: 40,
-		Executors: 3, ExecutorMB: 768, DriverMB: 512, OverheadMB: 256}
+	return yarnpeer.SparkJob{Name: name, Queue: "default", Partitions: 3, HoldMB: 512, Seconds: int(taskHold().Seconds()),
+		Executors: 3, ExecutorMB: 768, DriverMB: 512, OverheadMB: 256,
+		Extra: []string{"spark.scheduler.minRegisteredResourcesRatio=1.0",
+			fmt.Sprintf("spark.scheduler.maxRegisteredResourcesWaitingTime=%ds", int(jvmWait(4*time.Minute).Seconds()))}}
 }
 
 // The undisturbed times of the rows' jobs (spark-undisturbed and

@@ -193,6 +193,18 @@ func jvmWait(d time.Duration) time.Duration {
 	return d
 }
 
+// taskHold is how long the engines' rows' tasks hold their memory and
+// sleep: 40 s on the host; 90 s in the v2 guest, where the executors'
+// JVMs start minutes apart under the emulated CPU and the pressure and
+// the eviction (or the RM's preemption) must land while every task
+// still holds.
+func taskHold() time.Duration {
+	if v2guest.InGuest() {
+		return 90 * time.Second
+	}
+	return 40 * time.Second
+}
+
 // keepPeerDirEnv names a directory a failed test's real-YARN peer
 // directory is copied to (its logs, and its containers' logs, then kept).
 const keepPeerDirEnv = "KOORDLET_YARN_KEEP_PEER_DIR"
