@@ -88,7 +88,7 @@ measure-job-baselines: deps deps-yarn e2e-tools build
 
 # The real engines' jobs on cgroup v2: Hadoop's MapReduce and Spark on the
 # real Hadoop 3.5.0 (its v2 handler) in make test-v2's guest, each under an
-# eviction and a preemption (~15 min a job under the guest's emulated CPU:
+# eviction and a preemption (14-24 min a job under the guest's emulated CPU:
 # not in make test; TestV2's real-yarn rows there cover every NodeManager).
 .PHONY: test-v2-engines
 test-v2-engines: deps deps-v2 deps-yarn e2e-tools build

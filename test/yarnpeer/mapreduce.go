@@ -102,7 +102,7 @@ var (
 	mrCounter = regexp.MustCompile(`(?m)^\s+([A-Za-z][A-Za-z0-9 ()/_.-]*[A-Za-z0-9)])=(\d+)\s*$`)
 )
 
-// Wait waits up to timeout for the job client to end and returns the job's
+// Wait waits until the job client ends (or ctx is done) and returns the job's
 // result.
 func (j *MRJob) Wait(ctx context.Context) (MRResult, error) {
 	select {
