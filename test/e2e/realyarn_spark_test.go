@@ -140,7 +140,7 @@ func realYARNSparkPreemption(t *testing.T, nm yarnNM) {
 func realYARNMapReduceUndisturbed(t *testing.T, nm yarnNM) {
 	y := startRealYARNOn(t, nm, nodebox.Options{Layout: nodebox.LayoutCgroupfs}, true, func(*yarnpeer.Peer) []string { return []string{pressureGates} })
 	const maps = 3
-	job := runSleepJob(t, y, yarnpeer.SleepJob{Name: "sleep-undisturbed", Queue: "default", Maps: maps, MapMillis: 40000,
+	job := runSleepJob(t, y, yarnpeer.SleepJob{Name: "sleep-undisturbed", Queue: "default", Maps: maps, MapMillis: int(taskHold().Milliseconds()),
 		ContainerMB: 1024, HeapMB: 768})
 	ctx, cancel := context.WithTimeout(context.Background(), jvmWait(5*time.Minute))
 	defer cancel()
