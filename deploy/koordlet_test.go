@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"sort"
 	"strings"
 	"sync"
 	"testing"
@@ -48,39 +49,42 @@ const (
 	enforceLabel  = "koordlet-yarn.io/enforcement"
 )
 
-// operatorOverlay is the overlay as an operator applies it: a copy with
-// image.yaml's registry set (when registry is not empty) and the given
-// components added, as kustomize edit add component would; the paths to
-// the base and the components lead back to this repository.
+// operatorOverlay is the overlay as an operator applies it: a copy of
+// deploy/koordlet (base, overlay, components, preflight) with image.yaml's
+// registry set (when registry is not empty), the ResourceManagers set in
+// the ledger component's rm.yaml, and the given components added in order,
+// as kustomize edit add component would. It returns the copy's overlay.
 func operatorOverlay(t *testing.T, registry string, components ...string) string {
 	t.Helper()
-	src, err := filepath.Abs(overlayDir)
+	tree := filepath.Join(t.TempDir(), "koordlet")
+	require.NoError(t, os.CopyFS(tree, os.DirFS("koordlet")))
+	dir := filepath.Join(tree, "overlay")
+	k, err := os.ReadFile(filepath.Join(dir, "kustomization.yaml"))
 	require.NoError(t, err)
-	dir := t.TempDir()
-	k, err := os.ReadFile(filepath.Join(src, "kustomization.yaml"))
-	require.NoError(t, err)
-	img, err := os.ReadFile(filepath.Join(src, "image.yaml"))
-	require.NoError(t, err)
-	// kustomize takes no absolute root: the copy's paths are relative too.
-	top, err := filepath.Rel(dir, filepath.Dir(src))
-	require.NoError(t, err)
-	ks := strings.ReplaceAll(string(k), "../", top+"/")
+	ks := string(k)
 	require.Contains(t, ks, "# components:\n", "the overlay names its components, commented out")
 	if len(components) > 0 {
 		list := "components:\n"
 		for _, c := range components {
-			list += "  - " + filepath.Join(top, "components", c) + "\n"
+			list += "  - ../components/" + c + "\n"
 		}
 		ks = strings.Replace(ks, "# components:\n", list, 1)
 	}
-	if registry != "" {
-		const unset = "  # registry: "
-		require.Contains(t, string(img), unset, "image.yaml shows where the registry goes")
-		img = []byte(strings.Replace(string(img), unset+"registry.example.com/koordinator", "  registry: "+registry, 1))
-	}
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "kustomization.yaml"), []byte(ks), 0o644))
-	require.NoError(t, os.WriteFile(filepath.Join(dir, "image.yaml"), img, 0o644))
+	if registry != "" {
+		editFile(t, filepath.Join(dir, "image.yaml"), "  # registry: registry.example.com/koordinator", "  registry: "+registry)
+	}
+	editFile(t, filepath.Join(tree, "components", "ledger", "rm.yaml"), "  # endpoints: ", "  endpoints: ")
 	return dir
+}
+
+// editFile replaces the one occurrence of old in the file at path.
+func editFile(t *testing.T, path, old, new string) {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	require.NoError(t, err)
+	require.Equal(t, 1, strings.Count(string(b), old), "%s shows where to edit: %q", path, old)
+	require.NoError(t, os.WriteFile(path, []byte(strings.Replace(string(b), old, new, 1)), 0o644))
 }
 
 // renders memoizes render by directory.
@@ -131,12 +135,40 @@ func deepCopies(objs []*unstructured.Unstructured) []*unstructured.Unstructured 
 	return out
 }
 
+var (
+	kustomizeOnce sync.Once
+	kustomizeBin  string
+	kustomizeErr  error
+)
+
+// kustomizeCommand builds test/kustomize (kustomize's own library, what
+// kubectl kustomize runs; a module of its own) once and returns the binary.
+func kustomizeCommand() (string, error) {
+	kustomizeOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "koordlet-yarn-kustomize-")
+		if err != nil {
+			kustomizeErr = err
+			return
+		}
+		kustomizeBin = filepath.Join(dir, "kustomize")
+		cmd := exec.Command("go", "build", "-o", kustomizeBin, ".")
+		cmd.Dir = filepath.Join("..", "test", "kustomize")
+		cmd.Env = append(os.Environ(), "GOWORK=off")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			kustomizeErr = fmt.Errorf("build test/kustomize: %w: %s", err, out)
+		}
+	})
+	return kustomizeBin, kustomizeErr
+}
+
 // kustomize renders the kustomization at abs; the error holds kustomize's
 // message.
 func kustomize(abs string) ([]byte, error) {
-	cmd := exec.Command("go", "run", ".", abs)
-	cmd.Dir = filepath.Join("..", "test", "kustomize")
-	cmd.Env = append(os.Environ(), "GOWORK=off")
+	bin, err := kustomizeCommand()
+	if err != nil {
+		return nil, err
+	}
+	cmd := exec.Command(bin, abs)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
@@ -258,15 +290,22 @@ func gatesOf(t *testing.T, c corev1.Container) map[string]bool {
 }
 
 // assertGatesPaired: with the gates a DaemonSet sets (the others at their
-// defaults, as koordlet does) the preflight's gate rule blocks nothing:
-// every YARN gate has the upstream gate it works through.
-func assertGatesPaired(t *testing.T, gates map[string]bool) {
+// defaults, as koordlet does) and the ResourceManagers its arguments name,
+// the preflight's gate rule blocks nothing: every YARN gate has the
+// upstream gate (or the ResourceManager) it works through.
+func assertGatesPaired(t *testing.T, gates map[string]bool, args ...string) {
 	t.Helper()
+	var rms []string
+	for _, a := range args {
+		if n, v := argName(a); n == "yarn-rm-endpoints" && v != "" {
+			rms = append(rms, v)
+		}
+	}
 	withDefaults := map[string]bool{"BECPUSuppress": true, "RdtResctrl": true, "YARNContainerInformer": true, "YARNMetricsCollector": true, "YARNEBPFDiscovery": true}
 	for g, v := range gates {
 		withDefaults[g] = v
 	}
-	for _, f := range preflight.Evaluate(preflight.Facts{Gates: withDefaults}).Findings {
+	for _, f := range preflight.Evaluate(preflight.Facts{Gates: withDefaults, RMEndpoints: rms}).Findings {
 		if f.Check == "feature gates" {
 			assert.Less(t, f.Severity, preflight.Block, "the gates: %s", f.Detail)
 		}
@@ -379,10 +418,36 @@ func TestOverlayNeedsRegistry(t *testing.T) {
 	assert.ErrorContains(t, err, "data.registry", "the overlay in the repository, unedited")
 }
 
+// componentGates are the gates each capability component turns on in the
+// enforcement DaemonSet (deploy/koordlet/components).
+var componentGates = map[string][]string{
+	"isolation":       {"YARNCPUQoS", "YARNMemoryQoS", "YARNResctrlQoS", "YARNBECPUSuppress"},
+	"memory-eviction": {"YARNBEMemoryEvict", "YARNNodeManagerGuard"},
+	"cpu-eviction":    {"YARNBECPUEvict"},
+	"ledger":          {"YARNBatchLedger", "YARNRMNodeResourceSync"},
+	"qos-policy":      {"YARNQoSPolicy"},
+}
+
+// capabilities are the components taken after enforcement, in the order
+// the docs give.
+var capabilities = []string{"isolation", "memory-eviction", "cpu-eviction", "ledger", "qos-policy"}
+
+// enabled returns the gates a gate map turns on.
+func enabled(gates map[string]bool) []string {
+	var on []string
+	for g, v := range gates {
+		if v {
+			on = append(on, g)
+		}
+	}
+	sort.Strings(on)
+	return on
+}
+
 // TestEnforcementComponent: with the component added, a second DaemonSet
-// runs the gates that act on the labelled nodes only, from the same base,
-// image, flags and service account, each YARN gate paired with its upstream
-// gate; the observe-only DaemonSet is unchanged and keeps off those nodes.
+// runs on the labelled nodes only, from the same base, image, flags and
+// service account, with no gate that acts of its own; the observe-only
+// DaemonSet is unchanged and keeps off those nodes.
 func TestEnforcementComponent(t *testing.T) {
 	objs := render(t, operatorOverlay(t, testRegistry, "enforcement"))
 	observe, enforce := daemonSet(t, objs), daemonSetNamed(t, objs, "koordlet-enforce")
@@ -402,22 +467,205 @@ func TestEnforcementComponent(t *testing.T) {
 	assert.Equal(t, oc.Resources, ec.Resources)
 	assert.Equal(t, observe.Spec.Template.Spec.ServiceAccountName, enforce.Spec.Template.Spec.ServiceAccountName)
 	assert.Equal(t, observe.Spec.Template.Spec.Volumes, enforce.Spec.Template.Spec.Volumes)
-	gates := gatesOf(t, ec)
-	for _, g := range []string{"YARNBEMemoryEvict", "YARNBECPUEvict", "YARNBECPUSuppress", "YARNNodeManagerGuard", "YARNCPUQoS", "YARNMemoryQoS", "YARNResctrlQoS"} {
-		assert.True(t, gates[g], "%s on where enforced", g)
-	}
-	assertGatesPaired(t, gates)
-	// Apart from the gates, the arguments are the observe DaemonSet's.
-	strip := func(args []string) []string {
-		var out []string
-		for _, a := range args {
-			if n, _ := argName(a); n != "feature-gates" {
-				out = append(out, a)
+	assert.Equal(t, oc.Args, ec.Args, "on its own the enforcement DaemonSet acts no more than the observe one")
+}
+
+// TestCapabilityComponents: each capability, added after enforcement,
+// turns on its own gates in the enforcement DaemonSet only, paired with
+// their upstream gates; without the enforcement component before it the
+// build fails and says why.
+func TestCapabilityComponents(t *testing.T) {
+	for _, c := range capabilities {
+		t.Run(c, func(t *testing.T) {
+			objs := render(t, operatorOverlay(t, testRegistry, "enforcement", c))
+			observe, enforce := daemonSet(t, objs), daemonSetNamed(t, objs, "koordlet-enforce")
+			gates := gatesOf(t, enforce.Spec.Template.Spec.Containers[0])
+			args := enforce.Spec.Template.Spec.Containers[0].Args
+			base := gatesOf(t, daemonSet(t, render(t, "koordlet/chart-v1.8.0")).Spec.Template.Spec.Containers[0])
+			want := append(enabled(base), componentGates[c]...)
+			sort.Strings(want)
+			assert.Equal(t, want, enabled(gates), "the base's gates and %s's", c)
+			assertGatesPaired(t, gates, args...)
+			for g := range features.Acts {
+				assert.False(t, gatesOf(t, observe.Spec.Template.Spec.Containers[0])[string(g)], "observe-only: %s", g)
 			}
-		}
-		return out
+
+			_, err := kustomize(operatorOverlay(t, testRegistry, c))
+			assert.ErrorContains(t, err, "koordlet-enforce", "%s without the enforcement component", c)
+			_, err = kustomize(operatorOverlay(t, testRegistry, c, "enforcement"))
+			assert.ErrorContains(t, err, "koordlet-enforce", "%s before the enforcement component", c)
+		})
 	}
-	assert.Equal(t, strip(oc.Args), strip(ec.Args))
+}
+
+// TestLedgerComponentNeedsResourceManagers: the ledger component, as
+// shipped, does not build: the ResourceManagers must be named; the
+// endpoints reach koordlet through its -yarn-rm-endpoints flag.
+func TestLedgerComponentNeedsResourceManagers(t *testing.T) {
+	dir := operatorOverlay(t, testRegistry, "enforcement", "ledger")
+	ds := daemonSetNamed(t, render(t, dir), "koordlet-enforce")
+	c := ds.Spec.Template.Spec.Containers[0]
+	assert.Contains(t, c.Args, "-yarn-rm-endpoints=$(KOORDLET_YARN_RM_ENDPOINTS)")
+	var env string
+	for _, e := range c.Env {
+		if e.Name == "KOORDLET_YARN_RM_ENDPOINTS" {
+			env = e.Value
+		}
+	}
+	assert.Equal(t, "http://rm1.example.com:8088,http://rm2.example.com:8088", env, "the kubelet expands it in the arguments")
+
+	editFile(t, filepath.Join(filepath.Dir(dir), "components", "ledger", "rm.yaml"), "  endpoints: ", "  # endpoints: ")
+	_, err := kustomize(dir)
+	assert.ErrorContains(t, err, "data.endpoints")
+}
+
+// subsets returns every subset of items, each in the items' order.
+func subsets(items []string) [][]string {
+	out := [][]string{nil}
+	for _, it := range items {
+		n := len(out)
+		for i := 0; i < n; i++ {
+			out = append(out, append(append([]string{}, out[i]...), it))
+		}
+	}
+	return out
+}
+
+// TestEveryOverlayAndComponent renders every combination an operator can
+// reach — observe-only, enforcement alone, enforcement with any set of the
+// capabilities — with both preflights: the observe one (whose pod is the
+// observe DaemonSet's) and, with enforcement, the enforcement one (whose
+// pod carries the enforcement gates). The enforcement preflight without
+// the component fails and says why.
+func TestEveryOverlayAndComponent(t *testing.T) {
+	combos := [][]string{nil}
+	for _, s := range subsets(capabilities) {
+		combos = append(combos, append([]string{"enforcement"}, s...))
+	}
+	for _, combo := range combos {
+		name := strings.Join(combo, "+")
+		if name == "" {
+			name = "observe-only"
+		}
+		t.Run(name, func(t *testing.T) {
+			overlay := operatorOverlay(t, testRegistry, combo...)
+			tree := filepath.Dir(overlay)
+			objs := render(t, overlay)
+			observe := daemonSet(t, objs).Spec.Template.Spec.Containers[0]
+			for g := range features.Acts {
+				assert.False(t, gatesOf(t, observe)[string(g)], "observe-only: %s", g)
+			}
+			job := preflightJob(t, filepath.Join(tree, "preflight"))
+			assert.Equal(t, append(append([]string{}, observe.Args...), "-yarn-preflight", "-yarn-preflight-output=json", "--v=0"), job.Spec.Template.Spec.Containers[0].Args)
+
+			_, err := kustomize(filepath.Join(tree, "preflight", "enforce"))
+			if len(combo) == 0 {
+				assert.ErrorContains(t, err, "koordlet-enforce", "the enforcement preflight needs the component")
+				return
+			}
+			require.NoError(t, err)
+			enforce := daemonSetNamed(t, objs, "koordlet-enforce").Spec.Template.Spec.Containers[0]
+			gates := gatesOf(t, enforce)
+			want := map[string]bool{}
+			for _, c := range combo[1:] {
+				for _, g := range componentGates[c] {
+					want[g] = true
+				}
+			}
+			for g := range features.Acts {
+				assert.Equal(t, want[string(g)], gates[string(g)], "%s in the enforcement DaemonSet", g)
+			}
+			assertGatesPaired(t, gates, enforce.Args...)
+			ejob := preflightJob(t, filepath.Join(tree, "preflight", "enforce"))
+			c := ejob.Spec.Template.Spec.Containers[0]
+			assert.Equal(t, append(append([]string{}, enforce.Args...), "-yarn-preflight", "-yarn-preflight-output=json", "--v=0"), c.Args)
+			assert.Equal(t, enforce.Env, c.Env)
+			assert.Equal(t, gates, gatesOf(t, c), "the enforcement preflight checks the enforcement gates")
+		})
+	}
+}
+
+// preflightJob renders a preflight kustomization: one Job, nothing else.
+func preflightJob(t *testing.T, dir string) *batchv1.Job {
+	t.Helper()
+	objs := render(t, dir)
+	require.Len(t, objs, 1, "only the Job is applied")
+	require.Equal(t, "Job", objs[0].GetKind())
+	var job batchv1.Job
+	require.NoError(t, runtime.DefaultUnstructuredConverter.FromUnstructuredWithValidation(objs[0].Object, &job, true))
+	return &job
+}
+
+// TestCustomisedRelease: the overlay built on an operator's own release
+// (helm get manifest of a release with values of its own: other gates, log
+// level, pull secrets, and the chart's other objects) keeps the release's
+// arguments in both DaemonSets, adds ours, and applies nothing else of the
+// release.
+func TestCustomisedRelease(t *testing.T) {
+	values := filepath.Join(t.TempDir(), "values.yaml")
+	require.NoError(t, os.WriteFile(values, []byte(`koordlet:
+  features: BECPUEvict=false,BEMemoryEvict=true,CgroupReconcile=true,CPUBurst=false
+  log:
+    level: "2"
+imagePullSecrets:
+  - name: operator-pull-secret
+`), 0o644))
+	release := helmTemplate(t, chartDir, values)
+	var manifest bytes.Buffer
+	for _, o := range release {
+		b, err := o.MarshalJSON()
+		require.NoError(t, err)
+		manifest.WriteString("---\n")
+		manifest.Write(b)
+		manifest.WriteString("\n")
+	}
+	// What else a whole release's manifest holds.
+	manifest.WriteString(`---
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: koord-manager, namespace: koordinator-system, labels: {koord-app: koord-manager}}
+spec:
+  selector: {matchLabels: {koord-app: koord-manager}}
+  template:
+    metadata: {labels: {koord-app: koord-manager}}
+    spec: {containers: [{name: manager, image: m}]}
+---
+apiVersion: v1
+kind: Service
+metadata: {name: koordlet, namespace: koordinator-system, labels: {koord-app: koordlet}}
+spec: {ports: [{port: 9316}]}
+---
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: slo-controller-config, namespace: koordinator-system}
+data: {colocation-config: "{}"}
+`)
+	overlay := operatorOverlay(t, testRegistry, "enforcement", "memory-eviction")
+	tree := filepath.Dir(overlay)
+	require.NoError(t, os.WriteFile(filepath.Join(tree, "base", "daemonset", "release.yaml"), manifest.Bytes(), 0o644))
+	editFile(t, filepath.Join(tree, "base", "daemonset", "kustomization.yaml"), "  - ../../chart-v1.8.0/daemonset\n", "  - release.yaml\n")
+
+	objs := render(t, overlay)
+	kinds := map[string]bool{}
+	for _, o := range objs {
+		kinds[o.GetKind()+"/"+o.GetName()] = true
+	}
+	assert.Equal(t, map[string]bool{"DaemonSet/koordlet": true, "DaemonSet/koordlet-enforce": true, "ServiceAccount/koordlet": true,
+		"ClusterRole/koordlet-role": true, "ClusterRoleBinding/koordlet-rolebinding": true}, kinds, "nothing else of the release")
+	relArgs := daemonSet(t, release).Spec.Template.Spec.Containers[0].Args
+	require.Contains(t, relArgs, "--v=2")
+	for _, name := range []string{"koordlet", "koordlet-enforce"} {
+		ds := daemonSetNamed(t, objs, name)
+		c := ds.Spec.Template.Spec.Containers[0]
+		assert.Equal(t, relArgs, c.Args[:len(relArgs)], "%s keeps the release's arguments first", name)
+		assert.Equal(t, koordletImage, c.Image)
+		assert.Equal(t, []corev1.LocalObjectReference{{Name: "operator-pull-secret"}}, ds.Spec.Template.Spec.ImagePullSecrets, name)
+		gates := gatesOf(t, c)
+		assert.False(t, gates["BECPUEvict"], "%s: the release's BECPUEvict=false", name)
+		assert.Equal(t, name == "koordlet-enforce", gates["YARNBEMemoryEvict"], name)
+	}
+	job := preflightJob(t, filepath.Join(tree, "preflight", "enforce"))
+	assert.Contains(t, job.Spec.Template.Spec.Containers[0].Args, "--v=2")
 }
 
 // TestQoSPolicyComponent: the example policy ConfigMap validates as
@@ -456,16 +704,11 @@ func TestQoSPolicyComponent(t *testing.T) {
 }
 
 // copyTree copies deploy/koordlet to a temporary directory with the
-// registry set in the overlay's image.yaml, as an operator's checkout.
-func copyTree(t *testing.T) string {
+// registry set in the overlay's image.yaml and the given components added,
+// as an operator's checkout.
+func copyTree(t *testing.T, components ...string) string {
 	t.Helper()
-	dst := filepath.Join(t.TempDir(), "koordlet")
-	require.NoError(t, os.CopyFS(dst, os.DirFS("koordlet")))
-	img := filepath.Join(dst, "overlay", "image.yaml")
-	b, err := os.ReadFile(img)
-	require.NoError(t, err)
-	require.NoError(t, os.WriteFile(img, []byte(strings.Replace(string(b), "  # registry: registry.example.com/koordinator", "  registry: "+testRegistry, 1)), 0o644))
-	return dst
+	return filepath.Dir(operatorOverlay(t, testRegistry, components...))
 }
 
 // TestPreflightJob: deploy/koordlet/preflight renders one Job whose pod is
@@ -474,11 +717,7 @@ func copyTree(t *testing.T) string {
 // restarted.
 func TestPreflightJob(t *testing.T) {
 	tree := copyTree(t)
-	objs := render(t, filepath.Join(tree, "preflight"))
-	require.Len(t, objs, 1, "only the Job is applied")
-	require.Equal(t, "Job", objs[0].GetKind())
-	var job batchv1.Job
-	require.NoError(t, runtime.DefaultUnstructuredConverter.FromUnstructuredWithValidation(objs[0].Object, &job, true))
+	job := *preflightJob(t, filepath.Join(tree, "preflight"))
 	ds := daemonSet(t, render(t, filepath.Join(tree, "overlay")))
 	pod, dsPod := job.Spec.Template.Spec, ds.Spec.Template.Spec
 	c, dc := pod.Containers[0], dsPod.Containers[0]
@@ -569,4 +808,13 @@ type unknownKindError struct{ gvk schema.GroupVersionKind }
 
 func (e *unknownKindError) Error() string {
 	return "the test does not know the resource of " + e.gvk.String()
+}
+
+// TestMain removes the kustomize binary the tests built.
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if kustomizeBin != "" {
+		os.RemoveAll(filepath.Dir(kustomizeBin))
+	}
+	os.Exit(code)
 }

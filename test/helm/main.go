@@ -6,7 +6,7 @@
 // It is its own module, as test/kustomize is: helm's library pulls in much
 // that the plugin set does not need. The deploy tests run it on Koordinator's
 // chart v1.8.0 (the templates in deploy/helm/testdata) with
-// deploy/helm/values-koordlet-yarn.yaml.
+// deploy/helm/post-render.
 package main
 
 import (
