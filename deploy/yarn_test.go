@@ -131,10 +131,9 @@ func TestYARNSite(t *testing.T) {
 // systemd one only in the memory cgroups.
 func TestYARNSiteFragmentsDifferOnlyInHierarchy(t *testing.T) {
 	a, b := readYARNSite(t, "yarn-site.cgroupfs.xml"), readYARNSite(t, "yarn-site.systemd.xml")
-	const hierarchy = siteHierarchy
-	assert.NotEqual(t, a[hierarchy], b[hierarchy])
-	delete(a, hierarchy)
-	delete(b, hierarchy)
+	assert.NotEqual(t, a[siteHierarchy], b[siteHierarchy])
+	delete(a, siteHierarchy)
+	delete(b, siteHierarchy)
 	assert.Equal(t, a, b)
 
 	sys, cpu := readYARNSite(t, "yarn-site.systemd.xml"), readYARNSite(t, "yarn-site.cpu-only.xml")
