@@ -3,6 +3,7 @@ package deploy
 import (
 	"encoding/json"
 	"encoding/xml"
+	"fmt"
 	"net"
 	"os"
 	"path/filepath"
@@ -23,6 +24,7 @@ import (
 	"github.com/koordlet-yarn/koordlet-yarn/collectors/yarnusage"
 	"github.com/koordlet-yarn/koordlet-yarn/framework/cgroups"
 	"github.com/koordlet-yarn/koordlet-yarn/framework/config"
+	"github.com/koordlet-yarn/koordlet-yarn/framework/features"
 	"github.com/koordlet-yarn/koordlet-yarn/plugins/yarninformer"
 )
 
@@ -51,6 +53,25 @@ func readYARNSite(t *testing.T, name string) map[string]string {
 	return props
 }
 
+// Property names the tests below check more than once.
+const (
+	siteExecutorClass = "yarn.nodemanager.container-executor.class"
+	siteExecutorGroup = "yarn.nodemanager.linux-container-executor.group"
+	siteHierarchy     = "yarn.nodemanager.linux-container-executor.cgroups.hierarchy"
+	siteMount         = "yarn.nodemanager.linux-container-executor.cgroups.mount"
+	siteMountPath     = "yarn.nodemanager.linux-container-executor.cgroups.mount-path"
+	siteV2Enabled     = "yarn.nodemanager.linux-container-executor.cgroups.v2.enabled"
+	siteV2MountPath   = "yarn.nodemanager.linux-container-executor.cgroups.v2.mount-path"
+	siteVmemCheck     = "yarn.nodemanager.vmem-check-enabled"
+	lceClass          = "org.apache.hadoop.yarn.server.nodemanager.LinuxContainerExecutor"
+	dceClass          = "org.apache.hadoop.yarn.server.nodemanager.DefaultContainerExecutor"
+)
+
+// lceFragments are the yarn-site fragments with the LinuxContainerExecutor:
+// each needs the executor's group, container-executor.cfg and the setuid
+// binary.
+var lceFragments = []string{"yarn-site.cgroupfs.xml", "yarn-site.systemd.xml", "yarn-site.cpu-only.xml", "yarn-site.v2.xml"}
+
 // withDriver sets koordlet's cgroup path formatter to driver for the test,
 // as koordlet does at start-up from the node's cgroup names.
 func withDriver(t *testing.T, driver system.CgroupDriverType) {
@@ -65,30 +86,35 @@ func withDriver(t *testing.T, driver system.CgroupDriverType) {
 // driver (framework/cgroups.ResolveHierarchy, no --yarn-cgroup-hierarchy),
 // the NodeManager's web port is the informer's default, YARN's SIGKILL delay
 // is the evict grace period, and the executor and cgroups settings are the
-// ones the plugin set needs.
+// ones the plugin set needs; the LinuxContainerExecutor's group is
+// container-executor.cfg's, and the NodeManager's virtual memory check is
+// off.
 func TestYARNSite(t *testing.T) {
-	for _, tc := range []struct {
-		file   string
-		driver system.CgroupDriverType
-	}{
-		{"yarn-site.cgroupfs.xml", system.Cgroupfs},
-		{"yarn-site.systemd.xml", system.Systemd},
-		{"yarn-site.cpu-only.xml", system.Systemd},
-		{"yarn-site.v2.xml", system.Systemd},
-	} {
-		t.Run(tc.file, func(t *testing.T) {
-			props := readYARNSite(t, tc.file)
-			withDriver(t, tc.driver)
+	// The kubelet's cgroup driver each fragment is written for.
+	drivers := map[string]system.CgroupDriverType{
+		"yarn-site.cgroupfs.xml": system.Cgroupfs,
+		"yarn-site.systemd.xml":  system.Systemd,
+		"yarn-site.cpu-only.xml": system.Systemd,
+		"yarn-site.v2.xml":       system.Systemd,
+	}
+	for _, file := range lceFragments {
+		driver, ok := drivers[file]
+		require.True(t, ok, "%s: its driver", file)
+		t.Run(file, func(t *testing.T) {
+			props := readYARNSite(t, file)
+			withDriver(t, driver)
 			h, err := cgroups.ResolveHierarchy("")
 			require.NoError(t, err)
-			configured, err := cgroups.CleanHierarchyDir(props["yarn.nodemanager.linux-container-executor.cgroups.hierarchy"])
+			configured, err := cgroups.CleanHierarchyDir(props[siteHierarchy])
 			require.NoError(t, err)
-			assert.Equal(t, h.Dir, configured, "the hierarchy is koordlet's default for the %s driver", tc.driver)
+			assert.Equal(t, h.Dir, configured, "the hierarchy is koordlet's default for the %s driver", driver)
 			assert.False(t, cgroups.OutsideBestEffort(configured), "below the besteffort QoS cgroup")
 
-			assert.Equal(t, "org.apache.hadoop.yarn.server.nodemanager.LinuxContainerExecutor", props["yarn.nodemanager.container-executor.class"])
+			assert.Equal(t, lceClass, props[siteExecutorClass])
+			assert.Equal(t, readExecutorCfg(t)[""][siteExecutorGroup], props[siteExecutorGroup], "the executor's group is container-executor.cfg's")
+			assert.Equal(t, "false", props[siteVmemCheck], "no virtual memory check")
 			assert.Contains(t, props["yarn.nodemanager.linux-container-executor.resources-handler.class"], "Cgroups")
-			assert.Equal(t, "false", props["yarn.nodemanager.linux-container-executor.cgroups.mount"])
+			assert.Equal(t, "false", props[siteMount])
 			assert.Contains(t, []string{"true", "false"}, props["yarn.nodemanager.resource.memory.enabled"])
 
 			_, port, err := net.SplitHostPort(props["yarn.nodemanager.webapp.address"])
@@ -105,10 +131,9 @@ func TestYARNSite(t *testing.T) {
 // systemd one only in the memory cgroups.
 func TestYARNSiteFragmentsDifferOnlyInHierarchy(t *testing.T) {
 	a, b := readYARNSite(t, "yarn-site.cgroupfs.xml"), readYARNSite(t, "yarn-site.systemd.xml")
-	const hierarchy = "yarn.nodemanager.linux-container-executor.cgroups.hierarchy"
-	assert.NotEqual(t, a[hierarchy], b[hierarchy])
-	delete(a, hierarchy)
-	delete(b, hierarchy)
+	assert.NotEqual(t, a[siteHierarchy], b[siteHierarchy])
+	delete(a, siteHierarchy)
+	delete(b, siteHierarchy)
 	assert.Equal(t, a, b)
 
 	sys, cpu := readYARNSite(t, "yarn-site.systemd.xml"), readYARNSite(t, "yarn-site.cpu-only.xml")
@@ -161,14 +186,17 @@ func TestSLOControllerConfigHostApplication(t *testing.T) {
 }
 
 // hadoopYARNChartSite is what Koordinator's hadoop-yarn chart v3.3.3 sets in
-// its yarn-site.xml (templates/hadoop-configmap.yaml), besides the hierarchy
-// its values give.
+// its yarn-site.xml (templates/hadoop-configmap.yaml; its bootstrap.sh
+// writes container-executor.cfg with the same group), besides the
+// hierarchy its values give.
 var hadoopYARNChartSite = map[string]string{
-	"yarn.nodemanager.container-executor.class":                         "org.apache.hadoop.yarn.server.nodemanager.LinuxContainerExecutor",
+	siteExecutorClass: lceClass,
 	"yarn.nodemanager.linux-container-executor.resources-handler.class": "org.apache.hadoop.yarn.server.nodemanager.util.CgroupsLCEResourcesHandler",
-	"yarn.nodemanager.linux-container-executor.cgroups.mount":           "false",
-	"yarn.nodemanager.linux-container-executor.cgroups.mount-path":      "/host-cgroup/",
-	"yarn.nodemanager.resource.memory.enabled":                          "true",
+	siteMount:     "false",
+	siteMountPath: "/host-cgroup/",
+	"yarn.nodemanager.resource.memory.enabled": "true",
+	siteExecutorGroup:                          "hadoop",
+	siteVmemCheck:                              "false",
 }
 
 // TestHadoopYARNChartValues: the values for Koordinator's hadoop-yarn chart
@@ -203,6 +231,11 @@ func TestHadoopYARNChartValues(t *testing.T) {
 	for k, want := range hadoopYARNChartSite {
 		assert.Equal(t, want, ours[k], "our fragment and the chart agree on %s", k)
 	}
+
+	// The chart's Hadoop 3.3.3 has no cgroup v2 handler: its values say
+	// what such a node needs instead.
+	assert.Contains(t, string(b), "yarn-site.no-cgroups.xml")
+	assert.Contains(t, string(b), string(features.YARNContainerCgroups))
 }
 
 // siteControllers is what the LinuxContainerExecutor makes a cgroup of per
@@ -230,7 +263,7 @@ func siteControllers(props map[string]string) []cgroups.Controller {
 func TestYARNSiteDiscovery(t *testing.T) {
 	cpuOnly := readYARNSite(t, "yarn-site.cpu-only.xml")
 	require.Equal(t, "false", cpuOnly["yarn.nodemanager.resource.memory.enabled"])
-	chart := map[string]string{"yarn.nodemanager.linux-container-executor.cgroups.hierarchy": "/kubepods.slice/kubepods-besteffort.slice/hadoop-yarn"}
+	chart := map[string]string{siteHierarchy: "/kubepods.slice/kubepods-besteffort.slice/hadoop-yarn"}
 	for k, v := range hadoopYARNChartSite {
 		chart[k] = v
 	}
@@ -252,7 +285,7 @@ func TestYARNSiteDiscovery(t *testing.T) {
 			withDriver(t, tc.driver)
 			h, err := cgroups.ResolveHierarchy("")
 			require.NoError(t, err)
-			configured, err := cgroups.CleanHierarchyDir(tc.props["yarn.nodemanager.linux-container-executor.cgroups.hierarchy"])
+			configured, err := cgroups.CleanHierarchyDir(tc.props[siteHierarchy])
 			require.NoError(t, err)
 			require.Equal(t, h.Dir, configured, "koordlet's default hierarchy")
 
@@ -293,7 +326,7 @@ func TestNodeManagerPodMountsTheFragmentsMountPath(t *testing.T) {
 	require.NoError(t, err)
 	var pod corev1.Pod
 	require.NoError(t, yaml.UnmarshalStrict(b, &pod))
-	mountPath := readYARNSite(t, "yarn-site.systemd.xml")["yarn.nodemanager.linux-container-executor.cgroups.mount-path"]
+	mountPath := readYARNSite(t, "yarn-site.systemd.xml")[siteMountPath]
 	require.Len(t, pod.Spec.Containers, 1)
 	var volume string
 	for _, m := range pod.Spec.Containers[0].VolumeMounts {
@@ -310,4 +343,189 @@ func TestNodeManagerPodMountsTheFragmentsMountPath(t *testing.T) {
 	}
 	assert.Equal(t, "/sys/fs/cgroup/", host)
 	assert.Contains(t, string(b), yarninformer.NodeIDAnnotation+":", "the node id annotation koordlet reads")
+}
+
+// hostCgroupRoot is where the host mounts its cgroups: the NodeManager pod
+// mounts it (nodemanager-pod.yaml) and so does koordlet (its
+// --cgroup-root-dir, which the tests' koordlet FileTestUtil stands in for).
+const hostCgroupRoot = "/sys/fs/cgroup"
+
+func readNodeManagerPod(t *testing.T) corev1.Pod {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("yarn", "nodemanager-pod.yaml"))
+	require.NoError(t, err)
+	var pod corev1.Pod
+	require.NoError(t, yaml.UnmarshalStrict(b, &pod))
+	require.Len(t, pod.Spec.Containers, 1)
+	return pod
+}
+
+// nmHostPath maps a path as the NodeManager sees it in its pod to the
+// host's, through the hostPath volumes nodemanager-pod.yaml mounts.
+func nmHostPath(t *testing.T, nmPath string) string {
+	t.Helper()
+	pod := readNodeManagerPod(t)
+	hostPaths := map[string]string{}
+	for _, v := range pod.Spec.Volumes {
+		if v.HostPath != nil {
+			hostPaths[v.Name] = v.HostPath.Path
+		}
+	}
+	nmPath = filepath.Clean(nmPath)
+	for _, m := range pod.Spec.Containers[0].VolumeMounts {
+		rel, err := filepath.Rel(filepath.Clean(m.MountPath), nmPath)
+		if err != nil || rel == ".." || strings.HasPrefix(rel, "../") {
+			continue
+		}
+		host, ok := hostPaths[m.Name]
+		require.True(t, ok, "the NodeManager pod's mount %s is a hostPath volume", m.MountPath)
+		return filepath.Join(host, rel)
+	}
+	require.Failf(t, "not on the host", "%s is on none of the NodeManager pod's mounts", nmPath)
+	return ""
+}
+
+// executorCfg is a container-executor.cfg: each section's keys and values,
+// "" the section of the lines before the first [name].
+type executorCfg map[string]map[string]string
+
+// parseExecutorCfg reads a container-executor.cfg by the rules of Hadoop's
+// container-executor (configuration.c): a line that begins with '#' is a
+// comment and a '#' later in a line ends it; "[name]" opens a section; any
+// other non-empty line is key=value (both trimmed; the value ends at the
+// next '='), a key with no value is skipped, and a line without '=' (blanks
+// alone included) stops the executor. A key set twice in a section is an
+// error here (Hadoop would take the first).
+func parseExecutorCfg(text string) (executorCfg, error) {
+	cfg := executorCfg{"": {}}
+	section := ""
+	for i, line := range strings.Split(strings.TrimSuffix(text, "\n"), "\n") {
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		line, _, _ = strings.Cut(line, "#")
+		if strings.HasPrefix(line, "[") && strings.HasSuffix(line, "]") {
+			section = line[1 : len(line)-1]
+			if section == "" {
+				return nil, fmt.Errorf("line %d: empty section name", i+1)
+			}
+			if cfg[section] == nil {
+				cfg[section] = map[string]string{}
+			}
+			continue
+		}
+		if !strings.Contains(line, "=") {
+			return nil, fmt.Errorf("line %d %q: no '=' (container-executor exits on it)", i+1, line)
+		}
+		fields := strings.FieldsFunc(line, func(r rune) bool { return r == '=' })
+		if len(fields) < 2 {
+			continue
+		}
+		key, value := strings.TrimSpace(fields[0]), strings.TrimSpace(fields[1])
+		if _, dup := cfg[section][key]; dup {
+			return nil, fmt.Errorf("line %d: %s set twice in section %q", i+1, key, section)
+		}
+		cfg[section][key] = value
+	}
+	return cfg, nil
+}
+
+func readExecutorCfg(t *testing.T) executorCfg {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("yarn", "container-executor.cfg"))
+	require.NoError(t, err)
+	cfg, err := parseExecutorCfg(string(b))
+	require.NoError(t, err)
+	return cfg
+}
+
+// TestParseExecutorCfg: the reader takes what Hadoop's container-executor
+// takes and refuses what stops it.
+func TestParseExecutorCfg(t *testing.T) {
+	for _, tc := range []struct {
+		name, text string
+		want       executorCfg
+		err        string
+	}{
+		{
+			name: "sections, comments, empty values",
+			text: "# c\nyarn.nodemanager.linux-container-executor.group=hadoop\nbanned.users=#none\nmin.user.id = 1000 # trailing\n\n[cgroups]\nroot=/host-cgroup\n",
+			want: executorCfg{"": {siteExecutorGroup: "hadoop", "min.user.id": "1000"}, "cgroups": {"root": "/host-cgroup"}},
+		},
+		{name: "blanks alone", text: "a=b\n  \n", err: "no '='"},
+		{name: "an indented comment", text: "  # c\n", err: "no '='"},
+		{name: "a section with a trailing blank", text: "[cgroups] \n", err: "no '='"},
+		{name: "no value separator", text: "feature.tc.enabled\n", err: "no '='"},
+		{name: "set twice", text: "a=b\na=c\n", err: "set twice"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := parseExecutorCfg(tc.text)
+			if tc.err != "" {
+				assert.ErrorContains(t, err, tc.err)
+				return
+			}
+			require.NoError(t, err)
+			assert.Equal(t, tc.want, got)
+		})
+	}
+}
+
+// TestLCEFragmentsListed: every fragment with the LinuxContainerExecutor is
+// in lceFragments, so that the checks of the executor's prerequisites cover
+// it; the others use the DefaultContainerExecutor.
+func TestLCEFragmentsListed(t *testing.T) {
+	files, err := filepath.Glob(filepath.Join("yarn", "yarn-site.*.xml"))
+	require.NoError(t, err)
+	var lce []string
+	for _, f := range files {
+		name := filepath.Base(f)
+		switch class := readYARNSite(t, name)[siteExecutorClass]; class {
+		case lceClass:
+			lce = append(lce, name)
+		case dceClass:
+		default:
+			t.Errorf("%s: executor %q", name, class)
+		}
+	}
+	assert.ElementsMatch(t, lceFragments, lce)
+}
+
+// TestContainerExecutorCfg checks the container-executor.cfg example
+// against the fragments: the NodeManager's group is theirs (and the
+// hadoop-yarn chart's), the user checks Hadoop documents are there, the
+// executor mounts no cgroups as the NodeManager mounts none, and its
+// [cgroups] root and hierarchy are the fragments' mount path and
+// hierarchy (systemd's, koordlet's default for that driver).
+func TestContainerExecutorCfg(t *testing.T) {
+	cfg := readExecutorCfg(t)
+	top := cfg[""]
+	group := top[siteExecutorGroup]
+	require.NotEmpty(t, group)
+	assert.Equal(t, hadoopYARNChartSite[siteExecutorGroup], group, "the hadoop-yarn chart's group")
+	assert.Contains(t, top, "banned.users")
+	minUID, err := strconv.Atoi(top["min.user.id"])
+	require.NoError(t, err, "min.user.id")
+	assert.GreaterOrEqual(t, minUID, 1000, "system accounts cannot run containers")
+	assert.Equal(t, "0", top["feature.mount-cgroup.enabled"])
+
+	cg := cfg["cgroups"]
+	require.NotNil(t, cg, "[cgroups]")
+	for _, file := range lceFragments {
+		props := readYARNSite(t, file)
+		assert.Equal(t, group, props[siteExecutorGroup], "%s: the executor's group", file)
+		assert.Equal(t, "false", props[siteMount], "%s: no cgroup mounting", file)
+		assert.Equal(t, filepath.Clean(props[siteMountPath]), filepath.Clean(cg["root"]), "%s: [cgroups] root is the mount path", file)
+	}
+	sys := readYARNSite(t, "yarn-site.systemd.xml")
+	want, err := cgroups.CleanHierarchyDir(sys[siteHierarchy])
+	require.NoError(t, err)
+	got, err := cgroups.CleanHierarchyDir(cg["yarn-hierarchy"])
+	require.NoError(t, err)
+	assert.Equal(t, want, got, "[cgroups] yarn-hierarchy is the fragments' hierarchy")
+	withDriver(t, system.Systemd)
+	h, err := cgroups.ResolveHierarchy("")
+	require.NoError(t, err)
+	assert.Equal(t, h.Dir, got, "koordlet's default hierarchy for the systemd driver")
+	assert.Equal(t, filepath.Join(hostCgroupRoot, "devices", h.Dir), nmHostPath(t, filepath.Join(cg["root"], "devices", cg["yarn-hierarchy"])),
+		"the executor's cgroup writes land in the host's YARN hierarchy")
 }

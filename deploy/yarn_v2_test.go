@@ -17,23 +17,36 @@ import (
 )
 
 // TestYARNSiteV2DiffersOnlyInTheV2Handler: the cgroup v2 fragment is the
-// systemd one with Hadoop 3.5's v2 handler turned on.
+// systemd one with Hadoop 3.5's v2 handler turned on and its unified
+// hierarchy named (TestYARNSiteDiscoveryV2 checks where it leads).
 func TestYARNSiteV2DiffersOnlyInTheV2Handler(t *testing.T) {
 	v2, sys := readYARNSite(t, "yarn-site.v2.xml"), readYARNSite(t, "yarn-site.systemd.xml")
-	const key = "yarn.nodemanager.linux-container-executor.cgroups.v2.enabled"
-	assert.Equal(t, "true", v2[key])
-	delete(v2, key)
+	assert.Equal(t, "true", v2[siteV2Enabled])
+	assert.NotEmpty(t, v2[siteV2MountPath])
+	delete(v2, siteV2Enabled)
+	delete(v2, siteV2MountPath)
 	assert.Equal(t, sys, v2)
 }
 
+// v2MountPath is where Hadoop 3.5's v2 handler looks for the unified
+// hierarchy with these yarn-site settings: cgroups.v2.mount-path, else
+// cgroups.mount-path (Hadoop's CGroupsMountConfig).
+func v2MountPath(props map[string]string) string {
+	if p := props[siteV2MountPath]; p != "" {
+		return p
+	}
+	return props[siteMountPath]
+}
+
 // TestYARNSiteDiscoveryV2 lays a cgroup v2 node out as Hadoop 3.5's v2
-// handler does with the v2 fragment — the container's unified cgroup below
-// the hierarchy, the controllers it enables in the hierarchy's
-// cgroup.subtree_control — and checks what koordlet's discovery resolves:
-// the container in koordlet's default hierarchy, its cpu cgroup its own, its
-// memory by its own cgroup; with Hadoop's CPU-only default (memory not
-// enabled for the containers) its memory charged to the YARN root and
-// measured from its processes.
+// handler does with the v2 fragment — the container's unified cgroup at
+// <v2 mount path>/<hierarchy>/<container> as the NodeManager sees it, which
+// nodemanager-pod.yaml's mount puts on the host; the controllers it enables
+// in the hierarchy's cgroup.subtree_control — and checks what koordlet's
+// discovery resolves: the container in koordlet's default hierarchy, its
+// cpu cgroup its own, its memory by its own cgroup; with Hadoop's CPU-only
+// default (memory not enabled for the containers) its memory charged to the
+// YARN root and measured from its processes.
 func TestYARNSiteDiscoveryV2(t *testing.T) {
 	site := readYARNSite(t, "yarn-site.v2.xml")
 	cpuOnly := map[string]string{}
@@ -56,7 +69,7 @@ func TestYARNSiteDiscoveryV2(t *testing.T) {
 			withDriver(t, system.Systemd)
 			h, err := cgroups.ResolveHierarchy("")
 			require.NoError(t, err)
-			configured, err := cgroups.CleanHierarchyDir(tc.props["yarn.nodemanager.linux-container-executor.cgroups.hierarchy"])
+			configured, err := cgroups.CleanHierarchyDir(tc.props[siteHierarchy])
 			require.NoError(t, err)
 			require.Equal(t, h.Dir, configured, "koordlet's default hierarchy")
 
@@ -71,14 +84,20 @@ func TestYARNSiteDiscoveryV2(t *testing.T) {
 				}
 			}
 			require.Contains(t, enabled, "cpu")
-			root := filepath.Join(helper.TempDir, h.Dir)
-			require.NoError(t, os.MkdirAll(root, 0o755))
-			require.NoError(t, os.WriteFile(filepath.Join(root, "cgroup.subtree_control"), []byte(strings.Join(enabled, " ")+"\n"), 0o644))
 			const name, pid = "container_1700000000000_0001_01_000002", 4242
-			dir := filepath.Join(root, name)
+			// The container's cgroup on the host, relative to the host's
+			// cgroup root (koordlet's --cgroup-root-dir, helper.TempDir
+			// here).
+			host := nmHostPath(t, filepath.Join(v2MountPath(tc.props), tc.props[siteHierarchy], name))
+			rel, err := filepath.Rel(hostCgroupRoot, host)
+			require.NoError(t, err)
+			require.False(t, rel == ".." || strings.HasPrefix(rel, "../"), "%s is below the host's cgroup root %s", host, hostCgroupRoot)
+			dir := filepath.Join(helper.TempDir, rel)
+			root := filepath.Dir(dir)
 			require.NoError(t, os.MkdirAll(dir, 0o755))
+			require.NoError(t, os.WriteFile(filepath.Join(root, "cgroup.subtree_control"), []byte(strings.Join(enabled, " ")+"\n"), 0o644))
 			require.NoError(t, os.WriteFile(filepath.Join(dir, "cgroup.procs"), []byte(strconv.Itoa(pid)+"\n"), 0o644))
-			helper.WriteProcSubFileContents(filepath.Join(strconv.Itoa(pid), "cgroup"), "0::/"+h.Dir+"/"+name+"\n")
+			helper.WriteProcSubFileContents(filepath.Join(strconv.Itoa(pid), "cgroup"), "0::/"+rel+"\n")
 
 			res, err := cgroups.NewScanner(h).Scan()
 			require.NoError(t, err)
@@ -98,10 +117,10 @@ func TestYARNSiteDiscoveryV2(t *testing.T) {
 // fragments, and names the gate koordlet needs there.
 func TestYARNSiteNoCgroups(t *testing.T) {
 	props := readYARNSite(t, "yarn-site.no-cgroups.xml")
-	assert.Equal(t, "org.apache.hadoop.yarn.server.nodemanager.DefaultContainerExecutor", props["yarn.nodemanager.container-executor.class"])
+	assert.Equal(t, dceClass, props[siteExecutorClass])
 	assert.Empty(t, siteControllers(props), "YARN makes no container cgroups")
 	sys := readYARNSite(t, "yarn-site.systemd.xml")
-	delete(props, "yarn.nodemanager.container-executor.class")
+	delete(props, siteExecutorClass)
 	for k, v := range props {
 		if strings.Contains(k, "cgroups") || strings.Contains(k, "resources-handler") {
 			t.Errorf("%s: a cgroups setting in the no-cgroups fragment", k)
@@ -109,7 +128,7 @@ func TestYARNSiteNoCgroups(t *testing.T) {
 		}
 		assert.Equal(t, sys[k], v, "%s as in the cgroup fragments", k)
 	}
-	for _, k := range []string{"yarn.nodemanager.address", "yarn.nodemanager.webapp.address", "yarn.nodemanager.sleep-delay-before-sigkill.ms", "yarn.nodemanager.pmem-check-enabled"} {
+	for _, k := range []string{"yarn.nodemanager.address", "yarn.nodemanager.webapp.address", "yarn.nodemanager.sleep-delay-before-sigkill.ms", "yarn.nodemanager.pmem-check-enabled", siteVmemCheck} {
 		assert.Contains(t, props, k)
 	}
 	b, err := os.ReadFile(filepath.Join("yarn", "yarn-site.no-cgroups.xml"))
