@@ -230,3 +230,33 @@ func sameDefault(doc, flagDef string) bool {
 	d2, err2 := time.ParseDuration(flagDef)
 	return err1 == nil && err2 == nil && d1 == d2
 }
+
+// TestDocsMakeHelp: plain make prints the help (it installs, builds and
+// boots nothing), and every target the help names is a rule of the Makefile.
+func TestDocsMakeHelp(t *testing.T) {
+	b, err := os.ReadFile("Makefile")
+	require.NoError(t, err)
+	mk := string(b)
+	assert.Regexp(t, `(?m)^\.DEFAULT_GOAL := help$`, mk)
+	rules := map[string]bool{}
+	for _, m := range regexp.MustCompile(`(?m)^([a-z0-9-]+):`).FindAllStringSubmatch(mk, -1) {
+		rules[m[1]] = true
+	}
+	require.True(t, rules["help"], "the Makefile has a help rule")
+	listed := regexp.MustCompile(`(?m)^\t@echo '  ([a-z0-9*-]+) `).FindAllStringSubmatch(mk, -1)
+	require.NotEmpty(t, listed, "help lists targets")
+	for _, m := range listed {
+		name := m[1]
+		if prefix, ok := strings.CutSuffix(name, "*"); ok {
+			n := 0
+			for r := range rules {
+				if strings.HasPrefix(r, prefix) {
+					n++
+				}
+			}
+			assert.Positive(t, n, "help lists %s, which matches no rule", name)
+			continue
+		}
+		assert.True(t, rules[name], "help lists %s, which is no rule", name)
+	}
+}
