@@ -8,6 +8,27 @@ BENCHTIME ?= 2s
 
 .PHONY: all deps build test e2e-tools bench lint demo measure-evict measure-isolation measure-discovery clean
 
+# Plain make only prints the main targets: most targets install packages with
+# sudo (deps, deps-v2), need root and cgroup v1, or boot a qemu guest.
+.DEFAULT_GOAL := help
+.PHONY: help
+help:
+	@echo 'koordlet-yarn: make <target> (docs/development.md). Main targets:'
+	@echo '  build            bin/koordlet (installs libpfm4-dev with sudo when missing, as most targets do)'
+	@echo '  lint             gofmt and go vet'
+	@echo '  demo             the node in a box, narrated (root, cgroup v1; never on a Kubernetes node)'
+	@echo '  test             every test: unit, real-kernel, e2e, fuzz, cgroup v2 in a qemu guest (root, cgroup v1; installs qemu with sudo)'
+	@echo '  test-yarn        the e2e rows against Hadoop 3.5.0 and 3.3.6 (root, Java 17, Maven)'
+	@echo '  test-v2          the cgroup v2 scenarios in the qemu guest'
+	@echo '  test-v2-engines  MapReduce and Spark on cgroup v2 in the guest (long)'
+	@echo '  bench            Go benchmarks (BENCH=, PKGS=, BENCHTIME=)'
+	@echo '  measure-*        the measurements of docs/figures.md, e.g. measure-colocation, measure-evict'
+	@echo '  soak             5,000 YARN containers with every YARN gate on (root, cgroup v1)'
+	@echo '  image            the koordlet-yarn image (IMAGE=, PUSH=1)'
+	@echo '  render           the koordlet DaemonSet overlay, rendered'
+	@echo '  all              lint, build and test'
+	@echo '  clean            remove bin/'
+
 all: lint build test
 
 # libpfm4 headers are needed by koordlet's cgo perf code.

@@ -6,18 +6,23 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"text/tabwriter"
 	"time"
 
 	"golang.org/x/sys/unix"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
+	"sigs.k8s.io/yaml"
 
+	"github.com/koordinator-sh/koordinator/apis/configuration"
 	slov1alpha1 "github.com/koordinator-sh/koordinator/apis/slo/v1alpha1"
 
 	koordletyarn "github.com/koordlet-yarn/koordlet-yarn"
@@ -59,12 +64,13 @@ func run() error {
 	}()
 	fmt.Printf("  up in %.1fs; koordlet log: %s\n", time.Since(start).Seconds(), box.KoordletLog())
 
-	step("NodeSLO: the BE class asks for sched-idle (cpuPolicy coreSched, beClass.cpuQOS.schedIdle=1)")
-	if err := box.UpdateNodeSLO(ctx, func(s *slov1alpha1.NodeSLOSpec) {
-		policy := slov1alpha1.CPUQOSPolicyCoreSched
-		s.ResourceQOSStrategy = &slov1alpha1.ResourceQOSStrategy{Policies: &slov1alpha1.ResourceQOSPolicies{CPUPolicy: &policy},
-			BEClass: &slov1alpha1.ResourceQOS{CPUQOS: &slov1alpha1.CPUQOSCfg{Enable: ptr.To(true), CPUQOS: slov1alpha1.CPUQOS{SchedIdle: ptr.To[int64](1)}}}}
-	}); err != nil {
+	apps, err := recommendedHostApps(top)
+	if err != nil {
+		return err
+	}
+	step("NodeSLO as docs/metrics.md recommends: the YARN hierarchy a BE host application (" + hostAppsFile +
+		", which koord-manager copies into every NodeSLO); the BE class asks for sched-idle (cpuPolicy coreSched, beClass.cpuQOS.schedIdle=1)")
+	if err := box.UpdateNodeSLO(ctx, func(s *slov1alpha1.NodeSLOSpec) { demoNodeSLO(s, apps) }); err != nil {
 		return err
 	}
 
@@ -204,10 +210,52 @@ func show(box *nodebox.Box) error {
 	if err := tw.Flush(); err != nil {
 		return err
 	}
-	if resp.Accounting != nil && !resp.Accounting.AsBE {
-		fmt.Printf("  accounting: %s\n", resp.Accounting.Reason)
+	switch acc := resp.Accounting; {
+	case acc == nil:
+	case acc.AsBE:
+		fmt.Printf("  accounting: YARN usage counted as BE (host application %s covers the YARN hierarchy)\n", acc.HostApplication)
+	default:
+		fmt.Printf("  accounting: %s\n", acc.Reason)
 	}
 	return nil
+}
+
+// hostAppsFile is the slo-controller-config fragment the docs tell
+// operators to apply: the YARN hierarchy as a BE host application.
+const hostAppsFile = "deploy/yarn/slo-controller-config.patch.yaml"
+
+// recommendedHostApps reads the host applications of hostAppsFile in the
+// repository at top, so that the demo runs what the docs recommend.
+func recommendedHostApps(top string) ([]slov1alpha1.HostApplicationSpec, error) {
+	b, err := os.ReadFile(filepath.Join(top, hostAppsFile))
+	if err != nil {
+		return nil, fmt.Errorf("read the recommended host applications: %w", err)
+	}
+	var cm corev1.ConfigMap
+	if err := yaml.UnmarshalStrict(b, &cm); err != nil {
+		return nil, fmt.Errorf("parse %s: %w", hostAppsFile, err)
+	}
+	raw, ok := cm.Data[configuration.HostApplicationConfigKey]
+	if !ok {
+		return nil, fmt.Errorf("%s has no data.%s", hostAppsFile, configuration.HostApplicationConfigKey)
+	}
+	var cfg configuration.HostApplicationCfg
+	if err := json.Unmarshal([]byte(raw), &cfg); err != nil {
+		return nil, fmt.Errorf("parse %s data.%s: %w", hostAppsFile, configuration.HostApplicationConfigKey, err)
+	}
+	if len(cfg.Applications) == 0 {
+		return nil, fmt.Errorf("%s declares no host application", hostAppsFile)
+	}
+	return cfg.Applications, nil
+}
+
+// demoNodeSLO sets the demo's NodeSLO: apps as the host applications and
+// the BE class's CPU QoS sched-idle.
+func demoNodeSLO(s *slov1alpha1.NodeSLOSpec, apps []slov1alpha1.HostApplicationSpec) {
+	s.HostApplications = apps
+	policy := slov1alpha1.CPUQOSPolicyCoreSched
+	s.ResourceQOSStrategy = &slov1alpha1.ResourceQOSStrategy{Policies: &slov1alpha1.ResourceQOSPolicies{CPUPolicy: &policy},
+		BEClass: &slov1alpha1.ResourceQOS{CPUQOS: &slov1alpha1.CPUQOSCfg{Enable: ptr.To(true), CPUQOS: slov1alpha1.CPUQOS{SchedIdle: ptr.To[int64](1)}}}}
 }
 
 type used struct{ cpu, mem string }
