@@ -577,6 +577,7 @@ func TestEveryOverlayAndComponent(t *testing.T) {
 			}
 			assertGatesPaired(t, gates, enforce.Args...)
 			ejob := preflightJob(t, filepath.Join(tree, "preflight", "enforce"))
+			assert.Equal(t, "koordlet-yarn-preflight-enforce", ejob.Name, "beside the observe mode's Job")
 			c := ejob.Spec.Template.Spec.Containers[0]
 			assert.Equal(t, append(append([]string{}, enforce.Args...), "-yarn-preflight", "-yarn-preflight-output=json", "--v=0"), c.Args)
 			assert.Equal(t, enforce.Env, c.Env)
