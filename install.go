@@ -120,7 +120,7 @@ func install(fs *flag.FlagSet, reg prometheus.Registerer) (*Framework, error) {
 	fw := &Framework{Config: cfg, Store: store.New(), Handles: &handles.Handles{},
 		kills: yarnevict.NewFlights(evictedKeep), journal: yarnevict.NewJournal(), policy: policy.NewResolver(nil, nil),
 		quota: cgroups.NewRootQuota()}
-	fw.audit = yarnevict.NewAudit(func() string { return cfg.EvictAuditFile }, yarnevict.DefaultAuditKeep, yarnevict.DefaultAuditMaxBytes)
+	fw.audit = yarnevict.NewAudit(func() string { return cfg.EvictAuditFile }, yarnevict.DefaultAuditKeep, yarnevict.DefaultAuditMaxMiB)
 	fw.initPreflightFlag(fs)
 	fw.initVersionFlag(fs)
 	fw.initPolicyCheckFlag(fs)

@@ -118,7 +118,7 @@ func (c *Config) InitFlags(fs *flag.FlagSet) {
 	fs.DurationVar(&c.ContainerCgroupsScanInterval, "yarn-container-cgroups-scan-interval", c.ContainerCgroupsScanInterval,
 		"Period of the scan of the NodeManager pod's cgroups for YARN container processes that YARN gave no cgroup (gate YARNContainerCgroups). The eBPF exec watch finds them at their exec; the scan catches what it missed, and is all there is without eBPF.")
 	fs.StringVar(&c.EvictAuditFile, "yarn-evict-audit-file", c.EvictAuditFile,
-		"File every YARN container eviction is appended to as one JSON line (reason, container, application, user, released, why, outcome); rotated at 10 MiB, one old file (.1) kept. Empty: the last 500 at /yarn/evictions only. Kubernetes Events on the NodeManager pod are merged and dropped by the event correlator in a storm; this record is not.")
+		"File every YARN container eviction is appended to as one JSON line (reason, container, application, user, released, why, outcome); rotated at 10 MiB, one old file kept (its name with the rotation's UTC time before the extension). Empty: the last 500 at /yarn/evictions only. Kubernetes Events on the NodeManager pod are merged and dropped by the event correlator in a storm; this record is not.")
 	fs.DurationVar(&c.EvictGracePeriod, "yarn-evict-grace-period", c.EvictGracePeriod,
 		"Time an evicted YARN container's processes get between SIGTERM and SIGKILL (YARN's sleep-delay-before-sigkill).")
 	c.RM.initFlags(fs)

@@ -65,8 +65,9 @@ func Read(procRoot string) (Usage, error) {
 }
 
 // PerCPUFreePages sums the per-CPU page list counts ("count:" under each
-// zone's pagesets) of a /proc/zoneinfo; prometheus/procfs's Zoneinfo does
-// not parse the pagesets.
+// zone's pagesets) of a /proc/zoneinfo. It is not prometheus/procfs's
+// Zoneinfo because that parses the zone counters only, no pageset (none up
+// to procfs v0.23.0): the pagesets' counts are all this package reads.
 func PerCPUFreePages(zoneinfo []byte) int64 {
 	var n int64
 	sc := bufio.NewScanner(bytes.NewReader(zoneinfo))

@@ -2,10 +2,12 @@ package yarnevict
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"sync"
 	"time"
 
+	"gopkg.in/natefinch/lumberjack.v2"
 	"k8s.io/klog/v2"
 )
 
@@ -34,16 +36,17 @@ type AuditRecord struct {
 // DefaultAuditKeep is how many records the audit serves (/yarn/evictions).
 const DefaultAuditKeep = 500
 
-// DefaultAuditMaxBytes is the size at which the audit file is rotated (one
-// old file kept, ".1").
-const DefaultAuditMaxBytes = 10 << 20
+// DefaultAuditMaxMiB is the size, in MiB, at which the audit file is
+// rotated (lumberjack: one old file kept, named with the rotation's UTC
+// time, yarn-evictions-2006-01-02T15-04-05.000.jsonl).
+const DefaultAuditMaxMiB = 10
 
 // Audit keeps a record of every eviction where Kubernetes Events cannot:
 // the event correlator merges, then drops, similar Events on one object
 // (the NodeManager pod) after about ten in ten minutes. The recent records
 // are served at /yarn/evictions; with a file, each is also appended as one
-// JSON line (rotated at MaxBytes, one old file kept), which survives
-// koordlet restarts. A nil *Audit records nothing.
+// JSON line (rotated by lumberjack at maxMiB, one old file kept), which
+// survives koordlet restarts. A nil *Audit records nothing.
 type Audit struct {
 	mu sync.Mutex
 	// pathOf gives the file (read at the first record: koordlet parses
@@ -51,27 +54,29 @@ type Audit struct {
 	pathOf   func() string
 	resolved bool
 	path     string
-	maxBytes int64
-	keep     int
-	ring     []AuditRecord
-	next     int
-	total    int
-	failed   bool
+	maxMiB   int
+	// file writes and rotates the audit file; made at the first record.
+	file   *lumberjack.Logger
+	keep   int
+	ring   []AuditRecord
+	next   int
+	total  int
+	failed bool
 }
 
 // NewAudit returns an audit keeping keep records in memory and, when path
-// gives a file, appending to it.
-func NewAudit(path func() string, keep int, maxBytes int64) *Audit {
+// gives a file, appending to it, rotated at maxMiB MiB.
+func NewAudit(path func() string, keep int, maxMiB int) *Audit {
 	if keep <= 0 {
 		keep = DefaultAuditKeep
 	}
-	if maxBytes <= 0 {
-		maxBytes = DefaultAuditMaxBytes
+	if maxMiB <= 0 {
+		maxMiB = DefaultAuditMaxMiB
 	}
 	if path == nil {
 		path = func() string { return "" }
 	}
-	return &Audit{pathOf: path, keep: keep, maxBytes: maxBytes}
+	return &Audit{pathOf: path, keep: keep, maxMiB: maxMiB}
 }
 
 // Record keeps r.
@@ -102,21 +107,21 @@ func (a *Audit) append(r AuditRecord) error {
 	if err != nil {
 		return err
 	}
-	// The directory is not made: a missing one (a host path not mounted)
-	// means memory only, said once, never a new directory on the host.
-	if st, err := os.Stat(a.path); err == nil && st.Size()+int64(len(b))+1 > a.maxBytes {
-		if err := os.Rename(a.path, a.path+".1"); err != nil {
+	if a.file == nil {
+		// The file is made here, not by lumberjack, which would make its
+		// directory: a missing one (a host path not mounted) means memory
+		// only, said once, never a new directory on the host. Made 0644,
+		// a mode lumberjack's rotations keep (its own new files are 0600).
+		f, err := os.OpenFile(a.path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+		if err != nil {
 			return err
 		}
+		if err := f.Close(); err != nil {
+			return fmt.Errorf("close %s: %w", a.path, err)
+		}
+		a.file = &lumberjack.Logger{Filename: a.path, MaxSize: a.maxMiB, MaxBackups: 1}
 	}
-	f, err := os.OpenFile(a.path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
-	if err != nil {
-		return err
-	}
-	_, err = f.Write(append(b, '\n'))
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
+	_, err = a.file.Write(append(b, '\n'))
 	return err
 }
 

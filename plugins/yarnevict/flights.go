@@ -15,7 +15,10 @@ import (
 type Flights struct {
 	mu       sync.Mutex
 	inFlight map[string]bool
-	evicted  map[string]time.Time
+	// idle is closed when the last kill in flight ends (Wait); a new one
+	// is made when a kill begins with none in flight.
+	idle    chan struct{}
+	evicted map[string]time.Time
 	// keep is how long an evicted container stays excluded.
 	keep time.Duration
 	now  func() time.Time
@@ -24,7 +27,9 @@ type Flights struct {
 // NewFlights returns an empty record; evicted containers stay excluded for
 // keep.
 func NewFlights(keep time.Duration) *Flights {
-	return &Flights{inFlight: map[string]bool{}, evicted: map[string]time.Time{}, keep: keep, now: time.Now}
+	idle := make(chan struct{})
+	close(idle)
+	return &Flights{inFlight: map[string]bool{}, idle: idle, evicted: map[string]time.Time{}, keep: keep, now: time.Now}
 }
 
 // Busy reports whether the container is being killed or was evicted within
@@ -53,6 +58,9 @@ func (f *Flights) begin(name string) error {
 	if _, done := f.evicted[name]; done {
 		return fmt.Errorf("container %s: %w", name, ErrAlreadyEvicted)
 	}
+	if len(f.inFlight) == 0 {
+		f.idle = make(chan struct{})
+	}
 	f.inFlight[name] = true
 	return nil
 }
@@ -63,7 +71,12 @@ func (f *Flights) end(name string, evicted bool) {
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	delete(f.inFlight, name)
+	if f.inFlight[name] {
+		delete(f.inFlight, name)
+		if len(f.inFlight) == 0 {
+			close(f.idle)
+		}
+	}
 	if evicted {
 		f.evicted[name] = f.now()
 	}
@@ -76,18 +89,19 @@ func (f *Flights) Wait(timeout time.Duration) bool {
 	if f == nil {
 		return true
 	}
-	deadline := time.Now().Add(timeout)
-	for {
-		f.mu.Lock()
-		n := len(f.inFlight)
-		f.mu.Unlock()
-		if n == 0 {
-			return true
-		}
-		if time.Now().After(deadline) {
-			return false
-		}
-		time.Sleep(10 * time.Millisecond)
+	f.mu.Lock()
+	idle, none := f.idle, len(f.inFlight) == 0
+	f.mu.Unlock()
+	if none {
+		return true // before the select, which picks at random when both are ready
+	}
+	timer := time.NewTimer(timeout)
+	defer timer.Stop()
+	select {
+	case <-idle:
+		return true
+	case <-timer.C:
+		return false
 	}
 }
 
