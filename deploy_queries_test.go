@@ -314,12 +314,19 @@ func TestGithubAnchor(t *testing.T) {
 	assert.Equal(t, "koordlet-yarn-is-absent-on-a-node", githubAnchor("koordlet-yarn is absent on a node"))
 }
 
-// checkPanelUnits asserts one panel's queries put one unit on its axis:
-// the base-unit suffixes of the series they select (_cores, _bytes,
-// _seconds) agree, and a batch ledger series (cores or bytes by its
-// resource label) is pinned to one resource.
+// checkPanelUnits asserts one panel's queries put one unit on its axis
+// (panelUnitProblems).
 func checkPanelUnits(t *testing.T, where string, exprs []string) {
 	t.Helper()
+	assert.Empty(t, panelUnitProblems(exprs), where)
+}
+
+// panelUnitProblems says where one panel's queries put more than one unit
+// on its axis: the base-unit suffixes of the series they select (_cores,
+// _bytes, _seconds) differ, or a batch ledger series (cores or bytes by its
+// resource label) is not pinned to one resource.
+func panelUnitProblems(exprs []string) []string {
+	var problems []string
 	units := map[string]bool{}
 	for _, expr := range exprs {
 		e, err := parser.ParseExpr(grafanaVariables.Replace(expr))
@@ -343,10 +350,29 @@ func checkPanelUnits(t *testing.T, where string, exprs []string) {
 						pinned = true
 					}
 				}
-				assert.True(t, pinned, "%s: %s mixes cores and bytes unless resource= pins one", where, vs.Name)
+				if !pinned {
+					problems = append(problems, vs.Name+" mixes cores and bytes unless resource= pins one")
+				}
 			}
 			return nil
 		})
 	}
-	assert.LessOrEqual(t, len(units), 1, "%s: one axis, several units %v", where, units)
+	if len(units) > 1 {
+		var us []string
+		for u := range units {
+			us = append(us, u)
+		}
+		sort.Strings(us)
+		problems = append(problems, "several units on one axis: "+strings.Join(us, ", "))
+	}
+	return problems
+}
+
+func TestPanelUnitProblems(t *testing.T) {
+	assert.Empty(t, panelUnitProblems([]string{`sum(koordlet_yarn_container_cpu_usage_cores)`, `sum(koordlet_yarn_application_cpu_request_cores)`}))
+	assert.Empty(t, panelUnitProblems([]string{`koordlet_yarn_batch_overcommit{resource="batch-cpu"}`}))
+	assert.Equal(t, []string{"several units on one axis: _bytes, _cores"},
+		panelUnitProblems([]string{`sum(koordlet_yarn_container_cpu_usage_cores)`, `sum(koordlet_yarn_container_memory_usage_bytes)`}))
+	assert.Equal(t, []string{"koordlet_yarn_batch_overcommit mixes cores and bytes unless resource= pins one"},
+		panelUnitProblems([]string{`koordlet_yarn_batch_overcommit{node=~"$node"}`}))
 }
