@@ -10,8 +10,10 @@ import (
 	"sort"
 	"strings"
 	"testing"
+	"unicode"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/prometheus/model/labels"
 	"github.com/prometheus/prometheus/model/rulefmt"
 	"github.com/prometheus/prometheus/promql/parser"
 	"github.com/stretchr/testify/assert"
@@ -202,8 +204,25 @@ func TestGrafanaDashboard(t *testing.T) {
 		}
 		for _, n := range []string{"koordlet_yarn_containers", "koordlet_yarn_container_cpu_usage_cores", "koordlet_yarn_container_cpu_request_cores",
 			"koordlet_yarn_container_memory_usage_bytes", "koordlet_yarn_container_memory_request_bytes", "koordlet_yarn_container_evictions_total",
-			"koordlet_yarn_qos_writes_total", "koordlet_yarn_discovery_source", "koordlet_yarn_collect_duration_seconds"} {
+			"koordlet_yarn_qos_writes_total", "koordlet_yarn_discovery_source", "koordlet_yarn_collect_duration_seconds",
+			// The application mode's series (the per-application panels
+			// must not go empty with --yarn-container-metrics=application).
+			"koordlet_yarn_application_cpu_usage_cores", "koordlet_yarn_application_cpu_request_cores",
+			"koordlet_yarn_application_memory_usage_bytes", "koordlet_yarn_application_memory_request_bytes",
+			"koordlet_yarn_ls_cpu_wait_node_p99_seconds", "koordlet_yarn_ls_cpu_interference_wait_node_p99_seconds",
+			"koordlet_yarn_interference_budget_cores", "koordlet_yarn_build_info", "koordlet_yarn_containers_without_cgroup",
+			"koordlet_yarn_restore_pending"} {
 			assert.True(t, used[n], "%s does not show %s", file, n)
+		}
+		for _, p := range dash.Panels {
+			if p.Type == "row" {
+				continue
+			}
+			var exprs []string
+			for _, tg := range p.Targets {
+				exprs = append(exprs, tg.Expr)
+			}
+			checkPanelUnits(t, file+" panel "+p.Title, exprs)
 		}
 		var unused []string
 		for n := range exported {
@@ -223,6 +242,7 @@ func TestAlertRules(t *testing.T) {
 	exported := exportedSeries(t)
 	groups, errs := rulefmt.ParseFile(filepath.Join("deploy", "prometheus", "alerts.yaml"))
 	require.Empty(t, errs)
+	anchors := markdownAnchors(t, filepath.Join("docs", "troubleshooting.md"))
 	var exprs []string
 	alerts := map[string]bool{}
 	for _, g := range groups.Groups {
@@ -232,11 +252,127 @@ func TestAlertRules(t *testing.T) {
 			alerts[r.Alert.Value] = true
 			assert.Contains(t, []string{"info", "warning", "critical"}, r.Labels["severity"], r.Alert.Value)
 			assert.NotEmpty(t, r.Annotations["summary"], r.Alert.Value)
+			url, anchor, ok := strings.Cut(r.Annotations["runbook_url"], "#")
+			if assert.True(t, ok, "%s: a runbook_url with an anchor", r.Alert.Value) {
+				assert.Equal(t, runbookBase, url, r.Alert.Value)
+				assert.True(t, anchors[anchor], "%s: runbook_url anchor #%s is no heading of docs/troubleshooting.md", r.Alert.Value, anchor)
+			}
 			exprs = append(exprs, r.Expr.Value)
 		}
 	}
 	used := checkQueried(t, exported, "alerts.yaml", exprs)
-	for _, n := range []string{"koordlet_yarn_container_evictions_total", "koordlet_yarn_usage_accounted_as_be", "koordlet_yarn_discovery_source"} {
+	for _, n := range []string{"koordlet_yarn_container_evictions_total", "koordlet_yarn_usage_accounted_as_be", "koordlet_yarn_discovery_source",
+		"koordlet_yarn_build_info", "koordlet_yarn_containers_without_cgroup", "koordlet_yarn_restore_pending"} {
 		assert.True(t, used[n], "no alert on %s", n)
 	}
+}
+
+// runbookBase is where every alert's runbook_url points (an anchor added).
+const runbookBase = "https://github.com/koordlet-yarn/koordlet-yarn/blob/main/docs/troubleshooting.md"
+
+// markdownAnchors returns the anchors GitHub gives the headings of a
+// markdown file: lower case, spaces to hyphens, punctuation other than
+// hyphens and underscores dropped; a heading twice is an error here (GitHub
+// would number the second).
+func markdownAnchors(t *testing.T, file string) map[string]bool {
+	t.Helper()
+	b, err := os.ReadFile(file)
+	require.NoError(t, err)
+	out := map[string]bool{}
+	inFence := false
+	for _, line := range strings.Split(string(b), "\n") {
+		if strings.HasPrefix(line, "```") {
+			inFence = !inFence
+		}
+		if inFence || !strings.HasPrefix(line, "#") {
+			continue
+		}
+		a := githubAnchor(strings.TrimLeft(line, "# "))
+		require.False(t, out[a], "%s: heading anchor #%s twice", file, a)
+		out[a] = true
+	}
+	return out
+}
+
+// githubAnchor is GitHub's anchor of a heading's text.
+func githubAnchor(heading string) string {
+	var b strings.Builder
+	for _, r := range strings.ToLower(strings.TrimSpace(heading)) {
+		switch {
+		case r == ' ':
+			b.WriteRune('-')
+		case r == '-' || r == '_' || unicode.IsLetter(r) || unicode.IsDigit(r):
+			b.WriteRune(r)
+		}
+	}
+	return b.String()
+}
+
+func TestGithubAnchor(t *testing.T) {
+	assert.Equal(t, "yarncontainers-is-empty", githubAnchor("`/yarn/containers` is empty"))
+	assert.Equal(t, "processes-stay-in-the-nodemanager-pods-cgroup", githubAnchor("Processes stay in the NodeManager pod's cgroup"))
+	assert.Equal(t, "koordlet-yarn-is-absent-on-a-node", githubAnchor("koordlet-yarn is absent on a node"))
+}
+
+// checkPanelUnits asserts one panel's queries put one unit on its axis
+// (panelUnitProblems).
+func checkPanelUnits(t *testing.T, where string, exprs []string) {
+	t.Helper()
+	assert.Empty(t, panelUnitProblems(exprs), where)
+}
+
+// panelUnitProblems says where one panel's queries put more than one unit
+// on its axis: the base-unit suffixes of the series they select (_cores,
+// _bytes, _seconds) differ, or a batch ledger series (cores or bytes by its
+// resource label) is not pinned to one resource.
+func panelUnitProblems(exprs []string) []string {
+	var problems []string
+	units := map[string]bool{}
+	for _, expr := range exprs {
+		e, err := parser.ParseExpr(grafanaVariables.Replace(expr))
+		if err != nil {
+			continue // checkQueried reports it
+		}
+		parser.Inspect(e, func(n parser.Node, _ []parser.Node) error {
+			vs, ok := n.(*parser.VectorSelector)
+			if !ok {
+				return nil
+			}
+			for _, u := range []string{"_cores", "_bytes", "_seconds"} {
+				if strings.HasSuffix(vs.Name, u) {
+					units[u] = true
+				}
+			}
+			if strings.HasPrefix(vs.Name, "koordlet_yarn_batch_") && !strings.HasSuffix(vs.Name, "_total") && !strings.HasSuffix(vs.Name, "_seconds") {
+				pinned := false
+				for _, m := range vs.LabelMatchers {
+					if m.Name == "resource" && m.Type == labels.MatchEqual {
+						pinned = true
+					}
+				}
+				if !pinned {
+					problems = append(problems, vs.Name+" mixes cores and bytes unless resource= pins one")
+				}
+			}
+			return nil
+		})
+	}
+	if len(units) > 1 {
+		var us []string
+		for u := range units {
+			us = append(us, u)
+		}
+		sort.Strings(us)
+		problems = append(problems, "several units on one axis: "+strings.Join(us, ", "))
+	}
+	return problems
+}
+
+func TestPanelUnitProblems(t *testing.T) {
+	assert.Empty(t, panelUnitProblems([]string{`sum(koordlet_yarn_container_cpu_usage_cores)`, `sum(koordlet_yarn_application_cpu_request_cores)`}))
+	assert.Empty(t, panelUnitProblems([]string{`koordlet_yarn_batch_overcommit{resource="batch-cpu"}`}))
+	assert.Equal(t, []string{"several units on one axis: _bytes, _cores"},
+		panelUnitProblems([]string{`sum(koordlet_yarn_container_cpu_usage_cores)`, `sum(koordlet_yarn_container_memory_usage_bytes)`}))
+	assert.Equal(t, []string{"koordlet_yarn_batch_overcommit mixes cores and bytes unless resource= pins one"},
+		panelUnitProblems([]string{`koordlet_yarn_batch_overcommit{node=~"$node"}`}))
 }

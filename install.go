@@ -61,6 +61,8 @@ type Framework struct {
 	Watch    *cgroupwatch.Watcher
 	Ledger   *yarnledger.Ledger
 	rmSync   *yarnledger.RMSync
+	// staleEntry removes the ledger's entry with YARNBatchLedger off.
+	staleEntry *yarnledger.StaleEntry
 	// quota is the one writer of the YARN root's cfs quota, shared by BE
 	// suppress, its gate-off restorer and the interference controller.
 	quota *cgroups.RootQuota
@@ -225,6 +227,10 @@ func install(fs *flag.FlagSet, reg prometheus.Registerer) (*Framework, error) {
 	qmplugins.StrategyPlugins[StrategyName] = fw.newLoopRunner
 	options.RegisterHTTPHandler(ContainersPath, fw.containersHandler)
 	options.RegisterHTTPHandler(EvictionsPath, fw.evictionsHandler)
+	if err := fw.registerRestoreMetric(reg); err != nil {
+		return nil, fmt.Errorf("register the restore metric: %w", err)
+	}
+	options.RegisterHTTPHandler(RestorePath, fw.restoreHandler)
 	return fw, nil
 }
 

@@ -69,8 +69,8 @@ func (fw *Framework) installLedger(reg prometheus.Registerer) error {
 		Record:            func() string { return fw.Config.Ledger.RMCapacityRecord },
 	})
 	fw.Informer.AfterResync = fw.Ledger.Notify
-	stale := &yarnledger.StaleEntry{Client: fw.Handles.KubeClient, NodeName: os.Getenv("NODE_NAME")}
-	fw.loops = append(fw.loops, fw.Ledger, fw.rmSync, stale)
+	fw.staleEntry = &yarnledger.StaleEntry{Client: fw.Handles.KubeClient, NodeName: os.Getenv("NODE_NAME")}
+	fw.loops = append(fw.loops, fw.Ledger, fw.rmSync, fw.staleEntry)
 	options.RegisterHTTPHandler(LedgerPath, fw.ledgerHandler)
 	return nil
 }

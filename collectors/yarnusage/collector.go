@@ -25,6 +25,7 @@ import (
 	"github.com/koordlet-yarn/koordlet-yarn/framework/config"
 	"github.com/koordlet-yarn/koordlet-yarn/framework/features"
 	"github.com/koordlet-yarn/koordlet-yarn/framework/store"
+	"github.com/koordlet-yarn/koordlet-yarn/framework/yarn"
 )
 
 // AggregateName is the host-application name under which the sum over all
@@ -224,6 +225,7 @@ func (c *Collector) Collect(now time.Time) Cycle {
 	var aggCPU, aggMem, aggMemPC float64
 	var haveCPU, haveMem bool
 	states := map[string]float64{}
+	withoutCgroup := 0.0
 	live := make(map[string]struct{}, len(snapshot))
 	leftCharges := c.opts.Charges.Len() > 0
 	// koordlet moves processes into memory cgroups with these gates.
@@ -235,6 +237,9 @@ func (c *Collector) Collect(now time.Time) Cycle {
 		}
 		states[state]++
 		if !ct.HasCgroup() {
+			if ct.Source&store.SourceNM != 0 && ct.State == yarn.StateRunning {
+				withoutCgroup++
+			}
 			continue
 		}
 		cyc.Containers++
@@ -385,6 +390,7 @@ func (c *Collector) Collect(now time.Time) Cycle {
 	for state, n := range states {
 		m.Containers.WithLabelValues(c.opts.NodeName, state).Set(n)
 	}
+	m.WithoutCgroup.WithLabelValues(c.opts.NodeName).Set(withoutCgroup)
 	c.checkAccounting(len(snapshot) > 0 || (c.opts.NodeManagerPresent != nil && c.opts.NodeManagerPresent()))
 	m.CollectDuration.WithLabelValues(c.opts.NodeName).Set(time.Since(start).Seconds())
 	return cyc

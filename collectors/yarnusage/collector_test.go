@@ -338,3 +338,46 @@ func TestCollectAllocationsDoNotGrow(t *testing.T) {
 	t.Logf("allocations per cycle: %.0f after 25 cycles, %.0f after 345", early, late)
 	assert.LessOrEqual(t, late, early*1.05+10)
 }
+
+// TestContainersWithoutCgroup: a container the NodeManager lists as
+// RUNNING with no cgroup found (another hierarchy, or YARN making none) is
+// counted; one still localizing (its cgroup not made yet) and one with its
+// cgroup are not.
+func TestContainersWithoutCgroup(t *testing.T) {
+	n := newNode(t, false)
+	reg := prometheus.NewRegistry()
+	m, err := NewMetrics(reg)
+	require.NoError(t, err)
+	c := New(Options{Store: n.st, Metrics: m, NodeName: "n1", Interval: func() time.Duration { return time.Second },
+		Hierarchy: func() string { return hierarchy }})
+	const (
+		running    = "container_e17_1700000000000_0042_01_000003"
+		localizing = "container_e17_1700000000000_0042_01_000004"
+	)
+	n.set(exec, 1e9, 1<<20, 0, 1, 0)
+	id := func(s string) yarn.ContainerID { v, err := yarn.ParseContainerID(s); require.NoError(t, err); return v }
+	own := cgroups.Ref{Dir: n.dir(exec), Owned: true}
+	n.st.Resync(store.Observation{
+		Scan:   []cgroups.Container{{Name: exec, ID: id(exec), Pids: []int{1}, Cgroups: cgroups.Cgroups{own, own, {Dir: "nm"}, own, {Dir: "nm"}}}},
+		ScanOK: true,
+		NM: []yarn.NMContainer{{ID: id(exec), State: yarn.StateRunning}, {ID: id(running), State: yarn.StateRunning},
+			{ID: id(localizing), State: yarn.StateLocalizing}},
+		NMOK: true,
+	}, time.Now())
+	c.Collect(time.Now())
+	assert.Equal(t, 1.0, testutil.ToFloat64(m.WithoutCgroup.WithLabelValues("n1")))
+	assert.Equal(t, 2.0, testutil.ToFloat64(m.Containers.WithLabelValues("n1", "RUNNING")), "the state gauge counts both")
+
+	// The hierarchy fixed: the container's cgroup is found.
+	own2 := cgroups.Ref{Dir: n.dir(running), Owned: true}
+	n.set(running, 1e9, 1<<20, 0, 1, 0)
+	n.st.Resync(store.Observation{
+		Scan: []cgroups.Container{{Name: exec, ID: id(exec), Pids: []int{1}, Cgroups: cgroups.Cgroups{own, own, {Dir: "nm"}, own, {Dir: "nm"}}},
+			{Name: running, ID: id(running), Pids: []int{2}, Cgroups: cgroups.Cgroups{own2, own2, {Dir: "nm"}, own2, {Dir: "nm"}}}},
+		ScanOK: true,
+		NM:     []yarn.NMContainer{{ID: id(exec), State: yarn.StateRunning}, {ID: id(running), State: yarn.StateRunning}},
+		NMOK:   true,
+	}, time.Now())
+	c.Collect(time.Now())
+	assert.Zero(t, testutil.ToFloat64(m.WithoutCgroup.WithLabelValues("n1")))
+}

@@ -46,8 +46,12 @@ type Metrics struct {
 	// that stays charged to the NodeManager pod's cgroup.
 	ChargedToNodeManager *prometheus.GaugeVec
 	Containers           *prometheus.GaugeVec
-	AccountingAsBE       *prometheus.GaugeVec
-	CollectDuration      *prometheus.GaugeVec
+	// WithoutCgroup counts the containers the NodeManager lists as
+	// RUNNING for which discovery found no cgroup under the YARN
+	// hierarchy (a hierarchy mismatch, or YARN making no cgroups).
+	WithoutCgroup   *prometheus.GaugeVec
+	AccountingAsBE  *prometheus.GaugeVec
+	CollectDuration *prometheus.GaugeVec
 }
 
 func gauge(name, help string, labels ...string) *prometheus.GaugeVec {
@@ -75,12 +79,13 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 		TotalMemoryUsage:     gauge("yarn_memory_usage_bytes", "Memory used by all YARN containers on the node, without page cache.", labelNode),
 		ChargedToNodeManager: gauge("yarn_memory_charged_to_nodemanager_bytes", "Memory of YARN containers whose processes koordlet moved into a cgroup of their own (YARNContainerCgroups) that stays charged to the memory cgroup they left (the NodeManager pod's): cgroup v2 and kernels from 6.8 move no charges. It is counted in those containers' memory usage.", labelNode),
 		Containers:           gauge("yarn_containers", "YARN containers on the node by NodeManager state (UNKNOWN until the NM reports one).", labelNode, labelState),
+		WithoutCgroup:        gauge("yarn_containers_without_cgroup", "YARN containers the NodeManager lists as RUNNING for which no cgroup was found under the YARN hierarchy (--yarn-cgroup-hierarchy not the NodeManager's, or YARN makes no cgroups for its containers): not measured, isolated or evictable one by one.", labelNode),
 		AccountingAsBE:       gauge("yarn_usage_accounted_as_be", "1 when the node's NodeSLO declares a BE host application covering the YARN hierarchy, so that YARN usage counts as BE and not as system usage; 0 otherwise. Only on nodes where a NodeManager runs.", labelNode),
 		CollectDuration:      gauge("yarn_collect_duration_seconds", "Wall time of the last YARN usage collection cycle.", labelNode),
 	}
 	for _, p := range []**prometheus.GaugeVec{&m.CPUUsage, &m.MemoryUsage, &m.MemoryWithPageCache, &m.CPUThrottledRatio,
 		&m.CPURequest, &m.MemoryRequest, &m.AppCPUUsage, &m.AppMemoryUsage, &m.AppCPURequest, &m.AppMemoryRequest,
-		&m.AppContainers, &m.TotalCPUUsage, &m.TotalMemoryUsage, &m.ChargedToNodeManager, &m.Containers, &m.AccountingAsBE, &m.CollectDuration} {
+		&m.AppContainers, &m.TotalCPUUsage, &m.TotalMemoryUsage, &m.ChargedToNodeManager, &m.Containers, &m.WithoutCgroup, &m.AccountingAsBE, &m.CollectDuration} {
 		got, err := register(reg, *p)
 		if err != nil {
 			return nil, err

@@ -99,3 +99,42 @@ func TestContainerIDEmptyEnvironment(t *testing.T) {
 	require.NoError(t, err)
 	assert.Empty(t, got, "an environment without CONTAINER_ID: none, an answer")
 }
+
+// TestEnvironKeepsNoSecret: a process environment can hold secrets (tokens,
+// keys, passwords). The reader keeps only CONTAINER_ID's value and whether
+// an AM marker name is present; no other variable's value is returned,
+// whatever its name looks like or where the CONTAINER_ID name appears.
+func TestEnvironKeepsNoSecret(t *testing.T) {
+	const (
+		id     = "container_e17_1700000000000_0007_01_000003"
+		secret = "s3cr3t-AKIAEXAMPLE"
+	)
+	root := t.TempDir()
+	require.NoError(t, os.MkdirAll(filepath.Join(root, "42"), 0o755))
+	r := NewEnvironReader()
+	for _, tc := range []struct {
+		name string
+		env  []string
+		want string
+	}{
+		{"secrets beside the id", []string{"AWS_SECRET_ACCESS_KEY=" + secret, "CONTAINER_ID=" + id, "HADOOP_TOKEN=" + secret}, id},
+		{"no id: nothing", []string{"PASSWORD=" + secret, "HOME=/"}, ""},
+		{"the name as a prefix", []string{"CONTAINER_ID_TOKEN=" + secret}, ""},
+		{"the name as a suffix", []string{"XCONTAINER_ID=" + secret}, ""},
+		{"the name inside a value", []string{"JAVA_OPTS=-DCONTAINER_ID=" + secret, "FOO=CONTAINER_ID=" + secret}, ""},
+		{"a value with a newline", []string{"KEY=a\nCONTAINER_ID=" + secret, "CONTAINER_ID=" + id}, id},
+		{"AM markers' values", []string{"CONTAINER_ID=" + id, "APP_SUBMIT_TIME_ENV=" + secret, "APPLICATION_WEB_PROXY_BASE=" + secret}, id},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			require.NoError(t, os.WriteFile(filepath.Join(root, "42", "environ"), environ(tc.env...), 0o644))
+			got, err := r.ContainerID(root, 42)
+			require.NoError(t, err)
+			assert.Equal(t, tc.want, got)
+			assert.NotContains(t, got, secret)
+			for _, me := range []string{id, "container_e17_1700000000000_0007_01_000009"} {
+				v, other := parseEnviron(environ(tc.env...), me, false)
+				assert.NotContains(t, other, secret, "verdict %d", v)
+			}
+		})
+	}
+}

@@ -182,3 +182,11 @@ func write(rel string, quota int64) error {
 	}
 	return nil
 }
+
+// QuotaRecorded reports whether the YARN root rel still carries the record
+// of its own quota (PriorQuotaXattr): koordlet wrote the quota and has not
+// put the own one back.
+func QuotaRecorded(rel string) bool {
+	_, ok := readRecord(QuotaDir(rel))
+	return ok
+}

@@ -301,3 +301,15 @@ func (r *RMSync) RestoreDisabled() int {
 	}
 	return 0
 }
+
+// RestorePending is 1 while a record of YARN's own capacity is on the node (or
+// unreadable): a capacity koordlet pushed to the ResourceManager that was
+// not given back yet; 0 otherwise. For koordlet_yarn_restore_pending and
+// /yarn/restore; it reads the record file, never the RM.
+func (r *RMSync) RestorePending() int {
+	rec, err := readRecord(r.record())
+	if err != nil || rec != nil {
+		return 1
+	}
+	return 0
+}

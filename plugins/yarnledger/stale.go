@@ -2,6 +2,7 @@ package yarnledger
 
 import (
 	"context"
+	"sync/atomic"
 	"time"
 
 	"k8s.io/client-go/kubernetes"
@@ -25,6 +26,19 @@ type StaleEntry struct {
 	// Retry is the first wait after a failure (doubled up to 5 minutes);
 	// default 5 seconds.
 	Retry time.Duration
+
+	// done: an attempt found nothing left to do (RestorePending).
+	done atomic.Bool
+}
+
+// RestorePending is 1 until an attempt has removed the entry or found none of
+// koordlet-yarn's to remove (for koordlet_yarn_restore_pending and
+// /yarn/restore), 0 after.
+func (s *StaleEntry) RestorePending() int {
+	if s.done.Load() {
+		return 0
+	}
+	return 1
 }
 
 // Name names the loop in koordlet's log.
@@ -77,9 +91,11 @@ func (s *StaleEntry) Once(ctx context.Context) (done bool, err error) {
 	wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	removed, kept, err := (&NodeWriter{Client: client, NodeName: s.NodeName}).RemoveOurs(wctx)
-	switch {
-	case err != nil:
+	if err != nil {
 		return false, err
+	}
+	s.done.Store(true)
+	switch {
 	case removed:
 		klog.Infof("yarn: %s is off: removed the %s entry koordlet-yarn had left in the Node's %s (nothing keeps it current now)",
 			features.YARNBatchLedger, EntryName, AnnotationKey)
