@@ -416,11 +416,14 @@ func realYARNDiscoveryOn(t *testing.T, y *realYARN, nm yarnNM, memory bool) {
 	// CPU against the kernel's counter of the burner's cgroup.
 	burner := launched[0]
 	var cores float64
-	require.Eventually(t, func() bool {
+	var present bool
+	if !assert.Eventually(t, func() bool {
 		v, ok := value(scrape(t, y.box), "koordlet_yarn_container_cpu_usage_cores", map[string]string{"container_id": burner})
-		cores = v
+		cores, present = v, ok
 		return ok && v > 0.5
-	}, jvmWait(60*time.Second), 500*time.Millisecond, "the burner's CPU on /metrics")
+	}, jvmWait(60*time.Second), 500*time.Millisecond, "the burner's CPU on /metrics") {
+		t.Fatalf("the burner %s's CPU on /metrics: series present %v, last %.3f cores (want > 0.5)", burner, present, cores)
+	}
 	// Ground truth: the kernel's run time of every thread of the burner's
 	// processes (schedstat, nanoseconds), over the same five seconds.
 	// Its processes now (the launch may still have been a bash when
