@@ -24,12 +24,22 @@ import (
 // scrape parses koordlet's /metrics.
 func scrape(t *testing.T, b *nodebox.Box) map[string]*dto.MetricFamily {
 	t.Helper()
-	text, err := b.Metrics()
-	require.NoError(t, err)
-	parser := expfmt.NewTextParser(model.UTF8Validation)
-	fams, err := parser.TextToMetricFamilies(strings.NewReader(text))
+	fams, err := tryScrape(b)
 	require.NoError(t, err)
 	return fams
+}
+
+// tryScrape parses koordlet's /metrics and returns the error instead of
+// failing the test: for conditions polled by Eventually, where a FailNow
+// would end the polling goroutine and leave Eventually waiting its whole
+// time.
+func tryScrape(b *nodebox.Box) (map[string]*dto.MetricFamily, error) {
+	text, err := b.Metrics()
+	if err != nil {
+		return nil, err
+	}
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	return parser.TextToMetricFamilies(strings.NewReader(text))
 }
 
 // value returns the gauge of family name whose labels include want.
