@@ -5,6 +5,8 @@ import (
 	"errors"
 	"net/http"
 	"os"
+	"sync"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/component-base/featuregate"
@@ -135,21 +137,48 @@ func (fw *Framework) restoreHandler() http.HandlerFunc {
 const restorePendingHelp = "What koordlet-yarn wrote under a gate now off that is still on the node, by kind (see /yarn/restore); -1 while it cannot be told. " +
 	"Only the kinds whose gates are all off; restoration is complete when every series is 0."
 
-// restoreCollector exports koordlet_yarn_restore_pending, read from the
-// node at each scrape.
+// restoreRefresh is how old the restore gauge's reading may be before a
+// scrape starts a new one.
+const restoreRefresh = 15 * time.Second
+
+// restoreCollector exports koordlet_yarn_restore_pending. A scrape never
+// reads the node itself (the readings take the hierarchy from the
+// informer and walk the YARN cgroups, which must not hold up /metrics on
+// a slow node): it serves the last reading and, when that is older than
+// restoreRefresh, starts the next one in the background.
 type restoreCollector struct {
 	fw   *Framework
 	desc *prometheus.Desc
+
+	mu         sync.Mutex
+	last       []RestoreKind
+	at         time.Time
+	refreshing bool
 }
 
 func (c *restoreCollector) Describe(ch chan<- *prometheus.Desc) { ch <- c.desc }
 
 func (c *restoreCollector) Collect(ch chan<- prometheus.Metric) {
-	for _, k := range c.fw.restoreStatus().Kinds {
+	c.mu.Lock()
+	if !c.refreshing && time.Since(c.at) > restoreRefresh {
+		c.refreshing = true
+		go c.refresh()
+	}
+	last := c.last
+	c.mu.Unlock()
+	for _, k := range last {
 		if k.Off {
 			ch <- prometheus.MustNewConstMetric(c.desc, prometheus.GaugeValue, float64(k.Pending), k.Kind)
 		}
 	}
+}
+
+// refresh reads the node and keeps the reading for the next scrapes.
+func (c *restoreCollector) refresh() {
+	kinds := c.fw.restoreStatus().Kinds
+	c.mu.Lock()
+	c.last, c.at, c.refreshing = kinds, time.Now(), false
+	c.mu.Unlock()
 }
 
 // registerRestoreMetric registers koordlet_yarn_restore_pending, with the

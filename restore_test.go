@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
@@ -102,6 +103,9 @@ func TestRestoreStatus(t *testing.T) {
 	assert.False(t, left.Complete)
 	assert.Equal(t, map[string]int{"cpu-qos": 2, "memory-qos": 1, "resctrl": 1, "cpu-quota": 1, "memory-cgroups": 1,
 		"container-cgroups": 1, "rm-capacity": 1, "ledger-entry": 1}, pendingOf(left))
+	// The first scrape starts a reading in the background; a later one
+	// serves it.
+	require.Eventually(t, func() bool { return testutil.CollectAndCount(reg, "koordlet_yarn_restore_pending") == 8 }, 10*time.Second, 10*time.Millisecond)
 	require.NoError(t, testutil.GatherAndCompare(reg, strings.NewReader(`# HELP koordlet_yarn_restore_pending `+restorePendingHelp+`
 # TYPE koordlet_yarn_restore_pending gauge
 koordlet_yarn_restore_pending{kind="container-cgroups",node="n1"} 1
