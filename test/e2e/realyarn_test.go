@@ -415,6 +415,13 @@ func realYARNDiscoveryOn(t *testing.T, y *realYARN, nm yarnNM, memory bool) {
 
 	// CPU against the kernel's counter of the burner's cgroup.
 	burner := launched[0]
+	// Burning, before its CPU is compared with the kernel's: half a core on
+	// the host; in the v2 guest a quarter (its emulated CPUs, shared with
+	// the NM's and RM's JVMs, gave the burner 0.52 cores in a passing run).
+	burning := 0.5
+	if v2guest.InGuest() {
+		burning = 0.25
+	}
 	var cores float64
 	var present bool
 	if !assert.Eventually(t, func() bool {
@@ -426,9 +433,9 @@ func realYARNDiscoveryOn(t *testing.T, y *realYARN, nm yarnNM, memory bool) {
 		}
 		v, ok := value(fams, "koordlet_yarn_container_cpu_usage_cores", map[string]string{"container_id": burner})
 		cores, present = v, ok
-		return ok && v > 0.5
+		return ok && v > burning
 	}, jvmWait(60*time.Second), 500*time.Millisecond, "the burner's CPU on /metrics") {
-		t.Fatalf("the burner %s's CPU on /metrics: series present %v, last %.3f cores (want > 0.5)", burner, present, cores)
+		t.Fatalf("the burner %s's CPU on /metrics: series present %v, last %.3f cores (want > %.2f)", burner, present, cores, burning)
 	}
 	// Ground truth: the kernel's run time of every thread of the burner's
 	// processes (schedstat, nanoseconds), over the same five seconds.
