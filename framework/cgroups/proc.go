@@ -1,8 +1,10 @@
 package cgroups
 
 import (
+	"bytes"
 	"fmt"
 	"math"
+	"strconv"
 	"time"
 
 	"github.com/prometheus/procfs"
@@ -10,8 +12,7 @@ import (
 
 // ClockTicks is the unit of the times in /proc/<pid>/stat (USER_HZ): the
 // kernel exports them in 1/100 s on every architecture Kubernetes runs on,
-// whatever its internal HZ. prometheus/procfs assumes the same (its
-// userHZ, unexported: ProcStat gives raw ticks), hence this constant.
+// whatever its internal HZ.
 const ClockTicks = 100
 
 // BootTime reads the boot time (btime, whole seconds since the epoch) from
@@ -46,6 +47,28 @@ func TaskStat(procRoot string, id int) (procfs.ProcStat, error) {
 	return p.Stat()
 }
 
+// parseStartTicks returns field 22 of /proc/<pid>/stat (starttime: clock
+// ticks after boot). The command (field 2) may hold spaces and parentheses,
+// so the fields are counted after its last ')'. The scan parses the stat
+// of every container process at every resync into one reused buffer;
+// procfs's ProcStat (which allocates the whole record) is for the rest.
+func parseStartTicks(stat []byte) (int64, bool) {
+	i := bytes.LastIndexByte(stat, ')')
+	if i < 0 {
+		return 0, false
+	}
+	fields := bytes.Fields(stat[i+1:])
+	const startTime = 22 - 3 // fields after the command start at field 3 (state)
+	if len(fields) <= startTime {
+		return 0, false
+	}
+	v, err := strconv.ParseInt(string(fields[startTime]), 10, 64)
+	if err != nil || v < 0 {
+		return 0, false
+	}
+	return v, true
+}
+
 // ProcessStartTime returns when process pid started, from
 // procRoot/<pid>/stat and the boot time.
 func ProcessStartTime(procRoot string, pid int, boot time.Time) (time.Time, error) {
@@ -57,4 +80,13 @@ func ProcessStartTime(procRoot string, pid int, boot time.Time) (time.Time, erro
 		return time.Time{}, fmt.Errorf("unparsable %s/%d/stat: start time %d", procRoot, pid, st.Starttime)
 	}
 	return boot.Add(time.Duration(st.Starttime) * (time.Second / ClockTicks)), nil
+}
+
+// startTimeOf returns the start time in the content of /proc/<pid>/stat.
+func startTimeOf(stat []byte, boot time.Time) (time.Time, bool) {
+	ticks, ok := parseStartTicks(stat)
+	if !ok {
+		return time.Time{}, false
+	}
+	return boot.Add(time.Duration(ticks) * (time.Second / ClockTicks)), true
 }

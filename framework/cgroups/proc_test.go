@@ -5,7 +5,6 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
-	"strings"
 	"testing"
 	"time"
 
@@ -24,39 +23,24 @@ func stat(pid int, comm string, startTicks int64) string {
 		pid, comm, pid, pid, startTicks)
 }
 
-// TestProcessStartTime reads field 22 (starttime) of a fake
-// /proc/<pid>/stat through procfs: the command may hold spaces and
-// parentheses; a truncated record, a field that is not a number or a
-// missing process is an error.
-func TestProcessStartTime(t *testing.T) {
-	boot := time.Unix(1700000000, 0)
+func TestParseStartTicks(t *testing.T) {
 	tests := []struct {
-		name    string
-		stat    string
-		want    time.Duration
-		wantErr bool
+		name string
+		stat string
+		want int64
+		ok   bool
 	}{
-		{"plain", stat(42, "java", 123456), 1234560 * time.Millisecond, false},
-		{"command with spaces and parens", stat(42, "a) b (c", 77), 770 * time.Millisecond, false},
-		{"truncated", "42 (java) S 1 2 3", 0, true},
-		{"no command", "42 java S", 0, true},
-		{"not a number", strings.Replace(stat(42, "java", 5), " 5 10000000 ", " x 10000000 ", 1), 0, true},
-		{"missing", "", 0, true},
+		{"plain", stat(42, "java", 123456), 123456, true},
+		{"command with spaces and parens", stat(42, "a) b (c", 77), 77, true},
+		{"truncated", "42 (java) S 1 2 3", 0, false},
+		{"no command", "42 java S", 0, false},
+		{"not a number", "42 (java) S 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 x 20\n", 0, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			helper := system.NewFileTestUtil(t)
-			defer helper.Cleanup()
-			if tt.stat != "" {
-				helper.WriteProcSubFileContents(filepath.Join("42", "stat"), tt.stat)
-			}
-			got, err := ProcessStartTime(system.Conf.ProcRootDir, 42, boot)
-			if tt.wantErr {
-				assert.Error(t, err)
-				return
-			}
-			require.NoError(t, err)
-			assert.Equal(t, boot.Add(tt.want), got)
+			got, ok := parseStartTicks([]byte(tt.stat))
+			assert.Equal(t, tt.ok, ok)
+			assert.Equal(t, tt.want, got)
 		})
 	}
 }

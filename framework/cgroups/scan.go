@@ -227,7 +227,7 @@ func (s *Scanner) fill(c *Container) {
 }
 
 // fillStarted sets c.Started to the start time of its oldest process, read
-// once per container from /proc/<pid>/stat (prometheus/procfs).
+// once per container from /proc/<pid>/stat.
 func (s *Scanner) fillStarted(c *Container) {
 	if t, ok := s.started[c.Name]; ok {
 		c.Started = t
@@ -252,11 +252,12 @@ func (s *Scanner) fillStarted(c *Container) {
 		if i == maxStartPids {
 			break
 		}
-		t, err := ProcessStartTime(s.h.ProcRoot, pid, s.boot)
+		var err error
+		s.buf, err = readInto(filepath.Join(s.h.ProcRoot, strconv.Itoa(pid), "stat"), s.buf)
 		if err != nil {
 			continue // exited meanwhile
 		}
-		if c.Started.IsZero() || t.Before(c.Started) {
+		if t, ok := startTimeOf(s.buf, s.boot); ok && (c.Started.IsZero() || t.Before(c.Started)) {
 			c.Started = t
 		}
 	}

@@ -35,14 +35,7 @@ func (s procStat) emptyLaidOut() bool {
 	return s.EnvBegin != 0 && s.ArgEnd == s.EnvBegin && s.EnvEnd == s.EnvBegin
 }
 
-// readStat reads and parses procRoot/<pid>/stat. It is not procfs's
-// Proc.Stat (what framework/cgroups.TaskStat reads elsewhere) for two
-// reasons: its ProcStat stops at field 44 (cguest_time), without the
-// argument and environment addresses (fields 48–51) that tell one exec
-// image from the next; and observe reads it after the pin to compare its
-// start time with the pin's, so that the addresses and the environment
-// read with them belong to the process pinned, not to one that reused
-// its pid.
+// readStat reads and parses procRoot/<pid>/stat.
 func readStat(procRoot string, pid int) (procStat, error) {
 	b, err := os.ReadFile(filepath.Join(procRoot, strconv.Itoa(pid), "stat"))
 	if err != nil {
