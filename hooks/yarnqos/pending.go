@@ -43,37 +43,33 @@ func (a *Applier) PendingCPUQoS() int {
 // PendingMemoryQoS counts the container memory cgroups that still carry
 // the prior Memory QoS values (MemoryQoSMarker): values not written back.
 func (a *Applier) PendingMemoryQoS() int {
-	root, ok := a.root()
-	if !ok {
-		return -1
-	}
-	rootAbs := memoryDir(root)
-	if rootAbs == "" {
-		return 0
-	}
-	n := 0
-	for _, name := range childDirs(rootAbs) {
-		if len(readPrior(filepath.Join(rootAbs, name))) > 0 {
-			n++
-		}
-	}
-	return n
+	return a.countChildren(memoryDir, func(dir string) bool { return len(readPrior(dir)) > 0 })
 }
 
 // PendingResctrl counts the container cpu cgroups marked ResctrlMarker:
 // tasks koordlet moved into the resctrl BE group and has not moved back.
 func (a *Applier) PendingResctrl() int {
+	return a.countChildren(cpuDir, func(dir string) bool {
+		_, err := unix.Getxattr(dir, ResctrlMarker, make([]byte, 8))
+		return err == nil
+	})
+}
+
+// countChildren counts the container cgroups under the YARN root's
+// directory (controllerDir of the root) for which has holds: -1 while the
+// hierarchy is not known, 0 without that controller.
+func (a *Applier) countChildren(controllerDir func(string) string, has func(dir string) bool) int {
 	root, ok := a.root()
 	if !ok {
 		return -1
 	}
-	rootAbs := cpuDir(root)
+	rootAbs := controllerDir(root)
 	if rootAbs == "" {
 		return 0
 	}
 	n := 0
 	for _, name := range childDirs(rootAbs) {
-		if _, err := unix.Getxattr(filepath.Join(rootAbs, name), ResctrlMarker, make([]byte, 8)); err == nil {
+		if has(filepath.Join(rootAbs, name)) {
 			n++
 		}
 	}
