@@ -12,6 +12,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -55,7 +56,26 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, "e2e:", err)
 		os.Exit(1)
 	}
-	os.Exit(m.Run())
+	code := m.Run()
+	if shared.server != nil {
+		shared.server.Stop()
+	}
+	os.Exit(code)
+}
+
+// shared is the control plane the package's boxes share, started by the
+// first box and stopped when the tests end (nodebox.Options.APIServer: in
+// the v2 guest a control plane of its own costs each box about a minute).
+var shared struct {
+	once   sync.Once
+	server *nodebox.APIServer
+	err    error
+}
+
+// sharedAPIServer starts the shared control plane once.
+func sharedAPIServer() (*nodebox.APIServer, error) {
+	shared.once.Do(func() { shared.server, shared.err = nodebox.StartAPIServer(repoTop()) })
+	return shared.server, shared.err
 }
 
 func repoTop() string {
@@ -85,11 +105,15 @@ func startBox(t *testing.T, opts nodebox.Options) *nodebox.Box {
 	ctx, cancel := context.WithTimeout(context.Background(), opts.LockWait+3*time.Minute)
 	defer cancel()
 	began := time.Now()
+	var err error
+	if opts.APIServer, err = sharedAPIServer(); err != nil {
+		t.Fatalf("start the boxes' control plane: %v", err)
+	}
 	b, err := nodebox.Start(ctx, opts)
 	if err != nil {
 		t.Fatalf("start the node in a box: %v", err)
 	}
-	t.Logf("the node in a box up in %v", time.Since(began).Round(time.Millisecond))
+	t.Logf("the node in a box up in %v (%s)", time.Since(began).Round(time.Millisecond), b.StartSteps())
 	t.Cleanup(func() {
 		if b.KoordletCrashed() {
 			t.Errorf("koordlet exited during the test (see its log below)")

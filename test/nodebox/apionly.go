@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"path/filepath"
 
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 )
@@ -22,6 +23,9 @@ type APIServer struct {
 	Config *rest.Config
 	// Kube is a client with Config.
 	Kube kubernetes.Interface
+	// own are the objects the server made itself, recorded when a box
+	// first clears it (shared.go).
+	own map[types.UID]bool
 }
 
 // APIServerPrerequisites says why StartAPIServer cannot run here, or nil:
@@ -38,7 +42,8 @@ func APIServerPrerequisites(top string) error {
 	return nil
 }
 
-// StartAPIServer starts etcd and kube-apiserver from top/build/bin.
+// StartAPIServer starts etcd and kube-apiserver from top/build/bin. Boxes
+// can share it (Options.APIServer); one that boxes share is theirs alone.
 func StartAPIServer(top string) (*APIServer, error) {
 	if err := APIServerPrerequisites(top); err != nil {
 		return nil, err
@@ -47,7 +52,7 @@ func StartAPIServer(top string) (*APIServer, error) {
 	if err != nil {
 		return nil, err
 	}
-	cp, err := startControlPlane(dir, filepath.Join(top, "build/bin"))
+	cp, err := startControlPlane(dir, filepath.Join(top, "build/bin"), func(string) {})
 	if err != nil {
 		os.RemoveAll(dir)
 		return nil, err

@@ -23,7 +23,9 @@ type controlPlane struct {
 	kubeconfig      string
 }
 
-func startControlPlane(dir, binDir string) (*controlPlane, error) {
+// startControlPlane starts etcd and kube-apiserver in dir; step is told
+// when each is up.
+func startControlPlane(dir, binDir string, step func(string)) (*controlPlane, error) {
 	ports, err := freePorts(3)
 	if err != nil {
 		return nil, err
@@ -51,6 +53,7 @@ func startControlPlane(dir, binDir string) (*controlPlane, error) {
 		return nil, err
 	}
 
+	step("etcd")
 	key := filepath.Join(dir, "sa.key")
 	if out, err := exec.Command("openssl", "genrsa", "-out", key, "2048").CombinedOutput(); err != nil {
 		cp.stop()
@@ -61,6 +64,7 @@ func startControlPlane(dir, binDir string) (*controlPlane, error) {
 		cp.stop()
 		return nil, err
 	}
+	step("service account key")
 	cp.url = "https://127.0.0.1:" + strconv.Itoa(ports[2])
 	cp.apiserver, err = startProc(dir, "kube-apiserver", filepath.Join(binDir, "kube-apiserver"), nil,
 		"--etcd-servers="+etcdURL, "--bind-address=127.0.0.1", "--advertise-address=127.0.0.1",
@@ -99,6 +103,7 @@ func startControlPlane(dir, binDir string) (*controlPlane, error) {
 		}
 		return nil, fmt.Errorf("%w (%s ends: %s)", err, cp.apiserver.log, tail)
 	}
+	step("kube-apiserver")
 	cp.kubeconfig = filepath.Join(dir, "kubeconfig")
 	kc := fmt.Sprintf(`apiVersion: v1
 kind: Config

@@ -13,6 +13,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apiextensionsclient "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
@@ -34,21 +35,33 @@ var crdFiles = []string{
 	"scheduling.koordinator.sh_devices.yaml",
 }
 
-func applyCRDs(ctx context.Context, cfg *rest.Config, crdDir string, files []string) error {
+// readCRDs reads CRD files of crdDir.
+func readCRDs(crdDir string, files []string) ([]*apiextensionsv1.CustomResourceDefinition, error) {
+	var crds []*apiextensionsv1.CustomResourceDefinition
+	for _, f := range files {
+		b, err := os.ReadFile(filepath.Join(crdDir, f))
+		if err != nil {
+			return nil, fmt.Errorf("read CRD: %w", err)
+		}
+		crd := &apiextensionsv1.CustomResourceDefinition{}
+		if err := yaml.Unmarshal(b, crd); err != nil {
+			return nil, fmt.Errorf("decode CRD %s: %w", f, err)
+		}
+		crds = append(crds, crd)
+	}
+	return crds, nil
+}
+
+// applyCRDs creates the CRDs (one a shared API server has from an earlier
+// box is kept) and waits until each is established.
+func applyCRDs(ctx context.Context, cfg *rest.Config, crds []*apiextensionsv1.CustomResourceDefinition) error {
 	client, err := apiextensionsclient.NewForConfig(cfg)
 	if err != nil {
 		return err
 	}
-	for _, f := range files {
-		b, err := os.ReadFile(filepath.Join(crdDir, f))
-		if err != nil {
-			return fmt.Errorf("read CRD: %w", err)
-		}
-		crd := &apiextensionsv1.CustomResourceDefinition{}
-		if err := yaml.Unmarshal(b, crd); err != nil {
-			return fmt.Errorf("decode CRD %s: %w", f, err)
-		}
-		if _, err := client.ApiextensionsV1().CustomResourceDefinitions().Create(ctx, crd, metav1.CreateOptions{}); err != nil {
+	for _, crd := range crds {
+		_, err := client.ApiextensionsV1().CustomResourceDefinitions().Create(ctx, crd, metav1.CreateOptions{})
+		if err != nil && !apierrors.IsAlreadyExists(err) {
 			return fmt.Errorf("create CRD %s: %w", crd.Name, err)
 		}
 		name := crd.Name
