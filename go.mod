@@ -17,6 +17,7 @@ require (
 	github.com/tsenart/vegeta/v12 v12.8.4
 	github.com/vishvananda/netlink v1.3.1
 	go.uber.org/mock v0.6.0
+	golang.org/x/sync v0.19.0
 	golang.org/x/sys v0.41.0
 	gonum.org/v1/plot v0.15.2
 	gopkg.in/natefinch/lumberjack.v2 v2.2.1
@@ -179,7 +180,6 @@ require (
 	golang.org/x/image v0.25.0 // indirect
 	golang.org/x/net v0.51.0 // indirect
 	golang.org/x/oauth2 v0.35.0 // indirect
-	golang.org/x/sync v0.19.0 // indirect
 	golang.org/x/term v0.40.0 // indirect
 	golang.org/x/text v0.34.0 // indirect
 	golang.org/x/time v0.14.0 // indirect
