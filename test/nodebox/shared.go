@@ -3,6 +3,7 @@ package nodebox
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -130,13 +131,10 @@ func (a *APIServer) objects(ctx context.Context) ([]object, error) {
 	return out, nil
 }
 
+// hasVerbs reports whether verbs has every one of want.
 func hasVerbs(verbs metav1.Verbs, want ...string) bool {
 	for _, w := range want {
-		found := false
-		for _, v := range verbs {
-			found = found || v == w
-		}
-		if !found {
+		if !slices.Contains(verbs, w) {
 			return false
 		}
 	}
