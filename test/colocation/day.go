@@ -1,0 +1,85 @@
+package colocation
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/koordlet-yarn/koordlet-yarn/test/nodebox"
+)
+
+// LS is the harness's LS service for a caller that drives the load itself
+// (make measure-jobs' day): the same service in the box's LS pod, the same
+// open-loop load generator and calibration as Run's.
+type LS struct {
+	h *harness
+}
+
+// StartLS starts the LS service in box's LS pod (BoxOptions) and
+// calibrates a request's CPU with opts' work; Close stops it.
+func StartLS(ctx context.Context, box *nodebox.Box, opts Options) (*LS, error) {
+	h, err := startHarness(ctx, box, &opts)
+	if err != nil {
+		if h != nil {
+			_ = h.close()
+		}
+		return nil, err
+	}
+	return &LS{h: h}, nil
+}
+
+// RateFor is the request rate that loads level (0–1) of the node's CPUs.
+func (l *LS) RateFor(level float64) int { return l.h.rateFor(level) }
+
+// RequestCPU is the LS pod's CPU time per request, with LS alone.
+func (l *LS) RequestCPU() time.Duration { return l.h.requestCPU }
+
+// Realtime says whether the load generator runs SCHED_FIFO.
+func (l *LS) Realtime() bool { return l.h.realtime }
+
+// PhaseResult is one phase of load.
+type PhaseResult struct {
+	Rate int
+	LS   Latencies
+	// PacerLagP99 is how late the generator sent its requests (p99).
+	PacerLagP99 time.Duration
+	// NodeUtilisation is the node's CPU utilisation over the phase.
+	NodeUtilisation float64
+	// BatchCPUSeconds, LSCPUSeconds and KoordletCPUSeconds are the
+	// phase's CPU time of YARN's hierarchy, the LS pod and koordlet.
+	BatchCPUSeconds, LSCPUSeconds, KoordletCPUSeconds float64
+}
+
+// Phase loads the service at rate for d and returns what it measured over
+// the whole phase (rate 0: no load, the counters only).
+func (l *LS) Phase(ctx context.Context, rate int, d time.Duration) (PhaseResult, error) {
+	res := PhaseResult{Rate: rate}
+	from, err := l.h.sample()
+	if err != nil {
+		return res, err
+	}
+	if rate > 0 {
+		began, results, err := l.h.attack(ctx, rate, d, nil)
+		if err != nil {
+			return res, fmt.Errorf("load at %d req/s: %w", rate, err)
+		}
+		samples, lag := windowSamples(results, began, rate, began, began.Add(d))
+		res.LS, res.PacerLagP99 = Summarise(samples), lag
+	} else {
+		select {
+		case <-ctx.Done():
+			return res, ctx.Err()
+		case <-time.After(d):
+		}
+	}
+	to, err := l.h.sample()
+	if err != nil {
+		return res, err
+	}
+	res.NodeUtilisation = Utilisation(from.cpu, to.cpu)
+	res.BatchCPUSeconds, res.LSCPUSeconds, res.KoordletCPUSeconds = to.batch-from.batch, to.ls-from.ls, to.koordlet-from.koordlet
+	return res, nil
+}
+
+// Close stops the service and removes what StartLS made.
+func (l *LS) Close() error { return l.h.close() }
