@@ -2,7 +2,6 @@
 
 // (Compiles, with a main; not yet run: the tag comes off with its first run.)
 
-
 package main
 
 import (
