@@ -255,11 +255,16 @@ func (p *Peer) startNM(ctx context.Context, first bool) error {
 // cgroups, as the DaemonSet's controller and the kubelet would; it returns
 // once the new one registered with the RM. Its web address and node id are
 // new (Peer's fields change; the caller reads them after).
-func (p *Peer) RestartNM(ctx context.Context) error {
+// stopped, if not nil, runs between the old JVM's end and the new one's
+// start (the kubelet's cleanup of the pod).
+func (p *Peer) RestartNM(ctx context.Context, stopped func()) error {
 	if p.nm == nil {
 		return errors.New("restart the NodeManager: the peer's NodeManager runs in the RM's JVM (Options.SplitNM)")
 	}
 	p.nm.stop()
+	if stopped != nil {
+		stopped()
+	}
 	if err := p.startNM(ctx, false); err != nil {
 		return fmt.Errorf("restart the NodeManager: %w", err)
 	}
@@ -374,7 +379,6 @@ func startOnce(ctx context.Context, o Options) (*Peer, error) {
 		rm.kill()
 		return nil, fmt.Errorf("the real-YARN peer did not configure: %q %v (log: %s)", line, err, rm.logTail(20))
 	}
-	p.RMWeb = ""
 	if err := p.startNM(ctx, true); err != nil {
 		return nil, err
 	}
