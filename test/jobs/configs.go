@@ -57,8 +57,27 @@ func (c Config) String() string {
 	return fmt.Sprintf("config %d", int(c))
 }
 
-// ParseConfigs reads a comma-separated list of configuration names as
-// String gives them, or "all".
+// Key is c's short name on a command line.
+func (c Config) Key() string {
+	switch c {
+	case LSAlone:
+		return "ls-alone"
+	case BatchAlone:
+		return "batch-alone"
+	case UpstreamBest:
+		return "upstream"
+	case PluginKill:
+		return "kill"
+	case PluginPreempt:
+		return "preempt"
+	case PluginControlled:
+		return "controlled"
+	}
+	return fmt.Sprintf("config-%d", int(c))
+}
+
+// ParseConfigs reads a comma-separated list of configurations, each by its
+// Key or its name as String gives it, or "all".
 func ParseConfigs(s string) ([]Config, error) {
 	if s == "" || s == "all" {
 		return AllConfigs, nil
@@ -67,14 +86,14 @@ func ParseConfigs(s string) ([]Config, error) {
 	for _, name := range strings.Split(s, ",") {
 		found := false
 		for _, c := range AllConfigs {
-			if strings.EqualFold(strings.TrimSpace(name), c.String()) {
+			if n := strings.TrimSpace(name); strings.EqualFold(n, c.String()) || strings.EqualFold(n, c.Key()) {
 				out, found = append(out, c), true
 			}
 		}
 		if !found {
 			var names []string
 			for _, c := range AllConfigs {
-				names = append(names, fmt.Sprintf("%q", c.String()))
+				names = append(names, c.Key())
 			}
 			return nil, fmt.Errorf("no configuration %q (the configurations: %s, or all)", name, strings.Join(names, ", "))
 		}

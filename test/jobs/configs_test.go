@@ -70,6 +70,14 @@ func TestParseConfigs(t *testing.T) {
 	two, err := ParseConfigs("LS alone, upstream's best")
 	require.NoError(t, err)
 	assert.Equal(t, []Config{LSAlone, UpstreamBest}, two)
+	keys, err := ParseConfigs("batch-alone,kill,controlled")
+	require.NoError(t, err)
+	assert.Equal(t, []Config{BatchAlone, PluginKill, PluginControlled}, keys)
+	for _, c := range AllConfigs {
+		back, err := ParseConfigs(c.Key())
+		require.NoError(t, err)
+		assert.Equal(t, []Config{c}, back)
+	}
 	_, err = ParseConfigs("LS alone,fastest")
 	assert.ErrorContains(t, err, `no configuration "fastest"`)
 }

@@ -222,6 +222,13 @@ func (p *Peer) startNM(ctx context.Context, first bool) error {
 	nmArgs := append([]string{"-Xmx512m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-Dlog4j.configuration=log4j.properties"}, nmCDS.args()...)
 	nmArgs = append(nmArgs, JVMOpens...)
 	nmArgs = append(nmArgs, "-cp", cp, "io.koordletyarn.yarnpeer.NM", filepath.Join(o.Dir, "conf", "yarn-site.xml"))
+	if !first {
+		// The pod's NodeManager comes back on its ports: the same node to
+		// the RM (its node id) and to koordlet (its REST).
+		_, nmPort, _ := strings.Cut(p.NodeID, ":")
+		nmArgs = append(nmArgs, "--set", "yarn.nodemanager.address=127.0.0.1:"+nmPort,
+			"--set", "yarn.nodemanager.webapp.address="+p.NMWeb)
+	}
 	nm, err := startJVM(o.Dir, log, o.Env, nmArgs, o.Procs, nmCDS)
 	if err != nil {
 		p.rm.kill()
@@ -252,9 +259,9 @@ func (p *Peer) startNM(ctx context.Context, first bool) error {
 // RestartNM stops the NodeManager (SplitNM only) as the kubelet stops its
 // pod — asked to stop, it kills its containers and unregisters; after 60 s
 // its JVM's process group is killed — and starts a new one in the same
-// cgroups, as the DaemonSet's controller and the kubelet would; it returns
-// once the new one registered with the RM. Its web address and node id are
-// new (Peer's fields change; the caller reads them after).
+// cgroups on the same ports (the same node id and REST address), as the
+// DaemonSet's controller and the kubelet would; it returns once the new one
+// registered with the RM.
 // stopped, if not nil, runs between the old JVM's end and the new one's
 // start (the kubelet's cleanup of the pod).
 func (p *Peer) RestartNM(ctx context.Context, stopped func()) error {

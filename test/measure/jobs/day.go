@@ -1,16 +1,18 @@
-//go:build ignore
-
-// (Compiles, with a main; not yet run: the tag comes off with its first run.)
-
 package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"time"
+
+	slov1alpha1 "github.com/koordinator-sh/koordinator/apis/slo/v1alpha1"
+	"k8s.io/utils/ptr"
 
 	"github.com/koordlet-yarn/koordlet-yarn/test/colocation"
 	"github.com/koordlet-yarn/koordlet-yarn/test/jobs"
@@ -26,14 +28,58 @@ const colocationConfig = `{"enable":true,"metricAggregateDurationSeconds":30,"me
 "cpuReclaimThresholdPercent":65,"memoryReclaimThresholdPercent":65,"degradeTimeMinutes":15,
 "updateTimeThresholdSeconds":5,"resourceDiffThreshold":0.01}`
 
-// day is one configuration's day on a fresh box.
-type day struct {
-	top    string
-	config jobs.Config
+// runner runs days: every configuration on a fresh box, the same phases
+// and job stream.
+type runner struct {
+	top, out, hadoop string
+	// budget is the node memory (bytes) above what is used once the day's
+	// processes are up, where the BE memory evict threshold goes.
+	budget int64
 	phases []jobs.Phase
 	stream []jobs.Job
-	hadoop string
 	log    io.Writer
+	// rates are the LS request rates of the phases, fixed by the first day
+	// that calibrated the service, so that every configuration sees the
+	// same load.
+	rates []int
+}
+
+// all runs each configuration repeats times (repeat by repeat, the
+// configurations in order) and returns the outcomes.
+func (r *runner) all(ctx context.Context, cs []jobs.Config, repeats int) (map[jobs.Config][]jobs.Outcome, error) {
+	out := map[jobs.Config][]jobs.Outcome{}
+	for rep := 1; rep <= repeats; rep++ {
+		for _, c := range cs {
+			began := time.Now()
+			o, tl, err := r.day(ctx, c)
+			if err != nil {
+				return out, fmt.Errorf("%s, repeat %d: %w", c, rep, err)
+			}
+			out[c] = append(out[c], o)
+			name := filepath.Join(r.out, fmt.Sprintf("%s-%d", c.Key(), rep))
+			if err := writeJSON(name+".json", struct {
+				Config   string
+				Outcome  jobs.Outcome
+				Timeline timeline
+			}{c.String(), o, tl}); err != nil {
+				return out, err
+			}
+			if err := tl.plot(fmt.Sprintf("%s, repeat %d", c, rep), name+".svg"); err != nil {
+				return out, err
+			}
+			fmt.Fprintf(r.log, "jobs: %s, repeat %d: %d jobs (%d failed), %d containers launched, %d killed, %d preempted, %d with the NM pod; utilisation %.0f%%; %v\n",
+				c, rep, o.Jobs, o.FailedJobs, o.Launched, o.Killed, o.Preempted, o.WithNMPod, 100*o.Utilisation, time.Since(began).Round(time.Second))
+		}
+	}
+	return out, nil
+}
+
+func writeJSON(path string, v any) error {
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(path, b, 0o644)
 }
 
 // jobResult is one job's end.
@@ -43,43 +89,57 @@ type jobResult struct {
 	err error
 }
 
-// run runs the day and returns its outcome and the timeline's points.
-func (d day) run(ctx context.Context) (jobs.Outcome, error) {
+// day runs one configuration's day on a fresh box and returns its outcome
+// and timeline.
+func (r *runner) day(ctx context.Context, c jobs.Config) (jobs.Outcome, timeline, error) {
 	var out jobs.Outcome
+	var tl timeline
 	opts := colocation.BoxOptions()
-	opts.Top, opts.ExternalNM, opts.LockWait = d.top, true, 30*time.Minute
+	opts.Top, opts.ExternalNM, opts.LockWait = r.top, true, 30*time.Minute
 	opts.ExtraCRDs = nodebox.KoordManagerCRDs
-	opts.NodeSLO = d.config.NodeSLO()
+	opts.NodeSLO = c.NodeSLO()
 	box, err := nodebox.Start(ctx, opts)
 	if err != nil {
-		return out, fmt.Errorf("the node in a box: %w", err)
+		return out, tl, fmt.Errorf("the node in a box: %w", err)
 	}
 	defer box.Stop()
 	km, err := box.StartKoordManager(ctx, colocationConfig)
 	if err != nil {
-		return out, err
+		return out, tl, err
 	}
 	defer km.Stop()
-	peer, err := realyarn.Start(ctx, box, d.top, yarnpeer.Options{Hadoop: d.hadoop, Memory: true})
+	// The NodeManager in a JVM of its own, in the NodeManager pod, as
+	// deployed (upstream's eviction of the pod restarts it alone).
+	peer, err := realyarn.Start(ctx, box, r.top, yarnpeer.Options{Hadoop: r.hadoop, Memory: true, SplitNM: true})
 	if err != nil {
-		return out, fmt.Errorf("the real YARN: %w", err)
+		return out, tl, fmt.Errorf("the real YARN: %w", err)
 	}
 	defer peer.Stop()
-	box.SetKoordletArgs(d.config.KoordletArgs(peer.RMWeb))
+	box.SetKoordletArgs(c.KoordletArgs(peer.RMWeb))
 	if err := box.StartKoordletFor(peer.NMWeb); err != nil {
-		return out, err
+		return out, tl, err
 	}
 	ls, err := colocation.StartLS(ctx, box, colocation.DefaultOptions())
 	if err != nil {
-		return out, fmt.Errorf("the LS service: %w", err)
+		return out, tl, fmt.Errorf("the LS service: %w", err)
 	}
 	defer ls.Close()
+	if r.rates == nil {
+		for _, p := range r.phases {
+			r.rates = append(r.rates, ls.RateFor(p.Level))
+		}
+	}
+	if err := r.memoryThreshold(ctx, box); err != nil {
+		return out, tl, err
+	}
 
 	began := time.Now()
-	results := make(chan jobResult, len(d.stream))
+	watch := watchNMPod(ctx, box, peer, began, r.log)
+	defer watch.stop()
+	results := make(chan jobResult, len(r.stream))
 	var wg sync.WaitGroup
-	if d.config.Batch() {
-		for _, j := range d.stream {
+	if c.Batch() {
+		for _, j := range r.stream {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
@@ -89,50 +149,61 @@ func (d day) run(ctx context.Context) (jobs.Outcome, error) {
 					return
 				case <-time.After(time.Until(began.Add(j.At))):
 				}
-				results <- d.submit(ctx, peer, j)
+				results <- submit(ctx, peer, j)
 			}()
 		}
 	}
-	koordlet0 := 0.0
-	for _, p := range d.phases {
+	koordletCPU := 0.0
+	for i, p := range r.phases {
 		rate := 0
-		if d.config.LS() {
-			rate = ls.RateFor(p.Level)
+		if c.LS() {
+			rate = r.rates[i]
 		}
-		r, err := ls.Phase(ctx, rate, p.Duration)
+		res, err := ls.Phase(ctx, rate, p.Duration)
 		if err != nil {
-			return out, fmt.Errorf("phase %d: %w", p.Index, err)
+			return out, tl, fmt.Errorf("phase %d: %w", p.Index, err)
 		}
-		out.PhaseP99 = append(out.PhaseP99, r.LS.P99)
-		out.Utilisation += r.NodeUtilisation * p.Duration.Seconds()
-		out.BatchCPU += time.Duration(r.BatchCPUSeconds * float64(time.Second))
-		koordlet0 += r.KoordletCPUSeconds
-		fmt.Fprintf(d.log, "%s, phase %d (%02.0fh), LS %.0f%% = %d req/s: p99 %v, node %.0f%%, batch %.1f CPU-s\n",
-			d.config, p.Index, p.Hour, 100*p.Level, rate, r.LS.P99.Round(10*time.Microsecond), 100*r.NodeUtilisation, r.BatchCPUSeconds)
+		out.PhaseP99 = append(out.PhaseP99, res.LS.P99)
+		out.Utilisation += res.NodeUtilisation * p.Duration.Seconds()
+		out.BatchCPU += time.Duration(res.BatchCPUSeconds * float64(time.Second))
+		koordletCPU += res.KoordletCPUSeconds
+		capacity := rmCapacity(ctx, peer.RMWeb)
+		tl.Phases = append(tl.Phases, point{At: time.Since(began), Level: p.Level, Rate: rate, P99: res.LS.P99,
+			Node: res.NodeUtilisation, Batch: res.BatchCPUSeconds / p.Duration.Seconds(), Capacity: capacity})
+		fmt.Fprintf(r.log, "%s, phase %d (%02.0fh), LS %.0f%% = %d req/s: p99 %v, node %.0f%%, batch %.2f cores, YARN capacity %s\n",
+			c, p.Index, p.Hour, 100*p.Level, rate, res.LS.P99.Round(10*time.Microsecond), 100*res.NodeUtilisation,
+			res.BatchCPUSeconds/p.Duration.Seconds(), capacity)
 	}
-	total := d.phases[len(d.phases)-1].Start + d.phases[len(d.phases)-1].Duration
-	out.Utilisation /= total.Seconds()
-	out.Koordlet = time.Duration(koordlet0 * float64(time.Second))
+	day := r.phases[len(r.phases)-1].Start + r.phases[len(r.phases)-1].Duration
+	out.Utilisation /= day.Seconds()
+	out.Koordlet = time.Duration(koordletCPU * float64(time.Second))
 	// The jobs still running finish (bounded: a day's length more).
 	done := make(chan struct{})
 	go func() { wg.Wait(); close(done) }()
 	select {
 	case <-done:
-	case <-time.After(total):
-		return out, fmt.Errorf("jobs still running a day's length after the day")
+	case <-time.After(day):
+		return out, tl, fmt.Errorf("jobs still running a day's length after the day")
 	}
 	close(results)
+	watch.stop()
+	if err := watch.err(); err != nil {
+		return out, tl, err
+	}
+	out.WithNMPod = watch.containers
+	for _, at := range watch.times {
+		tl.Marks = append(tl.Marks, mark{At: at, Kind: "NM pod evicted"})
+	}
 	out.JobTimes = map[string]time.Duration{}
-	for r := range results {
+	for res := range results {
 		out.Jobs++
-		if r.err != nil || r.res.FinalStatus != "SUCCEEDED" {
+		if res.err != nil || res.res.FinalStatus != "SUCCEEDED" {
 			out.FailedJobs++
-			fmt.Fprintf(d.log, "%s: job %s failed: %v %s %s\n", d.config, r.job.Name, r.err, r.res.State, r.res.FinalStatus)
+			fmt.Fprintf(r.log, "%s: job %s failed: %v %s %s\n", c, res.job.Name, res.err, res.res.State, res.res.FinalStatus)
 		} else {
-			out.JobTimes[r.job.Name] = r.res.Elapsed
+			out.JobTimes[res.job.Name] = res.res.Elapsed
 		}
-		if ev := r.res.Events; ev != nil {
-			out.Launched += 1 + len(ev.Added) // the AM and the executors
+		if ev := res.res.Events; ev != nil {
 			for _, f := range ev.Failures {
 				if f.ExitCausedByApp == nil || *f.ExitCausedByApp {
 					out.FailedAttempts++
@@ -140,32 +211,63 @@ func (d day) run(ctx context.Context) (jobs.Outcome, error) {
 			}
 			for _, x := range ev.Removed {
 				if strings.Contains(strings.ToLower(x.Reason), "preempt") {
-					out.Preempted++
+					out.Preempted++ // (Spark's event has no time: no mark)
 				}
 			}
 		}
 	}
+	launched, err := launches(filepath.Join(box.Dir(), "container-executor.log"))
+	if err != nil {
+		return out, tl, err
+	}
+	out.Launched = launched
 	ev, err := box.Evictions()
 	if err != nil {
-		return out, fmt.Errorf("koordlet's evictions: %w", err)
+		return out, tl, fmt.Errorf("koordlet's evictions: %w", err)
 	}
-	// One record a container; an eviction that released nothing is not
-	// counted as one (it is a failure of koordlet's, logged).
-	for _, r := range ev.Records {
-		if r.Outcome == "succeeded" {
+	// An eviction that released nothing is not counted as one (it is a
+	// failure of koordlet's, logged).
+	for _, rec := range ev.Records {
+		if rec.Outcome == "succeeded" {
 			out.Killed++
+			tl.Marks = append(tl.Marks, mark{At: rec.Time.Sub(began), Kind: "killed"})
 		} else {
-			fmt.Fprintf(d.log, "%s: eviction of %s %s: %s\n", d.config, r.Container, r.Outcome, r.Error)
+			fmt.Fprintf(r.log, "%s: eviction of %s %s: %s\n", c, rec.Container, rec.Outcome, rec.Error)
 		}
 	}
 	if ev.Total > len(ev.Records) {
-		return out, fmt.Errorf("koordlet recorded %d evictions and serves the last %d (its audit keeps 500): read its audit file", ev.Total, len(ev.Records))
+		return out, tl, fmt.Errorf("koordlet recorded %d evictions and serves the last %d: read its audit file", ev.Total, len(ev.Records))
 	}
-	return out, nil
+	return out, tl, nil
+}
+
+// memoryThreshold puts the BE memory evict threshold at the budget above
+// the node's memory in use now (everything of the day is up): a node whose
+// memory beyond today's use is the budget; the lower percent 2 below it
+// (Koordinator's default gap).
+func (r *runner) memoryThreshold(ctx context.Context, box *nodebox.Box) error {
+	total, used, err := nodebox.MemInfo()
+	if err != nil {
+		return err
+	}
+	threshold := (used + r.budget) * 100 / total
+	if threshold > 95 {
+		threshold = 95
+	}
+	fmt.Fprintf(r.log, "node memory %d MiB of %d in use; BE memory evict threshold %d%% (%d MiB), lower %d%%\n",
+		used>>20, total>>20, threshold, threshold*total/100>>20, threshold-2)
+	return box.UpdateNodeSLO(ctx, func(s *slov1alpha1.NodeSLOSpec) {
+		if s.ResourceUsedThresholdWithBE == nil {
+			s.ResourceUsedThresholdWithBE = &slov1alpha1.ResourceThresholdStrategy{}
+		}
+		s.ResourceUsedThresholdWithBE.Enable = ptr.To(true)
+		s.ResourceUsedThresholdWithBE.MemoryEvictThresholdPercent = ptr.To(threshold)
+		s.ResourceUsedThresholdWithBE.MemoryEvictLowerPercent = ptr.To(threshold - 2)
+	})
 }
 
 // submit runs j as a Spark application and waits for its end.
-func (d day) submit(ctx context.Context, peer *yarnpeer.Peer, j jobs.Job) jobResult {
+func submit(ctx context.Context, peer *yarnpeer.Peer, j jobs.Job) jobResult {
 	mode := map[jobs.Kind]string{jobs.Short: yarnpeer.SparkBurn, jobs.Heavy: yarnpeer.SparkGrow, jobs.Long: yarnpeer.SparkHold}[j.Kind]
 	run, err := peer.RunSparkJob(yarnpeer.SparkJob{Name: j.Name, User: "spark", Mode: mode, Partitions: j.Tasks,
 		HoldMB: j.HoldMB, Seconds: int(j.TaskTime.Seconds()), Executors: j.Executors, ExecutorMB: j.HoldMB + 384})
