@@ -172,6 +172,9 @@ type Options struct {
 	Procs []string
 	// Env is added to the JVM's environment (passed on to containers).
 	Env []string
+	// Conf are KEY=VALUE settings of the cluster's configuration, set
+	// after the peer's own (e.g. the scheduler's resource calculator).
+	Conf []string
 	// SplitNM runs the NodeManager in a JVM of its own (in Procs) beside
 	// the ResourceManager's (outside them), as deployed; always for Hadoop
 	// 3.3, whose RM serves no REST beside an NM in one JVM (see test/yarn's
@@ -334,6 +337,7 @@ func startOnce(ctx context.Context, o Options) (*Peer, error) {
 		"yarn.resourcemanager.admin.address="+addr(ports[3]),
 		"yarn.resourcemanager.webapp.address="+addr(ports[4]),
 	)
+	sets = append(sets, o.Conf...)
 	cp := ClassPath(o.Top, o.Hadoop)
 	// The class path first, the configuration after it: the AM's
 	// class-data sharing archive names the class path it was made from as

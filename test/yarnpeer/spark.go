@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -227,12 +228,15 @@ func (r *SparkRun) Wait(ctx context.Context) (SparkResult, error) {
 	if f := strings.Fields(st); len(f) >= 2 {
 		res.State, res.FinalStatus = f[0], f[1]
 	}
+	// One log an attempt (APPID_1, APPID_2, … when the RM ran the AM
+	// again): the last attempt's says how the application ended.
 	logs, _ := filepath.Glob(filepath.Join(r.EventDir, res.AppID+"*"))
-	if len(logs) != 1 {
-		return res, fmt.Errorf("Spark's event log for %s: %d files in %s", res.AppID, len(logs), r.EventDir)
+	if len(logs) == 0 {
+		return res, fmt.Errorf("Spark's event log for %s: no file in %s", res.AppID, r.EventDir)
 	}
-	res.EventLog = logs[0]
-	f, err := os.Open(logs[0])
+	sort.Strings(logs)
+	res.EventLog = logs[len(logs)-1]
+	f, err := os.Open(res.EventLog)
 	if err != nil {
 		return res, err
 	}

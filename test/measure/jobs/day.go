@@ -22,22 +22,33 @@ import (
 )
 
 // colocationConfig is koord-manager's colocation-config: Koordinator's
-// reclaim thresholds, quick reports and updates so that the batch
-// allocatable follows LS within a phase.
-const colocationConfig = `{"enable":true,"metricAggregateDurationSeconds":30,"metricReportIntervalSeconds":2,
-"cpuReclaimThresholdPercent":65,"memoryReclaimThresholdPercent":65,"degradeTimeMinutes":15,
-"updateTimeThresholdSeconds":5,"resourceDiffThreshold":0.01}`
+// CPU reclaim threshold, the memory one at memoryPercent, quick reports and
+// updates so that the batch allocatable follows LS within a phase.
+func colocationConfig(memoryPercent int64) string {
+	return fmt.Sprintf(`{"enable":true,"metricAggregateDurationSeconds":30,"metricReportIntervalSeconds":2,
+"cpuReclaimThresholdPercent":65,"memoryReclaimThresholdPercent":%d,"degradeTimeMinutes":15,
+"updateTimeThresholdSeconds":5,"resourceDiffThreshold":0.01}`, memoryPercent)
+}
+
+// memoryOnly is Hadoop's default resource calculator: the CapacityScheduler
+// allocates memory and not vcores. Koordinator's batch CPU is enforced on
+// the node (suppress), not by vcores: YARN's vcores from batch-cpu are
+// whole cores (milli ÷ 1000), at most one on this 2-core machine, too few
+// for an AM and an executor.
+const memoryOnly = "yarn.scheduler.capacity.resource-calculator=org.apache.hadoop.yarn.util.resource.DefaultResourceCalculator"
 
 // runner runs days: every configuration on a fresh box, the same phases
 // and job stream.
 type runner struct {
 	top, out, hadoop string
 	// budget is the node memory (bytes) above what is used once the day's
-	// processes are up, where the BE memory evict threshold goes.
-	budget int64
-	phases []jobs.Phase
-	stream []jobs.Job
-	log    io.Writer
+	// processes are up, where the BE memory evict threshold goes;
+	// overcommit the points of node memory koord-manager's memory reclaim
+	// threshold is above it (the batch allocatable's over-reporting).
+	budget, overcommit int64
+	phases             []jobs.Phase
+	stream             []jobs.Job
+	log                io.Writer
 	// rates are the LS request rates of the phases, fixed by the first day
 	// that calibrated the service, so that every configuration sees the
 	// same load.
@@ -103,14 +114,10 @@ func (r *runner) day(ctx context.Context, c jobs.Config) (jobs.Outcome, timeline
 		return out, tl, fmt.Errorf("the node in a box: %w", err)
 	}
 	defer box.Stop()
-	km, err := box.StartKoordManager(ctx, colocationConfig)
-	if err != nil {
-		return out, tl, err
-	}
-	defer km.Stop()
 	// The NodeManager in a JVM of its own, in the NodeManager pod, as
 	// deployed (upstream's eviction of the pod restarts it alone).
-	peer, err := realyarn.Start(ctx, box, r.top, yarnpeer.Options{Hadoop: r.hadoop, Memory: true, SplitNM: true})
+	peer, err := realyarn.Start(ctx, box, r.top, yarnpeer.Options{Hadoop: r.hadoop, Memory: true, SplitNM: true,
+		Conf: []string{memoryOnly}})
 	if err != nil {
 		return out, tl, fmt.Errorf("the real YARN: %w", err)
 	}
@@ -129,14 +136,24 @@ func (r *runner) day(ctx context.Context, c jobs.Config) (jobs.Outcome, timeline
 			r.rates = append(r.rates, ls.RateFor(p.Level))
 		}
 	}
-	if err := r.memoryThreshold(ctx, box); err != nil {
+	threshold, err := r.memoryThreshold(ctx, box)
+	if err != nil {
 		return out, tl, err
 	}
+	// koord-manager last: the batch allocatable it computes (and koordlet
+	// pushes to the RM) starts from the day's memory.
+	km, err := box.StartKoordManager(ctx, colocationConfig(threshold+r.overcommit))
+	if err != nil {
+		return out, tl, err
+	}
+	defer km.Stop()
 
 	began := time.Now()
 	watch := watchNMPod(ctx, box, peer, began, r.log)
 	defer watch.stop()
 	results := make(chan jobResult, len(r.stream))
+	jobsCtx, cancelJobs := context.WithCancel(ctx)
+	defer cancelJobs()
 	var wg sync.WaitGroup
 	if c.Batch() {
 		for _, j := range r.stream {
@@ -144,12 +161,12 @@ func (r *runner) day(ctx context.Context, c jobs.Config) (jobs.Outcome, timeline
 			go func() {
 				defer wg.Done()
 				select {
-				case <-ctx.Done():
-					results <- jobResult{job: j, err: ctx.Err()}
+				case <-jobsCtx.Done():
+					results <- jobResult{job: j, err: jobsCtx.Err()}
 					return
 				case <-time.After(time.Until(began.Add(j.At))):
 				}
-				results <- submit(ctx, peer, j)
+				results <- submit(jobsCtx, peer, j)
 			}()
 		}
 	}
@@ -177,13 +194,16 @@ func (r *runner) day(ctx context.Context, c jobs.Config) (jobs.Outcome, timeline
 	day := r.phases[len(r.phases)-1].Start + r.phases[len(r.phases)-1].Duration
 	out.Utilisation /= day.Seconds()
 	out.Koordlet = time.Duration(koordletCPU * float64(time.Second))
-	// The jobs still running finish (bounded: a day's length more).
+	// The jobs still running finish, within a day's length more; those
+	// that do not have failed (their clients are killed).
 	done := make(chan struct{})
 	go func() { wg.Wait(); close(done) }()
 	select {
 	case <-done:
 	case <-time.After(day):
-		return out, tl, fmt.Errorf("jobs still running a day's length after the day")
+		fmt.Fprintf(r.log, "%s: jobs still running a day's length after the day: failed\n", c)
+		cancelJobs()
+		<-done
 	}
 	close(results)
 	watch.stop()
@@ -197,11 +217,16 @@ func (r *runner) day(ctx context.Context, c jobs.Config) (jobs.Outcome, timeline
 	out.JobTimes = map[string]time.Duration{}
 	for res := range results {
 		out.Jobs++
-		if res.err != nil || res.res.FinalStatus != "SUCCEEDED" {
+		// The RM's final status says the job's end; an error reading its
+		// event log afterwards is logged, not a failure of the job.
+		if res.res.FinalStatus != "SUCCEEDED" {
 			out.FailedJobs++
 			fmt.Fprintf(r.log, "%s: job %s failed: %v %s %s\n", c, res.job.Name, res.err, res.res.State, res.res.FinalStatus)
 		} else {
 			out.JobTimes[res.job.Name] = res.res.Elapsed
+			if res.err != nil {
+				fmt.Fprintf(r.log, "%s: job %s succeeded; its events: %v\n", c, res.job.Name, res.err)
+			}
 		}
 		if ev := res.res.Events; ev != nil {
 			for _, f := range ev.Failures {
@@ -244,11 +269,11 @@ func (r *runner) day(ctx context.Context, c jobs.Config) (jobs.Outcome, timeline
 // memoryThreshold puts the BE memory evict threshold at the budget above
 // the node's memory in use now (everything of the day is up): a node whose
 // memory beyond today's use is the budget; the lower percent 2 below it
-// (Koordinator's default gap).
-func (r *runner) memoryThreshold(ctx context.Context, box *nodebox.Box) error {
+// (Koordinator's default gap). It returns the threshold.
+func (r *runner) memoryThreshold(ctx context.Context, box *nodebox.Box) (int64, error) {
 	total, used, err := nodebox.MemInfo()
 	if err != nil {
-		return err
+		return 0, err
 	}
 	threshold := (used + r.budget) * 100 / total
 	if threshold > 95 {
@@ -256,7 +281,7 @@ func (r *runner) memoryThreshold(ctx context.Context, box *nodebox.Box) error {
 	}
 	fmt.Fprintf(r.log, "node memory %d MiB of %d in use; BE memory evict threshold %d%% (%d MiB), lower %d%%\n",
 		used>>20, total>>20, threshold, threshold*total/100>>20, threshold-2)
-	return box.UpdateNodeSLO(ctx, func(s *slov1alpha1.NodeSLOSpec) {
+	return threshold, box.UpdateNodeSLO(ctx, func(s *slov1alpha1.NodeSLOSpec) {
 		if s.ResourceUsedThresholdWithBE == nil {
 			s.ResourceUsedThresholdWithBE = &slov1alpha1.ResourceThresholdStrategy{}
 		}
@@ -275,5 +300,8 @@ func submit(ctx context.Context, peer *yarnpeer.Peer, j jobs.Job) jobResult {
 		return jobResult{job: j, err: err}
 	}
 	res, err := run.Wait(ctx)
+	if ctx.Err() != nil {
+		run.Kill()
+	}
 	return jobResult{job: j, res: res, err: err}
 }
