@@ -172,6 +172,11 @@ type Options struct {
 	Procs []string
 	// Env is added to the JVM's environment (passed on to containers).
 	Env []string
+	// OffNode runs what stands for other machines SCHED_IDLE: the job
+	// clients (a gateway's) and, with SplitNM, the ResourceManager's JVM,
+	// so that on a small node they do not take CPU from what is measured
+	// (make measure-jobs' LS service).
+	OffNode bool
 	// Conf are KEY=VALUE settings of the cluster's configuration, set
 	// after the peer's own (e.g. the scheduler's resource calculator).
 	Conf []string
@@ -232,7 +237,7 @@ func (p *Peer) startNM(ctx context.Context, first bool) error {
 		nmArgs = append(nmArgs, "--set", "yarn.nodemanager.address=127.0.0.1:"+nmPort,
 			"--set", "yarn.nodemanager.webapp.address="+p.NMWeb)
 	}
-	nm, err := startJVM(o.Dir, log, o.Env, nmArgs, o.Procs, nmCDS)
+	nm, err := startJVM(o.Dir, log, o.Env, nmArgs, o.Procs, nmCDS, false)
 	if err != nil {
 		p.rm.kill()
 		return fmt.Errorf("start the real-YARN NodeManager: %w", err)
@@ -371,7 +376,7 @@ func startOnce(ctx context.Context, o Options) (*Peer, error) {
 	if o.SplitNM {
 		procs = nil // the RM's JVM runs outside the NodeManager pod
 	}
-	rm, err := startJVM(o.Dir, logName(o.Dir, "peer"), o.Env, args, procs, rmCDS)
+	rm, err := startJVM(o.Dir, logName(o.Dir, "peer"), o.Env, args, procs, rmCDS, o.OffNode && o.SplitNM)
 	if err != nil {
 		return nil, fmt.Errorf("start the real-YARN peer: %w", err)
 	}

@@ -176,7 +176,7 @@ func (p *Peer) RunSparkJob(job SparkJob) (*SparkRun, error) {
 	if job.User != "" {
 		env = append(env, "HADOOP_USER_NAME="+job.User)
 	}
-	c, err := startClient("spark-submit client", run, log, env, args)
+	c, err := startClient("spark-submit client", run, log, env, args, p.opts.OffNode)
 	if err != nil {
 		return nil, err
 	}

@@ -98,6 +98,8 @@ type jobResult struct {
 	job jobs.Job
 	res yarnpeer.SparkResult
 	err error
+	// output is the tail of the spark-submit client's output.
+	output string
 }
 
 // day runs one configuration's day on a fresh box and returns its outcome
@@ -117,7 +119,7 @@ func (r *runner) day(ctx context.Context, c jobs.Config) (jobs.Outcome, timeline
 	// The NodeManager in a JVM of its own, in the NodeManager pod, as
 	// deployed (upstream's eviction of the pod restarts it alone).
 	peer, err := realyarn.Start(ctx, box, r.top, yarnpeer.Options{Hadoop: r.hadoop, Memory: true, SplitNM: true,
-		Conf: []string{memoryOnly}})
+		Conf: []string{memoryOnly}, OffNode: true})
 	if err != nil {
 		return out, tl, fmt.Errorf("the real YARN: %w", err)
 	}
@@ -147,6 +149,13 @@ func (r *runner) day(ctx context.Context, c jobs.Config) (jobs.Outcome, timeline
 		return out, tl, err
 	}
 	defer km.Stop()
+	if c.Batch() {
+		// The day starts on a running node: YARN's capacity is the batch
+		// allocatable koord-manager computed and koordlet pushed.
+		if err := waitCapacity(ctx, peer.RMWeb, 2*time.Minute); err != nil {
+			return out, tl, err
+		}
+	}
 
 	began := time.Now()
 	watch := watchNMPod(ctx, box, peer, began, r.log)
@@ -221,7 +230,7 @@ func (r *runner) day(ctx context.Context, c jobs.Config) (jobs.Outcome, timeline
 		// event log afterwards is logged, not a failure of the job.
 		if res.res.FinalStatus != "SUCCEEDED" {
 			out.FailedJobs++
-			fmt.Fprintf(r.log, "%s: job %s failed: %v %s %s\n", c, res.job.Name, res.err, res.res.State, res.res.FinalStatus)
+			fmt.Fprintf(r.log, "%s: job %s failed: %v %s %s; its client's last lines:\n%s\n", c, res.job.Name, res.err, res.res.State, res.res.FinalStatus, res.output)
 		} else {
 			out.JobTimes[res.job.Name] = res.res.Elapsed
 			if res.err != nil {
@@ -291,6 +300,25 @@ func (r *runner) memoryThreshold(ctx context.Context, box *nodebox.Box) (int64, 
 	})
 }
 
+// waitCapacity waits until the RM holds memory for the node.
+func waitCapacity(ctx context.Context, rmWeb string, wait time.Duration) error {
+	deadline := time.Now().Add(wait)
+	for {
+		c := rmCapacity(ctx, rmWeb)
+		if c.MemoryMB > 0 {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("YARN's capacity on the RM is %s %v after koord-manager started: no batch allocatable pushed", c, wait)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(time.Second):
+		}
+	}
+}
+
 // submit runs j as a Spark application and waits for its end.
 func submit(ctx context.Context, peer *yarnpeer.Peer, j jobs.Job) jobResult {
 	mode := map[jobs.Kind]string{jobs.Short: yarnpeer.SparkBurn, jobs.Heavy: yarnpeer.SparkGrow, jobs.Long: yarnpeer.SparkHold}[j.Kind]
@@ -303,5 +331,6 @@ func submit(ctx context.Context, peer *yarnpeer.Peer, j jobs.Job) jobResult {
 	if ctx.Err() != nil {
 		run.Kill()
 	}
-	return jobResult{job: j, res: res, err: err}
+	lines := strings.Split(strings.TrimSpace(run.Output()), "\n")
+	return jobResult{job: j, res: res, err: err, output: strings.Join(lines[max(0, len(lines)-15):], "\n")}
 }
