@@ -23,6 +23,7 @@ import (
 	"time"
 
 	"github.com/koordlet-yarn/koordlet-yarn/test/colocation"
+	"github.com/koordlet-yarn/koordlet-yarn/test/jobrun"
 	"github.com/koordlet-yarn/koordlet-yarn/test/jobs"
 	"github.com/koordlet-yarn/koordlet-yarn/test/kerneltest"
 	"github.com/koordlet-yarn/koordlet-yarn/test/nodebox"
@@ -76,16 +77,16 @@ func main() {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	r := runner{top: top, out: *out, hadoop: *hadoop, budget: *budget << 20, overcommit: *overcommit, phases: phases, stream: stream, log: os.Stderr}
+	r := jobrun.Runner{Top: top, Out: *out, Hadoop: *hadoop, Budget: *budget << 20, Overcommit: *overcommit, Phases: phases, Stream: stream, Log: os.Stderr}
 	fmt.Fprintf(os.Stderr, "jobs: a day of %d phases over %v (LS %.0f%% → %.0f%%), %d jobs, %d configurations × %d repeats\n",
 		d.Phases, d.Length, 100*d.Night, 100*d.Peak, len(stream), len(cs), *repeats)
 	began := time.Now()
-	outcomes, err := r.all(ctx, cs, *repeats)
+	outcomes, err := r.All(ctx, cs, *repeats)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "jobs:", err)
 		os.Exit(1)
 	}
-	if err := report(os.Stdout, cs, outcomes, jobs.DefaultTargets()); err != nil {
+	if err := jobrun.Report(os.Stdout, cs, outcomes, jobs.DefaultTargets()); err != nil {
 		fmt.Fprintln(os.Stderr, "jobs:", err)
 		os.Exit(1)
 	}

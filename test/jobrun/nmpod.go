@@ -1,4 +1,4 @@
-package main
+package jobrun
 
 import (
 	"bufio"
@@ -144,12 +144,12 @@ func launches(callLog string) (int, error) {
 	return len(ids), sc.Err()
 }
 
-// capacity is what the RM holds for the node (-1: not read).
-type capacity struct {
+// Capacity is what the RM holds for the node (-1: not read).
+type Capacity struct {
 	VCores, MemoryMB int
 }
 
-func (c capacity) String() string {
+func (c Capacity) String() string {
 	if c.VCores < 0 {
 		return "unknown"
 	}
@@ -158,17 +158,17 @@ func (c capacity) String() string {
 
 // rmCapacity reads the node's capacity from the RM's REST
 // (GET /ws/v1/cluster/nodes: used + available).
-func rmCapacity(ctx context.Context, rmWeb string) capacity {
+func rmCapacity(ctx context.Context, rmWeb string) Capacity {
 	ctx, cancel := context.WithTimeout(ctx, 3*time.Second)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+rmWeb+"/ws/v1/cluster/nodes", nil)
 	if err != nil {
-		return capacity{-1, -1}
+		return Capacity{-1, -1}
 	}
 	req.Header.Set("Accept", "application/json")
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
-		return capacity{-1, -1}
+		return Capacity{-1, -1}
 	}
 	defer resp.Body.Close()
 	var body struct {
@@ -182,12 +182,12 @@ func rmCapacity(ctx context.Context, rmWeb string) capacity {
 		} `json:"nodes"`
 	}
 	if err := json.NewDecoder(io.LimitReader(resp.Body, 16<<20)).Decode(&body); err != nil {
-		return capacity{-1, -1}
+		return Capacity{-1, -1}
 	}
 	for _, n := range body.Nodes.Node {
 		if n.State == "RUNNING" {
-			return capacity{n.UsedVirtualCores + n.AvailableVirtualCores, n.UsedMemoryMB + n.AvailMemoryMB}
+			return Capacity{n.UsedVirtualCores + n.AvailableVirtualCores, n.UsedMemoryMB + n.AvailMemoryMB}
 		}
 	}
-	return capacity{-1, -1}
+	return Capacity{-1, -1}
 }

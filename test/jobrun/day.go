@@ -1,4 +1,11 @@
-package main
+// Package jobrun runs make measure-jobs' days (the promise measured with
+// real jobs): each configuration on a fresh node in a box with Hadoop's own
+// ResourceManager and NodeManager (the real-YARN peer), koordlet and
+// koord-manager's slo-controller; the LS service follows the day's load
+// while the job stream runs on YARN. The pure parts (the day, the stream,
+// the outcomes and targets) are package jobs; the command is
+// test/measure/jobs, the smoke test test/e2e's TestJobsSmoke.
+package jobrun
 
 import (
 	"context"
@@ -38,52 +45,67 @@ func colocationConfig(memoryPercent int64) string {
 // for an AM and an executor.
 const memoryOnly = "yarn.scheduler.capacity.resource-calculator=org.apache.hadoop.yarn.util.resource.DefaultResourceCalculator"
 
-// runner runs days: every configuration on a fresh box, the same phases
+// Runner runs days: every configuration on a fresh box, the same phases
 // and job stream.
-type runner struct {
-	top, out, hadoop string
-	// budget is the node memory (bytes) above what is used once the day's
+type Runner struct {
+	// Top is the repository's top; Out the directory of the timelines
+	// (SVG) and outcomes (JSON), "" for none; Hadoop the peer's version
+	// ("": 3.5.0).
+	Top, Out, Hadoop string
+	// Budget is the node memory (bytes) above what is used once the day's
 	// processes are up, where the BE memory evict threshold goes;
-	// overcommit the points of node memory koord-manager's memory reclaim
+	// Overcommit the points of node memory koord-manager's memory reclaim
 	// threshold is above it (the batch allocatable's over-reporting).
-	budget, overcommit int64
-	phases             []jobs.Phase
-	stream             []jobs.Job
-	log                io.Writer
+	Budget, Overcommit int64
+	Phases             []jobs.Phase
+	Stream             []jobs.Job
+	Log                io.Writer
+	// APIServer, when set, is the control plane the boxes share
+	// (nodebox.Options.APIServer).
+	APIServer *nodebox.APIServer
 	// rates are the LS request rates of the phases, fixed by the first day
 	// that calibrated the service, so that every configuration sees the
 	// same load.
 	rates []int
 }
 
-// all runs each configuration repeats times (repeat by repeat, the
+// All runs each configuration repeats times (repeat by repeat, the
 // configurations in order) and returns the outcomes.
-func (r *runner) all(ctx context.Context, cs []jobs.Config, repeats int) (map[jobs.Config][]jobs.Outcome, error) {
+func (r *Runner) All(ctx context.Context, cs []jobs.Config, repeats int) (map[jobs.Config][]jobs.Outcome, error) {
 	out := map[jobs.Config][]jobs.Outcome{}
 	for rep := 1; rep <= repeats; rep++ {
 		for _, c := range cs {
 			began := time.Now()
-			o, tl, err := r.day(ctx, c)
+			o, tl, err := r.Day(ctx, c)
 			if err != nil {
 				return out, fmt.Errorf("%s, repeat %d: %w", c, rep, err)
 			}
 			out[c] = append(out[c], o)
-			name := filepath.Join(r.out, fmt.Sprintf("%s-%d", c.Key(), rep))
-			if err := writeJSON(name+".json", struct {
-				Config   string
-				Outcome  jobs.Outcome
-				Timeline timeline
-			}{c.String(), o, tl}); err != nil {
+			if err := r.write(fmt.Sprintf("%s-%d", c.Key(), rep), fmt.Sprintf("%s, repeat %d", c, rep), c, o, tl); err != nil {
 				return out, err
 			}
-			if err := tl.plot(fmt.Sprintf("%s, repeat %d", c, rep), name+".svg"); err != nil {
-				return out, err
-			}
-			fmt.Fprintf(r.log, "jobs: %s, repeat %d: %d jobs (%d failed), %d containers launched, %d killed, %d preempted, %d with the NM pod; utilisation %.0f%%; %v\n",
+			fmt.Fprintf(r.Log, "jobs: %s, repeat %d: %d jobs (%d failed), %d containers launched, %d killed, %d preempted, %d with the NM pod; utilisation %.0f%%; %v\n",
 				c, rep, o.Jobs, o.FailedJobs, o.Launched, o.Killed, o.Preempted, o.WithNMPod, 100*o.Utilisation, time.Since(began).Round(time.Second))
 		}
 	}
 	return out, nil
+}
+
+// write writes a day's outcome and timeline into Out as name.json and
+// its plot as name.svg.
+func (r *Runner) write(name, title string, c jobs.Config, o jobs.Outcome, tl Timeline) error {
+	if r.Out == "" {
+		return nil
+	}
+	path := filepath.Join(r.Out, name)
+	if err := writeJSON(path+".json", struct {
+		Config   string
+		Outcome  jobs.Outcome
+		Timeline Timeline
+	}{c.String(), o, tl}); err != nil {
+		return err
+	}
+	return tl.Plot(title, path+".svg")
 }
 
 func writeJSON(path string, v any) error {
@@ -103,15 +125,16 @@ type jobResult struct {
 	output string
 }
 
-// day runs one configuration's day on a fresh box and returns its outcome
+// Day runs one configuration's day on a fresh box and returns its outcome
 // and timeline.
-func (r *runner) day(ctx context.Context, c jobs.Config) (jobs.Outcome, timeline, error) {
+func (r *Runner) Day(ctx context.Context, c jobs.Config) (jobs.Outcome, Timeline, error) {
 	var out jobs.Outcome
-	var tl timeline
+	var tl Timeline
 	opts := colocation.BoxOptions()
-	opts.Top, opts.ExternalNM, opts.LockWait = r.top, true, 30*time.Minute
+	opts.Top, opts.ExternalNM, opts.LockWait = r.Top, true, 30*time.Minute
 	opts.ExtraCRDs = nodebox.KoordManagerCRDs
 	opts.NodeSLO = c.NodeSLO()
+	opts.APIServer = r.APIServer
 	box, err := nodebox.Start(ctx, opts)
 	if err != nil {
 		return out, tl, fmt.Errorf("the node in a box: %w", err)
@@ -119,7 +142,7 @@ func (r *runner) day(ctx context.Context, c jobs.Config) (jobs.Outcome, timeline
 	defer box.Stop()
 	// The NodeManager in a JVM of its own, in the NodeManager pod, as
 	// deployed (upstream's eviction of the pod restarts it alone).
-	peer, err := realyarn.Start(ctx, box, r.top, yarnpeer.Options{Hadoop: r.hadoop, Memory: true, SplitNM: true,
+	peer, err := realyarn.Start(ctx, box, r.Top, yarnpeer.Options{Hadoop: r.Hadoop, Memory: true, SplitNM: true,
 		Conf: []string{memoryOnly}, OffNode: true})
 	if err != nil {
 		return out, tl, fmt.Errorf("the real YARN: %w", err)
@@ -135,7 +158,7 @@ func (r *runner) day(ctx context.Context, c jobs.Config) (jobs.Outcome, timeline
 	}
 	defer ls.Close()
 	if r.rates == nil {
-		for _, p := range r.phases {
+		for _, p := range r.Phases {
 			r.rates = append(r.rates, ls.RateFor(p.Level))
 		}
 	}
@@ -145,7 +168,7 @@ func (r *runner) day(ctx context.Context, c jobs.Config) (jobs.Outcome, timeline
 	}
 	// koord-manager last: the batch allocatable it computes (and koordlet
 	// pushes to the RM) starts from the day's memory.
-	km, err := box.StartKoordManager(ctx, colocationConfig(threshold+r.overcommit))
+	km, err := box.StartKoordManager(ctx, colocationConfig(threshold+r.Overcommit))
 	if err != nil {
 		return out, tl, err
 	}
@@ -159,14 +182,14 @@ func (r *runner) day(ctx context.Context, c jobs.Config) (jobs.Outcome, timeline
 	}
 
 	began := time.Now()
-	watch := watchNMPod(ctx, box, peer, began, r.log)
+	watch := watchNMPod(ctx, box, peer, began, r.Log)
 	defer watch.stop()
-	results := make(chan jobResult, len(r.stream))
+	results := make(chan jobResult, len(r.Stream))
 	jobsCtx, cancelJobs := context.WithCancel(ctx)
 	defer cancelJobs()
 	var wg sync.WaitGroup
 	if c.Batch() {
-		for _, j := range r.stream {
+		for _, j := range r.Stream {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
@@ -181,7 +204,7 @@ func (r *runner) day(ctx context.Context, c jobs.Config) (jobs.Outcome, timeline
 		}
 	}
 	koordletCPU := 0.0
-	for i, p := range r.phases {
+	for i, p := range r.Phases {
 		rate := 0
 		if c.LS() {
 			rate = r.rates[i]
@@ -201,13 +224,13 @@ func (r *runner) day(ctx context.Context, c jobs.Config) (jobs.Outcome, timeline
 		out.BatchCPU += time.Duration(res.BatchCPUSeconds * float64(time.Second))
 		koordletCPU += res.KoordletCPUSeconds
 		capacity := rmCapacity(ctx, peer.RMWeb)
-		tl.Phases = append(tl.Phases, point{At: time.Since(began), Level: p.Level, Rate: rate, P99: res.LS.P99,
+		tl.Phases = append(tl.Phases, Point{At: time.Since(began), Level: p.Level, Rate: rate, P99: res.LS.P99,
 			Node: res.NodeUtilisation, Batch: res.BatchCPUSeconds / p.Duration.Seconds(), Capacity: capacity})
-		fmt.Fprintf(r.log, "%s, phase %d (%02.0fh), LS %.0f%% = %d req/s: p99 %v, node %.0f%%, batch %.2f cores, YARN capacity %s\n",
+		fmt.Fprintf(r.Log, "%s, phase %d (%02.0fh), LS %.0f%% = %d req/s: p99 %v, node %.0f%%, batch %.2f cores, YARN capacity %s\n",
 			c, p.Index, p.Hour, 100*p.Level, rate, res.LS.P99.Round(10*time.Microsecond), 100*res.NodeUtilisation,
 			res.BatchCPUSeconds/p.Duration.Seconds(), capacity)
 	}
-	day := r.phases[len(r.phases)-1].Start + r.phases[len(r.phases)-1].Duration
+	day := r.Phases[len(r.Phases)-1].Start + r.Phases[len(r.Phases)-1].Duration
 	out.Utilisation /= day.Seconds()
 	out.Koordlet = time.Duration(koordletCPU * float64(time.Second))
 	// The jobs still running finish, within a day's length more; those
@@ -217,7 +240,7 @@ func (r *runner) day(ctx context.Context, c jobs.Config) (jobs.Outcome, timeline
 	select {
 	case <-done:
 	case <-time.After(day):
-		fmt.Fprintf(r.log, "%s: jobs still running a day's length after the day: failed\n", c)
+		fmt.Fprintf(r.Log, "%s: jobs still running a day's length after the day: failed\n", c)
 		cancelJobs()
 		<-done
 	}
@@ -228,7 +251,7 @@ func (r *runner) day(ctx context.Context, c jobs.Config) (jobs.Outcome, timeline
 	}
 	out.WithNMPod = watch.containers
 	for _, at := range watch.times {
-		tl.Marks = append(tl.Marks, mark{At: at, Kind: "NM pod evicted"})
+		tl.Marks = append(tl.Marks, Mark{At: at, Kind: "NM pod evicted"})
 	}
 	out.JobTimes = map[string]time.Duration{}
 	for res := range results {
@@ -237,11 +260,11 @@ func (r *runner) day(ctx context.Context, c jobs.Config) (jobs.Outcome, timeline
 		// event log afterwards is logged, not a failure of the job.
 		if res.res.FinalStatus != "SUCCEEDED" {
 			out.FailedJobs++
-			fmt.Fprintf(r.log, "%s: job %s failed: %v %s %s; its client's last lines:\n%s\n", c, res.job.Name, res.err, res.res.State, res.res.FinalStatus, res.output)
+			fmt.Fprintf(r.Log, "%s: job %s failed: %v %s %s; its client's last lines:\n%s\n", c, res.job.Name, res.err, res.res.State, res.res.FinalStatus, res.output)
 		} else {
 			out.JobTimes[res.job.Name] = res.res.Elapsed
 			if res.err != nil {
-				fmt.Fprintf(r.log, "%s: job %s succeeded; its events: %v\n", c, res.job.Name, res.err)
+				fmt.Fprintf(r.Log, "%s: job %s succeeded; its events: %v\n", c, res.job.Name, res.err)
 			}
 		}
 		if ev := res.res.Events; ev != nil {
@@ -271,9 +294,9 @@ func (r *runner) day(ctx context.Context, c jobs.Config) (jobs.Outcome, timeline
 	for _, rec := range ev.Records {
 		if rec.Outcome == "succeeded" {
 			out.Killed++
-			tl.Marks = append(tl.Marks, mark{At: rec.Time.Sub(began), Kind: "killed"})
+			tl.Marks = append(tl.Marks, Mark{At: rec.Time.Sub(began), Kind: "killed"})
 		} else {
-			fmt.Fprintf(r.log, "%s: eviction of %s %s: %s\n", c, rec.Container, rec.Outcome, rec.Error)
+			fmt.Fprintf(r.Log, "%s: eviction of %s %s: %s\n", c, rec.Container, rec.Outcome, rec.Error)
 		}
 	}
 	if ev.Total > len(ev.Records) {
@@ -286,16 +309,16 @@ func (r *runner) day(ctx context.Context, c jobs.Config) (jobs.Outcome, timeline
 // the node's memory in use now (everything of the day is up): a node whose
 // memory beyond today's use is the budget; the lower percent 2 below it
 // (Koordinator's default gap). It returns the threshold.
-func (r *runner) memoryThreshold(ctx context.Context, box *nodebox.Box) (int64, error) {
+func (r *Runner) memoryThreshold(ctx context.Context, box *nodebox.Box) (int64, error) {
 	total, used, err := nodebox.MemInfo()
 	if err != nil {
 		return 0, err
 	}
-	threshold := (used + r.budget) * 100 / total
+	threshold := (used + r.Budget) * 100 / total
 	if threshold > 95 {
 		threshold = 95
 	}
-	fmt.Fprintf(r.log, "node memory %d MiB of %d in use; BE memory evict threshold %d%% (%d MiB), lower %d%%\n",
+	fmt.Fprintf(r.Log, "node memory %d MiB of %d in use; BE memory evict threshold %d%% (%d MiB), lower %d%%\n",
 		used>>20, total>>20, threshold, threshold*total/100>>20, threshold-2)
 	return threshold, box.UpdateNodeSLO(ctx, func(s *slov1alpha1.NodeSLOSpec) {
 		if s.ResourceUsedThresholdWithBE == nil {

@@ -1,4 +1,4 @@
-package main
+package jobrun
 
 import (
 	"fmt"
@@ -9,9 +9,9 @@ import (
 	"github.com/koordlet-yarn/koordlet-yarn/test/jobs"
 )
 
-// report prints the table (medians, ranges over the repeats) and the
+// Report prints the table (medians, ranges over the repeats) and the
 // targets' verdicts of every configuration that ran beside the references.
-func report(w io.Writer, cs []jobs.Config, outcomes map[jobs.Config][]jobs.Outcome, t jobs.Targets) error {
+func Report(w io.Writer, cs []jobs.Config, outcomes map[jobs.Config][]jobs.Outcome, t jobs.Targets) error {
 	ref, err := jobs.RefOf(outcomes[jobs.LSAlone], outcomes[jobs.BatchAlone])
 	if err != nil {
 		return err

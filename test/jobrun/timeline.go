@@ -1,4 +1,4 @@
-package main
+package jobrun
 
 import (
 	"fmt"
@@ -14,15 +14,15 @@ import (
 	"gonum.org/v1/plot/vg/vgsvg"
 )
 
-// timeline is one day of one configuration, phase by phase, with its
+// Timeline is one day of one configuration, phase by phase, with its
 // evictions as marks.
-type timeline struct {
-	Phases []point
-	Marks  []mark
+type Timeline struct {
+	Phases []Point
+	Marks  []Mark
 }
 
-// point is a phase's end.
-type point struct {
+// Point is a phase's end.
+type Point struct {
 	At    time.Duration
 	Level float64
 	Rate  int
@@ -31,20 +31,20 @@ type point struct {
 	// (cores) over the phase.
 	Node, Batch float64
 	// Capacity is what the RM holds for the node at the phase's end.
-	Capacity capacity
+	Capacity Capacity
 }
 
-// mark is an eviction: a container koordlet killed, the NodeManager pod
+// Mark is an eviction: a container koordlet killed, the NodeManager pod
 // evicted (every container with it).
-type mark struct {
+type Mark struct {
 	At   time.Duration
 	Kind string
 }
 
-// plot draws the timeline (gonum/plot, SVG, as the step response's): LS
+// Plot draws the timeline (gonum/plot, SVG, as the step response's): LS
 // load and p99 on top; YARN's capacity (vcores) and CPU use below, the
 // evictions as marks on both.
-func (tl timeline) plot(title, file string) error {
+func (tl Timeline) Plot(title, file string) error {
 	top := plot.New()
 	top.Title.Text = title
 	top.Y.Label.Text = "LS p99 (ms) / LS load (% of the node ÷ 10)"
