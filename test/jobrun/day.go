@@ -60,6 +60,9 @@ type Runner struct {
 	Phases             []jobs.Phase
 	Stream             []jobs.Job
 	Log                io.Writer
+	// Drain bounds the wait for the jobs still running after the day (0:
+	// the day's length); those still running then have failed.
+	Drain time.Duration
 	// APIServer, when set, is the control plane the boxes share
 	// (nodebox.Options.APIServer).
 	APIServer *nodebox.APIServer
@@ -233,14 +236,18 @@ func (r *Runner) Day(ctx context.Context, c jobs.Config) (jobs.Outcome, Timeline
 	day := r.Phases[len(r.Phases)-1].Start + r.Phases[len(r.Phases)-1].Duration
 	out.Utilisation /= day.Seconds()
 	out.Koordlet = time.Duration(koordletCPU * float64(time.Second))
-	// The jobs still running finish, within a day's length more; those
-	// that do not have failed (their clients are killed).
+	// The jobs still running finish, within Drain; those that do not have
+	// failed (their clients are killed).
 	done := make(chan struct{})
 	go func() { wg.Wait(); close(done) }()
+	drain := r.Drain
+	if drain <= 0 {
+		drain = day
+	}
 	select {
 	case <-done:
-	case <-time.After(day):
-		fmt.Fprintf(r.Log, "%s: jobs still running a day's length after the day: failed\n", c)
+	case <-time.After(drain):
+		fmt.Fprintf(r.Log, "%s: jobs still running %v after the day: failed\n", c, drain)
 		cancelJobs()
 		<-done
 	}

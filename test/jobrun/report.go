@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"text/tabwriter"
+	"time"
 
 	"github.com/koordlet-yarn/koordlet-yarn/test/colocation"
 	"github.com/koordlet-yarn/koordlet-yarn/test/jobs"
@@ -17,9 +18,21 @@ func Report(w io.Writer, cs []jobs.Config, outcomes map[jobs.Config][]jobs.Outco
 		return err
 	}
 	rows := map[jobs.Config]jobs.Row{}
+	fmt.Fprintf(w, "references: LS alone's utilisation %.1f%%, its p99 per phase", 100*ref.Utilisation)
+	for _, p := range ref.PhaseP99 {
+		fmt.Fprintf(w, " %.1f", float64(p)/float64(time.Millisecond))
+	}
+	fmt.Fprintf(w, " ms; batch alone: %d jobs' times", len(ref.JobTimes))
+	for _, o := range outcomes[jobs.BatchAlone] {
+		fmt.Fprintf(w, "; a run: %d of %d jobs failed, %d containers launched", o.FailedJobs, o.Jobs, o.Launched)
+	}
+	fmt.Fprintln(w)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "configuration\tjobs\tfailed jobs\tfailed attempts\tlaunched\tkilled\tpreempted\twith NM pod\teviction rate\tjob time p50 / p95 ÷ alone\tworst phase LS p99 ÷ alone\tutilisation vs LS alone\tbatch CPU-s\tkoordlet CPU-s")
 	for _, c := range cs {
+		if c == jobs.LSAlone || c == jobs.BatchAlone {
+			continue
+		}
 		row, err := jobs.RowOf(c.String(), outcomes[c], ref)
 		if err != nil {
 			return err
