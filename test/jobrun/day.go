@@ -45,6 +45,17 @@ func colocationConfig(memoryPercent int64) string {
 // for an AM and an executor.
 const memoryOnly = "yarn.scheduler.capacity.resource-calculator=org.apache.hadoop.yarn.util.resource.DefaultResourceCalculator"
 
+// clusterMax keeps the RM's largest allocation at its configured maximum
+// (8192 MB, 4 vcores) as on a cluster of many nodes, whose largest node
+// holds that: the RM takes the configured maximum until the scheduling
+// wait after its start has passed (ClusterNodeTracker), then the largest
+// node's capacity — this node's alone here, which the LS peak takes to 0
+// vcores and a few hundred MB, when the RM would refuse every submission.
+// The wait is a day; work-preserving recovery, which would hold the
+// scheduler for the same wait, is off (the RM is not restarted here).
+var clusterMax = []string{"yarn.resourcemanager.work-preserving-recovery.scheduling-wait-ms=86400000",
+	"yarn.resourcemanager.work-preserving-recovery.enabled=false"}
+
 // Runner runs days: every configuration on a fresh box, the same phases
 // and job stream.
 type Runner struct {
@@ -146,7 +157,7 @@ func (r *Runner) Day(ctx context.Context, c jobs.Config) (jobs.Outcome, Timeline
 	// The NodeManager in a JVM of its own, in the NodeManager pod, as
 	// deployed (upstream's eviction of the pod restarts it alone).
 	peer, err := realyarn.Start(ctx, box, r.Top, yarnpeer.Options{Hadoop: r.Hadoop, Memory: true, SplitNM: true,
-		Conf: []string{memoryOnly}, OffNode: true})
+		Conf: append([]string{memoryOnly}, clusterMax...), OffNode: true})
 	if err != nil {
 		return out, tl, fmt.Errorf("the real YARN: %w", err)
 	}
