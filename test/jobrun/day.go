@@ -156,7 +156,7 @@ func (r *Runner) Day(ctx context.Context, c jobs.Config) (jobs.Outcome, Timeline
 	defer box.Stop()
 	// The NodeManager in a JVM of its own, in the NodeManager pod, as
 	// deployed (upstream's eviction of the pod restarts it alone).
-	peer, err := realyarn.Start(ctx, box, r.Top, yarnpeer.Options{Hadoop: r.Hadoop, Memory: true, SplitNM: true,
+	peer, err := realyarn.Start(ctx, box, r.Top, yarnpeer.Options{Hadoop: r.Hadoop, Memory: true, SplitNM: true, KeepLogs: true,
 		Conf: append([]string{memoryOnly}, clusterMax...), OffNode: true})
 	if err != nil {
 		return out, tl, fmt.Errorf("the real YARN: %w", err)
@@ -278,7 +278,8 @@ func (r *Runner) Day(ctx context.Context, c jobs.Config) (jobs.Outcome, Timeline
 		// event log afterwards is logged, not a failure of the job.
 		if res.res.FinalStatus != "SUCCEEDED" {
 			out.FailedJobs++
-			fmt.Fprintf(r.Log, "%s: job %s failed: %v %s %s; its client's last lines:\n%s\n", c, res.job.Name, res.err, res.res.State, res.res.FinalStatus, res.output)
+			fmt.Fprintf(r.Log, "%s: job %s failed: %v %s %s; its client's last lines:\n%s\n%s", c, res.job.Name, res.err, res.res.State, res.res.FinalStatus,
+				res.output, containerLogs(filepath.Join(box.Dir(), "yarn", "nm-logs"), res.res.AppID))
 		} else {
 			out.JobTimes[res.job.Name] = res.res.Elapsed
 			if res.err != nil {
@@ -348,6 +349,38 @@ func (r *Runner) memoryThreshold(ctx context.Context, box *nodebox.Box) (int64, 
 	})
 }
 
+// containerLogs returns the last lines of the stderr of the first
+// containers of application app (the NodeManager keeps them: KeepLogs).
+func containerLogs(logDir, app string) string {
+	if app == "" {
+		return ""
+	}
+	files, _ := filepath.Glob(filepath.Join(logDir, app, "container_*", "stderr"))
+	var b strings.Builder
+	for _, f := range files[:min(2, len(files))] {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			continue
+		}
+		lines := strings.Split(strings.TrimSpace(string(data)), "\n")
+		fmt.Fprintf(&b, "%s:\n%s\n", filepath.Base(filepath.Dir(f)), strings.Join(lines[max(0, len(lines)-25):], "\n"))
+	}
+	return b.String()
+}
+
+// clientSays picks from a spark-submit client's output what says why an
+// application ended: its report's diagnostics and the last lines.
+func clientSays(out string) string {
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	var said []string
+	for i, l := range lines {
+		if strings.Contains(l, "diagnostics:") {
+			said = append(said, lines[i:min(i+6, len(lines))]...)
+		}
+	}
+	return strings.Join(append(said, lines[max(0, len(lines)-8):]...), "\n")
+}
+
 // waitCapacity waits until koordlet pushed YARN's capacity from a batch
 // allocatable to the RM (its ledger's RM sync: memory pushed > 0).
 func waitCapacity(ctx context.Context, box *nodebox.Box, wait time.Duration) error {
@@ -372,7 +405,7 @@ func waitCapacity(ctx context.Context, box *nodebox.Box, wait time.Duration) err
 func submit(ctx context.Context, peer *yarnpeer.Peer, j jobs.Job) jobResult {
 	mode := map[jobs.Kind]string{jobs.Short: yarnpeer.SparkBurn, jobs.Heavy: yarnpeer.SparkGrow, jobs.Long: yarnpeer.SparkHold}[j.Kind]
 	run, err := peer.RunSparkJob(yarnpeer.SparkJob{Name: j.Name, User: "spark", Mode: mode, Partitions: j.Tasks,
-		HoldMB: j.HoldMB, Seconds: int(j.TaskTime.Seconds()), Executors: j.Executors, ExecutorMB: j.HoldMB + 384})
+		HoldMB: j.HoldMB, Seconds: int(j.TaskTime.Seconds()), Executors: j.Executors, ExecutorMB: max(512, j.HoldMB+448)}) // Spark needs ≥ 450 MB; the rest is the held heap's headroom
 	if err != nil {
 		return jobResult{job: j, err: err}
 	}
@@ -380,8 +413,7 @@ func submit(ctx context.Context, peer *yarnpeer.Peer, j jobs.Job) jobResult {
 	if ctx.Err() != nil {
 		run.Kill()
 	}
-	lines := strings.Split(strings.TrimSpace(run.Output()), "\n")
-	return jobResult{job: j, res: res, err: err, output: strings.Join(lines[max(0, len(lines)-15):], "\n")}
+	return jobResult{job: j, res: res, err: err, output: clientSays(run.Output())}
 }
 
 // nmPodCPU is the NodeManager pod's CPU time (its container cgroup's
