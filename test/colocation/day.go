@@ -3,6 +3,8 @@ package colocation
 import (
 	"context"
 	"fmt"
+	"path/filepath"
+	"strconv"
 	"time"
 
 	"github.com/koordlet-yarn/koordlet-yarn/test/nodebox"
@@ -13,6 +15,8 @@ import (
 // open-loop load generator and calibration as Run's.
 type LS struct {
 	h *harness
+	// holder holds the pod's memory beside the service (HoldMemory).
+	holder *helperProc
 }
 
 // StartLS starts the LS service in box's LS pod (BoxOptions) and
@@ -81,5 +85,39 @@ func (l *LS) Phase(ctx context.Context, rate int, d time.Duration) (PhaseResult,
 	return res, nil
 }
 
+// HoldMemory makes the LS pod hold mib MiB beside the service (what its
+// caches and connections hold at a load), touched, by a process in the
+// pod's cgroups that replaces the previous one (0: none). It returns once
+// the memory is held.
+func (l *LS) HoldMemory(mib int) error {
+	if l.holder != nil {
+		l.holder.kill()
+		l.holder = nil
+	}
+	if mib <= 0 {
+		return nil
+	}
+	pod := l.h.box.PodCgroup(LSPodName)
+	var dirs []string
+	for _, ctrl := range l.h.box.Controllers() {
+		dirs = append(dirs, filepath.Join(l.h.box.CgroupRoot(), ctrl, pod))
+	}
+	p, err := startHelper([]string{helperEnv + "=hold", memEnv + "=" + strconv.Itoa(mib)}, dirs, false)
+	if err != nil {
+		return fmt.Errorf("the LS pod's memory: %w", err)
+	}
+	if line, err := p.line(); err != nil || line != "holding" {
+		p.kill()
+		return fmt.Errorf("the LS pod's memory holder: %q %v", line, err)
+	}
+	l.holder = p
+	return nil
+}
+
 // Close stops the service and removes what StartLS made.
-func (l *LS) Close() error { return l.h.close() }
+func (l *LS) Close() error {
+	if l.holder != nil {
+		l.holder.kill()
+	}
+	return l.h.close()
+}

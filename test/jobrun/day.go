@@ -68,6 +68,11 @@ type Runner struct {
 	// Overcommit the points of node memory koord-manager's memory reclaim
 	// threshold is above it (the batch allocatable's over-reporting).
 	Budget, Overcommit int64
+	// LSMemoryMiB is what the LS pod holds beside its service at 100% of
+	// the node's load (its caches and connections): each phase it holds
+	// its level's share, so that the LS peak takes memory back from what
+	// the night left batch.
+	LSMemoryMiB int
 	Phases             []jobs.Phase
 	Stream             []jobs.Job
 	Log                io.Writer
@@ -223,6 +228,11 @@ func (r *Runner) Day(ctx context.Context, c jobs.Config) (jobs.Outcome, Timeline
 		if c.LS() {
 			rate = r.rates[i]
 		}
+		if c.LS() {
+			if err := ls.HoldMemory(int(p.Level * float64(r.LSMemoryMiB))); err != nil {
+				return out, tl, fmt.Errorf("phase %d: %w", p.Index, err)
+			}
+		}
 		nm0 := nmPodCPU(box)
 		res, err := ls.Phase(ctx, rate, p.Duration)
 		if err != nil {
@@ -337,8 +347,8 @@ func (r *Runner) memoryThreshold(ctx context.Context, box *nodebox.Box) (int64, 
 	if threshold > 95 {
 		threshold = 95
 	}
-	fmt.Fprintf(r.Log, "node memory %d MiB of %d in use; BE memory evict threshold %d%% (%d MiB), lower %d%%\n",
-		used>>20, total>>20, threshold, threshold*total/100>>20, threshold-2)
+	fmt.Fprintf(r.Log, "node memory %d MiB of %d in use; BE memory evict threshold %d%% (%d MiB), lower %d%%; koord-manager's memory reclaim threshold %d%%\n",
+		used>>20, total>>20, threshold, threshold*total/100>>20, threshold-2, threshold+r.Overcommit)
 	return threshold, box.UpdateNodeSLO(ctx, func(s *slov1alpha1.NodeSLOSpec) {
 		if s.ResourceUsedThresholdWithBE == nil {
 			s.ResourceUsedThresholdWithBE = &slov1alpha1.ResourceThresholdStrategy{}

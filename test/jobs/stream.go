@@ -74,10 +74,12 @@ type Shape struct {
 	HoldMB           int
 }
 
-// DefaultMix fills a small node's YARN (2 cores here): about two jobs an
-// hour of the day, a quarter of them heavy.
+// DefaultMix fills a small node's YARN (2 cores, a few GiB here) on the
+// default day: a job every two hours of the day (20 s of the 4-minute
+// day: a Spark job's JVMs take about that to start here), a quarter of
+// them heavy.
 func DefaultMix() Mix {
-	return Mix{PerHour: 2, HeavyShare: 0.25, LongLead: 3, LongPhases: 6,
+	return Mix{PerHour: 0.5, HeavyShare: 0.25, LongLead: 3, LongPhases: 6,
 		Short: Shape{Executors: 2, Tasks: 4, TaskPhases: 0.5, HoldMB: 64},
 		Heavy: Shape{Executors: 2, Tasks: 2, TaskPhases: 1, HoldMB: 512},
 		Long:  Shape{Executors: 1, Tasks: 1, TaskPhases: 6, HoldMB: 128},

@@ -30,9 +30,9 @@ func TestDefaultStream(t *testing.T) {
 		assert.Positive(t, j.Tasks)
 		assert.Positive(t, j.TaskTime)
 	}
-	// About PerHour × 24 Poisson arrivals (48 expected; a Poisson count
-	// of mean 48 is within ±20 with near certainty), one long job.
-	assert.InDelta(t, 48, count[Short]+count[Heavy], 20)
+	// About PerHour × 24 Poisson arrivals (12 expected; a Poisson count
+	// of mean 12 is within ±9 with near certainty), one long job.
+	assert.InDelta(t, 12, count[Short]+count[Heavy], 9)
 	assert.Positive(t, count[Heavy])
 	assert.Greater(t, count[Short], count[Heavy])
 	require.Equal(t, 1, count[Long])

@@ -45,6 +45,7 @@ func main() {
 	flag.IntVar(&mix.LongPhases, "long-phases", mix.LongPhases, "phases of the long job that spans the peak (0: none)")
 	budget := flag.Int64("memory-budget", 4096, "MiB of node memory above what is in use once everything is up: the BE memory evict threshold is set there (a smaller node's memory on this 24 GiB host)")
 	overcommit := flag.Int64("memory-overcommit", 2, "points of node memory koord-manager's memoryReclaimThresholdPercent is above the BE memory evict threshold: the batch allocatable over-reports that much, as a prediction does when the LS peak comes")
+	lsMemory := flag.Int("ls-memory", 3072, "MiB the LS pod holds beside its service at 100% load (each phase its level's share: the peak takes memory back)")
 	hadoop := flag.String("hadoop", "", "Hadoop version of the real-YARN peer (default 3.5.0)")
 	out := flag.String("out", "build/jobs", "directory of the timelines (SVG) and the outcomes (JSON)")
 	flag.Parse()
@@ -77,7 +78,7 @@ func main() {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	r := jobrun.Runner{Top: top, Out: *out, Hadoop: *hadoop, Budget: *budget << 20, Overcommit: *overcommit, Phases: phases, Stream: stream, Log: os.Stderr}
+	r := jobrun.Runner{Top: top, Out: *out, Hadoop: *hadoop, Budget: *budget << 20, Overcommit: *overcommit, LSMemoryMiB: *lsMemory, Phases: phases, Stream: stream, Log: os.Stderr}
 	fmt.Fprintf(os.Stderr, "jobs: a day of %d phases over %v (LS %.0f%% → %.0f%%), %d jobs, %d configurations × %d repeats\n",
 		d.Phases, d.Length, 100*d.Night, 100*d.Peak, len(stream), len(cs), *repeats)
 	began := time.Now()
