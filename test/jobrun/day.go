@@ -73,9 +73,9 @@ type Runner struct {
 	// its level's share, so that the LS peak takes memory back from what
 	// the night left batch.
 	LSMemoryMiB int
-	Phases             []jobs.Phase
-	Stream             []jobs.Job
-	Log                io.Writer
+	Phases      []jobs.Phase
+	Stream      []jobs.Job
+	Log         io.Writer
 	// Drain bounds the wait for the jobs still running after the day (0:
 	// the day's length); those still running then have failed.
 	Drain time.Duration
