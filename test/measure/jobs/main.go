@@ -33,6 +33,9 @@ func main() {
 	kerneltest.RunHelperIfRequested()
 	colocation.RunHelperIfRequested()
 	d, mix := jobs.DefaultDay(), jobs.DefaultMix()
+	// A flag set of its own: the packages this command links register
+	// koordlet's and cAdvisor's flags on the global one.
+	flag := flag.NewFlagSet("jobs", flag.ExitOnError)
 	configs := flag.String("configs", "all", "configurations, comma-separated (ls-alone, batch-alone, upstream, kill, preempt, controlled) or all; LS alone and batch alone are the references every other row needs")
 	repeats := flag.Int("repeats", 2, "repeats of every configuration")
 	flag.IntVar(&d.Phases, "phases", d.Phases, "phases of the day")
@@ -48,7 +51,7 @@ func main() {
 	lsMemory := flag.Int("ls-memory", 3072, "MiB the LS pod holds beside its service at 100% load (each phase its level's share: the peak takes memory back)")
 	hadoop := flag.String("hadoop", "", "Hadoop version of the real-YARN peer (default 3.5.0)")
 	out := flag.String("out", "build/jobs", "directory of the timelines (SVG) and the outcomes (JSON)")
-	flag.Parse()
+	_ = flag.Parse(os.Args[1:])
 	mix.Seed = d.Seed
 	cs, err := jobs.ParseConfigs(*configs)
 	if err == nil && *repeats < 1 {
