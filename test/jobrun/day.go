@@ -45,6 +45,10 @@ func colocationConfig(memoryPercent int64) string {
 // for an AM and an executor.
 const memoryOnly = "yarn.scheduler.capacity.resource-calculator=org.apache.hadoop.yarn.util.resource.DefaultResourceCalculator"
 
+// oneQueue gives the default queue the whole cluster (the peer's has 40%
+// beside two others): every job of the stream goes there.
+var oneQueue = []string{"yarn.scheduler.capacity.root.queues=default", "yarn.scheduler.capacity.root.default.capacity=100"}
+
 // clusterMax keeps the RM's largest allocation at its configured maximum
 // (8192 MB, 4 vcores) as on a cluster of many nodes, whose largest node
 // holds that: the RM takes the configured maximum until the scheduling
@@ -162,7 +166,7 @@ func (r *Runner) Day(ctx context.Context, c jobs.Config) (jobs.Outcome, Timeline
 	// The NodeManager in a JVM of its own, in the NodeManager pod, as
 	// deployed (upstream's eviction of the pod restarts it alone).
 	peer, err := realyarn.Start(ctx, box, r.Top, yarnpeer.Options{Hadoop: r.Hadoop, Memory: true, SplitNM: true, KeepLogs: true,
-		Conf: append([]string{memoryOnly}, clusterMax...), OffNode: true})
+		Conf: append(append([]string{memoryOnly}, clusterMax...), oneQueue...), OffNode: true})
 	if err != nil {
 		return out, tl, fmt.Errorf("the real YARN: %w", err)
 	}
@@ -411,19 +415,71 @@ func waitCapacity(ctx context.Context, box *nodebox.Box, wait time.Duration) err
 	}
 }
 
-// submit runs j as a Spark application and waits for its end.
+// submit runs j as a Spark application and waits for its end. Its client
+// exits once the application is accepted (a gateway's client, not this
+// node's memory: spark.yarn.submit.waitAppCompletion=false); the RM's
+// report then says its end and its time. Two AM attempts, the RM's
+// default (the tests' peer allows one).
 func submit(ctx context.Context, peer *yarnpeer.Peer, j jobs.Job) jobResult {
 	mode := map[jobs.Kind]string{jobs.Short: yarnpeer.SparkBurn, jobs.Heavy: yarnpeer.SparkGrow, jobs.Long: yarnpeer.SparkHold}[j.Kind]
 	run, err := peer.RunSparkJob(yarnpeer.SparkJob{Name: j.Name, User: "spark", Mode: mode, Partitions: j.Tasks,
-		HoldMB: j.HoldMB, Seconds: int(j.TaskTime.Seconds()), Executors: j.Executors, ExecutorMB: max(512, j.HoldMB+448)}) // Spark needs ≥ 450 MB; the rest is the held heap's headroom
+		HoldMB: j.HoldMB, Seconds: int(j.TaskTime.Seconds()), Executors: j.Executors,
+		ExecutorMB: max(512, j.HoldMB+448), // Spark needs ≥ 450 MB; the rest is the held heap's headroom
+		Extra:      []string{"spark.yarn.submit.waitAppCompletion=false", "spark.yarn.maxAppAttempts=2"}})
 	if err != nil {
 		return jobResult{job: j, err: err}
 	}
-	res, err := run.Wait(ctx)
-	if ctx.Err() != nil {
+	fail := func(err error) jobResult {
 		run.Kill()
+		return jobResult{job: j, err: err, output: clientSays(run.Output())}
 	}
+	select {
+	case <-run.Done():
+	case <-ctx.Done():
+		return fail(ctx.Err())
+	}
+	app := run.AppID()
+	if app == "" {
+		return fail(fmt.Errorf("spark-submit submitted no application"))
+	}
+	rep, err := waitApp(ctx, peer.RMWeb, app)
+	if err != nil {
+		return fail(err)
+	}
+	res, err := run.Wait(ctx)
+	res.Elapsed = rep.Elapsed
 	return jobResult{job: j, res: res, err: err, output: clientSays(run.Output())}
+}
+
+// appReport is the RM's report of an application.
+type appReport struct {
+	State, FinalStatus string
+	Elapsed            time.Duration
+}
+
+// waitApp polls the RM's REST (GET /ws/v1/cluster/apps/{app}) until app
+// ended (FINISHED, FAILED, KILLED).
+func waitApp(ctx context.Context, rmWeb, app string) (appReport, error) {
+	for {
+		var body struct {
+			App struct {
+				State, FinalStatus string
+				ElapsedTime        int64
+			} `json:"app"`
+		}
+		err := getJSON(ctx, "http://"+rmWeb+"/ws/v1/cluster/apps/"+app, &body)
+		if err == nil {
+			switch body.App.State {
+			case "FINISHED", "FAILED", "KILLED":
+				return appReport{body.App.State, body.App.FinalStatus, time.Duration(body.App.ElapsedTime) * time.Millisecond}, nil
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return appReport{}, fmt.Errorf("application %s did not end: %w (last read: %v)", app, ctx.Err(), err)
+		case <-time.After(time.Second):
+		}
+	}
 }
 
 // nmPodCPU is the NodeManager pod's CPU time (its container cgroup's

@@ -159,18 +159,6 @@ func (c Capacity) String() string {
 // rmCapacity reads the node's capacity from the RM's REST
 // (GET /ws/v1/cluster/nodes: used + available).
 func rmCapacity(ctx context.Context, rmWeb string) Capacity {
-	ctx, cancel := context.WithTimeout(ctx, 3*time.Second)
-	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+rmWeb+"/ws/v1/cluster/nodes", nil)
-	if err != nil {
-		return Capacity{-1, -1}
-	}
-	req.Header.Set("Accept", "application/json")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return Capacity{-1, -1}
-	}
-	defer resp.Body.Close()
 	var body struct {
 		Nodes struct {
 			Node []struct {
@@ -181,7 +169,7 @@ func rmCapacity(ctx context.Context, rmWeb string) Capacity {
 			} `json:"node"`
 		} `json:"nodes"`
 	}
-	if err := json.NewDecoder(io.LimitReader(resp.Body, 16<<20)).Decode(&body); err != nil {
+	if err := getJSON(ctx, "http://"+rmWeb+"/ws/v1/cluster/nodes", &body); err != nil {
 		return Capacity{-1, -1}
 	}
 	for _, n := range body.Nodes.Node {
@@ -190,4 +178,24 @@ func rmCapacity(ctx context.Context, rmWeb string) Capacity {
 		}
 	}
 	return Capacity{-1, -1}
+}
+
+// getJSON decodes a GET of url (JSON, at most 16 MiB, 3 s) into v.
+func getJSON(ctx context.Context, url string, v any) error {
+	ctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Accept", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("GET %s: %s", url, resp.Status)
+	}
+	return json.NewDecoder(io.LimitReader(resp.Body, 16<<20)).Decode(v)
 }

@@ -75,13 +75,13 @@ type Shape struct {
 }
 
 // DefaultMix fills a small node's YARN (2 cores, a few GiB here) on the
-// default day: a job every two hours of the day (20 s of the 4-minute
-// day: a Spark job's JVMs take about that to start here), a quarter of
-// them heavy.
+// default day: a job every two and a half hours of the day (25 s of the
+// 4-minute day: a Spark job's JVMs take about that to start here), a
+// quarter of them heavy; an AM and one executor each.
 func DefaultMix() Mix {
-	return Mix{PerHour: 0.5, HeavyShare: 0.25, LongLead: 3, LongPhases: 6,
-		Short: Shape{Executors: 2, Tasks: 4, TaskPhases: 0.5, HoldMB: 64},
-		Heavy: Shape{Executors: 2, Tasks: 2, TaskPhases: 1, HoldMB: 512},
+	return Mix{PerHour: 0.4, HeavyShare: 0.25, LongLead: 3, LongPhases: 6,
+		Short: Shape{Executors: 1, Tasks: 2, TaskPhases: 0.5, HoldMB: 64},
+		Heavy: Shape{Executors: 1, Tasks: 2, TaskPhases: 1, HoldMB: 512},
 		Long:  Shape{Executors: 1, Tasks: 1, TaskPhases: 6, HoldMB: 128},
 		Seed:  1}
 }
