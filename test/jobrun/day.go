@@ -99,12 +99,13 @@ func (r *Runner) All(ctx context.Context, cs []jobs.Config, repeats int) (map[jo
 	for rep := 1; rep <= repeats; rep++ {
 		for _, c := range cs {
 			began := time.Now()
-			o, tl, err := r.Day(ctx, c)
+			name := fmt.Sprintf("%s-%d", c.Key(), rep)
+			o, tl, err := r.Day(ctx, c, name)
 			if err != nil {
 				return out, fmt.Errorf("%s, repeat %d: %w", c, rep, err)
 			}
 			out[c] = append(out[c], o)
-			if err := r.write(fmt.Sprintf("%s-%d", c.Key(), rep), fmt.Sprintf("%s, repeat %d", c, rep), c, o, tl); err != nil {
+			if err := r.write(name, fmt.Sprintf("%s, repeat %d", c, rep), c, o, tl); err != nil {
 				return out, err
 			}
 			fmt.Fprintf(r.Log, "jobs: %s, repeat %d: %d jobs (%d failed), %d containers launched, %d killed, %d preempted, %d with the NM pod; utilisation %.0f%%; %v\n",
@@ -149,8 +150,9 @@ type jobResult struct {
 }
 
 // Day runs one configuration's day on a fresh box and returns its outcome
-// and timeline.
-func (r *Runner) Day(ctx context.Context, c jobs.Config) (jobs.Outcome, Timeline, error) {
+// and timeline; the logs of koordlet, koord-manager and YARN's daemons are
+// kept in Out as name-logs (with Out set).
+func (r *Runner) Day(ctx context.Context, c jobs.Config, name string) (jobs.Outcome, Timeline, error) {
 	var out jobs.Outcome
 	var tl Timeline
 	opts := colocation.BoxOptions()
@@ -171,6 +173,7 @@ func (r *Runner) Day(ctx context.Context, c jobs.Config) (jobs.Outcome, Timeline
 		return out, tl, fmt.Errorf("the real YARN: %w", err)
 	}
 	defer peer.Stop()
+	defer r.keepLogs(box, name) // before the peer's stop removes its directory
 	box.SetKoordletArgs(c.KoordletArgs(peer.RMWeb))
 	if err := box.StartKoordletFor(peer.NMWeb); err != nil {
 		return out, tl, err
@@ -393,6 +396,26 @@ func clientSays(out string) string {
 		}
 	}
 	return strings.Join(append(said, lines[max(0, len(lines)-8):]...), "\n")
+}
+
+// keepLogs copies the box's logs (koordlet's, koord-manager's, the YARN
+// daemons') into Out/name-logs before the box is removed.
+func (r *Runner) keepLogs(box *nodebox.Box, name string) {
+	if r.Out == "" || name == "" {
+		return
+	}
+	dir := filepath.Join(r.Out, name+"-logs")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		fmt.Fprintf(r.Log, "keep the logs: %v\n", err)
+		return
+	}
+	files := []string{box.KoordletLog(), filepath.Join(box.Dir(), "koord-manager.log")}
+	more, _ := filepath.Glob(filepath.Join(box.Dir(), "yarn", "*.log"))
+	for _, f := range append(files, more...) {
+		if b, err := os.ReadFile(f); err == nil {
+			_ = os.WriteFile(filepath.Join(dir, filepath.Base(f)), b, 0o644)
+		}
+	}
 }
 
 // waitCapacity waits until koordlet pushed YARN's capacity from a batch
