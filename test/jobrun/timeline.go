@@ -30,6 +30,8 @@ type Point struct {
 	// Node and Batch are the node's utilisation (0–1) and YARN's CPU
 	// (cores) over the phase.
 	Node, Batch float64
+	// LS and Koordlet are the LS pod's and koordlet's CPU (cores).
+	LS, Koordlet float64
 	// Capacity is what the RM holds for the node at the phase's end.
 	Capacity Capacity
 }
