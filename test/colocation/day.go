@@ -52,6 +52,9 @@ type PhaseResult struct {
 	// BatchCPUSeconds, LSCPUSeconds and KoordletCPUSeconds are the
 	// phase's CPU time of YARN's hierarchy, the LS pod and koordlet.
 	BatchCPUSeconds, LSCPUSeconds, KoordletCPUSeconds float64
+	// LoadgenCPUSeconds is the load generator's (it stands for clients
+	// on other machines).
+	LoadgenCPUSeconds float64
 }
 
 // Phase loads the service at rate for d and returns what it measured over
@@ -82,6 +85,7 @@ func (l *LS) Phase(ctx context.Context, rate int, d time.Duration) (PhaseResult,
 	}
 	res.NodeUtilisation = Utilisation(from.cpu, to.cpu)
 	res.BatchCPUSeconds, res.LSCPUSeconds, res.KoordletCPUSeconds = to.batch-from.batch, to.ls-from.ls, to.koordlet-from.koordlet
+	res.LoadgenCPUSeconds = to.loadgen - from.loadgen
 	return res, nil
 }
 
