@@ -12,6 +12,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net/http"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -47,8 +48,20 @@ func colocationConfig(memoryPercent int64) string {
 const memoryOnly = "yarn.scheduler.capacity.resource-calculator=org.apache.hadoop.yarn.util.resource.DefaultResourceCalculator"
 
 // oneQueue gives the default queue the whole cluster (the peer's has 40%
-// beside two others): every job of the stream goes there.
-var oneQueue = []string{"yarn.scheduler.capacity.root.queues=default", "yarn.scheduler.capacity.root.default.capacity=100"}
+// beside two others): every job of the stream runs there. Beside it,
+// heldQueue has nothing: the jobs are submitted into it before the day (so
+// that their spark-submit clients, a gateway's work in production, do not
+// run on the node during the day) and each is moved to the default queue
+// at its arrival.
+var oneQueue = []string{"yarn.scheduler.capacity.root.queues=default," + heldQueue,
+	"yarn.scheduler.capacity.root.default.capacity=100",
+	"yarn.scheduler.capacity.root." + heldQueue + ".capacity=0",
+	"yarn.scheduler.capacity.root." + heldQueue + ".maximum-capacity=0",
+	// A queue's application limit is its share of the cluster's (0 here).
+	"yarn.scheduler.capacity.root." + heldQueue + ".maximum-applications=1000"}
+
+// heldQueue holds the day's jobs until they arrive.
+const heldQueue = "held"
 
 // clusterMax keeps the RM's largest allocation at its configured maximum
 // (8192 MB, 4 vcores) as on a cluster of many nodes, whose largest node
@@ -208,6 +221,11 @@ func (r *Runner) Day(ctx context.Context, c jobs.Config, name string) (jobs.Outc
 		}
 	}
 
+	var held map[string]heldJob
+	if c.Batch() {
+		held = r.submitHeld(ctx, peer)
+	}
+
 	began := time.Now()
 	watch := watchNMPod(ctx, box, peer, began, r.Log)
 	defer watch.stop()
@@ -226,7 +244,7 @@ func (r *Runner) Day(ctx context.Context, c jobs.Config, name string) (jobs.Outc
 					return
 				case <-time.After(time.Until(began.Add(j.At))):
 				}
-				results <- submit(jobsCtx, peer, j)
+				results <- arrive(jobsCtx, peer, j, held[j.Name])
 			}()
 		}
 	}
@@ -414,9 +432,14 @@ func (r *Runner) keepLogs(box *nodebox.Box, name string) {
 	}
 	files := []string{box.KoordletLog(), filepath.Join(box.Dir(), "koord-manager.log")}
 	more, _ := filepath.Glob(filepath.Join(box.Dir(), "yarn", "*.log"))
-	for _, f := range append(files, more...) {
+	submits, _ := filepath.Glob(filepath.Join(box.Dir(), "yarn", "spark-*", "submit.log"))
+	for _, f := range append(append(files, more...), submits...) {
+		name := filepath.Base(f)
+		if name == "submit.log" {
+			name = filepath.Base(filepath.Dir(f)) + "-submit.log"
+		}
 		if b, err := os.ReadFile(f); err == nil {
-			_ = os.WriteFile(filepath.Join(dir, filepath.Base(f)), b, 0o644)
+			_ = os.WriteFile(filepath.Join(dir, name), b, 0o644)
 		}
 	}
 }
@@ -441,46 +464,98 @@ func waitCapacity(ctx context.Context, box *nodebox.Box, wait time.Duration) err
 	}
 }
 
-// submit runs j as a Spark application and waits for its end. Its client
-// exits once the application is accepted (a gateway's client, not this
-// node's memory: spark.yarn.submit.waitAppCompletion=false); the RM's
-// report then says its end and its time. Two AM attempts, the RM's
-// default (the tests' peer allows one).
-func submit(ctx context.Context, peer *yarnpeer.Peer, j jobs.Job) jobResult {
-	mode := map[jobs.Kind]string{jobs.Short: yarnpeer.SparkBurn, jobs.Heavy: yarnpeer.SparkGrow, jobs.Long: yarnpeer.SparkHold}[j.Kind]
-	run, err := peer.RunSparkJob(yarnpeer.SparkJob{Name: j.Name, User: "spark", Mode: mode, Partitions: j.Tasks,
-		HoldMB: j.HoldMB, Seconds: int(j.TaskTime.Seconds()), Executors: j.Executors,
-		ExecutorMB: max(512, j.HoldMB+448), // Spark needs ≥ 450 MB; the rest is the held heap's headroom
-		Extra:      []string{"spark.yarn.submit.waitAppCompletion=false", "spark.yarn.maxAppAttempts=2"}})
-	if err != nil {
+// heldJob is a job submitted before the day into heldQueue: its client
+// (nil when the submission failed, err says why) and application.
+type heldJob struct {
+	run *yarnpeer.SparkRun
+	app string
+	err error
+}
+
+// submitHeld submits every job of the stream into heldQueue, one client at
+// a time (its client exits once the application is accepted:
+// spark.yarn.submit.waitAppCompletion=false), two AM attempts (the RM's
+// default; the tests' peer allows one).
+func (r *Runner) submitHeld(ctx context.Context, peer *yarnpeer.Peer) map[string]heldJob {
+	began := time.Now()
+	held := map[string]heldJob{}
+	for _, j := range r.Stream {
+		mode := map[jobs.Kind]string{jobs.Short: yarnpeer.SparkBurn, jobs.Heavy: yarnpeer.SparkGrow, jobs.Long: yarnpeer.SparkHold}[j.Kind]
+		run, err := peer.RunSparkJob(yarnpeer.SparkJob{Name: j.Name, User: "spark", Queue: heldQueue, Mode: mode, Partitions: j.Tasks,
+			HoldMB: j.HoldMB, Seconds: int(j.TaskTime.Seconds()), Executors: j.Executors,
+			ExecutorMB: max(512, j.HoldMB+448), // Spark needs ≥ 450 MB; the rest is the held heap's headroom
+			Extra:      []string{"spark.yarn.submit.waitAppCompletion=false", "spark.yarn.maxAppAttempts=2"}})
+		if err != nil {
+			held[j.Name] = heldJob{err: err}
+			continue
+		}
+		select {
+		case <-run.Done():
+		case <-ctx.Done():
+			run.Kill()
+		}
+		h := heldJob{run: run, app: run.AppID()}
+		if h.app == "" {
+			h.err = fmt.Errorf("spark-submit submitted no application")
+		}
+		held[j.Name] = h
+	}
+	fmt.Fprintf(r.Log, "%d jobs submitted into the %s queue in %v\n", len(held), heldQueue, time.Since(began).Round(time.Second))
+	return held
+}
+
+// arrive moves h's application to the default queue (the job's arrival)
+// and waits for its end; the job's time is from the move to the RM's
+// finish.
+func arrive(ctx context.Context, peer *yarnpeer.Peer, j jobs.Job, h heldJob) jobResult {
+	if h.run == nil || h.err != nil {
+		out := ""
+		if h.run != nil {
+			out = clientSays(h.run.Output())
+		}
+		return jobResult{job: j, err: h.err, output: out}
+	}
+	moved := time.Now()
+	if err := moveApp(ctx, peer.RMWeb, h.app, "default"); err != nil {
 		return jobResult{job: j, err: err}
 	}
-	fail := func(err error) jobResult {
-		run.Kill()
-		return jobResult{job: j, err: err, output: clientSays(run.Output())}
-	}
-	select {
-	case <-run.Done():
-	case <-ctx.Done():
-		return fail(ctx.Err())
-	}
-	app := run.AppID()
-	if app == "" {
-		return fail(fmt.Errorf("spark-submit submitted no application"))
-	}
-	rep, err := waitApp(ctx, peer.RMWeb, app)
+	rep, err := waitApp(ctx, peer.RMWeb, h.app)
 	if err != nil {
-		return fail(err)
+		return jobResult{job: j, err: err, output: clientSays(h.run.Output())}
 	}
-	res, err := run.Wait(ctx)
-	res.Elapsed = rep.Elapsed
-	return jobResult{job: j, res: res, err: err, output: clientSays(run.Output())}
+	res, err := h.run.Wait(ctx)
+	res.Elapsed = rep.Finished.Sub(moved)
+	return jobResult{job: j, res: res, err: err, output: clientSays(h.run.Output())}
+}
+
+// moveApp moves app to queue (PUT /ws/v1/cluster/apps/{app}/queue, as its
+// owner).
+func moveApp(ctx context.Context, rmWeb, app, queue string) error {
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPut, "http://"+rmWeb+"/ws/v1/cluster/apps/"+app+"/queue?user.name=spark",
+		strings.NewReader(`{"queue":"`+queue+`"}`))
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return fmt.Errorf("move %s to the %s queue: %w", app, queue, err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		b, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
+		return fmt.Errorf("move %s to the %s queue: %s: %s", app, queue, resp.Status, b)
+	}
+	return nil
 }
 
 // appReport is the RM's report of an application.
 type appReport struct {
 	State, FinalStatus string
-	Elapsed            time.Duration
+	Finished           time.Time
 }
 
 // waitApp polls the RM's REST (GET /ws/v1/cluster/apps/{app}) until app
@@ -490,14 +565,14 @@ func waitApp(ctx context.Context, rmWeb, app string) (appReport, error) {
 		var body struct {
 			App struct {
 				State, FinalStatus string
-				ElapsedTime        int64
+				FinishedTime       int64
 			} `json:"app"`
 		}
 		err := getJSON(ctx, "http://"+rmWeb+"/ws/v1/cluster/apps/"+app, &body)
 		if err == nil {
 			switch body.App.State {
 			case "FINISHED", "FAILED", "KILLED":
-				return appReport{body.App.State, body.App.FinalStatus, time.Duration(body.App.ElapsedTime) * time.Millisecond}, nil
+				return appReport{body.App.State, body.App.FinalStatus, time.UnixMilli(body.App.FinishedTime)}, nil
 			}
 		}
 		select {
