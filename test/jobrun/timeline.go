@@ -1,9 +1,6 @@
 package jobrun
 
 import (
-	"fmt"
-	"image/color"
-	"os"
 	"time"
 
 	"gonum.org/v1/plot"
@@ -11,7 +8,8 @@ import (
 	"gonum.org/v1/plot/plotutil"
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
-	"gonum.org/v1/plot/vg/vgsvg"
+
+	"github.com/koordlet-yarn/koordlet-yarn/test/colocation"
 )
 
 // Timeline is one day of one configuration, phase by phase, with its
@@ -66,19 +64,19 @@ func (tl Timeline) Plot(title, file string) error {
 		use = append(use, plotter.XY{X: x, Y: p.Batch})
 		node = append(node, plotter.XY{X: x, Y: p.Node * 2})
 	}
-	if err := line(top, p99, "LS p99 (ms)", 0); err != nil {
+	if err := colocation.AddLine(top, p99, "LS p99 (ms)", 0); err != nil {
 		return err
 	}
-	if err := line(top, load, "LS load (% ÷ 10)", 1); err != nil {
+	if err := colocation.AddLine(top, load, "LS load (% ÷ 10)", 1); err != nil {
 		return err
 	}
-	if err := line(bottom, capv, "YARN capacity on the RM (vcores)", 2); err != nil {
+	if err := colocation.AddLine(bottom, capv, "YARN capacity on the RM (vcores)", 2); err != nil {
 		return err
 	}
-	if err := line(bottom, use, "YARN CPU use (cores)", 3); err != nil {
+	if err := colocation.AddLine(bottom, use, "YARN CPU use (cores)", 3); err != nil {
 		return err
 	}
-	if err := line(bottom, node, "node CPU use (cores)", 4); err != nil {
+	if err := colocation.AddLine(bottom, node, "node CPU use (cores)", 4); err != nil {
 		return err
 	}
 	kinds := map[string]plotter.XYs{}
@@ -102,33 +100,5 @@ func (tl Timeline) Plot(title, file string) error {
 		p.Legend.Top = true
 		p.Y.Min = 0
 	}
-	const w, h = 9 * vg.Inch, 7 * vg.Inch
-	c := vgsvg.New(w, h)
-	tiles := draw.Tiles{Rows: 2, Cols: 1, PadTop: vg.Points(4), PadBottom: vg.Points(4), PadLeft: vg.Points(4), PadRight: vg.Points(8), PadY: vg.Points(8)}
-	canvases := plot.Align([][]*plot.Plot{{top}, {bottom}}, tiles, draw.New(c))
-	top.Draw(canvases[0][0])
-	bottom.Draw(canvases[1][0])
-	f, err := os.Create(file)
-	if err != nil {
-		return fmt.Errorf("write the timeline: %w", err)
-	}
-	if _, err := c.WriteTo(f); err != nil {
-		f.Close()
-		return fmt.Errorf("write the timeline %s: %w", file, err)
-	}
-	return f.Close()
-}
-
-func line(p *plot.Plot, xys plotter.XYs, name string, i int) error {
-	if len(xys) == 0 {
-		return nil
-	}
-	l, err := plotter.NewLine(xys)
-	if err != nil {
-		return fmt.Errorf("plot %s: %w", name, err)
-	}
-	l.Color = color.Color(plotutil.Color(i))
-	p.Add(l)
-	p.Legend.Add(name, l)
-	return nil
+	return colocation.WriteSVG(file, [][]*plot.Plot{{top}, {bottom}}, 9*vg.Inch, 7*vg.Inch)
 }
