@@ -114,4 +114,3 @@ func (w *nmWatch) err() error {
 	defer w.mu.Unlock()
 	return w.failure
 }
-
