@@ -54,6 +54,7 @@ func TestJobsSmoke(t *testing.T) {
 	}
 	assert.Equal(t, 1, o.Jobs)
 	assert.Zero(t, o.FailedJobs, "the job succeeded")
+	assert.Zero(t, o.Unfinished, "the job ended within the drain")
 	assert.Contains(t, o.JobTimes, job.Name)
 	assert.GreaterOrEqual(t, o.Launched, 2, "the AM and an executor launched (the container-executor's calls)")
 	assert.Zero(t, o.Evicted(), "one small job under the memory budget: nothing to relieve")

@@ -10,6 +10,7 @@ package jobrun
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -71,8 +72,8 @@ func (r *Runner) All(ctx context.Context, cs []jobs.Config, repeats int) (map[jo
 			if err := r.write(name, fmt.Sprintf("%s, repeat %d", c, rep), c, o, tl); err != nil {
 				return out, err
 			}
-			fmt.Fprintf(r.Log, "jobs: %s, repeat %d: %d jobs (%d failed), %d containers launched, %d killed, %d preempted, %d with the NM pod; utilisation %.0f%%; %v\n",
-				c, rep, o.Jobs, o.FailedJobs, o.Launched, o.Killed, o.Preempted, o.WithNMPod, 100*o.Utilisation, time.Since(began).Round(time.Second))
+			fmt.Fprintf(r.Log, "jobs: %s, repeat %d: %d jobs (%d failed, %d unfinished), %d containers launched, %d killed, %d preempted, %d with the NM pod; utilisation %.0f%%; %v\n",
+				c, rep, o.Jobs, o.FailedJobs, o.Unfinished, o.Launched, o.Killed, o.Preempted, o.WithNMPod, 100*o.Utilisation, time.Since(began).Round(time.Second))
 		}
 	}
 	return out, nil
@@ -179,15 +180,16 @@ func (r *Runner) Day(ctx context.Context, c jobs.Config, name string) (jobs.Outc
 	day := r.Phases[len(r.Phases)-1].Start + r.Phases[len(r.Phases)-1].Duration
 	out.Utilisation /= day.Seconds()
 	out.Koordlet = time.Duration(koordletCPU * float64(time.Second))
-	// The jobs still running finish, within Drain; those that do not have
-	// failed (their clients are killed).
+	// The jobs still running finish, within Drain; those that do not are
+	// unfinished (their waits are cancelled; the RM keeps them until the
+	// box stops).
 	done := make(chan struct{})
 	go func() { wg.Wait(); close(done) }()
 	drain := r.Drain
 	if drain <= 0 {
 		drain = day
 	}
-	ended := time.Now()
+	ended, drained := time.Now(), false
 	select {
 	case <-done:
 		if c.Batch() {
@@ -197,20 +199,22 @@ func (r *Runner) Day(ctx context.Context, c jobs.Config, name string) (jobs.Outc
 		fmt.Fprintf(r.Log, "%s: jobs still running %v after the day: failed\n", c, drain)
 		cancelJobs()
 		<-done
+		drained = true
 	}
 	close(results)
 	watch.stop()
 	if err := watch.err(); err != nil {
 		return out, tl, err
 	}
-	err = r.count(c, box, began, results, watch, &out, &tl)
+	err = r.count(c, box, began, results, drained, watch, &out, &tl)
 	return out, tl, err
 }
 
 // count adds the day's ends to out and tl: the jobs' results, the NodeManager
 // pod's evictions, the launches the container-executor saw and koordlet's
-// evictions.
-func (r *Runner) count(c jobs.Config, box *nodebox.Box, began time.Time, results <-chan jobResult, watch *nmWatch, out *jobs.Outcome, tl *Timeline) error {
+// evictions. With drained (the drain ended before the jobs), a job whose
+// wait the drain cut is unfinished, not failed.
+func (r *Runner) count(c jobs.Config, box *nodebox.Box, began time.Time, results <-chan jobResult, drained bool, watch *nmWatch, out *jobs.Outcome, tl *Timeline) error {
 	out.WithNMPod = watch.containers
 	for _, at := range watch.times {
 		tl.Marks = append(tl.Marks, Mark{At: at, Kind: "NM pod evicted"})
@@ -220,11 +224,15 @@ func (r *Runner) count(c jobs.Config, box *nodebox.Box, began time.Time, results
 		out.Jobs++
 		// The RM's final status says the job's end; an error reading its
 		// event log afterwards is logged, not a failure of the job.
-		if res.res.FinalStatus != "SUCCEEDED" {
+		switch {
+		case drained && res.res.FinalStatus == "" && errors.Is(res.err, context.Canceled):
+			out.Unfinished++
+			fmt.Fprintf(r.Log, "%s: job %s unfinished after the drain: %v\n", c, res.job.Name, res.err)
+		case res.res.FinalStatus != "SUCCEEDED":
 			out.FailedJobs++
 			fmt.Fprintf(r.Log, "%s: job %s failed: %v %s %s; its client's last lines:\n%s\n%s", c, res.job.Name, res.err, res.res.State, res.res.FinalStatus,
 				res.output, containerLogs(filepath.Join(box.Dir(), "yarn", "nm-logs"), res.res.AppID))
-		} else {
+		default:
 			out.JobTimes[res.job.Name] = res.res.Elapsed
 			if res.err != nil {
 				fmt.Fprintf(r.Log, "%s: job %s succeeded; its events: %v\n", c, res.job.Name, res.err)

@@ -24,11 +24,11 @@ func Report(w io.Writer, cs []jobs.Config, outcomes map[jobs.Config][]jobs.Outco
 	}
 	fmt.Fprintf(w, " ms; batch alone: %d jobs' times", len(ref.JobTimes))
 	for _, o := range outcomes[jobs.BatchAlone] {
-		fmt.Fprintf(w, "; a run: %d of %d jobs failed, %d containers launched", o.FailedJobs, o.Jobs, o.Launched)
+		fmt.Fprintf(w, "; a run: %d of %d jobs failed, %d unfinished, %d containers launched", o.FailedJobs, o.Jobs, o.Unfinished, o.Launched)
 	}
 	fmt.Fprintln(w)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "configuration\tjobs\tfailed jobs\tfailed attempts\tlaunched\tkilled\tpreempted\twith NM pod\teviction rate\tjob time p50 / p95 ÷ alone\tworst phase LS p99 ÷ alone\tutilisation vs LS alone\tbatch CPU-s\tkoordlet CPU-s")
+	fmt.Fprintln(tw, "configuration\tjobs\tfailed jobs\tunfinished\tfailed attempts\tlaunched\tkilled\tpreempted\twith NM pod\teviction rate\tjob time p50 / p95 ÷ alone\tworst phase LS p99 ÷ alone\tutilisation vs LS alone\tbatch CPU-s\tkoordlet CPU-s")
 	for _, c := range cs {
 		if c == jobs.LSAlone || c == jobs.BatchAlone {
 			continue
@@ -42,8 +42,8 @@ func Report(w io.Writer, cs []jobs.Config, outcomes map[jobs.Config][]jobs.Outco
 		for _, o := range outcomes[c] {
 			launched += o.Launched
 		}
-		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%d\t%.0f\t%.0f\t%.0f\t%s\t%s / %s\t%s (phase %d)\t%s points\t%s\t%s\n",
-			c, outcomes[c][0].Jobs, spread(row.FailedJobs, "%.0f"), spread(row.FailedAttempts, "%.0f"), launched/len(outcomes[c]),
+		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%d\t%.0f\t%.0f\t%.0f\t%s\t%s / %s\t%s (phase %d)\t%s points\t%s\t%s\n",
+			c, outcomes[c][0].Jobs, spread(row.FailedJobs, "%.0f"), spread(row.Unfinished, "%.0f"), spread(row.FailedAttempts, "%.0f"), launched/len(outcomes[c]),
 			row.Killed, row.Preempted, row.WithNMPod, spread(pct(row.EvictionRate), "%.2f%%"),
 			spread(row.JobP50, "%.2f×"), spread(row.JobP95, "%.2f×"), spread(row.WorstPhase, "%.2f×"), row.WorstPhaseIndex,
 			spread(row.UtilisationGain, "%+.1f"), spread(row.BatchCPU, "%.0f"), spread(row.Koordlet, "%.1f"))

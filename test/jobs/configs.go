@@ -1,6 +1,8 @@
 package jobs
 
 import (
+	"time"
+
 	"fmt"
 	"strings"
 
@@ -128,11 +130,18 @@ func (c Config) NodeSLO() slov1alpha1.NodeSLOSpec {
 	return c.coloc().NodeSLO(colocation.DefaultThresholds)
 }
 
+// RMSyncInterval is how often koordlet pushes YARN's capacity to the RM in
+// the days (a day of minutes: it follows koord-manager's batch allocatable,
+// updated every 5 s there, within a phase or two).
+const RMSyncInterval = 5 * time.Second
+
 // KoordletArgs are koordlet's extra flags in c. Wherever batch runs,
 // YARN's capacity on the node follows Koordinator's batch allocatable,
 // pushed to the ResourceManager at rmWeb (upstream's koord-yarn-operator
 // does that job there; here koordlet's YARNRMNodeResourceSync does it in
-// every configuration, so that only the answers to pressure differ).
+// every configuration, so that only the answers to pressure differ),
+// every RMSyncInterval: koordlet's default 30 s is hours of a compressed
+// day.
 func (c Config) KoordletArgs(rmWeb string) []string {
 	if !c.Batch() {
 		return nil
@@ -150,5 +159,5 @@ func (c Config) KoordletArgs(rmWeb string) []string {
 		args = append(args, a)
 	}
 	return append(args, "--feature-gates="+strings.Join(gates, ","),
-		"--yarn-rm-endpoints=http://"+rmWeb, "--yarn-rm-user=yarn")
+		"--yarn-rm-endpoints=http://"+rmWeb, "--yarn-rm-user=yarn", "--yarn-rm-sync-interval="+RMSyncInterval.String())
 }

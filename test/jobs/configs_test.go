@@ -45,6 +45,7 @@ func TestConfigs(t *testing.T) {
 			assert.Equal(t, "true", gates["YARNBatchLedger"], "capacity from the batch allocatable everywhere batch runs")
 			assert.Equal(t, "true", gates["YARNRMNodeResourceSync"])
 			assert.Contains(t, args, "--yarn-rm-endpoints=http://127.0.0.1:8088")
+			assert.Contains(t, args, "--yarn-rm-sync-interval=5s", "capacity follows the batch allocatable within a phase of a compressed day")
 			_, preempt := gates["YARNRMPreemption"]
 			assert.Equal(t, c == PluginPreempt || c == PluginControlled, preempt)
 			_, control := gates["YARNInterferenceControl"]

@@ -17,7 +17,7 @@ func TestDefaultDay(t *testing.T) {
 	for i, p := range phases {
 		assert.Equal(t, i, p.Index)
 		assert.Equal(t, end, p.Start, "phase %d starts where the last ended", i)
-		assert.Equal(t, 10*time.Second, p.Duration)
+		assert.Equal(t, 7500*time.Millisecond, p.Duration)
 		end = p.Start + p.Duration
 		assert.InDelta(t, Diurnal(p.Hour, d.Night, d.Peak), p.Level, d.Noise*p.Level/(1-d.Noise)+1e-9, "phase %d within the noise", i)
 		assert.GreaterOrEqual(t, p.Level, d.Night*(1-d.Noise)-1e-9)

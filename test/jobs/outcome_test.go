@@ -88,6 +88,7 @@ func TestTargets(t *testing.T) {
 		missed []string
 	}{
 		{"a failed job in one repeat", func(r *Row) { r.FailedJobs = colocation.SpreadOf([]float64{0, 1}) }, []string{"zero failed jobs"}},
+		{"a job unfinished after the drain", func(r *Row) { r.Unfinished = colocation.SpreadOf([]float64{1, 0}) }, []string{"zero failed jobs"}},
 		{"0.2% evicted", func(r *Row) { r.EvictionRate = spread(0.002) }, []string{"eviction rate"}},
 		{"a phase 1.4×", func(r *Row) { r.WorstPhase = spread(1.4) }, []string{"every phase", "upstream"}},
 		{"29 points", func(r *Row) { r.UtilisationGain = spread(29) }, []string{"utilisation"}},

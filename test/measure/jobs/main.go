@@ -48,7 +48,7 @@ func main() {
 	flag.IntVar(&mix.LongPhases, "long-phases", mix.LongPhases, "phases of the long job that spans the peak (0: none)")
 	budget := flag.Int64("memory-budget", 4096, "MiB of node memory above what is in use once everything is up: the BE memory evict threshold is set there (a smaller node's memory on this 24 GiB host)")
 	overcommit := flag.Int64("memory-overcommit", 2, "points of node memory koord-manager's memoryReclaimThresholdPercent is above the BE memory evict threshold: the batch allocatable over-reports that much, as a prediction does when the LS peak comes")
-	lsMemory := flag.Int("ls-memory", 3072, "MiB the LS pod holds beside its service at 100% load (each phase its level's share: the peak takes memory back)")
+	lsMemory := flag.Int("ls-memory", 4096, "MiB the LS pod holds beside its service at 100% load (each phase its level's share: the peak takes memory back)")
 	hadoop := flag.String("hadoop", "", "Hadoop version of the real-YARN peer (default 3.5.0)")
 	out := flag.String("out", "build/jobs", "directory of the timelines (SVG) and the outcomes (JSON)")
 	_ = flag.Parse(os.Args[1:])
