@@ -45,7 +45,7 @@ type Runner struct {
 	Stream      []jobs.Job
 	Log         io.Writer
 	// Drain bounds the wait for the jobs still running after the day (0:
-	// the day's length); those still running then have failed.
+	// the day's length); those still running then are unfinished.
 	Drain time.Duration
 	// APIServer, when set, is the control plane the boxes share
 	// (nodebox.Options.APIServer).
