@@ -285,7 +285,7 @@ measure-lswait-cost: deps
 # jobs; LS alone, batch alone, upstream's best, this plugin set (kill,
 # + RM preemption, + interference control), JOBS_REPEATS each; the table,
 # the targets met / not met, an SVG timeline a day in build/jobs (root,
-# cgroup v1; about an hour with the defaults; JOBS_ARGS e.g. -day 24m,
+# cgroup v1; 80-90 minutes with the defaults; JOBS_ARGS e.g. -day 24m,
 # -configs ls-alone,batch-alone,upstream,kill).
 JOBS_REPEATS ?= 2
 JOBS_ARGS ?=

@@ -63,10 +63,10 @@ func TestJobsSmoke(t *testing.T) {
 	assert.LessOrEqual(t, o.Utilisation, 1.0)
 	assert.Greater(t, o.Koordlet, time.Duration(0), "koordlet's own CPU measured")
 
-	svg, err := os.ReadFile(filepath.Join(out, jobs.PluginKill.Key()+"-1.svg"))
+	svg, err := os.ReadFile(filepath.Join(out, jobrun.DayName(jobs.PluginKill, 1)+".svg"))
 	require.NoError(t, err, "the timeline")
 	assert.Contains(t, string(svg), "<svg")
-	_, err = os.Stat(filepath.Join(out, jobs.PluginKill.Key()+"-1.json"))
+	_, err = os.Stat(filepath.Join(out, jobrun.DayName(jobs.PluginKill, 1)+".json"))
 	assert.NoError(t, err, "the outcome")
 	assert.Contains(t, log.String(), "YARN capacity", "each phase logs the RM's capacity")
 	assert.NotContains(t, log.String(), "YARN capacity unknown", "the RM's capacity is read each phase")

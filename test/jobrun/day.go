@@ -63,7 +63,7 @@ func (r *Runner) All(ctx context.Context, cs []jobs.Config, repeats int) (map[jo
 	for rep := 1; rep <= repeats; rep++ {
 		for _, c := range cs {
 			began := time.Now()
-			name := fmt.Sprintf("%s-%d", c.Key(), rep)
+			name := DayName(c, rep)
 			o, tl, err := r.Day(ctx, c, name)
 			if err != nil {
 				return out, fmt.Errorf("%s, repeat %d: %w", c, rep, err)
@@ -78,6 +78,9 @@ func (r *Runner) All(ctx context.Context, cs []jobs.Config, repeats int) (map[jo
 	}
 	return out, nil
 }
+
+// DayName names a day's files in Out: name.json, name.svg, name-logs.
+func DayName(c jobs.Config, rep int) string { return fmt.Sprintf("%s-%d", c.Key(), rep) }
 
 // write writes a day's outcome and timeline into Out as name.json and
 // its plot as name.svg.

@@ -42,7 +42,7 @@ func Report(w io.Writer, cs []jobs.Config, outcomes map[jobs.Config][]jobs.Outco
 		for _, o := range outcomes[c] {
 			launched += o.Launched
 		}
-		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%d\t%.0f\t%.0f\t%.0f\t%s\t%s / %s\t%s (phase %d)\t%s points\t%s\t%s\n",
+		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%d\t%g\t%g\t%g\t%s\t%s / %s\t%s (phase %d)\t%s points\t%s\t%s\n",
 			c, outcomes[c][0].Jobs, spread(row.FailedJobs, "%.0f"), spread(row.Unfinished, "%.0f"), spread(row.FailedAttempts, "%.0f"), launched/len(outcomes[c]),
 			row.Killed, row.Preempted, row.WithNMPod, spread(pct(row.EvictionRate), "%.2f%%"),
 			spread(row.JobP50, "%.2f×"), spread(row.JobP95, "%.2f×"), spread(row.WorstPhase, "%.2f×"), row.WorstPhaseIndex,

@@ -1,10 +1,9 @@
 package jobs
 
 import (
-	"time"
-
 	"fmt"
 	"strings"
+	"time"
 
 	slov1alpha1 "github.com/koordinator-sh/koordinator/apis/slo/v1alpha1"
 
@@ -130,9 +129,10 @@ func (c Config) NodeSLO() slov1alpha1.NodeSLOSpec {
 	return c.coloc().NodeSLO(colocation.DefaultThresholds)
 }
 
-// RMSyncInterval is how often koordlet pushes YARN's capacity to the RM in
-// the days (a day of minutes: it follows koord-manager's batch allocatable,
-// updated every 5 s there, within a phase or two).
+// RMSyncInterval is how often koordlet compares YARN's capacity at the RM
+// with the batch allocatable in the days (a day of minutes). The
+// allocatable itself moves when koord-manager recomputes it from koordlet's
+// NodeMetric (every 25–30 s in the days: the slower step).
 const RMSyncInterval = 5 * time.Second
 
 // KoordletArgs are koordlet's extra flags in c. Wherever batch runs,
@@ -140,8 +140,8 @@ const RMSyncInterval = 5 * time.Second
 // pushed to the ResourceManager at rmWeb (upstream's koord-yarn-operator
 // does that job there; here koordlet's YARNRMNodeResourceSync does it in
 // every configuration, so that only the answers to pressure differ),
-// every RMSyncInterval: koordlet's default 30 s is hours of a compressed
-// day.
+// compared every RMSyncInterval (koordlet's default 10 s is more than an
+// hour of a 3-minute day).
 func (c Config) KoordletArgs(rmWeb string) []string {
 	if !c.Batch() {
 		return nil

@@ -55,7 +55,7 @@ type Row struct {
 	// EvictionRate, FailedJobs, FailedAttempts and Unfinished over the
 	// repeats.
 	EvictionRate, FailedJobs, FailedAttempts, Unfinished colocation.Spread
-	// Killed, Preempted and WithNMPod are the evictions by way (medians).
+	// Killed, Preempted and WithNMPod are the evictions by way (medians: 0.5 for 0 and 1).
 	Killed, Preempted, WithNMPod float64
 	// JobP50 and JobP95 are the p50 and p95 over the jobs of (the job's
 	// time ÷ its time in batch alone).
