@@ -278,6 +278,21 @@ LSWAIT_REPEATS ?= 5
 measure-lswait-cost: deps
 	$(GO) run ./test/measure/lswaitcost -window $(LSWAIT_WINDOW) -repeats $(LSWAIT_REPEATS)
 
+# The promise measured with real jobs over a compressed day (issue 33):
+# Hadoop 3.5.0's RM and NM (the LCE's cgroups), koord-manager's batch
+# allocatable pushed to the RM, the LS service following a day of load
+# (15% → 70% of the node, its memory with it), a seeded stream of Spark
+# jobs; LS alone, batch alone, upstream's best, this plugin set (kill,
+# + RM preemption, + interference control), JOBS_REPEATS each; the table,
+# the targets met / not met, an SVG timeline a day in build/jobs (root,
+# cgroup v1; 80-90 minutes with the defaults; JOBS_ARGS e.g. -day 24m,
+# -configs ls-alone,batch-alone,upstream,kill).
+JOBS_REPEATS ?= 2
+JOBS_ARGS ?=
+.PHONY: measure-jobs
+measure-jobs: deps deps-yarn e2e-tools build
+	$(GO) run ./test/measure/jobs -repeats $(JOBS_REPEATS) $(JOBS_ARGS)
+
 .PHONY: measure-colocation
 measure-colocation: deps
 	$(GO) run ./test/measure/colocation -levels $(COLOC_LEVELS) -repeats $(COLOC_REPEATS) -warmup $(COLOC_WARMUP) -window $(COLOC_WINDOW) $(COLOC_ARGS)

@@ -46,6 +46,8 @@ func RunHelperIfRequested() {
 		err = serve()
 	case "attack":
 		err = attack()
+	case "hold":
+		err = hold()
 	default:
 		err = fmt.Errorf("unknown role %q", role)
 	}
@@ -88,6 +90,24 @@ func serve() error {
 	fmt.Printf("listening %s\n", ln.Addr())
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
 	return srv.Serve(ln)
+}
+
+// hold touches its memory, prints "holding", and holds it until killed
+// (the LS pod's memory beside the service: make measure-jobs' day).
+func hold() error {
+	mib, err := envInt(memEnv)
+	if err != nil {
+		return err
+	}
+	held := make([][]byte, mib)
+	for i := range held {
+		held[i] = make([]byte, 1<<20)
+		for j := 0; j < len(held[i]); j += 4096 {
+			held[i][j] = 1
+		}
+	}
+	fmt.Println("holding")
+	select {}
 }
 
 // attack is the load generator: vegeta, open loop at a constant rate, for

@@ -27,7 +27,7 @@ func writeStepPlot(file string, r StepResult) error {
 		}
 		lat = append(lat, plotter.XY{X: (b.At + stepBin/2).Seconds(), Y: ms(b.P99)})
 	}
-	if err := addLine(top, lat, "LS request p99", 0); err != nil {
+	if err := AddLine(top, lat, "LS request p99", 0); err != nil {
 		return err
 	}
 	var sig, target plotter.XYs
@@ -36,11 +36,11 @@ func writeStepPlot(file string, r StepResult) error {
 			sig = append(sig, plotter.XY{X: s.At.Seconds(), Y: ms(s.Signal)})
 		}
 	}
-	if err := addLine(top, sig, "LS interference wait p99 (the controller's signal, 1 s)", 3); err != nil {
+	if err := AddLine(top, sig, "LS interference wait p99 (the controller's signal, 1 s)", 3); err != nil {
 		return err
 	}
 	target = plotter.XYs{{X: -r.Opts.Before.Seconds(), Y: ms(r.Opts.Target)}, {X: r.Opts.After.Seconds(), Y: ms(r.Opts.Target)}}
-	if err := addLine(top, target, "signal target", 4); err != nil {
+	if err := AddLine(top, target, "signal target", 4); err != nil {
 		return err
 	}
 	bottom := plot.New()
@@ -53,10 +53,10 @@ func writeStepPlot(file string, r StepResult) error {
 		}
 		usage = append(usage, plotter.XY{X: s.At.Seconds(), Y: s.Usage})
 	}
-	if err := addLine(bottom, budget, "YARN budget (cfs quota)", 1); err != nil {
+	if err := AddLine(bottom, budget, "YARN budget (cfs quota)", 1); err != nil {
 		return err
 	}
-	if err := addLine(bottom, usage, "YARN CPU use", 2); err != nil {
+	if err := AddLine(bottom, usage, "YARN CPU use", 2); err != nil {
 		return err
 	}
 	for _, p := range []*plot.Plot{top, bottom} {
@@ -66,26 +66,34 @@ func writeStepPlot(file string, r StepResult) error {
 	}
 	bottom.Y.Min = 0
 	top.Y.Min = 0
-	const w, h = 8 * vg.Inch, 7 * vg.Inch
+	return WriteSVG(file, [][]*plot.Plot{{top}, {bottom}}, 8*vg.Inch, 7*vg.Inch)
+}
+
+// WriteSVG draws plots (rows of columns, their axes aligned) into an SVG
+// file of w × h.
+func WriteSVG(file string, plots [][]*plot.Plot, w, h vg.Length) error {
 	c := vgsvg.New(w, h)
-	dc := draw.New(c)
-	tiles := draw.Tiles{Rows: 2, Cols: 1, PadTop: vg.Points(4), PadBottom: vg.Points(4), PadLeft: vg.Points(4), PadRight: vg.Points(8), PadY: vg.Points(8)}
-	plots := [][]*plot.Plot{{top}, {bottom}}
-	canvases := plot.Align(plots, tiles, dc)
-	top.Draw(canvases[0][0])
-	bottom.Draw(canvases[1][0])
+	tiles := draw.Tiles{Rows: len(plots), Cols: len(plots[0]), PadTop: vg.Points(4), PadBottom: vg.Points(4), PadLeft: vg.Points(4), PadRight: vg.Points(8), PadY: vg.Points(8)}
+	canvases := plot.Align(plots, tiles, draw.New(c))
+	for i, row := range plots {
+		for j, p := range row {
+			p.Draw(canvases[i][j])
+		}
+	}
 	f, err := os.Create(file)
 	if err != nil {
-		return fmt.Errorf("write the step plot: %w", err)
+		return fmt.Errorf("write the plot: %w", err)
 	}
 	if _, err := c.WriteTo(f); err != nil {
 		f.Close()
-		return fmt.Errorf("write the step plot %s: %w", file, err)
+		return fmt.Errorf("write the plot %s: %w", file, err)
 	}
 	return f.Close()
 }
 
-func addLine(p *plot.Plot, xys plotter.XYs, name string, color int) error {
+// AddLine adds xys to p as a line named name in the plots' colour i
+// (nothing for no points).
+func AddLine(p *plot.Plot, xys plotter.XYs, name string, color int) error {
 	if len(xys) == 0 {
 		return nil
 	}

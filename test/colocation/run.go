@@ -133,27 +133,24 @@ type harness struct {
 	eventsSeen     map[string]int32
 	realtime       bool
 	koordletConfig Variant
+	// passes is one request's fixed work; requestCPU the LS pod's CPU time
+	// per request with LS alone.
+	passes     int
+	requestCPU time.Duration
 }
 
-// Run measures on box (started with BoxOptions) and returns the report;
-// it removes every process and cgroup it made.
-func Run(ctx context.Context, box *nodebox.Box, opts Options) (rep Report, err error) {
+// startHarness starts the LS service in the box's LS pod (BoxOptions) and
+// the load generator's cgroups, and calibrates a request's CPU; close
+// removes every process and cgroup it made (also after an error: h is
+// returned whenever it made something).
+func startHarness(ctx context.Context, box *nodebox.Box, opts *Options) (h *harness, err error) {
 	if opts.Log == nil {
 		opts.Log = io.Discard
 	}
-	h := &harness{box: box, opts: opts, cpus: runtime.NumCPU(), eventsSeen: map[string]int32{}, koordletConfig: Variant{Config: LSAlone, Thresholds: opts.Thresholds}}
-	rep = Report{Opts: opts, Rates: map[float64]int{}}
-	defer func() {
-		if h.server != nil {
-			h.server.kill()
-		}
-		if rmErr := h.mine.RemoveAll(); rmErr != nil && err == nil {
-			err = rmErr
-		}
-	}()
+	h = &harness{box: box, opts: *opts, cpus: runtime.NumCPU(), eventsSeen: map[string]int32{}, koordletConfig: Variant{Config: LSAlone, Thresholds: opts.Thresholds}}
 	pod := box.PodCgroup(LSPodName)
 	if pod == "" {
-		return rep, fmt.Errorf("the box has no pod %s (start it with colocation.BoxOptions)", LSPodName)
+		return h, fmt.Errorf("the box has no pod %s (start it with colocation.BoxOptions)", LSPodName)
 	}
 	root := box.CgroupRoot()
 	h.lsAcct = filepath.Join(root, "cpuacct", pod)
@@ -162,7 +159,7 @@ func Run(ctx context.Context, box *nodebox.Box, opts Options) (rep Report, err e
 	for _, ctrl := range []string{"cpu", "cpuacct"} {
 		d := filepath.Join(nodebox.CgroupRoot, ctrl, top)
 		if err := h.mine.Mkdir(d); err != nil {
-			return rep, err
+			return h, err
 		}
 		h.loadgenDirs = append(h.loadgenDirs, d)
 	}
@@ -173,38 +170,69 @@ func Run(ctx context.Context, box *nodebox.Box, opts Options) (rep Report, err e
 	// service's latency. A kernel without real-time group budgets leaves
 	// it a normal task, said in the report.
 	rtErr := os.WriteFile(filepath.Join(h.loadgenDirs[0], "cpu.rt_runtime_us"), []byte(strconv.Itoa(loadgenRTRuntime)), 0o644)
-	rep.ClientRealtime = rtErr == nil
+	h.realtime = rtErr == nil
 	if rtErr != nil {
 		fmt.Fprintf(opts.Log, "load generator stays SCHED_OTHER: %v\n", rtErr)
 	}
-	h.realtime = rep.ClientRealtime
-
-	if rep.Passes, err = CalibratePasses(opts.Work); err != nil {
-		return rep, err
+	if h.passes, err = CalibratePasses(opts.Work); err != nil {
+		return h, err
 	}
 	var lsDirs []string
 	for _, ctrl := range box.Controllers() {
 		lsDirs = append(lsDirs, filepath.Join(root, ctrl, pod))
 	}
-	h.server, err = startHelper([]string{helperEnv + "=serve", passesEnv + "=" + strconv.Itoa(rep.Passes),
+	h.server, err = startHelper([]string{helperEnv + "=serve", passesEnv + "=" + strconv.Itoa(h.passes),
 		memEnv + "=" + strconv.Itoa(opts.ServiceMiB)}, lsDirs, false)
 	if err != nil {
-		return rep, err
+		return h, err
 	}
 	line, err := h.server.line()
 	if err != nil {
-		return rep, err
+		return h, err
 	}
 	var addr string
 	if _, err := fmt.Sscanf(line, "listening %s", &addr); err != nil {
-		return rep, fmt.Errorf("LS service: %q: %w", line, err)
+		return h, fmt.Errorf("LS service: %q: %w", line, err)
 	}
 	h.url = "http://" + addr + "/"
-	if rep.RequestCPU, err = h.calibrateRequestCPU(ctx); err != nil {
+	if h.requestCPU, err = h.calibrateRequestCPU(ctx); err != nil {
+		return h, err
+	}
+	return h, nil
+}
+
+// rateFor is the request rate that loads level of the node's CPUs.
+func (h *harness) rateFor(level float64) int {
+	return int(level * float64(h.cpus) * float64(time.Second) / float64(h.requestCPU))
+}
+
+// close stops the LS service and removes the cgroups the harness made.
+func (h *harness) close() error {
+	if h.server != nil {
+		h.server.kill()
+		h.server = nil
+	}
+	return h.mine.RemoveAll()
+}
+
+// Run measures on box (started with BoxOptions) and returns the report;
+// it removes every process and cgroup it made.
+func Run(ctx context.Context, box *nodebox.Box, opts Options) (rep Report, err error) {
+	rep = Report{Opts: opts, Rates: map[float64]int{}}
+	h, err := startHarness(ctx, box, &opts)
+	if h != nil {
+		defer func() {
+			if closeErr := h.close(); closeErr != nil && err == nil {
+				err = closeErr
+			}
+		}()
+	}
+	if err != nil {
 		return rep, err
 	}
+	rep.Opts, rep.Passes, rep.RequestCPU, rep.ClientRealtime = opts, h.passes, h.requestCPU, h.realtime
 	for _, l := range opts.Levels {
-		rep.Rates[l] = int(l * float64(h.cpus) * float64(time.Second) / float64(rep.RequestCPU))
+		rep.Rates[l] = h.rateFor(l)
 	}
 	fmt.Fprintf(opts.Log, "work %d passes; LS pod CPU per request %v; rates %v req/s\n", rep.Passes, rep.RequestCPU.Round(time.Microsecond), rep.Rates)
 

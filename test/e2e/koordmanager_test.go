@@ -2,16 +2,11 @@ package e2e
 
 import (
 	"context"
-	"os"
-	"os/exec"
-	"path/filepath"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	apiext "github.com/koordinator-sh/koordinator/apis/extension"
@@ -35,36 +30,17 @@ const colocationConfig = `{"enable":true,"metricAggregateDurationSeconds":30,"me
 // koordlet keeps: when YARN containers start, kubernetes.io/batch-cpu and
 // batch-memory drop by exactly their requests, and come back when they end.
 func TestKoordManagerSubtractsYARN(t *testing.T) {
-	bin := filepath.Join(repoTop(), "build/bin/koord-manager")
 	b := startBox(t, nodebox.Options{
-		ExtraCRDs:    []string{"scheduling.sigs.k8s.io_elasticquotas.yaml"},
+		ExtraCRDs:    nodebox.KoordManagerCRDs,
 		KoordletArgs: []string{"--feature-gates=YARNBatchLedger=true", "--yarn-ledger-patch-interval=300ms", "--yarn-ledger-max-age=300ms"},
 	})
 	ctx := context.Background()
-	_, err := b.Kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "koordinator-system"}}, metav1.CreateOptions{})
+	km, err := b.StartKoordManager(ctx, colocationConfig)
 	require.NoError(t, err)
-	_, err = b.Kube.CoreV1().ConfigMaps("koordinator-system").Create(ctx, &corev1.ConfigMap{
-		ObjectMeta: metav1.ObjectMeta{Namespace: "koordinator-system", Name: "slo-controller-config"},
-		Data:       map[string]string{"colocation-config": colocationConfig}}, metav1.CreateOptions{})
-	require.NoError(t, err)
-
-	logFile, err := os.Create(filepath.Join(b.Dir(), "koord-manager.log"))
-	require.NoError(t, err)
-	cmd := exec.Command(bin, "--kubeconfig="+b.KubeconfigPath(), "--controllers=noderesource,nodemetric",
-		"--enable-leader-election=false", "--feature-gates=WebhookFramework=false", "--enable-pprof=false",
-		"--metrics-addr=127.0.0.1:0", "--health-probe-addr=127.0.0.1:0")
-	cmd.Stdout, cmd.Stderr = logFile, logFile
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	require.NoError(t, cmd.Start())
 	t.Cleanup(func() {
-		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) // only the group this test started
-		_ = cmd.Wait()
-		_ = logFile.Close()
+		km.Stop()
 		if t.Failed() {
-			if log, err := os.ReadFile(logFile.Name()); err == nil && len(log) > 0 {
-				tail := log[max(0, len(log)-4000):]
-				t.Logf("koord-manager log tail:\n%s", tail)
-			}
+			t.Logf("koord-manager log tail:\n%s", km.LogTail(4000))
 		}
 	})
 

@@ -25,6 +25,7 @@ import (
 	"github.com/koordlet-yarn/koordlet-yarn/plugins/yarnpolicy"
 	"github.com/koordlet-yarn/koordlet-yarn/test/kerneltest"
 	"github.com/koordlet-yarn/koordlet-yarn/test/nodebox"
+	"github.com/koordlet-yarn/koordlet-yarn/test/realyarn"
 	"github.com/koordlet-yarn/koordlet-yarn/test/v2guest"
 	"github.com/koordlet-yarn/koordlet-yarn/test/yarnpeer"
 )
@@ -95,12 +96,6 @@ func startRealYARNOn(t *testing.T, nm yarnNM, opts nodebox.Options, memory bool,
 	}
 	opts.ExternalNM = true
 	b := startBox(t, opts)
-	require.NoError(t, b.MakeYARNHierarchy())
-	ce := filepath.Join(b.Dir(), "container-executor")
-	// A copy: its call log goes beside it, into the box.
-	bin, err := os.ReadFile(filepath.Join(top, nodebox.ContainerExecutorBin))
-	require.NoError(t, err, "the container-executor stand-in (nodebox.EnsureBinaries builds it)")
-	require.NoError(t, os.WriteFile(ce, bin, 0o755))
 	startup := 3 * time.Minute
 	if nodebox.PureV2() {
 		startup = 10 * time.Minute // the v2 guest's emulated CPU
@@ -108,9 +103,10 @@ func startRealYARNOn(t *testing.T, nm yarnNM, opts nodebox.Options, memory bool,
 	ctx, cancel := context.WithTimeout(context.Background(), startup)
 	defer cancel()
 	began := time.Now()
-	dir := filepath.Join(b.Dir(), "yarn")
-	p, err := yarnpeer.Start(ctx, yarnpeer.Options{Top: top, Hadoop: nm.Hadoop, Kind: nm.Kind, Dir: dir, Executor: ce, Hierarchy: "/" + b.Hierarchy(),
-		MountPath: b.CgroupRoot(), Memory: memory, Procs: b.NMPodProcs(),
+	// realyarn.Start: the hierarchy, the container-executor stand-in
+	// copied into the box (its call log beside it), the peer in yarn/.
+	ce, dir := filepath.Join(b.Dir(), "container-executor"), filepath.Join(b.Dir(), "yarn")
+	p, err := realyarn.Start(ctx, b, top, yarnpeer.Options{Hadoop: nm.Hadoop, Kind: nm.Kind, Memory: memory,
 		CgroupV2: opts.Layout.Unified && !nm.noCgroups(), KeepLogs: os.Getenv(keepPeerDirEnv) != "",
 		// The peer's 60 s on the host; in the guest an MRAppMaster's
 		// attempt registers after the LCE's localizer JVM and its own

@@ -9,6 +9,8 @@ import (
 	"strconv"
 
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/koordlet-yarn/koordlet-yarn/test/cgtree"
 )
 
 // PodCgroup returns the container cgroup of the box's pod name (relative to
@@ -109,4 +111,23 @@ func (b *Box) NMPodProcs() []string {
 // LinuxContainerExecutor expects it (cgroups.mount=false).
 func (b *Box) MakeYARNHierarchy() error {
 	return makeCgroup(&b.created, b.cgroupRoot, b.opts.Layout.yarnControllers(), b.Hierarchy())
+}
+
+// KillYARNProcesses sends SIGKILL to every process in the box's YARN
+// hierarchy (the box made it: everything inside is this run's), as the
+// kubelet's end of the NodeManager pod leaves nothing of its containers;
+// it returns how many were signalled.
+func (b *Box) KillYARNProcesses() int {
+	n := 0
+	for _, c := range b.opts.Layout.yarnControllers() {
+		_ = filepath.WalkDir(filepath.Join(b.cgroupRoot, c, b.Hierarchy()), func(p string, d os.DirEntry, err error) error {
+			if err == nil && d.IsDir() {
+				pids := cgtree.Pids(p)
+				n += len(pids)
+				cgtree.Kill(p)
+			}
+			return nil
+		})
+	}
+	return n
 }

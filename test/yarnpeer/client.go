@@ -22,12 +22,13 @@ type client struct {
 
 // startClient runs java with args in dir, env added to this process's
 // environment, its output into log; what names the client in errors.
-func startClient(what, dir, log string, env, args []string) (*client, error) {
+// Idle runs it SCHED_IDLE (Options.OffNode).
+func startClient(what, dir, log string, env, args []string, idle bool) (*client, error) {
 	f, err := os.Create(log)
 	if err != nil {
 		return nil, err
 	}
-	cmd := exec.Command("java", args...)
+	cmd := javaCommand(args, idle)
 	cmd.Dir = dir
 	cmd.Stdout, cmd.Stderr = f, f
 	cmd.Env = append(os.Environ(), env...)
@@ -59,4 +60,13 @@ func (c *client) Kill() {
 func (c *client) Output() string {
 	b, _ := os.ReadFile(c.log)
 	return string(b)
+}
+
+// javaCommand is java with args, under SCHED_IDLE (chrt --idle 0, which
+// execs it: the pid is java's) when idle.
+func javaCommand(args []string, idle bool) *exec.Cmd {
+	if idle {
+		return exec.Command("chrt", append([]string{"--idle", "0", "java"}, args...)...)
+	}
+	return exec.Command("java", args...)
 }

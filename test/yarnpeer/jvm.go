@@ -31,8 +31,9 @@ type jvm struct {
 // startJVM starts java with args in dir, its stderr into log, and moves it
 // into each cgroup.procs file of procs at once.
 // cds is its class-data sharing (kept at its exit).
-func startJVM(dir, log string, env, args, procs []string, cds classSharing) (*jvm, error) {
-	cmd := exec.Command("java", args...)
+// Idle runs it SCHED_IDLE.
+func startJVM(dir, log string, env, args, procs []string, cds classSharing, idle bool) (*jvm, error) {
+	cmd := javaCommand(args, idle)
 	cmd.Dir = dir
 	cmd.Env = append(os.Environ(), env...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}

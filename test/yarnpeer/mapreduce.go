@@ -82,7 +82,7 @@ func (p *Peer) RunSleepJob(job SleepJob) (*MRJob, error) {
 		// be the job's user's.
 		env = append(env, "HADOOP_USER_NAME="+job.User)
 	}
-	c, err := startClient("MapReduce job client", p.opts.Dir, log, env, args)
+	c, err := startClient("MapReduce job client", p.opts.Dir, log, env, args, p.opts.OffNode)
 	if err != nil {
 		return nil, err
 	}

@@ -13,6 +13,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"io/fs"
 	"net"
@@ -171,6 +172,14 @@ type Options struct {
 	Procs []string
 	// Env is added to the JVM's environment (passed on to containers).
 	Env []string
+	// OffNode runs what stands for other machines SCHED_IDLE: the job
+	// clients (a gateway's) and, with SplitNM, the ResourceManager's JVM,
+	// so that on a small node they do not take CPU from what is measured
+	// (make measure-jobs' LS service).
+	OffNode bool
+	// Conf are KEY=VALUE settings of the cluster's configuration, set
+	// after the peer's own (e.g. the scheduler's resource calculator).
+	Conf []string
 	// SplitNM runs the NodeManager in a JVM of its own (in Procs) beside
 	// the ResourceManager's (outside them), as deployed; always for Hadoop
 	// 3.3, whose RM serves no REST beside an NM in one JVM (see test/yarn's
@@ -202,6 +211,82 @@ type Peer struct {
 
 	// am is the AMs' class-data sharing (the first AM's class list).
 	am classSharing
+	// nmStarts counts RestartNM's NodeManagers (their logs are nm-N.log).
+	nmStarts int
+}
+
+// startNM starts the NodeManager's own JVM (SplitNM) in the options'
+// Procs and waits until it runs; first also waits for the RM's "ready"
+// (the peer's first start), after which the RM's web address is known.
+func (p *Peer) startNM(ctx context.Context, first bool) error {
+	o := p.opts
+	cp := ClassPath(o.Top, o.Hadoop)
+	nmCDS := newClassSharing(o.Top, o.Hadoop, "nm", cp)
+	log := logName(o.Dir, "nm")
+	if !first {
+		p.nmStarts++
+		log = logName(o.Dir, "nm-"+strconv.Itoa(p.nmStarts))
+	}
+	nmArgs := append([]string{"-Xmx512m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-Dlog4j.configuration=log4j.properties"}, nmCDS.args()...)
+	nmArgs = append(nmArgs, JVMOpens...)
+	nmArgs = append(nmArgs, "-cp", cp, "io.koordletyarn.yarnpeer.NM", filepath.Join(o.Dir, "conf", "yarn-site.xml"))
+	if !first {
+		// The pod's NodeManager comes back on its ports: the same node to
+		// the RM (its node id) and to koordlet (its REST).
+		_, nmPort, _ := strings.Cut(p.NodeID, ":")
+		nmArgs = append(nmArgs, "--set", "yarn.nodemanager.address=127.0.0.1:"+nmPort,
+			"--set", "yarn.nodemanager.webapp.address="+p.NMWeb)
+	}
+	nm, err := startJVM(o.Dir, log, o.Env, nmArgs, o.Procs, nmCDS, false)
+	if err != nil {
+		p.rm.kill()
+		return fmt.Errorf("start the real-YARN NodeManager: %w", err)
+	}
+	p.nm, p.Pid = nm, nm.pid()
+	if first {
+		kv, err := p.rm.ready(ctx, "peer")
+		if err != nil {
+			nm.kill()
+			return err
+		}
+		p.RMWeb = kv["rm-web"]
+	}
+	kv, err := nm.ready(ctx, "NodeManager")
+	if err != nil {
+		if first {
+			p.rm.kill()
+		} else {
+			nm.kill()
+		}
+		return err
+	}
+	p.NMWeb, p.NodeID = kv["nm-web"], kv["node-id"]
+	return nil
+}
+
+// RestartNM stops the NodeManager (SplitNM only) as the kubelet stops its
+// pod — asked to stop, it kills its containers and unregisters; after 60 s
+// its JVM's process group is killed — and starts a new one in the same
+// cgroups on the same ports (the same node id and REST address), as the
+// DaemonSet's controller and the kubelet would; it returns once the new one
+// registered with the RM.
+// stopped, if not nil, runs between the old JVM's end and the new one's
+// start (the kubelet's cleanup of the pod).
+func (p *Peer) RestartNM(ctx context.Context, stopped func()) error {
+	if p.nm == nil {
+		return errors.New("restart the NodeManager: the peer's NodeManager runs in the RM's JVM (Options.SplitNM)")
+	}
+	p.nm.stop()
+	if stopped != nil {
+		stopped()
+	}
+	if err := p.startNM(ctx, false); err != nil {
+		return fmt.Errorf("restart the NodeManager: %w", err)
+	}
+	if _, err := p.rm.do(ctx, "wait-node"); err != nil {
+		return fmt.Errorf("the restarted NodeManager did not register: %w (log: %s)", err, p.LogTail(20))
+	}
+	return nil
 }
 
 func (p *Peer) nmCDS() classSharing {
@@ -257,6 +342,7 @@ func startOnce(ctx context.Context, o Options) (*Peer, error) {
 		"yarn.resourcemanager.admin.address="+addr(ports[3]),
 		"yarn.resourcemanager.webapp.address="+addr(ports[4]),
 	)
+	sets = append(sets, o.Conf...)
 	cp := ClassPath(o.Top, o.Hadoop)
 	// The class path first, the configuration after it: the AM's
 	// class-data sharing archive names the class path it was made from as
@@ -290,7 +376,7 @@ func startOnce(ctx context.Context, o Options) (*Peer, error) {
 	if o.SplitNM {
 		procs = nil // the RM's JVM runs outside the NodeManager pod
 	}
-	rm, err := startJVM(o.Dir, logName(o.Dir, "peer"), o.Env, args, procs, rmCDS)
+	rm, err := startJVM(o.Dir, logName(o.Dir, "peer"), o.Env, args, procs, rmCDS, o.OffNode && o.SplitNM)
 	if err != nil {
 		return nil, fmt.Errorf("start the real-YARN peer: %w", err)
 	}
@@ -309,28 +395,9 @@ func startOnce(ctx context.Context, o Options) (*Peer, error) {
 		rm.kill()
 		return nil, fmt.Errorf("the real-YARN peer did not configure: %q %v (log: %s)", line, err, rm.logTail(20))
 	}
-	nmCDS := newClassSharing(o.Top, o.Hadoop, "nm", cp)
-	nmArgs := append([]string{"-Xmx512m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-Dlog4j.configuration=log4j.properties"}, nmCDS.args()...)
-	nmArgs = append(nmArgs, JVMOpens...)
-	nmArgs = append(nmArgs, "-cp", cp, "io.koordletyarn.yarnpeer.NM", filepath.Join(o.Dir, "conf", "yarn-site.xml"))
-	nm, err := startJVM(o.Dir, logName(o.Dir, "nm"), o.Env, nmArgs, o.Procs, nmCDS)
-	if err != nil {
-		rm.kill()
-		return nil, fmt.Errorf("start the real-YARN NodeManager: %w", err)
-	}
-	p.nm, p.Pid = nm, nm.pid()
-	kv, err := rm.ready(ctx, "peer")
-	if err != nil {
-		nm.kill()
+	if err := p.startNM(ctx, true); err != nil {
 		return nil, err
 	}
-	p.RMWeb = kv["rm-web"]
-	kv, err = nm.ready(ctx, "NodeManager")
-	if err != nil {
-		rm.kill()
-		return nil, err
-	}
-	p.NMWeb, p.NodeID = kv["nm-web"], kv["node-id"]
 	if _, err := rm.do(ctx, "wait-node"); err != nil {
 		p.kill()
 		return nil, fmt.Errorf("the real-YARN NodeManager did not register: %w (log: %s)", err, p.LogTail(20))

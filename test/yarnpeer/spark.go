@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -21,6 +22,20 @@ func SparkLib(top, version string) string {
 // SparkJobClass is the tests' Spark job (test/yarn/spark): Partitions
 // tasks, each holding HoldMB of heap in its executor and sleeping.
 const SparkJobClass = "io.koordletyarn.sparkjob.HoldAndSleep"
+
+// SparkDayWorkClass is make measure-jobs' Spark job (test/yarn/spark,
+// SparkJob.Mode): tasks that burn a core, hold memory and sleep, or grow.
+const SparkDayWorkClass = "io.koordletyarn.sparkjob.DayWork"
+
+// The modes of SparkDayWorkClass.
+const (
+	// SparkBurn: each task spins on its core for Seconds, holding HoldMB.
+	SparkBurn = "burn"
+	// SparkHold: each task holds HoldMB and sleeps Seconds.
+	SparkHold = "hold"
+	// SparkGrow: each task grows to HoldMB evenly over Seconds.
+	SparkGrow = "grow"
+)
 
 // SparkJVMOpens are the module options Spark 4 gives its own JVMs on Java
 // 17 (launcher's JavaModuleOptions), for the submitting JVM; Spark's YARN
@@ -64,6 +79,9 @@ type SparkJob struct {
 	// default, max(2 × executors, 3)).
 	MaxExecutorFailures int
 	Extra               []string // more --conf k=v
+	// Mode, when set, runs SparkDayWorkClass in that mode (SparkBurn,
+	// SparkHold, SparkGrow) instead of SparkJobClass.
+	Mode string
 }
 
 // SparkRun is a spark-submit client running a SparkJob.
@@ -137,19 +155,28 @@ func (p *Peer) RunSparkJob(job SparkJob) (*SparkRun, error) {
 	}
 	sets = append(sets, job.Extra...)
 	args := append([]string{"-Xmx256m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1"}, SparkJVMOpens...)
+	class, jobArgs := SparkJobClass, []string{}
+	switch job.Mode {
+	case "":
+	case SparkBurn, SparkHold, SparkGrow:
+		class, jobArgs = SparkDayWorkClass, []string{job.Mode}
+	default:
+		return nil, fmt.Errorf("spark job %s: mode %q is none of %s, %s, %s", job.Name, job.Mode, SparkBurn, SparkHold, SparkGrow)
+	}
 	args = append(args, "-cp", confDir+":"+filepath.Join(lib, "*"), "org.apache.spark.deploy.SparkSubmit",
-		"--master", "yarn", "--deploy-mode", "cluster", "--class", SparkJobClass)
+		"--master", "yarn", "--deploy-mode", "cluster", "--class", class)
 	for _, kv := range sets {
 		args = append(args, "--conf", kv)
 	}
-	args = append(args, "local:"+filepath.Join(lib, "spark-job.jar"),
-		strconv.Itoa(job.Partitions), strconv.Itoa(job.HoldMB), strconv.Itoa(job.Seconds))
+	args = append(args, "local:"+filepath.Join(lib, "spark-job.jar"))
+	args = append(args, jobArgs...)
+	args = append(args, strconv.Itoa(job.Partitions), strconv.Itoa(job.HoldMB), strconv.Itoa(job.Seconds))
 	log := filepath.Join(run, "submit.log")
 	env := []string{"HADOOP_CONF_DIR=" + confDir, "YARN_CONF_DIR=" + confDir}
 	if job.User != "" {
 		env = append(env, "HADOOP_USER_NAME="+job.User)
 	}
-	c, err := startClient("spark-submit client", run, log, env, args)
+	c, err := startClient("spark-submit client", run, log, env, args, p.opts.OffNode)
 	if err != nil {
 		return nil, err
 	}
@@ -201,12 +228,15 @@ func (r *SparkRun) Wait(ctx context.Context) (SparkResult, error) {
 	if f := strings.Fields(st); len(f) >= 2 {
 		res.State, res.FinalStatus = f[0], f[1]
 	}
+	// One log an attempt (APPID_1, APPID_2, … when the RM ran the AM
+	// again): the last attempt's says how the application ended.
 	logs, _ := filepath.Glob(filepath.Join(r.EventDir, res.AppID+"*"))
-	if len(logs) != 1 {
-		return res, fmt.Errorf("Spark's event log for %s: %d files in %s", res.AppID, len(logs), r.EventDir)
+	if len(logs) == 0 {
+		return res, fmt.Errorf("Spark's event log for %s: no file in %s", res.AppID, r.EventDir)
 	}
-	res.EventLog = logs[0]
-	f, err := os.Open(logs[0])
+	sort.Strings(logs)
+	res.EventLog = logs[len(logs)-1]
+	f, err := os.Open(res.EventLog)
 	if err != nil {
 		return res, err
 	}
