@@ -118,6 +118,9 @@ func (f *RootFile) Own(rel string) (int64, error) {
 	return f.current(rel)
 }
 
+// Read reads rel's value now.
+func (f *RootFile) Read(rel string) (int64, error) { return f.spec.Read(rel) }
+
 // Written returns the value this process last wrote on rel, while it has
 // not put the own value back.
 func (f *RootFile) Written(rel string) (int64, bool) {

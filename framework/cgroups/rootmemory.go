@@ -71,9 +71,10 @@ func NewRootSoftLimit() *RootFile {
 	})
 }
 
-// formatV1Memory writes MemoryUnlimited as -1 (v1's "no limit").
+// formatV1Memory writes no limit (any value at or above 2^62, as the
+// kernel shows it or MemoryUnlimited) as -1, v1's "no limit".
 func formatV1Memory(v int64) string {
-	if v >= MemoryUnlimited {
+	if v >= 1<<62 {
 		return "-1"
 	}
 	return strconv.FormatInt(v, 10)

@@ -67,6 +67,9 @@ type Deps struct {
 	// their memory cgroup holding memory that stays charged where they came
 	// from (nil: none); they are measured by cgroups.TrueMemory.
 	Charges *cgroups.LeftCharges
+	// Relief runs the memory relief rungs before the kill
+	// (YARNMemoryRelief; nil: none).
+	Relief *Relief
 	// held reads what a killed container still holds (memory evictions
 	// measure what they released; nil: not measured). Set by the memory
 	// strategy on its own copy.
@@ -200,9 +203,6 @@ func (m *MemoryEvict) CloseTrigger() {
 
 // Cycle runs one evaluation; it returns what it evicted.
 func (m *MemoryEvict) Cycle(now time.Time) []Victim {
-	if now.Before(m.lastEvict.Add(m.cooling)) {
-		return nil
-	}
 	si := m.opts.StatesInformer
 	node, slo := si.GetNode(), si.GetNodeSLO()
 	if node == nil || slo == nil {
@@ -210,12 +210,19 @@ func (m *MemoryEvict) Cycle(now time.Time) []Victim {
 	}
 	if disabled, err := koordfeatures.IsFeatureDisabled(slo, koordfeatures.BEMemoryEvict); err != nil || disabled {
 		m.disarm()
+		m.relieve(0, 0, 0)
 		return nil
 	}
 	need, used, level, err := m.need(slo.Spec.ResourceUsedThresholdWithBE, node)
 	if err != nil {
 		m.disarm()
+		m.relieve(0, 0, 0)
 		klog.V(4).Infof("yarn: memory evict skipped: %v", err)
+		return nil
+	}
+	// The rungs before the kill act at every check, the cooling too.
+	m.relieve(used, level, node.Status.Capacity.Memory().Value())
+	if now.Before(m.lastEvict.Add(m.cooling)) {
 		return nil
 	}
 	if need <= 0 {
@@ -252,6 +259,16 @@ func (m *MemoryEvict) Cycle(now time.Time) []Victim {
 		klog.Warningf("yarn: memory evict released %dMi of the %dMi needed (with the growth expected)", released>>20, projected>>20)
 	}
 	return evicted
+}
+
+// relieve runs the memory relief rungs before the kill (YARNMemoryRelief):
+// at node usage used, threshold level and capacity (0: no threshold, the
+// throttle given back).
+func (m *MemoryEvict) relieve(used, level, capacity int64) {
+	if m.deps.Relief == nil || m.deps.Hierarchy == nil {
+		return
+	}
+	m.deps.Relief.Check(m.deps.Hierarchy(), used, level, capacity)
 }
 
 // ReleasesLater reports whether some of the evicted release their memory
