@@ -142,11 +142,24 @@ func (m *MemoryEvict) Setup(ctx *qmframework.Context) {
 // (the Slot runs Cycle itself, with the same wake-ups; Run serves a
 // strategy used on its own).
 func (m *MemoryEvict) Run(stopCh <-chan struct{}) {
-	go runLoop(stopCh, m.interval, func(now time.Time) { m.Cycle(now) }, m, func(cause string) {
-		if m.deps.Metrics != nil {
-			m.deps.Metrics.Wakeups.WithLabelValues(m.deps.NodeName, ReasonBEMemoryEvict, cause).Inc()
-		}
-	})
+	go func() {
+		runLoop(stopCh, m.interval, func(now time.Time) { m.Cycle(now) }, m, func(cause string) {
+			if m.deps.Metrics != nil {
+				m.deps.Metrics.Wakeups.WithLabelValues(m.deps.NodeName, ReasonBEMemoryEvict, cause).Inc()
+			}
+		})
+		m.Stopped()
+	}()
+}
+
+// Stopped gives back the memory relief's throttle (koordlet stopping: a
+// memory.high left low would stall batch with nobody to raise it; the
+// next koordlet also releases it from the record at its first check).
+// The soft limit stays: it only orders global reclaim.
+func (m *MemoryEvict) Stopped() {
+	if m.deps.Relief != nil {
+		m.deps.Relief.Release("koordlet stops", false)
+	}
 }
 
 // ensureTrigger opens the event trigger (YARNMemoryEvictTrigger) once the
