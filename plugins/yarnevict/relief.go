@@ -116,6 +116,9 @@ func (r *Relief) throttleLocked(rel string, used, threshold, capacity int64) Thr
 		}
 	}
 	in := ThrottleInput{Used: used, Threshold: threshold, Band: capacity * r.BandPercent() / 100, Throttled: throttled, Own: cgroups.MemoryUnlimited}
+	if wrote {
+		in.Written = written
+	}
 	if own, err := r.High.Own(rel); err == nil {
 		in.Own = own
 	}

@@ -20,8 +20,11 @@ type ThrottleInput struct {
 	// pages (active_file + inactive_file: page cache, reclaimable without
 	// harm; shmem is on the anon LRU and is not in them).
 	Current, Reclaimable int64
-	// Throttled: a memory.high of koordlet's is on the root now.
+	// Throttled: a memory.high of koordlet's is on the root now;
+	// Written is its value (0: not known, e.g. left by an earlier
+	// koordlet).
 	Throttled bool
+	Written   int64
 	// Own is the root's own memory.high (cgroups.MemoryUnlimited: none):
 	// the throttle never raises the root above it.
 	Own int64
@@ -65,9 +68,14 @@ func ThrottleFloor(current, reclaimable int64) int64 {
 // Threshold − Band and holds node usage near the band's middle: the root
 // may grow by what the node has left to the middle, on top of what
 // reclaim cannot take (its page cache is taken first: the memory.high
-// write reclaims it at once), never below ThrottleFloor. It is released
-// when usage falls a quarter band below the start (hysteresis: a throttle
-// released and set again every check would thrash the cache).
+// write reclaims it at once), never written below ThrottleFloor. At the
+// floor the throttle holds the value it wrote rather than chasing a
+// container that grows past it: that growth is the throttle at work (the
+// kernel slows the allocator the more the root is above memory.high, it
+// kills nothing), and raising memory.high with it would let the grower
+// through a margin at every check. It is released when usage falls a
+// quarter band below the start (hysteresis: a throttle released and set
+// again every check would thrash the cache).
 func ThrottlePlan(in ThrottleInput) ThrottleDecision {
 	band := max(in.Band, 0)
 	start := in.Threshold - band
@@ -88,6 +96,9 @@ func ThrottlePlan(in ThrottleInput) ThrottleDecision {
 		high = floor
 	}
 	d.Floor = high <= floor
+	if d.Floor && in.Throttled && in.Written > 0 && in.Written < high {
+		high = in.Written // hold: the root grew past it under the throttle
+	}
 	own := in.Own
 	if own <= 0 {
 		own = cgroups.MemoryUnlimited

@@ -36,6 +36,15 @@ func TestThrottlePlan(t *testing.T) {
 			in.Used, in.Throttled = 18*gib-gib/4, true
 		}), high: floor + gib + gib/4},
 		{name: "throttled, past the hysteresis: released", in: with(func(in *ThrottleInput) { in.Used, in.Throttled = 18*gib-gib/2-1, true }), release: true},
+		{name: "at the floor, the root grown past the value written: held, not chased", in: with(func(in *ThrottleInput) {
+			in.Used, in.Throttled, in.Written = 19*gib+gib/2, true, floor-gib/2
+		}), high: floor - gib/2, atFloor: true},
+		{name: "at the floor, the value written above it: lowered to it", in: with(func(in *ThrottleInput) {
+			in.Used, in.Throttled, in.Written = 19*gib+gib/2, true, floor+gib
+		}), high: floor, atFloor: true},
+		{name: "headroom back: raised with it", in: with(func(in *ThrottleInput) {
+			in.Used, in.Throttled, in.Written = 18*gib, true, floor-gib/2
+		}), high: floor + gib},
 		{name: "never above the root's own memory.high", in: with(func(in *ThrottleInput) { in.Used, in.Own = 18*gib, 5*gib }), high: 5 * gib},
 		{name: "no band: off", in: with(func(in *ThrottleInput) { in.Used, in.Band = 25*gib, 0 }), release: true},
 		{name: "no threshold: off", in: with(func(in *ThrottleInput) { in.Used, in.Threshold = 25*gib, 0 }), release: true},
@@ -46,7 +55,9 @@ func TestThrottlePlan(t *testing.T) {
 			if !tc.release {
 				assert.Equal(t, tc.high, d.High)
 				assert.Equal(t, tc.atFloor, d.Floor)
-				assert.GreaterOrEqual(t, d.High, min(floor, tc.in.Own), "never below the floor (unless the own value is lower)")
+				if tc.in.Written == 0 {
+					assert.GreaterOrEqual(t, d.High, min(floor, tc.in.Own), "never written below the floor (unless the own value is lower)")
+				}
 			}
 			if tc.in.Band == base.Band && tc.in.Threshold == base.Threshold {
 				assert.Equal(t, 18*gib, d.Start)
