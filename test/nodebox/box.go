@@ -662,6 +662,19 @@ func (b *Box) Evictions() (koordletyarn.EvictionsResponse, error) {
 	return out, nil
 }
 
+// Restore fetches koordlet's /yarn/restore.
+func (b *Box) Restore() (koordletyarn.RestoreResponse, error) {
+	var out koordletyarn.RestoreResponse
+	body, err := b.get(koordletyarn.RestorePath)
+	if err != nil {
+		return out, err
+	}
+	if err := json.Unmarshal(body, &out); err != nil {
+		return out, fmt.Errorf("decode %s: %w", koordletyarn.RestorePath, err)
+	}
+	return out, nil
+}
+
 // Metrics fetches koordlet's Prometheus text.
 func (b *Box) Metrics() (string, error) {
 	body, err := b.get("/metrics")

@@ -1,0 +1,160 @@
+package e2e
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"golang.org/x/sys/unix"
+	"k8s.io/utils/ptr"
+
+	slov1alpha1 "github.com/koordinator-sh/koordinator/apis/slo/v1alpha1"
+
+	"github.com/koordlet-yarn/koordlet-yarn/framework/cgroups"
+	"github.com/koordlet-yarn/koordlet-yarn/test/kerneltest"
+	"github.com/koordlet-yarn/koordlet-yarn/test/nmemu"
+	"github.com/koordlet-yarn/koordlet-yarn/test/nodebox"
+)
+
+// reliefGates are pressureGates with memory relief.
+var reliefGates = pressureGates + ",YARNMemoryRelief=true"
+
+// v2Relief: on cgroup v2, memory relief's throttle holds a growing
+// executor that, without it, crosses the BE memory evict threshold and is
+// killed (v2Pressure): as node memory enters the band below the
+// threshold, koordlet lowers the YARN root's memory.high; the executor's
+// growth is throttled, node memory stays below the threshold and nothing
+// is killed. koordlet restarted in the middle of the episode takes its
+// throttle over from the record; a threshold raised gives memory.high back
+// ("max") and the executor completes its allocation; the episode is
+// counted as relieved by the throttle. Then koordlet with the gate off
+// leaves nothing of relief on the root.
+func v2Relief(t *testing.T, l nodebox.Layout) {
+	const band = 3 // percent of node memory
+	b := startBox(t, nodebox.Options{Layout: l, KoordletArgs: []string{reliefGates, "--yarn-memory-throttle-band-percent=3"}})
+	ctx := context.Background()
+	am, err := b.NM.Launch(nmemu.Spec{AppID: 7, Attempt: 1, Sequence: 1, User: "spark", MemoryMB: 512, VCores: 1,
+		Script: "sleep 3600 & " + kerneltest.HelperScript("alloc=32")})
+	require.NoError(t, err)
+	time.Sleep(3 * time.Second)
+
+	// The threshold 5 points above today's usage, the lower percent one
+	// below it: the throttle starts 2 points above today's usage and
+	// holds near 3.5; the executor wants 8 points more, at a pace the
+	// 1-second check follows.
+	total, used, err := nodebox.MemInfo()
+	require.NoError(t, err)
+	threshold := used*100/total + 5
+	limit := total * threshold / 100
+	require.NoError(t, b.UpdateNodeSLO(ctx, func(s *slov1alpha1.NodeSLOSpec) {
+		s.ResourceUsedThresholdWithBE = &slov1alpha1.ResourceThresholdStrategy{Enable: ptr.To(true),
+			MemoryEvictThresholdPercent: ptr.To(threshold), MemoryEvictLowerPercent: ptr.To(threshold - 1)}
+	}))
+	time.Sleep(2 * time.Second) // koordlet sees the NodeSLO
+	growMiB := total * 8 / 100 >> 20
+	rate := max(total/100>>20, 16) // a point of node memory a second
+	grower, err := b.NM.Launch(nmemu.Spec{AppID: 7, Attempt: 1, Sequence: 2, User: "spark", MemoryMB: 4096, VCores: 1,
+		Script: kerneltest.HelperScript("grow=" + strconv.FormatInt(growMiB, 10) + "@" + strconv.FormatInt(rate, 10))})
+	require.NoError(t, err)
+	say(t, "node memory %d MiB of %d MiB; threshold %d%% (%d MiB), throttle from %d%%; the executor grows %d MiB at %d MiB/s",
+		used>>20, total>>20, threshold, limit>>20, threshold-band, growMiB, rate)
+
+	high := filepath.Join(b.CgroupRoot(), b.Hierarchy(), "memory.high")
+	readHigh := func() string { return readFile(high) }
+	// Held: for 20 s after the throttle is on, node memory below the
+	// threshold and the executor alive.
+	require.Eventually(t, func() bool { return readHigh() != "max" }, 30*time.Second, 100*time.Millisecond,
+		"koordlet throttles the YARN root (memory.high)")
+	say(t, "the YARN root's memory.high %s", readHigh())
+	hold := func(d time.Duration) int64 {
+		peak := int64(0)
+		for end := time.Now().Add(d); time.Now().Before(end); time.Sleep(50 * time.Millisecond) {
+			_, u, err := nodebox.MemInfo()
+			require.NoError(t, err)
+			peak = max(peak, u)
+			select {
+			case <-b.NM.Exited(grower):
+				t.Fatalf("the executor ended while throttled (node memory peak %d MiB, threshold %d MiB)", peak>>20, limit>>20)
+			default:
+			}
+		}
+		return peak
+	}
+	peak := hold(20 * time.Second)
+	assert.Less(t, peak, limit, "node memory stays below the threshold")
+	grown := memoryCurrent(b, grower)
+	say(t, "held 20 s: node memory peak %d MiB (threshold %d MiB), the executor holds %d MiB of its %d, memory.high %s",
+		peak>>20, limit>>20, grown>>20, growMiB, readHigh())
+	assert.Less(t, grown, growMiB<<20, "the executor's growth is held back")
+
+	// koordlet restarted in the middle of the episode: the record is
+	// there, the new koordlet takes the throttle over.
+	b.StopKoordlet()
+	buf := make([]byte, 64)
+	_, xerr := unix.Getxattr(filepath.Dir(high), cgroups.PriorMemoryHighXattr, buf)
+	stopped := readHigh()
+	say(t, "koordlet stopped: memory.high %s (record kept: %v)", stopped, xerr == nil)
+	require.NoError(t, b.StartKoordlet())
+	require.Eventually(t, func() bool { return readHigh() != "max" }, 30*time.Second, 100*time.Millisecond,
+		"the restarted koordlet throttles the YARN root again")
+	peak = hold(10 * time.Second)
+	assert.Less(t, peak, limit, "node memory stays below the threshold across the restart")
+
+	// Headroom back: the threshold raised far above the executor's need.
+	require.NoError(t, b.UpdateNodeSLO(ctx, func(s *slov1alpha1.NodeSLOSpec) {
+		s.ResourceUsedThresholdWithBE.MemoryEvictThresholdPercent = ptr.To(int64(95))
+		s.ResourceUsedThresholdWithBE.MemoryEvictLowerPercent = ptr.To(int64(93))
+	}))
+	require.Eventually(t, func() bool { return readHigh() == "max" }, 30*time.Second, 200*time.Millisecond,
+		"memory.high given back as headroom returns")
+	require.Eventually(t, func() bool { return memoryCurrent(b, grower) >= (growMiB-8)<<20 }, 60*time.Second, 200*time.Millisecond,
+		"the executor completes its allocation")
+	for _, id := range []string{am, grower} {
+		c, _ := b.NM.Get(id)
+		assert.Equal(t, "RUNNING", c.State, "%s survives", id)
+	}
+	_, xerr = unix.Getxattr(filepath.Dir(high), cgroups.PriorMemoryHighXattr, buf)
+	assert.ErrorIs(t, xerr, unix.ENODATA, "the record is gone with the throttle")
+	fams := scrape(t, b)
+	n, _ := value(fams, "koordlet_yarn_container_evictions_total", map[string]string{"reason": "BEMemoryEvict", "result": "succeeded"})
+	assert.Zero(t, n, "nothing killed")
+	assert.Eventually(t, func() bool {
+		v, ok := value(scrape(t, b), "koordlet_yarn_memory_relief_episodes_total", map[string]string{"relieved_by": "throttle"})
+		return ok && v >= 1
+	}, 10*time.Second, 200*time.Millisecond, "the episode relieved by the throttle is counted")
+	log, err := os.ReadFile(b.KoordletLog())
+	require.NoError(t, err)
+	assert.Contains(t, string(log), "memory relief: node memory", "the throttle says when it starts")
+
+	// The gate off: nothing of relief left.
+	b.StopKoordlet()
+	b.SetKoordletArgs([]string{pressureGates})
+	require.NoError(t, b.StartKoordlet())
+	assert.Equal(t, "max", readHigh())
+	assert.Eventually(t, func() bool {
+		r, err := b.Restore()
+		if err != nil {
+			return false
+		}
+		for _, k := range r.Kinds {
+			if k.Kind == "memory-relief" {
+				return k.Off && k.Pending == 0
+			}
+		}
+		return false
+	}, 20*time.Second, 500*time.Millisecond, "/yarn/restore: nothing of memory relief left")
+}
+
+// memoryCurrent is a v2 container's memory.current (0 when gone).
+func memoryCurrent(b *nodebox.Box, id string) int64 {
+	v, err := cgroups.ParseMemoryValue(readFile(filepath.Join(b.NM.CgroupDir("", id), "memory.current")))
+	if err != nil {
+		return 0
+	}
+	return v
+}
