@@ -2,6 +2,7 @@ package yarnevict
 
 import (
 	"fmt"
+	"os"
 	"sync"
 
 	"k8s.io/klog/v2"
@@ -108,8 +109,10 @@ func (r *Relief) throttleLocked(rel string, used, threshold, capacity int64) Thr
 	// too: released or taken over by this one.
 	throttled := wrote || r.High.Recorded(rel)
 	if wrote {
+		// The kernel keeps memory.high in pages: what it reads back
+		// may be up to a page below what was written.
 		now, err := r.High.Read(rel)
-		if err == nil && now != written {
+		if err == nil && (now > written || written-now >= int64(os.Getpagesize())) {
 			r.foreign = true
 			klog.Warningf("yarn: memory relief: the memory.high of the YARN hierarchy %s is %d, not the %d koordlet wrote: another writer owns it; koordlet's throttle stays off on it", rel, now, written)
 			return ThrottleDecision{Release: true}
@@ -134,6 +137,7 @@ func (r *Relief) throttleLocked(rel string, used, threshold, capacity int64) Thr
 	}
 	in.Current, in.Reclaimable = int64(cur), st.ActiveFile+st.InactiveFile
 	d := ThrottlePlan(in)
+	d.High &^= int64(os.Getpagesize()) - 1 // as the kernel keeps it
 	switch {
 	case d.Release && throttled:
 		if restored, v, err := r.High.Restore(rel); err != nil {
@@ -142,7 +146,7 @@ func (r *Relief) throttleLocked(rel string, used, threshold, capacity int64) Thr
 			klog.Infof("yarn: memory relief: node memory %dMi below the throttle's start %dMi: the YARN hierarchy's memory.high is back to %s", used>>20, d.Start>>20, highString(v))
 		}
 		r.setGauge(0)
-	case !d.Release && (!wrote || written != d.High):
+	case !d.Release && (!wrote || written != d.High) && d.High > 0:
 		if err := r.High.Set(rel, d.High); err != nil {
 			r.sayOnce("write", "yarn: memory relief: cannot throttle the YARN hierarchy %s (%v)", rel, err)
 			return ThrottleDecision{Release: true}
