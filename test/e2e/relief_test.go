@@ -29,11 +29,12 @@ var reliefGates = pressureGates + ",YARNMemoryRelief=true"
 // killed (v2Pressure): as node memory enters the band below the
 // threshold, koordlet lowers the YARN root's memory.high; the executor's
 // growth is throttled, node memory stays below the threshold and nothing
-// is killed. koordlet restarted in the middle of the episode takes its
-// throttle over from the record; a threshold raised gives memory.high back
-// ("max") and the executor completes its allocation; the episode is
-// counted as relieved by the throttle. Then koordlet with the gate off
-// leaves nothing of relief on the root.
+// is killed. A koordlet that crashes in the middle of the episode leaves
+// the throttle and its record, and the next one takes it over; a
+// threshold raised gives memory.high back ("max") and the executor
+// completes its allocation; the episode is counted as relieved by the
+// throttle; a clean stop gives the throttle back; with the gate off
+// nothing of relief is left on the root.
 func v2Relief(t *testing.T, l nodebox.Layout) {
 	const band = 3 // percent of node memory
 	b := startBox(t, nodebox.Options{Layout: l, KoordletArgs: []string{reliefGates, "--yarn-memory-throttle-band-percent=3"}})
@@ -92,18 +93,26 @@ func v2Relief(t *testing.T, l nodebox.Layout) {
 		peak>>20, limit>>20, grown>>20, growMiB, readHigh())
 	assert.Less(t, grown, growMiB<<20, "the executor's growth is held back")
 
-	// koordlet restarted in the middle of the episode: the record is
-	// there, the new koordlet takes the throttle over.
-	b.StopKoordlet()
-	buf := make([]byte, 64)
-	_, xerr := unix.Getxattr(filepath.Dir(high), cgroups.PriorMemoryHighXattr, buf)
-	stopped := readHigh()
-	say(t, "koordlet stopped: memory.high %s (record kept: %v)", stopped, xerr == nil)
+	// koordlet crashes in the middle of the episode: the throttle and its
+	// record stay, the executor stays held while no koordlet runs, and
+	// the next koordlet takes the throttle over from the record.
+	xattr := func() bool {
+		_, err := unix.Getxattr(filepath.Dir(high), cgroups.PriorMemoryHighXattr, make([]byte, 64))
+		return err == nil
+	}
+	b.KillKoordlet()
+	assert.NotEqual(t, "max", readHigh(), "a crashed koordlet's throttle stays")
+	assert.True(t, xattr(), "with its record")
+	peak = hold(5 * time.Second)
+	assert.Less(t, peak, limit, "the executor stays held while no koordlet runs")
 	require.NoError(t, b.StartKoordlet())
-	require.Eventually(t, func() bool { return readHigh() != "max" }, 30*time.Second, 100*time.Millisecond,
-		"the restarted koordlet throttles the YARN root again")
+	require.Eventually(t, func() bool {
+		v, ok := value(scrape(t, b), "koordlet_yarn_memory_throttle_bytes", nil)
+		return ok && v > 0
+	}, 30*time.Second, 200*time.Millisecond, "the restarted koordlet takes the throttle over")
 	peak = hold(10 * time.Second)
 	assert.Less(t, peak, limit, "node memory stays below the threshold across the restart")
+	say(t, "after a crash and a restart: node memory peak %d MiB, memory.high %s", peak>>20, readHigh())
 
 	// Headroom back: the threshold raised far above the executor's need.
 	require.NoError(t, b.UpdateNodeSLO(ctx, func(s *slov1alpha1.NodeSLOSpec) {
@@ -112,14 +121,13 @@ func v2Relief(t *testing.T, l nodebox.Layout) {
 	}))
 	require.Eventually(t, func() bool { return readHigh() == "max" }, 30*time.Second, 200*time.Millisecond,
 		"memory.high given back as headroom returns")
+	assert.False(t, xattr(), "the record is gone with the throttle")
 	require.Eventually(t, func() bool { return memoryCurrent(b, grower) >= (growMiB-8)<<20 }, 60*time.Second, 200*time.Millisecond,
 		"the executor completes its allocation")
 	for _, id := range []string{am, grower} {
 		c, _ := b.NM.Get(id)
 		assert.Equal(t, "RUNNING", c.State, "%s survives", id)
 	}
-	_, xerr = unix.Getxattr(filepath.Dir(high), cgroups.PriorMemoryHighXattr, buf)
-	assert.ErrorIs(t, xerr, unix.ENODATA, "the record is gone with the throttle")
 	fams := scrape(t, b)
 	n, _ := value(fams, "koordlet_yarn_container_evictions_total", map[string]string{"reason": "BEMemoryEvict", "result": "succeeded"})
 	assert.Zero(t, n, "nothing killed")
@@ -131,8 +139,21 @@ func v2Relief(t *testing.T, l nodebox.Layout) {
 	require.NoError(t, err)
 	assert.Contains(t, string(log), "memory relief: node memory", "the throttle says when it starts")
 
-	// The gate off: nothing of relief left.
+	// A clean stop gives the throttle back: the node in the band again
+	// (the executor, done, holds what it grew), then koordlet stopped.
+	_, used, err = nodebox.MemInfo()
+	require.NoError(t, err)
+	threshold = used*100/total + 2
+	require.NoError(t, b.UpdateNodeSLO(ctx, func(s *slov1alpha1.NodeSLOSpec) {
+		s.ResourceUsedThresholdWithBE.MemoryEvictThresholdPercent = ptr.To(threshold)
+		s.ResourceUsedThresholdWithBE.MemoryEvictLowerPercent = ptr.To(threshold - 1)
+	}))
+	require.Eventually(t, func() bool { return readHigh() != "max" }, 30*time.Second, 100*time.Millisecond, "throttled again")
 	b.StopKoordlet()
+	assert.Equal(t, "max", readHigh(), "a stopping koordlet gives the throttle back")
+	assert.False(t, xattr(), "and its record")
+
+	// The gate off: nothing of relief left.
 	b.SetKoordletArgs([]string{pressureGates})
 	require.NoError(t, b.StartKoordlet())
 	assert.Equal(t, "max", readHigh())
@@ -148,6 +169,10 @@ func v2Relief(t *testing.T, l nodebox.Layout) {
 		}
 		return false
 	}, 20*time.Second, 500*time.Millisecond, "/yarn/restore: nothing of memory relief left")
+	for _, id := range []string{am, grower} {
+		c, _ := b.NM.Get(id)
+		assert.Equal(t, "RUNNING", c.State, "%s survives", id)
+	}
 }
 
 // memoryCurrent is a v2 container's memory.current (0 when gone).

@@ -621,6 +621,17 @@ func (b *Box) StartKoordlet() error {
 	return nil
 }
 
+// KillKoordlet kills koordlet with SIGKILL (a crash: nothing of its own
+// shutdown runs).
+func (b *Box) KillKoordlet() {
+	if b.koordlet == nil {
+		return
+	}
+	b.koordlet.stopped = true
+	_ = syscall.Kill(-b.koordlet.cmd.Process.Pid, syscall.SIGKILL)
+	<-b.koordlet.done
+}
+
 // StopKoordlet stops koordlet (SIGTERM, then SIGKILL).
 func (b *Box) StopKoordlet() { b.koordlet.stop(10 * time.Second) }
 
