@@ -119,8 +119,15 @@ func (r *Relief) throttleLocked(rel string, used, threshold, capacity int64) Thr
 		}
 	}
 	in := ThrottleInput{Used: used, Threshold: threshold, Band: capacity * r.BandPercent() / 100, Throttled: throttled, Own: cgroups.MemoryUnlimited}
-	if wrote {
+	switch {
+	case wrote:
 		in.Written = written
+	case throttled:
+		// An earlier koordlet's throttle (its record is there): the
+		// value on the file is the one to hold, not to chase past.
+		if now, err := r.High.Read(rel); err == nil && now < cgroups.MemoryUnlimited {
+			in.Written = now
+		}
 	}
 	if own, err := r.High.Own(rel); err == nil {
 		in.Own = own
