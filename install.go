@@ -307,6 +307,11 @@ func (fw *Framework) Shutdown(timeout time.Duration) {
 	if fw.interference != nil {
 		fw.interference.Stop() // YARN's own CPU quota back first
 	}
+	if fw.relief.Enabled() {
+		// A memory.high left low would stall batch with nobody to raise
+		// it (the next koordlet takes a crashed one's over from its record).
+		fw.relief.Release("koordlet stops", false)
+	}
 	rmDone := make(chan struct{})
 	go func() { // YARN's own capacity back to the RM, beside the kills
 		defer close(rmDone)
