@@ -69,7 +69,7 @@ func v2Relief(t *testing.T, l nodebox.Layout) {
 
 	high := filepath.Join(b.CgroupRoot(), b.Hierarchy(), "memory.high")
 	readHigh := func() string { return readFile(high) }
-	// Held: for 20 s after the throttle is on, node memory below the
+	// Held: for 15 s after the throttle is on, node memory below the
 	// threshold and the executor alive.
 	require.Eventually(t, func() bool { return readHigh() != "max" }, 30*time.Second, 100*time.Millisecond,
 		"koordlet throttles the YARN root (memory.high)")
@@ -88,10 +88,10 @@ func v2Relief(t *testing.T, l nodebox.Layout) {
 		}
 		return peak
 	}
-	peak := hold(20 * time.Second)
+	peak := hold(15 * time.Second)
 	assert.Less(t, peak, limit, "node memory stays below the threshold")
 	grown := memoryCurrent(b, grower)
-	say(t, "held 20 s: node memory peak %d MiB (threshold %d MiB), the executor holds %d MiB of its %d, memory.high %s",
+	say(t, "held 15 s: node memory peak %d MiB (threshold %d MiB), the executor holds %d MiB of its %d, memory.high %s",
 		peak>>20, limit>>20, grown>>20, growMiB, readHigh())
 	assert.Less(t, grown, growMiB<<20, "the executor's growth is held back")
 
@@ -112,7 +112,7 @@ func v2Relief(t *testing.T, l nodebox.Layout) {
 		v, ok := value(scrape(t, b), "koordlet_yarn_memory_throttle_bytes", nil)
 		return ok && v > 0
 	}, 30*time.Second, 200*time.Millisecond, "the restarted koordlet takes the throttle over")
-	peak = hold(10 * time.Second)
+	peak = hold(8 * time.Second)
 	assert.Less(t, peak, limit, "node memory stays below the threshold across the restart")
 	say(t, "after a crash and a restart: node memory peak %d MiB, memory.high %s", peak>>20, readHigh())
 
