@@ -1,7 +1,6 @@
 package nodebox
 
 import (
-
 	koordletyarn "github.com/koordlet-yarn/koordlet-yarn"
 )
 
