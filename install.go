@@ -66,6 +66,9 @@ type Framework struct {
 	// quota is the one writer of the YARN root's cfs quota, shared by BE
 	// suppress, its gate-off restorer and the interference controller.
 	quota *cgroups.RootQuota
+	// relief is the memory relief's rungs (YARNMemoryRelief), shared by
+	// the memory evict strategy and its restorer.
+	relief *yarnevict.Relief
 	// rmRelease is the release asked of the ResourceManager
 	// (YARNRMPreemption): the RM sync writes it, the evictor waits for it.
 	rmRelease *rmrelease.Window
@@ -194,6 +197,8 @@ func install(fs *flag.FlagSet, reg prometheus.Registerer) (*Framework, error) {
 	if err != nil {
 		return nil, fmt.Errorf("register YARN eviction metrics: %w", err)
 	}
+	fw.relief = &yarnevict.Relief{High: cgroups.NewRootMemoryHigh(), Soft: cgroups.NewRootSoftLimit(),
+		BandPercent: func() int64 { return cfg.MemoryThrottleBandPercent }, Metrics: evictMetrics, NodeName: os.Getenv("NODE_NAME")}
 	evictDeps := yarnevict.Deps{
 		Store:            fw.Store,
 		Killer:           fw.killer,
@@ -205,6 +210,7 @@ func install(fs *flag.FlagSet, reg prometheus.Registerer) (*Framework, error) {
 		CgroupHierarchy:  fw.Informer.Hierarchy,
 		Charges:          charges,
 		Policy:           fw.policy,
+		Relief:           fw.relief,
 		RMRelease:        fw.rmRelease,
 		// The RM sync notices an over-commit within its interval and the
 		// push takes up to the RM timeout; without a sync running
@@ -220,7 +226,8 @@ func install(fs *flag.FlagSet, reg prometheus.Registerer) (*Framework, error) {
 	qmplugins.StrategyPlugins[memoryevict.MemoryEvictName] = yarnevict.NewMemoryEvictFactory(evictDeps)
 	qmplugins.StrategyPlugins[cpuevict.CPUEvictName] = yarnevict.NewCPUEvictFactory(evictDeps)
 	qmplugins.StrategyPlugins[cpusuppress.CPUSuppressName] = yarnsuppress.NewFactory(yarnsuppress.Deps{Hierarchy: fw.Informer.HierarchyDir, Store: fw.Store, Quota: fw.quota})
-	fw.loops = append(fw.loops, &yarnsuppress.Restorer{Hierarchy: fw.Informer.HierarchyDir, Quota: fw.quota})
+	fw.loops = append(fw.loops, &yarnsuppress.Restorer{Hierarchy: fw.Informer.HierarchyDir, Quota: fw.quota},
+		&yarnevict.ReliefRestorer{Relief: fw.relief, Hierarchy: fw.Informer.HierarchyDir})
 	qmutil.SetCustomEvictionExecutorInitializer(yarnevict.GuardInitializer(evictDeps))
 
 	impl.DefaultPluginRegistry[yarninformer.Name] = fw.Informer
@@ -299,6 +306,11 @@ func (fw *Framework) recoverKills() {
 func (fw *Framework) Shutdown(timeout time.Duration) {
 	if fw.interference != nil {
 		fw.interference.Stop() // YARN's own CPU quota back first
+	}
+	if fw.relief.Enabled() {
+		// A memory.high left low would stall batch with nobody to raise
+		// it (the next koordlet takes a crashed one's over from its record).
+		fw.relief.Release("koordlet stops", false)
 	}
 	rmDone := make(chan struct{})
 	go func() { // YARN's own capacity back to the RM, beside the kills

@@ -28,6 +28,7 @@ import (
 	"github.com/koordlet-yarn/koordlet-yarn/hooks/yarnadopt"
 	"github.com/koordlet-yarn/koordlet-yarn/hooks/yarnmemcg"
 	"github.com/koordlet-yarn/koordlet-yarn/hooks/yarnqos"
+	"github.com/koordlet-yarn/koordlet-yarn/plugins/yarnevict"
 )
 
 // TestRestoreStatus: with every acting gate off (the observe-only
@@ -96,16 +97,19 @@ func TestRestoreStatus(t *testing.T) {
 	require.NoError(t, unix.Setxattr(filepath.Join(memRoot, adopted), yarnadopt.Marker, []byte("1"), 0))
 	require.NoError(t, os.Mkdir(filepath.Join(memRoot, memcg), 0o755))
 	require.NoError(t, unix.Setxattr(filepath.Join(memRoot, memcg), yarnmemcg.Marker, []byte("1"), 0))
+	// memory-relief: the root's own soft limit recorded before relief set 0.
+	require.NoError(t, os.WriteFile(filepath.Join(memRoot, "memory.soft_limit_in_bytes"), []byte("0"), 0o644))
+	require.NoError(t, unix.Setxattr(memRoot, cgroups.PriorSoftLimitXattr, []byte("9223372036854771712"), 0))
 	// rm-capacity: YARN's own capacity recorded before a push.
 	require.NoError(t, os.WriteFile(record, []byte(`{"nodeId":"n1:45454","own":{"memoryMB":8192,"vCores":8},"since":"2026-11-27T00:00:00Z"}`), 0o644))
 
 	left := fw.restoreStatus()
 	assert.False(t, left.Complete)
 	assert.Equal(t, map[string]int{"cpu-qos": 2, "memory-qos": 1, "resctrl": 1, "cpu-quota": 1, "memory-cgroups": 1,
-		"container-cgroups": 1, "rm-capacity": 1, "ledger-entry": 1}, pendingOf(left))
+		"container-cgroups": 1, "rm-capacity": 1, "ledger-entry": 1, "memory-relief": 1}, pendingOf(left))
 	// The first scrape starts a reading in the background; a later one
 	// serves it.
-	require.Eventually(t, func() bool { return testutil.CollectAndCount(reg, "koordlet_yarn_restore_pending") == 8 }, 10*time.Second, 10*time.Millisecond)
+	require.Eventually(t, func() bool { return testutil.CollectAndCount(reg, "koordlet_yarn_restore_pending") == 9 }, 10*time.Second, 10*time.Millisecond)
 	require.NoError(t, testutil.GatherAndCompare(reg, strings.NewReader(`# HELP koordlet_yarn_restore_pending `+restorePendingHelp+`
 # TYPE koordlet_yarn_restore_pending gauge
 koordlet_yarn_restore_pending{kind="container-cgroups",node="n1"} 1
@@ -114,6 +118,7 @@ koordlet_yarn_restore_pending{kind="cpu-quota",node="n1"} 1
 koordlet_yarn_restore_pending{kind="ledger-entry",node="n1"} 1
 koordlet_yarn_restore_pending{kind="memory-cgroups",node="n1"} 1
 koordlet_yarn_restore_pending{kind="memory-qos",node="n1"} 1
+koordlet_yarn_restore_pending{kind="memory-relief",node="n1"} 1
 koordlet_yarn_restore_pending{kind="resctrl",node="n1"} 1
 koordlet_yarn_restore_pending{kind="rm-capacity",node="n1"} 1
 `), "koordlet_yarn_restore_pending"))
@@ -122,6 +127,10 @@ koordlet_yarn_restore_pending{kind="rm-capacity",node="n1"} 1
 	fw.QoS.RestoreDisabled() // cpu.idle, SCHED_IDLE (no task), resctrl (no BE group: unmarked)
 	fw.memcg.RestoreDisabled()
 	fw.adopt.RestoreDisabled()
+	assert.Equal(t, 1, (&yarnevict.ReliefRestorer{Relief: fw.relief, Hierarchy: fw.Informer.HierarchyDir}).RestoreDisabled(), "the soft limit given back")
+	soft, err := os.ReadFile(filepath.Join(memRoot, "memory.soft_limit_in_bytes"))
+	require.NoError(t, err)
+	assert.Equal(t, "-1", strings.TrimSpace(string(soft)), "no soft limit, as the record says")
 	restored, _, err := fw.quota.Restore(h)
 	require.NoError(t, err)
 	require.True(t, restored)

@@ -17,6 +17,7 @@ var knownGates = []string{
 	string(features.YARNMemoryQoS), string(features.YARNMemoryCgroup), string(features.YARNContainerCgroups), string(features.YARNResctrlQoS),
 	string(features.YARNBatchLedger), string(features.YARNRMNodeResourceSync), string(features.YARNRMPreemption),
 	string(features.YARNQoSPolicy), string(features.YARNLSCPUWait), string(features.YARNInterferenceControl),
+	string(features.YARNMemoryRelief),
 }
 
 // gateOrder is knownGates, then any other gate of the plugin set by name.
@@ -163,6 +164,14 @@ func gateEffect(g string, f Facts) string {
 		return "measures the LS pods' mean run-queue wait from /proc/<tid>/schedstat (no eBPF here): koordlet_yarn_ls_cpu_wait_*"
 	case string(features.YARNInterferenceControl):
 		return "sets the YARN hierarchy's cfs quota from the LS pods' CPU wait against --yarn-interference-target (halved above it, grown below it, within BE suppress's budget); YARN's own quota back when it stops"
+	case string(features.YARNMemoryRelief):
+		if !f.Gates[string(features.YARNBEMemoryEvict)] || !f.Gates["BEMemoryEvict"] {
+			return "nothing: its rungs run in the YARN-aware BE memory evict, which is off"
+		}
+		if f.CgroupV2 {
+			return "lowers the YARN hierarchy's memory.high from --yarn-memory-throttle-band-percent below the BE memory evict threshold (batch's page cache reclaimed, its growth throttled) before any kill; given back as headroom returns"
+		}
+		return "sets the YARN hierarchy's memory soft limit to 0 (global reclaim takes batch's page cache first); cgroup v1 has no memory.high: no throttle, the kill at the threshold as without it"
 	}
 	return unknownEffect
 }

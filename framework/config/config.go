@@ -20,6 +20,8 @@ const (
 	// DefaultEvictGracePeriod matches YARN's own
 	// yarn.nodemanager.sleep-delay-before-sigkill.ms (250 ms).
 	DefaultEvictGracePeriod = 250 * time.Millisecond
+	// DefaultMemoryThrottleBandPercent is --yarn-memory-throttle-band-percent.
+	DefaultMemoryThrottleBandPercent = 5
 	// ContainerMetrics values: a set of series per container, per
 	// application, or none (node totals only).
 	ContainerMetricsContainer   = "container"
@@ -75,6 +77,10 @@ type Config struct {
 	// Interference configures the LS CPU wait signal and the interference
 	// controller.
 	Interference Interference
+	// MemoryThrottleBandPercent is how far below the BE memory evict
+	// threshold, in percent of node memory, memory relief's throttle
+	// starts (gate YARNMemoryRelief).
+	MemoryThrottleBandPercent int64
 }
 
 // NewDefault returns the default configuration.
@@ -90,6 +96,7 @@ func NewDefault() *Config {
 		QoSReconcileInterval:         10 * time.Second,
 		ContainerCgroupsScanInterval: time.Second,
 		ContainerMetrics:             ContainerMetricsContainer,
+		MemoryThrottleBandPercent:    DefaultMemoryThrottleBandPercent,
 		RM:                           RM{Timeout: yarn.DefaultRMTimeout, MaxResponseBytes: yarn.DefaultRMMaxResponseBytes},
 		Interference: Interference{Interval: DefaultInterferenceInterval, Target: DefaultInterferenceTarget,
 			MinPercent: DefaultInterferenceMinPercent, StepPercent: DefaultInterferenceStepPercent},
@@ -121,6 +128,8 @@ func (c *Config) InitFlags(fs *flag.FlagSet) {
 		"File every YARN container eviction is appended to as one JSON line (reason, container, application, user, released, why, outcome); rotated at 10 MiB, one old file kept (its name with the rotation's UTC time before the extension). Empty: the last 500 at /yarn/evictions only. Kubernetes Events on the NodeManager pod are merged and dropped by the event correlator in a storm; this record is not.")
 	fs.DurationVar(&c.EvictGracePeriod, "yarn-evict-grace-period", c.EvictGracePeriod,
 		"Time an evicted YARN container's processes get between SIGTERM and SIGKILL (YARN's sleep-delay-before-sigkill).")
+	fs.Int64Var(&c.MemoryThrottleBandPercent, "yarn-memory-throttle-band-percent", c.MemoryThrottleBandPercent,
+		"How far below NodeSLO's memoryEvictThresholdPercent, in percent of node memory, the memory relief throttle starts (gate YARNMemoryRelief, cgroup v2): from there the YARN hierarchy's memory.high holds node memory near the band's middle (batch's page cache reclaimed first, then its growth throttled), and is given back a quarter band below the start.")
 	c.RM.initFlags(fs)
 	c.Ledger.initFlags(fs)
 	c.Interference.initFlags(fs)
@@ -162,6 +171,9 @@ func (c *Config) Validate() error {
 	}
 	if c.EvictGracePeriod < 0 || c.EvictGracePeriod > time.Minute {
 		return fmt.Errorf("--yarn-evict-grace-period %v: must be between 0 and 1m", c.EvictGracePeriod)
+	}
+	if c.MemoryThrottleBandPercent < 1 || c.MemoryThrottleBandPercent > 50 {
+		return fmt.Errorf("--yarn-memory-throttle-band-percent %d: must be between 1 and 50", c.MemoryThrottleBandPercent)
 	}
 	if c.ResyncInterval < 100*time.Millisecond {
 		return fmt.Errorf("--yarn-resync-interval %v: must be at least 100ms", c.ResyncInterval)

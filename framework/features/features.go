@@ -161,6 +161,16 @@ const (
 	// owner: koordlet-yarn
 	// alpha: v0.1
 	YARNInterferenceControl featuregate.Feature = "YARNInterferenceControl"
+
+	// YARNMemoryRelief adds rungs before the kill to the YARN-aware BE
+	// memory evict (YARNBEMemoryEvict): on cgroup v2 the YARN hierarchy
+	// root's memory.high is lowered as node memory nears the BE memory
+	// evict threshold (--yarn-memory-throttle-band-percent below it), so
+	// that batch's page cache is reclaimed and its growth throttled before
+	// a container is killed, and given back as headroom returns; on cgroup
+	// v1 the root's memory soft limit is 0 (global reclaim takes batch's
+	// page cache first).
+	YARNMemoryRelief featuregate.Feature = "YARNMemoryRelief"
 )
 
 // Specs are the koordlet-yarn gates and their defaults.
@@ -185,6 +195,7 @@ var Specs = map[featuregate.Feature]featuregate.FeatureSpec{
 	YARNQoSPolicy:           {Default: false, PreRelease: featuregate.Alpha},
 	YARNLSCPUWait:           {Default: true, PreRelease: featuregate.Beta},
 	YARNInterferenceControl: {Default: false, PreRelease: featuregate.Alpha},
+	YARNMemoryRelief:        {Default: false, PreRelease: featuregate.Alpha},
 }
 
 // Acts says, for each gate that acts on the node or the cluster when on,
@@ -211,6 +222,7 @@ var Acts = map[featuregate.Feature]string{
 	YARNRMNodeResourceSync:  "updates the node's resource in the ResourceManager",
 	YARNRMPreemption:        "makes the ResourceManager preempt YARN containers above the node's capacity (over-commit timeout)",
 	YARNInterferenceControl: "writes the YARN hierarchy's CPU quota from the LS pods' CPU wait",
+	YARNMemoryRelief:        "writes the YARN hierarchy's memory.high (v2) or memory soft limit (v1)",
 }
 
 // Register adds the koordlet-yarn gates to koordlet's mutable feature gate.

@@ -67,6 +67,9 @@ type Deps struct {
 	// their memory cgroup holding memory that stays charged where they came
 	// from (nil: none); they are measured by cgroups.TrueMemory.
 	Charges *cgroups.LeftCharges
+	// Relief runs the memory relief rungs before the kill
+	// (YARNMemoryRelief; nil: none).
+	Relief *Relief
 	// held reads what a killed container still holds (memory evictions
 	// measure what they released; nil: not measured). Set by the memory
 	// strategy on its own copy.
@@ -139,11 +142,24 @@ func (m *MemoryEvict) Setup(ctx *qmframework.Context) {
 // (the Slot runs Cycle itself, with the same wake-ups; Run serves a
 // strategy used on its own).
 func (m *MemoryEvict) Run(stopCh <-chan struct{}) {
-	go runLoop(stopCh, m.interval, func(now time.Time) { m.Cycle(now) }, m, func(cause string) {
-		if m.deps.Metrics != nil {
-			m.deps.Metrics.Wakeups.WithLabelValues(m.deps.NodeName, ReasonBEMemoryEvict, cause).Inc()
-		}
-	})
+	go func() {
+		runLoop(stopCh, m.interval, func(now time.Time) { m.Cycle(now) }, m, func(cause string) {
+			if m.deps.Metrics != nil {
+				m.deps.Metrics.Wakeups.WithLabelValues(m.deps.NodeName, ReasonBEMemoryEvict, cause).Inc()
+			}
+		})
+		m.Stopped()
+	}()
+}
+
+// Stopped gives back the memory relief's throttle (koordlet stopping: a
+// memory.high left low would stall batch with nobody to raise it; the
+// next koordlet also releases it from the record at its first check).
+// The soft limit stays: it only orders global reclaim.
+func (m *MemoryEvict) Stopped() {
+	if m.deps.Relief != nil {
+		m.deps.Relief.Release("koordlet stops", false)
+	}
 }
 
 // ensureTrigger opens the event trigger (YARNMemoryEvictTrigger) once the
@@ -200,9 +216,6 @@ func (m *MemoryEvict) CloseTrigger() {
 
 // Cycle runs one evaluation; it returns what it evicted.
 func (m *MemoryEvict) Cycle(now time.Time) []Victim {
-	if now.Before(m.lastEvict.Add(m.cooling)) {
-		return nil
-	}
 	si := m.opts.StatesInformer
 	node, slo := si.GetNode(), si.GetNodeSLO()
 	if node == nil || slo == nil {
@@ -210,12 +223,19 @@ func (m *MemoryEvict) Cycle(now time.Time) []Victim {
 	}
 	if disabled, err := koordfeatures.IsFeatureDisabled(slo, koordfeatures.BEMemoryEvict); err != nil || disabled {
 		m.disarm()
+		m.relieve(0, 0, 0)
 		return nil
 	}
 	need, used, level, err := m.need(slo.Spec.ResourceUsedThresholdWithBE, node)
 	if err != nil {
 		m.disarm()
+		m.relieve(0, 0, 0)
 		klog.V(4).Infof("yarn: memory evict skipped: %v", err)
+		return nil
+	}
+	// The rungs before the kill act at every check, the cooling too.
+	m.relieve(used, level, node.Status.Capacity.Memory().Value())
+	if now.Before(m.lastEvict.Add(m.cooling)) {
 		return nil
 	}
 	if need <= 0 {
@@ -252,6 +272,16 @@ func (m *MemoryEvict) Cycle(now time.Time) []Victim {
 		klog.Warningf("yarn: memory evict released %dMi of the %dMi needed (with the growth expected)", released>>20, projected>>20)
 	}
 	return evicted
+}
+
+// relieve runs the memory relief rungs before the kill (YARNMemoryRelief):
+// at node usage used, threshold level and capacity (0: no threshold, the
+// throttle given back).
+func (m *MemoryEvict) relieve(used, level, capacity int64) {
+	if m.deps.Relief == nil || m.deps.Hierarchy == nil {
+		return
+	}
+	m.deps.Relief.Check(m.deps.Hierarchy(), used, level, capacity)
 }
 
 // ReleasesLater reports whether some of the evicted release their memory

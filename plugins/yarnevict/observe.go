@@ -28,6 +28,11 @@ type Metrics struct {
 	// Wakeups counts the evaluations of the evict strategies by what woke
 	// them: the periodic interval or the event trigger.
 	Wakeups *prometheus.CounterVec
+	// ReliefEpisodes counts the memory relief's pressure episodes by the
+	// rung that relieved them (YARNMemoryRelief); ThrottleBytes is the
+	// memory.high the throttle holds on the YARN root (0: none).
+	ReliefEpisodes *prometheus.CounterVec
+	ThrottleBytes  *prometheus.GaugeVec
 }
 
 // metricValue is amount of resource (milli-cores of cpu, bytes of memory)
@@ -66,7 +71,20 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 			Name: "yarn_evict_wakeups_total", Help: "Evaluations of the YARN-aware evict strategies, by what woke them: interval (the periodic check) or event (node memory crossed the threshold)."},
 			[]string{"node", "reason", "cause"}),
 	}
-	for _, p := range []**prometheus.CounterVec{&m.Evictions, &m.Released, &m.Needed, &m.Wakeups} {
+	m.ReliefEpisodes = prometheus.NewCounterVec(prometheus.CounterOpts{Subsystem: koordmetrics.KoordletSubsystem,
+		Name: "yarn_memory_relief_episodes_total", Help: "Memory pressure episodes (node memory in the throttle band below the BE memory evict threshold, or above it) that ended, by the rung that relieved them: throttle (the YARN root's memory.high held node memory below the threshold) or evict (the threshold was crossed: the evict strategy acted)."},
+		[]string{"node", "relieved_by"})
+	m.ThrottleBytes = prometheus.NewGaugeVec(prometheus.GaugeOpts{Subsystem: koordmetrics.KoordletSubsystem,
+		Name: "yarn_memory_throttle_bytes", Help: "The memory.high koordlet's memory relief holds on the YARN hierarchy root, in bytes; 0 when it holds none."},
+		[]string{"node"})
+	if err := reg.Register(m.ThrottleBytes); err != nil {
+		are, ok := err.(prometheus.AlreadyRegisteredError)
+		if !ok {
+			return nil, err
+		}
+		m.ThrottleBytes = are.ExistingCollector.(*prometheus.GaugeVec)
+	}
+	for _, p := range []**prometheus.CounterVec{&m.Evictions, &m.Released, &m.Needed, &m.Wakeups, &m.ReliefEpisodes} {
 		if err := reg.Register(*p); err != nil {
 			are, ok := err.(prometheus.AlreadyRegisteredError)
 			if !ok {

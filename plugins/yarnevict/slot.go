@@ -104,12 +104,22 @@ func (s *Slot) Run(stopCh <-chan struct{}) {
 	klog.Infof("yarn: the %s slot runs the triggers %v (YARN-aware BE: %v, YARN counted in allocatable: %v)",
 		s.kind.Reason(), on, s.be != nil, s.alloc.CountYARN())
 	w, _ := s.be.(waker)
-	go runLoop(stopCh, s.interval, s.Cycle, w, func(cause string) {
-		if s.metrics != nil {
-			s.metrics.Wakeups.WithLabelValues(s.nodeName, s.beReason(), cause).Inc()
+	st, _ := s.be.(stopper)
+	go func() {
+		runLoop(stopCh, s.interval, s.Cycle, w, func(cause string) {
+			if s.metrics != nil {
+				s.metrics.Wakeups.WithLabelValues(s.nodeName, s.beReason(), cause).Inc()
+			}
+		})
+		if st != nil {
+			st.Stopped()
 		}
-	})
+	}()
 }
+
+// stopper is a BE trigger that gives back what it holds when its loop
+// ends (koordlet stopping).
+type stopper interface{ Stopped() }
 
 // beReason names the slot's BE trigger in the wake-up counts.
 func (s *Slot) beReason() string {

@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"os"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -29,6 +30,14 @@ var pressureGates = "--feature-gates=BEMemoryEvict=true,YARNBEMemoryEvict=true,Y
 // and the NodeManager survive; an Event is on the NodeManager pod.
 func TestPressure(t *testing.T) {
 	pressure(t, nodebox.Options{KoordletArgs: []string{pressureGates}}, true)
+}
+
+// TestPressureRelief: with memory relief on cgroup v1 there is no
+// memory.high to throttle with: the YARN root gets memory soft limit 0
+// (the kernel's global reclaim takes batch's page cache first) and the
+// growing executor is killed as without it.
+func TestPressureRelief(t *testing.T) {
+	pressure(t, nodebox.Options{KoordletArgs: []string{reliefGates}}, true)
 }
 
 // TestPressureCPUOnly: the same on CPU-only YARN (Hadoop's default,
@@ -197,4 +206,14 @@ func pressureWith(t *testing.T, opts nodebox.Options, ownMemory, ignoreTERM bool
 	require.NoError(t, err)
 	assert.Equal(t, 1, strings.Count(string(audit), "\n"))
 	assert.Contains(t, string(audit), newest)
+
+	if strings.Contains(opts.KoordletArgs[0], "YARNMemoryRelief=true") && !opts.Layout.Unified {
+		soft := filepath.Join(b.CgroupRoot(), "memory", b.Hierarchy(), "memory.soft_limit_in_bytes")
+		assert.Equal(t, "0", readFile(soft), "memory relief on v1: the YARN root's soft limit is 0")
+		b.StopKoordlet()
+		b.SetKoordletArgs([]string{pressureGates})
+		require.NoError(t, b.StartKoordlet())
+		assert.Eventually(t, func() bool { return readFile(soft) != "0" }, 20*time.Second, 200*time.Millisecond,
+			"with the gate off the root's own soft limit is back")
+	}
 }

@@ -68,6 +68,7 @@ func TestV2(t *testing.T) {
 			t.Run("pressure, cgroup namespace", func(t *testing.T) { v2Pressure(t, l) })
 			if i == 0 {
 				t.Run("LS CPU wait, interference control", func(t *testing.T) { v2Interference(t, l, btfErr == nil) })
+				t.Run("memory relief throttle", func(t *testing.T) { v2Relief(t, l) })
 			}
 			t.Run("nothing left behind", func(t *testing.T) { v2NothingLeft(t) })
 		})

@@ -621,6 +621,17 @@ func (b *Box) StartKoordlet() error {
 	return nil
 }
 
+// KillKoordlet kills koordlet with SIGKILL (a crash: nothing of its own
+// shutdown runs).
+func (b *Box) KillKoordlet() {
+	if b.koordlet == nil {
+		return
+	}
+	b.koordlet.stopped = true
+	_ = syscall.Kill(-b.koordlet.cmd.Process.Pid, syscall.SIGKILL)
+	<-b.koordlet.done
+}
+
 // StopKoordlet stops koordlet (SIGTERM, then SIGKILL).
 func (b *Box) StopKoordlet() { b.koordlet.stop(10 * time.Second) }
 
@@ -638,34 +649,36 @@ func (b *Box) koordletURL(path string) string {
 
 // Containers fetches koordlet's /yarn/containers.
 func (b *Box) Containers() (koordletyarn.ContainersResponse, error) {
-	var out koordletyarn.ContainersResponse
-	body, err := b.get(koordletyarn.ContainersPath)
-	if err != nil {
-		return out, err
-	}
-	if err := json.Unmarshal(body, &out); err != nil {
-		return out, fmt.Errorf("decode %s: %w", koordletyarn.ContainersPath, err)
-	}
-	return out, nil
+	return getJSON[koordletyarn.ContainersResponse](b, koordletyarn.ContainersPath)
 }
 
 // Evictions fetches koordlet's /yarn/evictions.
 func (b *Box) Evictions() (koordletyarn.EvictionsResponse, error) {
-	var out koordletyarn.EvictionsResponse
-	body, err := b.get(koordletyarn.EvictionsPath)
-	if err != nil {
-		return out, err
-	}
-	if err := json.Unmarshal(body, &out); err != nil {
-		return out, fmt.Errorf("decode %s: %w", koordletyarn.EvictionsPath, err)
-	}
-	return out, nil
+	return getJSON[koordletyarn.EvictionsResponse](b, koordletyarn.EvictionsPath)
+}
+
+// Restore fetches koordlet's /yarn/restore.
+func (b *Box) Restore() (koordletyarn.RestoreResponse, error) {
+	return getJSON[koordletyarn.RestoreResponse](b, koordletyarn.RestorePath)
 }
 
 // Metrics fetches koordlet's Prometheus text.
 func (b *Box) Metrics() (string, error) {
 	body, err := b.get("/metrics")
 	return string(body), err
+}
+
+// getJSON fetches and decodes one of koordlet's JSON debug endpoints.
+func getJSON[T any](b *Box, path string) (T, error) {
+	var out T
+	body, err := b.get(path)
+	if err != nil {
+		return out, err
+	}
+	if err := json.Unmarshal(body, &out); err != nil {
+		return out, fmt.Errorf("decode %s: %w", path, err)
+	}
+	return out, nil
 }
 
 func (b *Box) get(path string) ([]byte, error) {

@@ -1,0 +1,316 @@
+package yarnevict
+
+import (
+	"fmt"
+	"os"
+	"sync"
+
+	"k8s.io/klog/v2"
+
+	"github.com/koordinator-sh/koordinator/pkg/koordlet/resourceexecutor"
+	"github.com/koordinator-sh/koordinator/pkg/koordlet/util/system"
+
+	"github.com/koordlet-yarn/koordlet-yarn/framework/cgroups"
+	"github.com/koordlet-yarn/koordlet-yarn/framework/features"
+)
+
+// Relief is the memory relief ladder's rungs before the kill
+// (YARNMemoryRelief), run by the YARN-aware BE memory evict strategy at
+// each check:
+//   - cgroup v2: the throttle (ThrottlePlan) on the YARN root's
+//     memory.high, whose write reclaims the root's page cache first;
+//   - cgroup v1 (no memory.high): the YARN root's memory soft limit set
+//     to 0, so that the kernel's global reclaim takes batch's page cache
+//     before LS's.
+//
+// Every value goes through a RootFile (recorded, given back). A root whose
+// memory.high another writer changes is left to it from then on.
+type Relief struct {
+	// High and Soft write the root's memory.high (v2) and soft limit (v1).
+	High, Soft *cgroups.RootFile
+	// BandPercent is the throttle's band, in percent of node memory
+	// (--yarn-memory-throttle-band-percent, read after the flags are
+	// parsed).
+	BandPercent func() int64
+	Metrics     *Metrics
+	NodeName    string
+
+	mu sync.Mutex
+	// rel is the root last acted on ("": none).
+	rel string
+	// foreign: another writer changed the root's memory.high; the
+	// throttle stays off on it.
+	foreign bool
+	// soft: the soft limit is set on rel.
+	soft bool
+	// episode is the pressure episode under way (nil: none).
+	episode *reliefEpisode
+	said    map[string]bool
+}
+
+// reliefEpisode is one stay of node memory in the throttle band or above.
+type reliefEpisode struct {
+	throttled, crossed, floored bool
+}
+
+// Enabled is the gate, with the YARN-aware BE memory evict that runs the
+// rungs.
+func (r *Relief) Enabled() bool {
+	return r != nil && features.Enabled(features.YARNMemoryRelief) && features.Enabled(features.YARNBEMemoryEvict)
+}
+
+// v2 reports whether the node's cgroups are v2.
+func v2Cgroups() bool { return system.GetCurrentCgroupVersion() == system.CgroupVersionV2 }
+
+// Check runs the rungs for the YARN root rel at node usage used, the
+// threshold level and capacity (bytes). It reports whether the throttle is
+// at its floor (it cannot hold the node below the threshold: the kill is
+// next).
+func (r *Relief) Check(rel string, used, threshold, capacity int64) (atFloor bool) {
+	if !r.Enabled() || rel == "" {
+		return false
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.rel != "" && r.rel != rel {
+		r.releaseLocked("the YARN hierarchy moved")
+	}
+	r.rel = rel
+	if !v2Cgroups() {
+		r.softLimitLocked(rel)
+		return false
+	}
+	d := r.throttleLocked(rel, used, threshold, capacity)
+	r.noteEpisodeLocked(used, threshold, d)
+	return d.Floor && !d.Release
+}
+
+// softLimitLocked sets the root's v1 soft limit to 0 once.
+func (r *Relief) softLimitLocked(rel string) {
+	if r.soft || r.Soft == nil {
+		return
+	}
+	if err := r.Soft.Set(rel, 0); err != nil {
+		r.sayOnce("soft", "yarn: memory relief: cannot set the soft limit of the YARN hierarchy %s (%v); the kernel's global reclaim does not prefer batch", rel, err)
+		return
+	}
+	r.soft = true
+	klog.Infof("yarn: memory relief: the YARN hierarchy %s has memory soft limit 0: under global memory pressure the kernel reclaims batch's page cache before LS's (cgroup v1 has no memory.high: no throttle)", rel)
+}
+
+// throttleLocked decides and writes the root's memory.high.
+func (r *Relief) throttleLocked(rel string, used, threshold, capacity int64) ThrottleDecision {
+	if r.foreign || r.High == nil {
+		return ThrottleDecision{Release: true}
+	}
+	reader := resourceexecutor.NewCgroupReader()
+	written, wrote := r.High.Written(rel)
+	// A record left by an earlier koordlet is a throttle of koordlet's
+	// too: released or taken over by this one.
+	throttled := wrote || r.High.Recorded(rel)
+	if wrote {
+		// The kernel keeps memory.high in pages: what it reads back
+		// may be up to a page below what was written.
+		now, err := r.High.Read(rel)
+		if err == nil && (now > written || written-now >= int64(os.Getpagesize())) {
+			r.foreign = true
+			klog.Warningf("yarn: memory relief: the memory.high of the YARN hierarchy %s is %d, not the %d koordlet wrote: another writer owns it; koordlet's throttle stays off on it", rel, now, written)
+			return ThrottleDecision{Release: true}
+		}
+	}
+	in := ThrottleInput{Used: used, Threshold: threshold, Band: capacity * r.BandPercent() / 100, Throttled: throttled, Own: cgroups.MemoryUnlimited}
+	switch {
+	case wrote:
+		in.Written = written
+	case throttled:
+		// An earlier koordlet's throttle (its record is there): the
+		// value on the file is the one to hold, not to chase past.
+		if now, err := r.High.Read(rel); err == nil && now < cgroups.MemoryUnlimited {
+			in.Written = now
+		}
+	}
+	if own, err := r.High.Own(rel); err == nil {
+		in.Own = own
+	}
+	cur, err := reader.ReadMemoryUsage(rel)
+	if err != nil {
+		r.sayOnce("read", "yarn: memory relief: cannot read the memory of the YARN hierarchy %s (%v); no throttle", rel, err)
+		return ThrottleDecision{Release: true}
+	}
+	st, err := reader.ReadMemoryStat(rel)
+	if err != nil {
+		r.sayOnce("read", "yarn: memory relief: cannot read the memory of the YARN hierarchy %s (%v); no throttle", rel, err)
+		return ThrottleDecision{Release: true}
+	}
+	in.Current, in.Reclaimable = int64(cur), st.ActiveFile+st.InactiveFile
+	d := ThrottlePlan(in)
+	d.High &^= int64(os.Getpagesize()) - 1 // as the kernel keeps it
+	switch {
+	case d.Release && throttled:
+		if restored, v, err := r.High.Restore(rel); err != nil {
+			klog.Warningf("yarn: memory relief: release the throttle of %s: %v", rel, err)
+		} else if restored {
+			klog.Infof("yarn: memory relief: node memory %dMi below the throttle's start %dMi: the YARN hierarchy's memory.high is back to %s", used>>20, d.Start>>20, highString(v))
+		}
+		r.setGauge(0)
+	case !d.Release && (!wrote || written != d.High) && d.High > 0:
+		if err := r.High.Set(rel, d.High); err != nil {
+			r.sayOnce("write", "yarn: memory relief: cannot throttle the YARN hierarchy %s (%v)", rel, err)
+			return ThrottleDecision{Release: true}
+		}
+		if !throttled {
+			klog.Infof("yarn: memory relief: node memory %dMi at the throttle's start %dMi (threshold %dMi): the YARN hierarchy's memory.high %dMi (charged %dMi, %dMi page cache)",
+				used>>20, d.Start>>20, threshold>>20, d.High>>20, in.Current>>20, in.Reclaimable>>20)
+		} else {
+			klog.V(2).Infof("yarn: memory relief: memory.high of the YARN hierarchy %dMi (node %dMi, floor %t)", d.High>>20, used>>20, d.Floor)
+		}
+		r.setGauge(d.High)
+	}
+	return d
+}
+
+// noteEpisodeLocked follows the pressure episode and counts, at its end,
+// which rung relieved it: the throttle (the threshold never crossed) or
+// the next rungs.
+func (r *Relief) noteEpisodeLocked(used, threshold int64, d ThrottleDecision) {
+	in := !d.Release
+	if r.episode == nil {
+		if !in {
+			return
+		}
+		r.episode = &reliefEpisode{}
+	}
+	e := r.episode
+	e.throttled = e.throttled || in
+	e.crossed = e.crossed || used >= threshold
+	e.floored = e.floored || (in && d.Floor)
+	if in {
+		return
+	}
+	r.episode = nil
+	by := "throttle"
+	if e.crossed {
+		by = "evict"
+	}
+	klog.Infof("yarn: memory relief: pressure episode over, relieved by the %s (threshold crossed %t, throttle at its floor %t)", by, e.crossed, e.floored)
+	if r.Metrics != nil {
+		r.Metrics.ReliefEpisodes.WithLabelValues(r.NodeName, by).Inc()
+	}
+}
+
+// Release gives the root's memory.high back (koordlet stopping, or the
+// gate off); the soft limit too when all is true.
+func (r *Relief) Release(why string, all bool) {
+	if r == nil {
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.releaseLocked(why)
+	if all && r.rel != "" && r.Soft != nil {
+		if restored, _, err := r.Soft.Restore(r.rel); err != nil {
+			klog.Warningf("yarn: memory relief: give the soft limit of %s back: %v", r.rel, err)
+		} else if restored {
+			klog.Infof("yarn: memory relief: the soft limit of the YARN hierarchy %s is back (%s)", r.rel, why)
+		}
+		r.soft = false
+	}
+}
+
+func (r *Relief) releaseLocked(why string) {
+	if r.rel == "" || r.High == nil {
+		return
+	}
+	if restored, v, err := r.High.Restore(r.rel); err != nil {
+		klog.Warningf("yarn: memory relief: give the memory.high of %s back: %v", r.rel, err)
+	} else if restored {
+		klog.Infof("yarn: memory relief: the memory.high of the YARN hierarchy %s is back to %s (%s)", r.rel, highString(v), why)
+	}
+	r.setGauge(0)
+}
+
+func (r *Relief) setGauge(v int64) {
+	if r.Metrics != nil {
+		r.Metrics.ThrottleBytes.WithLabelValues(r.NodeName).Set(float64(v))
+	}
+}
+
+func (r *Relief) sayOnce(key, format string, args ...any) {
+	if r.said == nil {
+		r.said = map[string]bool{}
+	}
+	if r.said[key] {
+		klog.V(4).Infof(format, args...)
+		return
+	}
+	r.said[key] = true
+	klog.Warningf(format, args...)
+}
+
+func highString(v int64) string {
+	if v >= cgroups.MemoryUnlimited {
+		return "max"
+	}
+	return fmt.Sprintf("%dMi", v>>20)
+}
+
+// ReliefRestorer gives the YARN root its own memory.high and soft limit
+// back when koordlet runs without memory relief after one that had it (a
+// framework loop that is never enabled; see the framework's Restorer).
+type ReliefRestorer struct {
+	Relief *Relief
+	// Hierarchy returns the YARN hierarchy dir ("" when unknown).
+	Hierarchy func() string
+}
+
+// Name names the loop.
+func (r *ReliefRestorer) Name() string { return "YARN memory relief restore" }
+
+// Enabled is always false: it only restores.
+func (r *ReliefRestorer) Enabled() bool { return false }
+
+// Run does nothing.
+func (r *ReliefRestorer) Run(<-chan struct{}) {}
+
+// RestoreDisabled gives back what an earlier koordlet's relief left on the
+// root (its records), unless relief runs now; it returns how many values
+// it gave back.
+func (r *ReliefRestorer) RestoreDisabled() int {
+	if r.Relief == nil || r.Relief.Enabled() || r.Hierarchy == nil {
+		return 0
+	}
+	h := r.Hierarchy()
+	if h == "" {
+		return 0
+	}
+	n := 0
+	for _, f := range []*cgroups.RootFile{r.Relief.High, r.Relief.Soft} {
+		if f == nil || !f.Recorded(h) {
+			continue
+		}
+		if restored, _, err := f.Restore(h); err != nil {
+			klog.Warningf("yarn: memory relief is off: give the YARN hierarchy %s its own value back: %v", h, err)
+		} else if restored {
+			n++
+		}
+	}
+	if n > 0 {
+		klog.Infof("yarn: memory relief is off: the YARN hierarchy %s has its own memory.high / soft limit back", h)
+	}
+	return n
+}
+
+// Pending counts the values relief left on the root rel (records): -1
+// while rel is not known.
+func (r *Relief) Pending(rel string) int {
+	if rel == "" {
+		return -1
+	}
+	n := 0
+	for _, f := range []*cgroups.RootFile{r.High, r.Soft} {
+		if f != nil && f.Recorded(rel) {
+			n++
+		}
+	}
+	return n
+}

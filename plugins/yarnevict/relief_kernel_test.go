@@ -1,0 +1,67 @@
+package yarnevict
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	koordfeatures "github.com/koordinator-sh/koordinator/pkg/features"
+	"github.com/koordinator-sh/koordinator/pkg/koordlet/util/system"
+
+	"github.com/koordlet-yarn/koordlet-yarn/framework/cgroups"
+	"github.com/koordlet-yarn/koordlet-yarn/framework/features"
+	"github.com/koordlet-yarn/koordlet-yarn/test/kerneltest"
+)
+
+// TestReliefSoftLimitRealKernel: on the host's cgroup v1 memory controller
+// (a YARN root this test creates), memory relief sets the root's soft
+// limit to 0 at its first check (there is no memory.high on v1: no
+// throttle, whatever the pressure), the record keeps the own value, and
+// with the gate off the restorer gives it back; a stop gives it back too.
+func TestReliefSoftLimitRealKernel(t *testing.T) {
+	kerneltest.RequireCgroupV1(t, "memory")
+	kerneltest.UseHostRoots(t)
+	old := system.UseCgroupsV2.Load()
+	system.UseCgroupsV2.Store(false)
+	t.Cleanup(func() { system.UseCgroupsV2.Store(old) })
+	rel := kerneltest.UniqueRoot(t) + "/hadoop-yarn"
+	dir := kerneltest.MakeCgroup(t, "memory", rel)
+	read := func() string {
+		b, err := os.ReadFile(filepath.Join(dir, "memory.soft_limit_in_bytes"))
+		require.NoError(t, err)
+		return strings.TrimSpace(string(b))
+	}
+	own := read()
+	on := func(v bool) {
+		require.NoError(t, koordfeatures.DefaultMutableKoordletFeatureGate.SetFromMap(map[string]bool{
+			string(features.YARNMemoryRelief): v, string(features.YARNBEMemoryEvict): v}))
+	}
+	on(true)
+	t.Cleanup(func() { on(false) })
+
+	r := &Relief{High: cgroups.NewRootMemoryHigh(), Soft: cgroups.NewRootSoftLimit(), BandPercent: func() int64 { return 5 }}
+	const gib = int64(1) << 30
+	assert.False(t, r.Check(rel, 30*gib, 20*gib, 24*gib), "no throttle on v1, not at a floor")
+	assert.Equal(t, "0", read(), "batch's page cache is global reclaim's first")
+	assert.Equal(t, 1, r.Pending(rel))
+	// A restarted koordlet with the gate off gives the own value back.
+	on(false)
+	n := (&ReliefRestorer{Relief: &Relief{High: cgroups.NewRootMemoryHigh(), Soft: cgroups.NewRootSoftLimit()},
+		Hierarchy: func() string { return rel }}).RestoreDisabled()
+	assert.Equal(t, 1, n)
+	assert.Equal(t, own, read())
+	assert.Equal(t, 0, r.Pending(rel))
+
+	// Gate on again, then a stop that gives everything back.
+	on(true)
+	r2 := &Relief{High: cgroups.NewRootMemoryHigh(), Soft: cgroups.NewRootSoftLimit(), BandPercent: func() int64 { return 5 }}
+	r2.Check(rel, gib, 20*gib, 24*gib)
+	assert.Equal(t, "0", read())
+	r2.Release("test", true)
+	assert.Equal(t, own, read())
+	assert.Equal(t, 0, r2.Pending(rel))
+}
