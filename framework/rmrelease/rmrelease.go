@@ -77,6 +77,43 @@ type Window struct {
 	rmHolds *Capacity
 	// released and expired count the asks that ended each way.
 	released, expired int
+	// usageMB is the memory release memory relief asks of the RM for node
+	// memory usage (0: none): the RM sync pushes a capacity at most YARN's
+	// allocation less it.
+	usageMB int64
+}
+
+// AskUsage records a release of mb MiB of YARN's allocation asked for
+// node memory usage (memory relief's ResourceManager rung). During an
+// episode an ask only grows: a smaller one keeps the larger.
+func (w *Window) AskUsage(mb int64) {
+	if w == nil || mb <= 0 {
+		return
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.usageMB = max(w.usageMB, mb)
+}
+
+// UsageAsk returns the release asked for node memory usage, if any.
+func (w *Window) UsageAsk() (int64, bool) {
+	if w == nil {
+		return 0, false
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.usageMB, w.usageMB > 0
+}
+
+// EndUsage withdraws the release asked for node memory usage (the
+// pressure is over): the RM sync pushes YARN's capacity again.
+func (w *Window) EndUsage() {
+	if w == nil {
+		return
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.usageMB = 0
 }
 
 // Start records a release asked of the RM. While one is under way (the
@@ -183,13 +220,16 @@ type Status struct {
 	// Expired those that ended later.
 	Released int `json:"released"`
 	Expired  int `json:"expired"`
+	// UsageMB is the release memory relief asks for node memory usage
+	// (0: none).
+	UsageMB int64 `json:"usageMB,omitempty"`
 }
 
 // Status returns a copy of the window's state.
 func (w *Window) Status() Status {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	s := Status{Released: w.released, Expired: w.expired}
+	s := Status{Released: w.released, Expired: w.expired, UsageMB: w.usageMB}
 	if w.ask != nil {
 		a := *w.ask
 		s.Pending = &a
