@@ -101,6 +101,12 @@ func (r *Relief) Check(rel string, lv Levels) (atFloor bool) {
 	defer r.mu.Unlock()
 	if r.rel != "" && r.rel != rel {
 		r.releaseLocked("the YARN hierarchy moved")
+		if r.soft && r.Soft != nil {
+			if _, _, err := r.Soft.Restore(r.rel); err != nil {
+				klog.Warningf("yarn: memory relief: give the soft limit of %s back: %v", r.rel, err)
+			}
+		}
+		r.soft, r.foreign = false, false
 	}
 	r.rel = rel
 	var d ThrottleDecision
@@ -158,14 +164,15 @@ func (r *Relief) askRMLocked(lv Levels, d ThrottleDecision) {
 	if !a.Ask {
 		return
 	}
-	prev, _ := r.RM.UsageAsk()
-	r.RM.AskUsage(a.ReleaseMB)
+	prev, asked := r.RM.UsageAsk()
+	capMB := alloc - a.ReleaseMB
+	r.RM.AskUsage(capMB)
 	if r.episode != nil {
 		r.episode.askedMB = max(r.episode.askedMB, a.ReleaseMB)
 	}
-	if a.ReleaseMB > prev {
-		klog.Infof("yarn: memory relief: node memory %dMi grows %.1fMi/s, the threshold %dMi in %v, later than the ResourceManager can release (%v): asking it to release %d MB of YARN's %d MB on the node",
-			lv.Used>>20, rate/(1<<20), lv.Threshold>>20, a.TimeToThreshold.Round(time.Second), delay.Round(time.Second), a.ReleaseMB, alloc)
+	if !asked || capMB < prev {
+		klog.Infof("yarn: memory relief: node memory %dMi grows %.1fMi/s, the threshold %dMi in %v, later than the ResourceManager can release (%v): asking it to release %d MB of YARN's %d MB on the node (capacity at most %d MB)",
+			lv.Used>>20, rate/(1<<20), lv.Threshold>>20, a.TimeToThreshold.Round(time.Second), delay.Round(time.Second), a.ReleaseMB, alloc, capMB)
 	}
 }
 
@@ -198,6 +205,7 @@ func (r *Relief) throttleLocked(rel string, used, threshold, capacity int64) Thr
 		now, err := r.High.Read(rel)
 		if err == nil && (now > written || written-now >= int64(os.Getpagesize())) {
 			r.foreign = true
+			r.High.Forget(rel) // its value now: a restore would overwrite it
 			klog.Warningf("yarn: memory relief: the memory.high of the YARN hierarchy %s is %d, not the %d koordlet wrote: another writer owns it; koordlet's throttle stays off on it", rel, now, written)
 			return ThrottleDecision{Release: true}
 		}

@@ -53,9 +53,9 @@ func TestReliefAsksTheRM(t *testing.T) {
 	}
 
 	r, w, m := run(10) // 10 MiB/s: the threshold 190 s away
-	mb, ok := w.UsageAsk()
+	capMB, ok := w.UsageAsk()
 	require.True(t, ok, "a slow growth is asked of the RM")
-	assert.InDelta(t, 18750+110+200-19000, mb, 2, "enough to bring usage, projected to the RM's release, down to the lower percent")
+	assert.InDelta(t, 8192-(18750+110+200-19000), capMB, 2, "YARN's allocation less what brings usage, projected to the RM's release, down to the lower percent")
 	lv.Used = 16000 * mib // the pressure is over
 	r.Check("hadoop-yarn", lv)
 	_, ok = w.UsageAsk()

@@ -264,7 +264,10 @@ func (r *RMSync) Step(ctx context.Context, now time.Time) {
 	default:
 		r.st.Skipped = ""
 	}
-	want := UsageCapped(Capacity(v.YARNCapacity), v.YARNAllocated, r.usageAsk())
+	want := Capacity(v.YARNCapacity)
+	if capMB, ok := r.usageAsk(); ok {
+		want.MemoryMB = min(want.MemoryMB, capMB)
+	}
 	over := Above(v.YARNAllocated, want)
 	timeout := time.Duration(-1)
 	if over != (yarn.NodeResource{}) && features.Enabled(features.YARNRMPreemption) && r.opts.PreemptionTimeout != nil {
@@ -360,26 +363,13 @@ func (r *RMSync) Step(ctx context.Context, now time.Time) {
 	klog.V(2).Infof("yarn: pushed node %s resource %d MB, %d vcores to the ResourceManager %s", nodeID, want.MemoryMB, want.VCores, r.st.Active)
 }
 
-// usageAsk is the release memory relief asks for node memory usage (MiB;
-// 0: none), with YARNRMPreemption on.
-func (r *RMSync) usageAsk() int64 {
+// usageAsk is the cap on YARN's memory capacity memory relief asks for
+// node memory usage (MiB), with YARNRMPreemption on.
+func (r *RMSync) usageAsk() (int64, bool) {
 	if r.opts.Release == nil || !features.Enabled(features.YARNRMPreemption) {
-		return 0
+		return 0, false
 	}
-	mb, _ := r.opts.Release.UsageAsk()
-	return mb
-}
-
-// UsageCapped is the capacity c, at most YARN's allocation less releaseMB
-// (memory relief's ask for node memory usage; 0: c), never below 0: the
-// RM then preempts that much of YARN's allocation on the node.
-func UsageCapped(c yarn.NodeResource, allocated Batch, releaseMB int64) yarn.NodeResource {
-	if releaseMB <= 0 {
-		return c
-	}
-	mb := (allocated.MemoryBytes + 1<<20 - 1) >> 20
-	c.MemoryMB = max(min(c.MemoryMB, mb-releaseMB), 0)
-	return c
+	return r.opts.Release.UsageAsk()
 }
 
 // Above returns YARN's allocation above the capacity c, in the RM's units

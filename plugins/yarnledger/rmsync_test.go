@@ -24,16 +24,6 @@ func TestAbove(t *testing.T) {
 	assert.Equal(t, yarn.NodeResource{VCores: 1}, Above(Batch{MilliCPU: 3000, MemoryBytes: 1 << 20}, c), "each resource apart")
 }
 
-func TestUsageCapped(t *testing.T) {
-	c := yarn.NodeResource{MemoryMB: 6144, VCores: 4}
-	alloc := Batch{MilliCPU: 3000, MemoryBytes: 4096 << 20}
-	assert.Equal(t, c, UsageCapped(c, alloc, 0), "no ask: the capacity")
-	assert.Equal(t, yarn.NodeResource{MemoryMB: 3072, VCores: 4}, UsageCapped(c, alloc, 1024), "YARN's allocation less the ask")
-	assert.Equal(t, yarn.NodeResource{MemoryMB: 1024, VCores: 4}, UsageCapped(yarn.NodeResource{MemoryMB: 1024, VCores: 4}, alloc, 512), "never above the capacity")
-	assert.Equal(t, yarn.NodeResource{VCores: 4}, UsageCapped(c, alloc, 8192), "never below 0")
-	assert.Equal(t, yarn.NodeResource{MemoryMB: 1024}, Above(alloc, UsageCapped(c, alloc, 1024)), "the RM is to release the ask, memory only")
-}
-
 // setRMPreemption turns YARNRMPreemption on or off for the test.
 func setRMPreemption(t *testing.T, on bool) {
 	require.NoError(t, features.Register())
