@@ -25,9 +25,10 @@ import (
 // RM sync's over-commit push, for YARN's allocation on the node less what
 // the growth needs; the RM preempts the most recent container (the
 // grower), its AM sees PREEMPTED (-102, not a failure), koordlet kills
-// nothing, the other application's executor lives on, the ask is
-// withdrawn when node memory is back below the band and the episode is
-// counted as relieved by the ResourceManager.
+// nothing, the other application's executor lives on; the cap holds while
+// node memory stays near the band and is withdrawn when the pressure is
+// over (the RM holds YARN's capacity again), and the episode is counted
+// as relieved by the ResourceManager.
 func realYARNReliefRM(t *testing.T) {
 	gates := "BEMemoryEvict=true,YARNBEMemoryEvict=true,YARNNodeManagerGuard=true,YARNMemoryRelief=true," +
 		"YARNBatchLedger=true,YARNRMNodeResourceSync=true,YARNRMPreemption=true"
@@ -88,10 +89,21 @@ func realYARNReliefRM(t *testing.T) {
 	log, err := os.ReadFile(y.box.KoordletLog())
 	require.NoError(t, err)
 	assert.Contains(t, string(log), "asking it to release", "koordlet says what it asked of the RM")
+	l, err := y.box.Ledger()
+	require.NoError(t, err)
+	require.NotNil(t, l.RM.Preemption)
+	require.NotNil(t, l.RM.Preemption.UsageCapMB, "the cap holds while node memory is near the band")
+	say(t, "YARN's capacity capped at %d MB for node memory; the RM holds %+v", *l.RM.Preemption.UsageCapMB, l.RM.RMHas)
+	// The pressure over (the threshold raised far above): the cap is
+	// withdrawn, YARN's capacity is the batch allocatable's again.
+	require.NoError(t, y.box.UpdateNodeSLO(ctx, func(s *slov1alpha1.NodeSLOSpec) {
+		s.ResourceUsedThresholdWithBE.MemoryEvictThresholdPercent = ptr.To(int64(95))
+		s.ResourceUsedThresholdWithBE.MemoryEvictLowerPercent = ptr.To(int64(93))
+	}))
 	require.Eventually(t, func() bool {
 		l, err := y.box.Ledger()
-		return err == nil && l.RM.Preemption != nil && l.RM.Preemption.UsageCapMB == nil
-	}, 60*time.Second, 250*time.Millisecond, "the ask is withdrawn once node memory is back below the band")
+		return err == nil && l.RM.Preemption != nil && l.RM.Preemption.UsageCapMB == nil && l.RM.RMHas != nil && l.RM.RMHas.MemoryMB > 8000
+	}, 60*time.Second, 250*time.Millisecond, "the cap is withdrawn once the pressure is over, the RM holds YARN's capacity again")
 	assert.Eventually(t, func() bool {
 		v, ok := value(scrape(t, y.box), "koordlet_yarn_memory_relief_episodes_total", map[string]string{"relieved_by": "resourcemanager"})
 		return ok && v >= 1
