@@ -198,7 +198,17 @@ func install(fs *flag.FlagSet, reg prometheus.Registerer) (*Framework, error) {
 		return nil, fmt.Errorf("register YARN eviction metrics: %w", err)
 	}
 	fw.relief = &yarnevict.Relief{High: cgroups.NewRootMemoryHigh(), Soft: cgroups.NewRootSoftLimit(),
-		BandPercent: func() int64 { return cfg.MemoryThrottleBandPercent }, Metrics: evictMetrics, NodeName: os.Getenv("NODE_NAME")}
+		BandPercent: func() int64 { return cfg.MemoryThrottleBandPercent }, Metrics: evictMetrics, NodeName: os.Getenv("NODE_NAME"),
+		// The RM rung: asks go through the RM sync's over-commit push.
+		RM:      fw.rmRelease,
+		RMReady: func() bool { return fw.rmSync.Enabled() && features.Enabled(features.YARNRMPreemption) },
+		// The ask is pushed at the sync's next step (within its interval
+		// and the RM's request timeout); the RM preempts after the
+		// over-commit timeout; the grace covers the NM's report.
+		RMDelay: func() time.Duration {
+			return cfg.Ledger.RMSyncInterval + cfg.RM.Timeout + cfg.Ledger.RMPreemptionTimeout + cfg.Ledger.RMPreemptionGrace
+		},
+		Allocated: func() int64 { v, _ := fw.Ledger.View(); return (v.YARNAllocated.MemoryBytes + 1<<20 - 1) >> 20 }}
 	evictDeps := yarnevict.Deps{
 		Store:            fw.Store,
 		Killer:           fw.killer,

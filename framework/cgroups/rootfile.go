@@ -156,6 +156,22 @@ func (f *RootFile) Restore(rel string) (restored bool, v int64, err error) {
 	return true, v, nil
 }
 
+// Forget drops koordlet's claim on rel's value without writing it: the
+// record and what this process wrote (another writer owns the value now;
+// a restore would overwrite it).
+func (f *RootFile) Forget(rel string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	dir := f.Dir(rel)
+	delete(f.written, dir)
+	if dir == "" {
+		return
+	}
+	if err := unix.Removexattr(dir, f.spec.Xattr); err != nil && !errors.Is(err, unix.ENODATA) {
+		klog.V(4).Infof("yarn: remove %s from %s: %v", f.spec.Xattr, dir, err)
+	}
+}
+
 // Recorded reports whether the YARN root rel still carries the record of
 // its own value: koordlet wrote it and has not put the own one back.
 func (f *RootFile) Recorded(rel string) bool {

@@ -85,3 +85,23 @@ func must[T any](v T, err error) T {
 	}
 	return v
 }
+
+// TestRootFileForget: a value another writer took over is forgotten
+// without a write: no record, nothing to restore, the other value stays.
+func TestRootFileForget(t *testing.T) {
+	helper := system.NewFileTestUtil(t)
+	t.Cleanup(helper.Cleanup)
+	helper.SetCgroupsV2(true)
+	helper.WriteCgroupFileContents(quotaRoot, system.MemoryHighV2, "max")
+	f := NewRootMemoryHigh()
+	require.NoError(t, f.Set(quotaRoot, 2<<30))
+	helper.WriteCgroupFileContents(quotaRoot, system.MemoryHighV2, "1073741824") // another writer
+	f.Forget(quotaRoot)
+	assert.False(t, f.Recorded(quotaRoot))
+	_, wrote := f.Written(quotaRoot)
+	assert.False(t, wrote)
+	restored, _, err := f.Restore(quotaRoot)
+	require.NoError(t, err)
+	assert.False(t, restored, "nothing of koordlet's to give back")
+	assert.Equal(t, "1073741824", strings.TrimSpace(helper.ReadCgroupFileContents(quotaRoot, system.MemoryHighV2)))
+}

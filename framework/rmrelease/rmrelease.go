@@ -77,6 +77,49 @@ type Window struct {
 	rmHolds *Capacity
 	// released and expired count the asks that ended each way.
 	released, expired int
+	// usageCapMB caps YARN's memory capacity for node memory usage
+	// (memory relief's ask; -1: none): the RM sync pushes at most it.
+	usageCapMB int64
+	usageAsked bool
+}
+
+// AskUsage caps YARN's memory capacity on the node at capMB for node
+// memory usage (memory relief's ResourceManager rung: YARN's allocation
+// when asked less the release it needs). The cap is absolute, so that once
+// the RM released that much it preempts nothing more; during an episode
+// it only goes down: a higher ask keeps the lower cap.
+func (w *Window) AskUsage(capMB int64) {
+	if w == nil {
+		return
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	capMB = max(capMB, 0)
+	if w.usageAsked {
+		capMB = min(capMB, w.usageCapMB)
+	}
+	w.usageCapMB, w.usageAsked = capMB, true
+}
+
+// UsageAsk returns the cap asked for node memory usage, if any.
+func (w *Window) UsageAsk() (capMB int64, ok bool) {
+	if w == nil {
+		return 0, false
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.usageCapMB, w.usageAsked
+}
+
+// EndUsage withdraws the release asked for node memory usage (the
+// pressure is over): the RM sync pushes YARN's capacity again.
+func (w *Window) EndUsage() {
+	if w == nil {
+		return
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.usageCapMB, w.usageAsked = 0, false
 }
 
 // Start records a release asked of the RM. While one is under way (the
@@ -183,6 +226,9 @@ type Status struct {
 	// Expired those that ended later.
 	Released int `json:"released"`
 	Expired  int `json:"expired"`
+	// UsageCapMB is the cap on YARN's memory capacity memory relief asks
+	// for node memory usage (nil: none).
+	UsageCapMB *int64 `json:"usageCapMB,omitempty"`
 }
 
 // Status returns a copy of the window's state.
@@ -190,6 +236,10 @@ func (w *Window) Status() Status {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	s := Status{Released: w.released, Expired: w.expired}
+	if w.usageAsked {
+		c := w.usageCapMB
+		s.UsageCapMB = &c
+	}
 	if w.ask != nil {
 		a := *w.ask
 		s.Pending = &a

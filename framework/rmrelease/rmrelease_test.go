@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 func TestWindow(t *testing.T) {
@@ -35,4 +36,23 @@ func TestWindow(t *testing.T) {
 	var nilWindow *Window
 	_, ok = nilWindow.Pending(now)
 	assert.False(t, ok, "no window: nothing pending")
+}
+
+func TestUsageAsk(t *testing.T) {
+	var w Window
+	_, ok := w.UsageAsk()
+	assert.False(t, ok)
+	w.AskUsage(6000)
+	w.AskUsage(7000) // a smaller release later in the episode: the lower cap stays
+	c, ok := w.UsageAsk()
+	assert.True(t, ok)
+	assert.Equal(t, int64(6000), c)
+	w.AskUsage(5000)
+	c, _ = w.UsageAsk()
+	assert.Equal(t, int64(5000), c)
+	require.NotNil(t, w.Status().UsageCapMB)
+	w.EndUsage()
+	_, ok = w.UsageAsk()
+	assert.False(t, ok)
+	assert.Nil(t, w.Status().UsageCapMB)
 }

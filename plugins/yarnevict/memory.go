@@ -223,18 +223,18 @@ func (m *MemoryEvict) Cycle(now time.Time) []Victim {
 	}
 	if disabled, err := koordfeatures.IsFeatureDisabled(slo, koordfeatures.BEMemoryEvict); err != nil || disabled {
 		m.disarm()
-		m.relieve(0, 0, 0)
+		m.relieve(0, 0, 0, 0)
 		return nil
 	}
-	need, used, level, err := m.need(slo.Spec.ResourceUsedThresholdWithBE, node)
+	need, used, level, lowerLevel, err := m.need(slo.Spec.ResourceUsedThresholdWithBE, node)
 	if err != nil {
 		m.disarm()
-		m.relieve(0, 0, 0)
+		m.relieve(0, 0, 0, 0)
 		klog.V(4).Infof("yarn: memory evict skipped: %v", err)
 		return nil
 	}
 	// The rungs before the kill act at every check, the cooling too.
-	m.relieve(used, level, node.Status.Capacity.Memory().Value())
+	m.relieve(used, level, lowerLevel, node.Status.Capacity.Memory().Value())
 	if now.Before(m.lastEvict.Add(m.cooling)) {
 		return nil
 	}
@@ -275,13 +275,13 @@ func (m *MemoryEvict) Cycle(now time.Time) []Victim {
 }
 
 // relieve runs the memory relief rungs before the kill (YARNMemoryRelief):
-// at node usage used, threshold level and capacity (0: no threshold, the
-// throttle given back).
-func (m *MemoryEvict) relieve(used, level, capacity int64) {
+// at node usage used, the threshold and lower levels and capacity (0: no
+// threshold, the throttle given back).
+func (m *MemoryEvict) relieve(used, level, lower, capacity int64) {
 	if m.deps.Relief == nil || m.deps.Hierarchy == nil {
 		return
 	}
-	m.deps.Relief.Check(m.deps.Hierarchy(), used, level, capacity)
+	m.deps.Relief.Check(m.deps.Hierarchy(), Levels{Used: used, Threshold: level, Lower: lower, Capacity: capacity})
 }
 
 // ReleasesLater reports whether some of the evicted release their memory
@@ -339,10 +339,10 @@ func (m *MemoryEvict) disarm() {
 
 // need returns the bytes to release to bring node memory down to the lower
 // percent (0 below the threshold), with the node memory used now and the
-// threshold level in bytes.
-func (m *MemoryEvict) need(cfg *slov1alpha1.ResourceThresholdStrategy, node *corev1.Node) (need, used, level int64, err error) {
+// threshold and lower levels in bytes.
+func (m *MemoryEvict) need(cfg *slov1alpha1.ResourceThresholdStrategy, node *corev1.Node) (need, used, level, lowerLevel int64, err error) {
 	if cfg == nil || cfg.MemoryEvictThresholdPercent == nil || *cfg.MemoryEvictThresholdPercent < 0 {
-		return 0, 0, 0, fmt.Errorf("memoryEvictThresholdPercent not set")
+		return 0, 0, 0, 0, fmt.Errorf("memoryEvictThresholdPercent not set")
 	}
 	threshold := *cfg.MemoryEvictThresholdPercent
 	lower := threshold - releaseBufferPercent
@@ -350,17 +350,17 @@ func (m *MemoryEvict) need(cfg *slov1alpha1.ResourceThresholdStrategy, node *cor
 		lower = *cfg.MemoryEvictLowerPercent
 	}
 	if lower >= threshold {
-		return 0, 0, 0, fmt.Errorf("memoryEvictLowerPercent %d must be below the threshold %d", lower, threshold)
+		return 0, 0, 0, 0, fmt.Errorf("memoryEvictLowerPercent %d must be below the threshold %d", lower, threshold)
 	}
 	capacity := node.Status.Capacity.Memory().Value()
 	if capacity <= 0 {
-		return 0, 0, 0, fmt.Errorf("node memory capacity unknown")
+		return 0, 0, 0, 0, fmt.Errorf("node memory capacity unknown")
 	}
 	used, err = m.nodeMemoryUsed()
 	if err != nil {
-		return 0, 0, 0, err
+		return 0, 0, 0, 0, err
 	}
-	return NeedToRelease(used, capacity, threshold, lower), used, ThresholdLevel(capacity, threshold), nil
+	return NeedToRelease(used, capacity, threshold, lower), used, ThresholdLevel(capacity, threshold), capacity * max(lower, 0) / 100, nil
 }
 
 // ThresholdLevel is the node memory used, in bytes, at which NeedToRelease

@@ -72,7 +72,7 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 			[]string{"node", "reason", "cause"}),
 	}
 	m.ReliefEpisodes = prometheus.NewCounterVec(prometheus.CounterOpts{Subsystem: koordmetrics.KoordletSubsystem,
-		Name: "yarn_memory_relief_episodes_total", Help: "Memory pressure episodes (node memory in the throttle band below the BE memory evict threshold, or above it) that ended, by the rung that relieved them: throttle (the YARN root's memory.high held node memory below the threshold) or evict (the threshold was crossed: the evict strategy acted)."},
+		Name: "yarn_memory_relief_episodes_total", Help: "Memory pressure episodes (node memory in the relief band below the BE memory evict threshold, or above it) that ended, by the rung that relieved them: evict (the threshold was crossed: the evict strategy acted), resourcemanager (a release was asked of the ResourceManager and the threshold never crossed), throttle (cgroup v2: the YARN root's memory.high held node memory below the threshold) or none (cgroup v1, nothing asked: the pressure ended by itself)."},
 		[]string{"node", "relieved_by"})
 	m.ThrottleBytes = prometheus.NewGaugeVec(prometheus.GaugeOpts{Subsystem: koordmetrics.KoordletSubsystem,
 		Name: "yarn_memory_throttle_bytes", Help: "The memory.high koordlet's memory relief holds on the YARN hierarchy root, in bytes; 0 when it holds none."},

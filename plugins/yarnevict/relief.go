@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"sync"
+	"time"
 
 	"k8s.io/klog/v2"
 
@@ -12,6 +13,7 @@ import (
 
 	"github.com/koordlet-yarn/koordlet-yarn/framework/cgroups"
 	"github.com/koordlet-yarn/koordlet-yarn/framework/features"
+	"github.com/koordlet-yarn/koordlet-yarn/framework/rmrelease"
 )
 
 // Relief is the memory relief ladder's rungs before the kill
@@ -34,6 +36,17 @@ type Relief struct {
 	BandPercent func() int64
 	Metrics     *Metrics
 	NodeName    string
+	// RM is where a release is asked of the ResourceManager for a slow
+	// pressure (the RM rung; nil: none); RMReady says whether the RM
+	// sync runs with YARNRMPreemption (it pushes the ask); RMDelay is how
+	// long the RM takes to release once asked; Allocated is YARN's
+	// memory allocation on the node, MiB (the ledger's).
+	RM        *rmrelease.Window
+	RMReady   func() bool
+	RMDelay   func() time.Duration
+	Allocated func() int64
+	// now is the clock (nil: time.Now).
+	now func() time.Time
 
 	mu sync.Mutex
 	// rel is the root last acted on ("": none).
@@ -46,12 +59,27 @@ type Relief struct {
 	// episode is the pressure episode under way (nil: none).
 	episode *reliefEpisode
 	said    map[string]bool
+	// growth follows node memory at the checks (the RM rung).
+	growth GrowthTracker
 }
 
 // reliefEpisode is one stay of node memory in the throttle band or above.
 type reliefEpisode struct {
 	throttled, crossed, floored bool
+	// askedMB is the release asked of the RM (0: none).
+	askedMB int64
 }
+
+// Levels are one check's node memory figures, in bytes.
+type Levels struct {
+	// Used is node memory used (koordlet's: MemTotal − MemAvailable);
+	// Threshold and Lower the levels of memoryEvictThresholdPercent and
+	// memoryEvictLowerPercent (0: no threshold); Capacity the node's.
+	Used, Threshold, Lower, Capacity int64
+}
+
+// growthWindow is how far back the RM rung reads node memory's growth.
+const growthWindow = 10 * time.Second
 
 // Enabled is the gate, with the YARN-aware BE memory evict that runs the
 // rungs.
@@ -62,11 +90,10 @@ func (r *Relief) Enabled() bool {
 // v2 reports whether the node's cgroups are v2.
 func v2Cgroups() bool { return system.GetCurrentCgroupVersion() == system.CgroupVersionV2 }
 
-// Check runs the rungs for the YARN root rel at node usage used, the
-// threshold level and capacity (bytes). It reports whether the throttle is
-// at its floor (it cannot hold the node below the threshold: the kill is
-// next).
-func (r *Relief) Check(rel string, used, threshold, capacity int64) (atFloor bool) {
+// Check runs the rungs for the YARN root rel at the check's levels. It
+// reports whether the throttle is at its floor (it cannot hold the node
+// below the threshold: the kill is next).
+func (r *Relief) Check(rel string, lv Levels) (atFloor bool) {
 	if !r.Enabled() || rel == "" {
 		return false
 	}
@@ -74,15 +101,79 @@ func (r *Relief) Check(rel string, used, threshold, capacity int64) (atFloor boo
 	defer r.mu.Unlock()
 	if r.rel != "" && r.rel != rel {
 		r.releaseLocked("the YARN hierarchy moved")
+		if r.soft && r.Soft != nil {
+			if _, _, err := r.Soft.Restore(r.rel); err != nil {
+				klog.Warningf("yarn: memory relief: give the soft limit of %s back: %v", r.rel, err)
+			}
+		}
+		r.soft, r.foreign = false, false
 	}
 	r.rel = rel
-	if !v2Cgroups() {
+	var d ThrottleDecision
+	if v2Cgroups() {
+		d = r.throttleLocked(rel, lv.Used, lv.Threshold, lv.Capacity)
+	} else {
 		r.softLimitLocked(rel)
-		return false
+		// No throttle on v1: the band still frames the episode (and
+		// the RM rung).
+		d = ThrottlePlan(ThrottleInput{Used: lv.Used, Threshold: lv.Threshold, Band: lv.Capacity * r.BandPercent() / 100,
+			Throttled: r.episode != nil, Own: cgroups.MemoryUnlimited})
+		d.Floor = false
 	}
-	d := r.throttleLocked(rel, used, threshold, capacity)
-	r.noteEpisodeLocked(used, threshold, d)
+	r.askRMLocked(lv, d)
+	r.noteEpisodeLocked(lv.Used, lv.Threshold, d)
 	return d.Floor && !d.Release
+}
+
+// askRMLocked is the RM rung: in an episode, a growth slow enough for the
+// ResourceManager to release before the threshold is asked of it
+// (RMAskPlan); the ask is withdrawn when the episode ends.
+func (r *Relief) askRMLocked(lv Levels, d ThrottleDecision) {
+	if r.RM == nil || r.RMReady == nil || !r.RMReady() {
+		return
+	}
+	now := time.Now()
+	if r.now != nil {
+		now = r.now()
+	}
+	if d.Release || lv.Threshold <= 0 {
+		r.growth.Reset()
+		if _, ok := r.RM.UsageAsk(); ok {
+			r.RM.EndUsage()
+			klog.Infof("yarn: memory relief: pressure over, the release asked of the ResourceManager is withdrawn")
+		}
+		return
+	}
+	if r.growth.Window == 0 {
+		r.growth.Window = growthWindow
+	}
+	r.growth.Add(now, lv.Used)
+	rate, ok := r.growth.Rate()
+	if !ok {
+		return
+	}
+	var delay time.Duration
+	if r.RMDelay != nil {
+		delay = r.RMDelay()
+	}
+	var alloc int64
+	if r.Allocated != nil {
+		alloc = r.Allocated()
+	}
+	a := RMAskPlan(RMAskInput{Used: lv.Used, Start: d.Start, Threshold: lv.Threshold, Lower: lv.Lower, Rate: rate, RMDelay: delay, AllocatedMB: alloc})
+	if !a.Ask {
+		return
+	}
+	prev, asked := r.RM.UsageAsk()
+	capMB := alloc - a.ReleaseMB
+	r.RM.AskUsage(capMB)
+	if r.episode != nil {
+		r.episode.askedMB = max(r.episode.askedMB, a.ReleaseMB)
+	}
+	if !asked || capMB < prev {
+		klog.Infof("yarn: memory relief: node memory %dMi grows %.1fMi/s, the threshold %dMi in %v, later than the ResourceManager can release (%v): asking it to release %d MB of YARN's %d MB on the node (capacity at most %d MB)",
+			lv.Used>>20, rate/(1<<20), lv.Threshold>>20, a.TimeToThreshold.Round(time.Second), delay.Round(time.Second), a.ReleaseMB, alloc, capMB)
+	}
 }
 
 // softLimitLocked sets the root's v1 soft limit to 0 once.
@@ -114,6 +205,7 @@ func (r *Relief) throttleLocked(rel string, used, threshold, capacity int64) Thr
 		now, err := r.High.Read(rel)
 		if err == nil && (now > written || written-now >= int64(os.Getpagesize())) {
 			r.foreign = true
+			r.High.Forget(rel) // its value now: a restore would overwrite it
 			klog.Warningf("yarn: memory relief: the memory.high of the YARN hierarchy %s is %d, not the %d koordlet wrote: another writer owns it; koordlet's throttle stays off on it", rel, now, written)
 			return ThrottleDecision{Release: true}
 		}
@@ -189,8 +281,13 @@ func (r *Relief) noteEpisodeLocked(used, threshold int64, d ThrottleDecision) {
 	}
 	r.episode = nil
 	by := "throttle"
-	if e.crossed {
+	switch {
+	case e.crossed:
 		by = "evict"
+	case e.askedMB > 0:
+		by = "resourcemanager"
+	case !v2Cgroups():
+		by = "none" // v1: nothing of relief acts on the episode
 	}
 	klog.Infof("yarn: memory relief: pressure episode over, relieved by the %s (threshold crossed %t, throttle at its floor %t)", by, e.crossed, e.floored)
 	if r.Metrics != nil {

@@ -45,7 +45,7 @@ func TestReliefSoftLimitRealKernel(t *testing.T) {
 
 	r := &Relief{High: cgroups.NewRootMemoryHigh(), Soft: cgroups.NewRootSoftLimit(), BandPercent: func() int64 { return 5 }}
 	const gib = int64(1) << 30
-	assert.False(t, r.Check(rel, 30*gib, 20*gib, 24*gib), "no throttle on v1, not at a floor")
+	assert.False(t, r.Check(rel, Levels{Used: 30 * gib, Threshold: 20 * gib, Lower: 19 * gib, Capacity: 24 * gib}), "no throttle on v1, not at a floor")
 	assert.Equal(t, "0", read(), "batch's page cache is global reclaim's first")
 	assert.Equal(t, 1, r.Pending(rel))
 	// A restarted koordlet with the gate off gives the own value back.
@@ -59,7 +59,7 @@ func TestReliefSoftLimitRealKernel(t *testing.T) {
 	// Gate on again, then a stop that gives everything back.
 	on(true)
 	r2 := &Relief{High: cgroups.NewRootMemoryHigh(), Soft: cgroups.NewRootSoftLimit(), BandPercent: func() int64 { return 5 }}
-	r2.Check(rel, gib, 20*gib, 24*gib)
+	r2.Check(rel, Levels{Used: gib, Threshold: 20 * gib, Lower: 19 * gib, Capacity: 24 * gib})
 	assert.Equal(t, "0", read())
 	r2.Release("test", true)
 	assert.Equal(t, own, read())

@@ -265,6 +265,9 @@ func (r *RMSync) Step(ctx context.Context, now time.Time) {
 		r.st.Skipped = ""
 	}
 	want := Capacity(v.YARNCapacity)
+	if capMB, ok := r.usageAsk(); ok {
+		want.MemoryMB = min(want.MemoryMB, capMB)
+	}
 	over := Above(v.YARNAllocated, want)
 	timeout := time.Duration(-1)
 	if over != (yarn.NodeResource{}) && features.Enabled(features.YARNRMPreemption) && r.opts.PreemptionTimeout != nil {
@@ -358,6 +361,15 @@ func (r *RMSync) Step(ctx context.Context, now time.Time) {
 	}
 	r.count("ok")
 	klog.V(2).Infof("yarn: pushed node %s resource %d MB, %d vcores to the ResourceManager %s", nodeID, want.MemoryMB, want.VCores, r.st.Active)
+}
+
+// usageAsk is the cap on YARN's memory capacity memory relief asks for
+// node memory usage (MiB), with YARNRMPreemption on.
+func (r *RMSync) usageAsk() (int64, bool) {
+	if r.opts.Release == nil || !features.Enabled(features.YARNRMPreemption) {
+		return 0, false
+	}
+	return r.opts.Release.UsageAsk()
 }
 
 // Above returns YARN's allocation above the capacity c, in the RM's units

@@ -178,6 +178,7 @@ func TestRealYARN(t *testing.T) {
 	t.Run("ledger-and-rm-capacity-sync", func(t *testing.T) { realYARNLedger(t, yarnNM{}) })
 	t.Run("over-commit-killed-by-koordlet", func(t *testing.T) { realYARNOverCommit(t, yarnNM{}, false) })
 	t.Run("over-commit-preempted-by-the-rm", func(t *testing.T) { realYARNOverCommit(t, yarnNM{}, true) })
+	t.Run("memory-relief-rm", realYARNReliefRM)
 }
 
 // jvmWait scales a wait on the real YARN's JVMs (to start, to launch, to

@@ -1,0 +1,68 @@
+package yarnevict
+
+import (
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	koordfeatures "github.com/koordinator-sh/koordinator/pkg/features"
+	"github.com/koordinator-sh/koordinator/pkg/koordlet/util/system"
+
+	"github.com/koordlet-yarn/koordlet-yarn/framework/features"
+	"github.com/koordlet-yarn/koordlet-yarn/framework/rmrelease"
+)
+
+// TestReliefAsksTheRM: on a node whose memory grows slowly through the
+// band (cgroup v1 here: no throttle, the band frames the episode), relief
+// asks the ResourceManager for a release once the growth is known and the
+// threshold is further away than the RM needs; the ask is withdrawn when
+// the episode ends, which is counted as relieved by the ResourceManager.
+// A fast growth is left to the kill at the threshold.
+func TestReliefAsksTheRM(t *testing.T) {
+	old := system.UseCgroupsV2.Load()
+	system.UseCgroupsV2.Store(false)
+	t.Cleanup(func() { system.UseCgroupsV2.Store(old) })
+	require.NoError(t, koordfeatures.DefaultMutableKoordletFeatureGate.SetFromMap(map[string]bool{
+		string(features.YARNMemoryRelief): true, string(features.YARNBEMemoryEvict): true}))
+	t.Cleanup(func() {
+		_ = koordfeatures.DefaultMutableKoordletFeatureGate.SetFromMap(map[string]bool{
+			string(features.YARNMemoryRelief): false, string(features.YARNBEMemoryEvict): false})
+	})
+	const mib = int64(1 << 20)
+	lv := Levels{Threshold: 20000 * mib, Lower: 19000 * mib, Capacity: 40000 * mib} // band 5%: from 18000 MiB
+	run := func(rate int64) (*Relief, *rmrelease.Window, *Metrics) {
+		m, err := NewMetrics(prometheus.NewRegistry())
+		require.NoError(t, err)
+		w := &rmrelease.Window{}
+		clock := time.Unix(1000, 0)
+		r := &Relief{BandPercent: func() int64 { return 5 }, Metrics: m, RM: w, RMReady: func() bool { return true },
+			RMDelay: func() time.Duration { return 20 * time.Second }, Allocated: func() int64 { return 8192 },
+			now: func() time.Time { return clock }}
+		used := 18750 * mib
+		for i := 0; i < 12 && used < lv.Threshold; i++ {
+			lv.Used = used
+			r.Check("hadoop-yarn", lv)
+			clock = clock.Add(time.Second)
+			used += rate * mib
+		}
+		return r, w, m
+	}
+
+	r, w, m := run(10) // 10 MiB/s: the threshold 190 s away
+	capMB, ok := w.UsageAsk()
+	require.True(t, ok, "a slow growth is asked of the RM")
+	assert.InDelta(t, 8192-(18750+110+200-19000), capMB, 2, "YARN's allocation less what brings usage, projected to the RM's release, down to the lower percent")
+	lv.Used = 16000 * mib // the pressure is over
+	r.Check("hadoop-yarn", lv)
+	_, ok = w.UsageAsk()
+	assert.False(t, ok, "the ask is withdrawn")
+	assert.Equal(t, 1.0, testutil.ToFloat64(m.ReliefEpisodes.WithLabelValues("", "resourcemanager")))
+
+	_, w, _ = run(300) // 300 MiB/s: the threshold in 6 s, the RM needs 20
+	_, ok = w.UsageAsk()
+	assert.False(t, ok, "a fast growth is left to the kill")
+}
