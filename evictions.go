@@ -16,8 +16,10 @@ const EvictionsPath = "/yarn/evictions"
 type EvictionsResponse struct {
 	// File is the audit file (--yarn-evict-audit-file; "" when none).
 	File string `json:"file,omitempty"`
-	// Total counts the evictions recorded since koordlet started; Records
-	// are the last ones kept in memory, oldest first.
+	// Total counts the records kept since koordlet started; Records are
+	// the last ones kept in memory, oldest first: each container's
+	// eviction (kind eviction) and, with YARNMemoryRelief, each memory
+	// pressure episode's decision (kind relief: which rung relieved it).
 	Total   int                     `json:"total"`
 	Records []yarnevict.AuditRecord `json:"records"`
 }

@@ -208,7 +208,8 @@ func install(fs *flag.FlagSet, reg prometheus.Registerer) (*Framework, error) {
 		RMDelay: func() time.Duration {
 			return cfg.Ledger.RMSyncInterval + cfg.RM.Timeout + cfg.Ledger.RMPreemptionTimeout + cfg.Ledger.RMPreemptionGrace
 		},
-		Allocated: func() int64 { v, _ := fw.Ledger.View(); return (v.YARNAllocated.MemoryBytes + 1<<20 - 1) >> 20 }}
+		Allocated: func() int64 { v, _ := fw.Ledger.View(); return (v.YARNAllocated.MemoryBytes + 1<<20 - 1) >> 20 },
+		Audit:     fw.audit}
 	evictDeps := yarnevict.Deps{
 		Store:            fw.Store,
 		Killer:           fw.killer,

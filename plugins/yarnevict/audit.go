@@ -11,15 +11,20 @@ import (
 	"k8s.io/klog/v2"
 )
 
-// AuditRecord is one eviction of a YARN container, as the audit keeps it.
+// AuditRecord is one eviction of a YARN container (Kind eviction), or one
+// memory pressure episode's decision (Kind relief: YARNMemoryRelief), as
+// the audit keeps it.
 type AuditRecord struct {
-	Time        time.Time `json:"time"`
-	Node        string    `json:"node,omitempty"`
-	Reason      string    `json:"reason"`
-	Container   string    `json:"container"`
-	Application string    `json:"application,omitempty"`
-	User        string    `json:"user,omitempty"`
-	AM          bool      `json:"am"`
+	Time time.Time `json:"time"`
+	// Kind is AuditEviction or AuditRelief; a record without one (written
+	// before relief existed) is an eviction.
+	Kind        string `json:"kind,omitempty"`
+	Node        string `json:"node,omitempty"`
+	Reason      string `json:"reason"`
+	Container   string `json:"container"`
+	Application string `json:"application,omitempty"`
+	User        string `json:"user,omitempty"`
+	AM          bool   `json:"am"`
 	// Outcome is succeeded or failed.
 	Outcome string `json:"outcome"`
 	// Resource and Released: what the eviction released, in the unit of
@@ -31,6 +36,45 @@ type AuditRecord struct {
 	// Why the plan chose it; Error why it failed.
 	Why   string `json:"why,omitempty"`
 	Error string `json:"error,omitempty"`
+	// Relief is the episode's account (Kind relief only).
+	Relief *ReliefEpisodeRecord `json:"relief,omitempty"`
+}
+
+// The kinds of audit records.
+const (
+	// AuditEviction: a YARN container killed (Container names it).
+	AuditEviction = "eviction"
+	// AuditRelief: a memory pressure episode over, Outcome the rung that
+	// relieved it (throttle, resourcemanager, evict, none); no container
+	// was killed for it unless Outcome is evict.
+	AuditRelief = "relief"
+)
+
+// IsEviction reports whether r is a container's eviction (not an
+// episode's record).
+func (r AuditRecord) IsEviction() bool { return r.Kind != AuditRelief }
+
+// ReliefEpisodeRecord is one memory pressure episode as the audit keeps
+// it: from node memory's entry into the throttle band to its release.
+type ReliefEpisodeRecord struct {
+	Start    time.Time `json:"start"`
+	Duration string    `json:"duration"`
+	// PeakUsedBytes is the highest node memory used at a check;
+	// ThresholdBytes the BE memory evict threshold at that check.
+	PeakUsedBytes  int64 `json:"peakUsedBytes"`
+	ThresholdBytes int64 `json:"thresholdBytes"`
+	// LowestHighBytes is the lowest memory.high the throttle wrote on the
+	// YARN root (0: none, as on cgroup v1).
+	LowestHighBytes int64 `json:"lowestHighBytes,omitempty"`
+	// AskedMB is the most the ResourceManager was asked to release.
+	AskedMB int64 `json:"askedMB,omitempty"`
+	// Crossed: node memory reached the threshold (the kill's rung acted);
+	// Floored: the throttle reached its floor.
+	Crossed bool `json:"crossed"`
+	Floored bool `json:"floored"`
+	// Interrupted: koordlet stopped (or the rungs were turned off) during
+	// the episode; Outcome is what relieved it so far.
+	Interrupted bool `json:"interrupted,omitempty"`
 }
 
 // DefaultAuditKeep is how many records the audit serves (/yarn/evictions).

@@ -121,7 +121,7 @@ func releaseOf(reason string, v *Victim) (resource string, amount int64, text st
 func report(rec record.EventRecorder, m *Metrics, audit *Audit, node string, nmPod *corev1.Pod, v *Victim, reason string, res KillResult, err error) {
 	c := v.Container
 	resource, amount, released := releaseOf(reason, v)
-	ar := AuditRecord{Time: time.Now(), Node: node, Reason: reason, Container: c.Name, Application: c.ApplicationID, User: c.User,
+	ar := AuditRecord{Time: time.Now(), Kind: AuditEviction, Node: node, Reason: reason, Container: c.Name, Application: c.ApplicationID, User: c.User,
 		AM: c.IsAM, Outcome: "succeeded", Resource: resource, Released: amount, Holding: v.Holding, Why: v.Why}
 	if err != nil {
 		ar.Outcome, ar.Released, ar.Holding, ar.Error = "failed", 0, 0, err.Error()

@@ -45,6 +45,8 @@ type Relief struct {
 	RMReady   func() bool
 	RMDelay   func() time.Duration
 	Allocated func() int64
+	// Audit keeps each episode's decision (a record of kind relief).
+	Audit *Audit
 	// now is the clock (nil: time.Now).
 	now func() time.Time
 
@@ -68,6 +70,10 @@ type reliefEpisode struct {
 	throttled, crossed, floored bool
 	// askedMB is the release asked of the RM (0: none).
 	askedMB int64
+	start   time.Time
+	// peak and threshold: node memory's highest use at a check and the
+	// threshold then; lowestHigh the lowest memory.high written (0: none).
+	peak, threshold, lowestHigh int64
 }
 
 // Levels are one check's node memory figures, in bytes.
@@ -125,6 +131,14 @@ func (r *Relief) Check(rel string, lv Levels) (atFloor bool) {
 	return d.Floor && !d.Release
 }
 
+// clock is r.now, or time.Now.
+func (r *Relief) clock() time.Time {
+	if r.now != nil {
+		return r.now()
+	}
+	return time.Now()
+}
+
 // askRMLocked is the RM rung: in an episode, a growth slow enough for the
 // ResourceManager to release before the threshold is asked of it
 // (RMAskPlan); the ask is withdrawn when the episode ends.
@@ -132,10 +146,7 @@ func (r *Relief) askRMLocked(lv Levels, d ThrottleDecision) {
 	if r.RM == nil || r.RMReady == nil || !r.RMReady() {
 		return
 	}
-	now := time.Now()
-	if r.now != nil {
-		now = r.now()
-	}
+	now := r.clock()
 	if d.Release || lv.Threshold <= 0 {
 		r.growth.Reset()
 		if _, ok := r.RM.UsageAsk(); ok {
@@ -270,13 +281,30 @@ func (r *Relief) noteEpisodeLocked(used, threshold int64, d ThrottleDecision) {
 		if !in {
 			return
 		}
-		r.episode = &reliefEpisode{}
+		r.episode = &reliefEpisode{start: r.clock()}
 	}
 	e := r.episode
 	e.throttled = e.throttled || in
-	e.crossed = e.crossed || used >= threshold
+	e.crossed = e.crossed || (threshold > 0 && used >= threshold)
 	e.floored = e.floored || (in && d.Floor)
+	if used > e.peak {
+		e.peak, e.threshold = used, threshold
+	}
+	if in && d.High > 0 && d.High != cgroups.MemoryUnlimited && (e.lowestHigh == 0 || d.High < e.lowestHigh) {
+		e.lowestHigh = d.High
+	}
 	if in {
+		return
+	}
+	r.endEpisodeLocked(false)
+}
+
+// endEpisodeLocked counts the episode under way by the rung that relieved
+// it and keeps its record in the audit; interrupted: koordlet stops (or
+// the rungs are turned off) before it is over.
+func (r *Relief) endEpisodeLocked(interrupted bool) {
+	e := r.episode
+	if e == nil {
 		return
 	}
 	r.episode = nil
@@ -289,10 +317,27 @@ func (r *Relief) noteEpisodeLocked(used, threshold int64, d ThrottleDecision) {
 	case !v2Cgroups():
 		by = "none" // v1: nothing of relief acts on the episode
 	}
-	klog.Infof("yarn: memory relief: pressure episode over, relieved by the %s (threshold crossed %t, throttle at its floor %t)", by, e.crossed, e.floored)
-	if r.Metrics != nil {
-		r.Metrics.ReliefEpisodes.WithLabelValues(r.NodeName, by).Inc()
+	now := r.clock()
+	rec := &ReliefEpisodeRecord{Start: e.start, Duration: now.Sub(e.start).Round(time.Millisecond).String(),
+		PeakUsedBytes: e.peak, ThresholdBytes: e.threshold, LowestHighBytes: e.lowestHigh, AskedMB: e.askedMB,
+		Crossed: e.crossed, Floored: e.floored, Interrupted: interrupted}
+	why := fmt.Sprintf("node memory peaked at %dMi (threshold %dMi) over %s", e.peak>>20, e.threshold>>20, rec.Duration)
+	if e.lowestHigh > 0 {
+		why += fmt.Sprintf("; the YARN hierarchy's memory.high down to %dMi", e.lowestHigh>>20)
 	}
+	if e.askedMB > 0 {
+		why += fmt.Sprintf("; the ResourceManager asked to release %d MB", e.askedMB)
+	}
+	if interrupted {
+		klog.Infof("yarn: memory relief: koordlet stops during a pressure episode (%s); relieved so far by the %s", why, by)
+	} else {
+		klog.Infof("yarn: memory relief: pressure episode over, relieved by the %s (threshold crossed %t, throttle at its floor %t): %s", by, e.crossed, e.floored, why)
+		if r.Metrics != nil {
+			r.Metrics.ReliefEpisodes.WithLabelValues(r.NodeName, by).Inc()
+		}
+	}
+	r.Audit.Record(AuditRecord{Time: now, Kind: AuditRelief, Node: r.NodeName, Reason: "memory", Outcome: by,
+		Resource: "memory", Why: why, Relief: rec})
 }
 
 // Release gives the root's memory.high back (koordlet stopping, or the
@@ -303,6 +348,7 @@ func (r *Relief) Release(why string, all bool) {
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	r.endEpisodeLocked(true)
 	r.releaseLocked(why)
 	if all && r.rel != "" && r.Soft != nil {
 		if restored, _, err := r.Soft.Restore(r.rel); err != nil {

@@ -41,7 +41,7 @@ func TestReliefAsksTheRM(t *testing.T) {
 		clock := time.Unix(1000, 0)
 		r := &Relief{BandPercent: func() int64 { return 5 }, Metrics: m, RM: w, RMReady: func() bool { return true },
 			RMDelay: func() time.Duration { return 20 * time.Second }, Allocated: func() int64 { return 8192 },
-			now: func() time.Time { return clock }}
+			now: func() time.Time { return clock }, Audit: NewAudit(nil, 0, 0)}
 		used := 18750 * mib
 		for i := 0; i < 12 && used < lv.Threshold; i++ {
 			lv.Used = used
@@ -61,8 +61,40 @@ func TestReliefAsksTheRM(t *testing.T) {
 	_, ok = w.UsageAsk()
 	assert.False(t, ok, "the ask is withdrawn")
 	assert.Equal(t, 1.0, testutil.ToFloat64(m.ReliefEpisodes.WithLabelValues("", "resourcemanager")))
+	// The episode's decision in the audit, told apart from evictions.
+	recs, total := r.Audit.Recent()
+	require.Len(t, recs, 1)
+	assert.Equal(t, 1, total)
+	e := recs[0]
+	assert.Equal(t, AuditRelief, e.Kind)
+	assert.False(t, e.IsEviction(), "an episode's record is no kill")
+	assert.Equal(t, "resourcemanager", e.Outcome)
+	require.NotNil(t, e.Relief)
+	assert.Equal(t, (18750+110)*mib, e.Relief.PeakUsedBytes, "the highest use at a check")
+	assert.Equal(t, lv.Threshold, e.Relief.ThresholdBytes)
+	assert.Equal(t, "12s", e.Relief.Duration, "from the first check in the band to the release")
+	assert.Positive(t, e.Relief.AskedMB)
+	assert.False(t, e.Relief.Crossed)
+	assert.False(t, e.Relief.Interrupted)
+	assert.Contains(t, e.Why, "the ResourceManager asked to release")
 
-	_, w, _ = run(300) // 300 MiB/s: the threshold in 6 s, the RM needs 20
+	r, w, m = run(300) // 300 MiB/s: the threshold in 6 s, the RM needs 20
 	_, ok = w.UsageAsk()
 	assert.False(t, ok, "a fast growth is left to the kill")
+	// koordlet stops during the episode: recorded as interrupted, not
+	// counted as relieved.
+	r.Release("koordlet stops", false)
+	recs, _ = r.Audit.Recent()
+	require.Len(t, recs, 1)
+	assert.True(t, recs[0].Relief.Interrupted)
+	assert.Equal(t, "none", recs[0].Outcome, "v1, nothing asked")
+	assert.Equal(t, 0.0, testutil.ToFloat64(m.ReliefEpisodes.WithLabelValues("", "none")))
+}
+
+// TestAuditRecordKind: records written before relief had no kind: they
+// are evictions.
+func TestAuditRecordKind(t *testing.T) {
+	assert.True(t, AuditRecord{}.IsEviction())
+	assert.True(t, AuditRecord{Kind: AuditEviction}.IsEviction())
+	assert.False(t, AuditRecord{Kind: AuditRelief}.IsEviction())
 }

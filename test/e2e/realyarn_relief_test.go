@@ -108,6 +108,7 @@ func realYARNReliefRM(t *testing.T) {
 		v, ok := value(scrape(t, y.box), "koordlet_yarn_memory_relief_episodes_total", map[string]string{"relieved_by": "resourcemanager"})
 		return ok && v >= 1
 	}, 10*time.Second, 250*time.Millisecond, "the episode relieved by the ResourceManager is counted")
+	auditedRelief(t, y.box, "resourcemanager")
 	require.NoError(t, steady.Finish())
 	require.NoError(t, growing.Finish())
 }

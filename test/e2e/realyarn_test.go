@@ -113,7 +113,7 @@ func startRealYARNOn(t *testing.T, nm yarnNM, opts nodebox.Options, memory bool,
 		// started (it timed out twice there, failing the job).
 		AMExpiry: jvmWait(time.Minute)})
 	require.NoError(t, err)
-	t.Logf("Hadoop %s's ResourceManager and NodeManager (%s) up in %v", nm.Hadoop, nm, time.Since(began).Round(time.Millisecond))
+	say(t, "Hadoop %s's ResourceManager and NodeManager (%s) up in %v", nm.Hadoop, nm, time.Since(began).Round(time.Millisecond))
 	t.Cleanup(func() {
 		if t.Failed() {
 			t.Logf("real-YARN peer log tail:\n%s", p.LogTail(40))
@@ -128,7 +128,7 @@ func startRealYARNOn(t *testing.T, nm yarnNM, opts nodebox.Options, memory bool,
 	b.SetKoordletArgs(args(p))
 	began = time.Now()
 	require.NoError(t, b.StartKoordletFor(p.NMWeb))
-	t.Logf("koordlet up in %v", time.Since(began).Round(time.Millisecond))
+	say(t, "koordlet up in %v", time.Since(began).Round(time.Millisecond))
 	return &realYARN{box: b, peer: p}
 }
 
@@ -277,6 +277,7 @@ func realYARNPressureOn(t *testing.T, y *realYARN, nm yarnNM) {
 		Containers: []yarnpeer.Container{{MB: 512, Vcores: 1, Command: kerneltest.HelperScript("alloc=200")}}})
 	require.NoError(t, err)
 	older := launchedBy(t, steady, 1)[0]
+	say(t, "the steady application's executor %s launched", older)
 	require.Eventually(t, func() bool {
 		v, ok := value(scrape(t, y.box), "koordlet_yarn_container_memory_usage_bytes", map[string]string{"container_id": older})
 		return ok && v > 190<<20
@@ -289,7 +290,7 @@ func realYARNPressureOn(t *testing.T, y *realYARN, nm yarnNM) {
 	require.NoError(t, err)
 	lower := used*100/total + 3
 	threshold := lower + 1
-	t.Logf("node memory %d%% used; BE memory evict threshold %d%%, lower %d%%", used*100/total, threshold, lower)
+	say(t, "node memory %d%% used; BE memory evict threshold %d%%, lower %d%%", used*100/total, threshold, lower)
 	require.NoError(t, y.box.UpdateNodeSLO(ctx, func(s *slov1alpha1.NodeSLOSpec) {
 		s.ResourceUsedThresholdWithBE = &slov1alpha1.ResourceThresholdStrategy{Enable: ptr.To(true),
 			MemoryEvictThresholdPercent: ptr.To(threshold), MemoryEvictLowerPercent: ptr.To(lower)}
@@ -299,6 +300,7 @@ func realYARNPressureOn(t *testing.T, y *realYARN, nm yarnNM) {
 		Containers: []yarnpeer.Container{{MB: 2048, Vcores: 1, Command: kerneltest.HelperScript("grow=1536@512")}}})
 	require.NoError(t, err)
 	grower := launchedBy(t, growing, 1)[0]
+	say(t, "the growing application's executor %s launched", grower)
 	st, err = y.peer.Do(ctx, "app "+growing.ID)
 	require.NoError(t, err)
 	growingAM := strings.Fields(st)[3]
@@ -386,6 +388,7 @@ func realYARNDiscoveryOn(t *testing.T, y *realYARN, nm yarnNM, memory bool) {
 		t.Logf("informer: %+v", resp.Informer)
 		t.FailNow()
 	}
+	say(t, "koordlet lists the AM and both executors, running, in their cgroups")
 	am := find(resp, amID)
 	assert.True(t, am.IsAM, "the AM is told apart")
 	assert.Equal(t, app.ID, am.ApplicationID)

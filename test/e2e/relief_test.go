@@ -16,6 +16,7 @@ import (
 	slov1alpha1 "github.com/koordinator-sh/koordinator/apis/slo/v1alpha1"
 
 	"github.com/koordlet-yarn/koordlet-yarn/framework/cgroups"
+	"github.com/koordlet-yarn/koordlet-yarn/plugins/yarnevict"
 	"github.com/koordlet-yarn/koordlet-yarn/test/kerneltest"
 	"github.com/koordlet-yarn/koordlet-yarn/test/nmemu"
 	"github.com/koordlet-yarn/koordlet-yarn/test/nodebox"
@@ -137,6 +138,7 @@ func v2Relief(t *testing.T, l nodebox.Layout) {
 		v, ok := value(scrape(t, b), "koordlet_yarn_memory_relief_episodes_total", map[string]string{"relieved_by": "throttle"})
 		return ok && v >= 1
 	}, 10*time.Second, 200*time.Millisecond, "the episode relieved by the throttle is counted")
+	auditedRelief(t, b, "throttle")
 	log, err := os.ReadFile(b.KoordletLog())
 	require.NoError(t, err)
 	assert.Contains(t, string(log), "memory relief: node memory", "the throttle says when it starts")
@@ -184,4 +186,29 @@ func memoryCurrent(b *nodebox.Box, id string) int64 {
 		return 0
 	}
 	return v
+}
+
+// auditedRelief checks koordlet's audit (/yarn/evictions): a pressure
+// episode's record relieved by the rung by, and no eviction.
+func auditedRelief(t *testing.T, b *nodebox.Box, by string) {
+	t.Helper()
+	ev, err := b.Evictions()
+	require.NoError(t, err)
+	var relief []yarnevict.AuditRecord
+	for _, r := range ev.Records {
+		if r.IsEviction() {
+			t.Errorf("an eviction in the audit: %+v", r)
+			continue
+		}
+		relief = append(relief, r)
+	}
+	if assert.NotEmpty(t, relief, "the episode's decision is in the audit") {
+		r := relief[len(relief)-1]
+		say(t, "the audit's record of the episode: relieved by the %s: %s", r.Outcome, r.Why)
+		assert.Equal(t, by, r.Outcome)
+		if assert.NotNil(t, r.Relief) {
+			assert.False(t, r.Relief.Crossed, "the threshold never crossed")
+			assert.Positive(t, r.Relief.PeakUsedBytes)
+		}
+	}
 }

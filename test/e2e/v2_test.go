@@ -126,11 +126,16 @@ func v2RealYARN(t *testing.T) {
 // v2EnginesEnv adds the engines' jobs to v2RealYARN (make test-v2-engines).
 const v2EnginesEnv = "KOORDLET_YARN_V2_ENGINES"
 
-// say logs to t and prints on standard error.
+// sayStart is when the test binary started: say's lines carry the time
+// since then, so that a slow run's log shows where its minutes went.
+var sayStart = time.Now()
+
+// say logs to t and prints on standard error (with the time since the
+// test binary started).
 func say(t *testing.T, format string, args ...any) {
 	t.Helper()
 	t.Logf(format, args...)
-	fmt.Fprintf(os.Stderr, "%s: "+format+"\n", append([]any{t.Name()}, args...)...)
+	fmt.Fprintf(os.Stderr, "[%6.1fs] %s: "+format+"\n", append([]any{time.Since(sayStart).Seconds(), t.Name()}, args...)...)
 }
 
 func readFile(path string) string {

@@ -266,6 +266,11 @@ func (r *Runner) count(c jobs.Config, box *nodebox.Box, began time.Time, results
 	// An eviction that released nothing is not counted as one (it is a
 	// failure of koordlet's, logged).
 	for _, rec := range ev.Records {
+		if !rec.IsEviction() {
+			// A pressure episode's record (YARNMemoryRelief): no kill.
+			fmt.Fprintf(r.Log, "%s: memory pressure episode relieved by the %s: %s\n", c, rec.Outcome, rec.Why)
+			continue
+		}
 		if rec.Outcome == "succeeded" {
 			out.Killed++
 			tl.Marks = append(tl.Marks, Mark{At: rec.Time.Sub(began), Kind: "killed"})
