@@ -71,9 +71,10 @@ test-yarn: deps deps-yarn e2e-tools
 # Budgets are execution counts, not durations: with a duration, Go 1.26's
 # fuzz coordinator can fail a clean run with "context deadline exceeded" when
 # the deadline races a busy worker (golang/go#75804, fixed in Go 1.27); a
-# count has no deadline. Each count is about 20 s on a loaded 2-core runner.
-FUZZ_NM_EXECS ?= 40000x
-FUZZ_ID_EXECS ?= 300000x
+# count has no deadline. Each count is about 10-30 s on a 2-core runner (the
+# first seconds go to the seed corpus: a smoke in CI, longer runs by hand).
+FUZZ_NM_EXECS ?= 20000x
+FUZZ_ID_EXECS ?= 150000x
 .PHONY: fuzz
 fuzz: deps
 	$(GO) test -run '^$$' -fuzz '^FuzzNMResponse$$' -fuzztime $(FUZZ_NM_EXECS) ./framework/store
@@ -82,8 +83,8 @@ fuzz: deps
 # Real-kernel and e2e tests run as root on cgroup v1 hosts and skip elsewhere
 # (with KOORDLET_YARN_NO_SKIP=1, as in CI, such a skip fails). gotestsum runs
 # go test, names every test and ends with the counts of tests run, passed,
-# failed and skipped; the node-level e2e package runs after the others, alone
-# (see test/run-tests.sh).
+# failed and skipped; the node-level e2e package runs first, alone, then the
+# other packages beside the v2 guest (see test/run-tests.sh).
 GOTESTSUM ?= $(GO) run gotest.tools/gotestsum@v1.13.0
 test: deps deps-v2 deps-yarn lint e2e-tools fuzz
 	GO="$(GO)" GOTESTSUM="$(GOTESTSUM)" test/run-tests.sh $(PKGS)
@@ -92,7 +93,7 @@ test: deps deps-v2 deps-yarn lint e2e-tools fuzz
 # binary boots a qemu guest (TCG) on Debian's kernel, which the test fetches
 # into build/v2guest/kernel with apt-get download (nothing is installed on
 # the host but qemu), and runs itself there (test/v2guest). `make test`
-# runs this as its last phase.
+# runs this phase beside the unit packages, after the node-level e2e.
 test-v2: deps deps-v2 e2e-tools
 	V2_ONLY=1 GO="$(GO)" GOTESTSUM="$(GOTESTSUM)" test/run-tests.sh ./test/e2e
 

@@ -32,7 +32,7 @@ func TestJobsSmoke(t *testing.T) {
 	}
 	server, err := sharedAPIServer()
 	require.NoError(t, err)
-	d := jobs.Day{Phases: 3, Length: 45 * time.Second, Night: 0.15, Peak: 0.5, Noise: 0.1, Seed: 1}
+	d := jobs.Day{Phases: 3, Length: 20 * time.Second, Night: 0.15, Peak: 0.5, Noise: 0.1, Seed: 1}
 	phases, err := d.Trace()
 	require.NoError(t, err)
 	job := jobs.Job{Name: "short-01", Kind: jobs.Short, At: time.Second, Executors: 1, Tasks: 2, TaskTime: 5 * time.Second, HoldMB: 64}
