@@ -287,16 +287,18 @@ func (r *Relief) noteEpisodeLocked(used, threshold int64, d ThrottleDecision) {
 	e.throttled = e.throttled || in
 	e.crossed = e.crossed || (threshold > 0 && used >= threshold)
 	e.floored = e.floored || (in && d.Floor)
+	if !in {
+		r.endEpisodeLocked(false)
+		return
+	}
 	if used > e.peak {
 		e.peak, e.threshold = used, threshold
 	}
-	if in && d.High > 0 && d.High != cgroups.MemoryUnlimited && (e.lowestHigh == 0 || d.High < e.lowestHigh) {
+	// The throttle's value (v2 only: on v1 the plan frames the episode
+	// and nothing is written).
+	if v2Cgroups() && d.High > 0 && d.High != cgroups.MemoryUnlimited && (e.lowestHigh == 0 || d.High < e.lowestHigh) {
 		e.lowestHigh = d.High
 	}
-	if in {
-		return
-	}
-	r.endEpisodeLocked(false)
 }
 
 // endEpisodeLocked counts the episode under way by the rung that relieved

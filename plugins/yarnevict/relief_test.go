@@ -74,6 +74,7 @@ func TestReliefAsksTheRM(t *testing.T) {
 	assert.Equal(t, lv.Threshold, e.Relief.ThresholdBytes)
 	assert.Equal(t, "12s", e.Relief.Duration, "from the first check in the band to the release")
 	assert.Positive(t, e.Relief.AskedMB)
+	assert.Zero(t, e.Relief.LowestHighBytes, "cgroup v1: no memory.high written")
 	assert.False(t, e.Relief.Crossed)
 	assert.False(t, e.Relief.Interrupted)
 	assert.Contains(t, e.Why, "the ResourceManager asked to release")
