@@ -86,8 +86,10 @@ fuzz: deps
 # failed and skipped; the node-level e2e package runs first, alone, then the
 # other packages beside the v2 guest (see test/run-tests.sh).
 GOTESTSUM ?= $(GO) run gotest.tools/gotestsum@v1.13.0
-test: deps deps-v2 deps-yarn lint e2e-tools fuzz
-	GO="$(GO)" GOTESTSUM="$(GOTESTSUM)" test/run-tests.sh $(PKGS)
+# The lint and the fuzzing run beside the v2 guest, before the other
+# packages (BESIDE_GUEST): CI's 60 minutes.
+test: deps deps-v2 deps-yarn e2e-tools
+	GO="$(GO)" GOTESTSUM="$(GOTESTSUM)" BESIDE_GUEST="$(MAKE) --no-print-directory lint fuzz" test/run-tests.sh $(PKGS)
 
 # The node-level scenarios on a real cgroup v2 kernel (TestV2): the e2e test
 # binary boots a qemu guest (TCG) on Debian's kernel, which the test fetches
@@ -171,11 +173,25 @@ measure-evict: deps
 # application beside a Spark one under a policy; an AM that is the only
 # candidate), each with the event trigger and with the periodic check alone:
 # killed vs the minimum that covers the need, lost CPU-seconds, AM kills,
-# crossing → eviction and → released (root, cgroup v1).
+# crossing → eviction and → released (root, cgroup v1). Then memory relief's
+# episodes (held, fast, cache) with the kill alone and with
+# YARNMemoryRelief: the kills avoided, node memory's peak against the
+# threshold, the band's entry → throttle, the rung that relieved each
+# episode (the audit's record).
 SCENARIO_RUNS ?= 2
-.PHONY: measure-evict-scenarios
+.PHONY: measure-evict-scenarios measure-relief-v2
 measure-evict-scenarios: deps
 	$(GO) run ./test/measure/evictscenarios -runs $(SCENARIO_RUNS)
+
+# Memory relief's episodes on a real cgroup v2 kernel (make test-v2's guest,
+# where the throttle is memory.high; the cache episode needs a disk the
+# guest lacks), then the same in the guest booted with cgroup v1 (the soft
+# limit only). About 15 minutes.
+measure-relief-v2: deps deps-v2 e2e-tools build
+	@mkdir -p $(V2_MEASURE_BIN)
+	$(GO) build -o $(V2_MEASURE_BIN)/evictscenarios ./test/measure/evictscenarios
+	$(GO) run ./test/v2guest/run -box -memory 8192 -dir $(CURDIR) -- $(V2_MEASURE_BIN)/evictscenarios -runs $(V2_SCENARIO_RUNS) -episodes none -modes event -relief held,fast
+	$(GO) run ./test/v2guest/run -box -cgroup-v1 -memory 8192 -dir $(CURDIR) -- $(V2_MEASURE_BIN)/evictscenarios -runs $(V2_SCENARIO_RUNS) -episodes none -modes event -relief held,fast
 
 # LS throughput beside YARN CPU hogs with the CPU QoS applier off and on, and
 # the applier's latency over 200 containers (root, cgroup v1, cpu.idle).

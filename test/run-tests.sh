@@ -98,6 +98,13 @@ else
 		guest=$!
 		echo "the v2 guest phase runs beside the other packages; its output follows theirs"
 	fi
+	# BESIDE_GUEST: a command run first in this step (make test: the lint
+	# and the fuzzing); its failure fails the run.
+	if [ -n "${BESIDE_GUEST:-}" ]; then
+		start=$(date +%s)
+		sh -c "$BESIDE_GUEST" || rc=1
+		echo "beside the guest ($BESIDE_GUEST): $(($(date +%s) - start)) s"
+	fi
 	phase "$counts" 30m "${unit[@]}"
 	if [ -n "$guest" ]; then
 		wait $guest || rc=1

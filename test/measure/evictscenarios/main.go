@@ -18,6 +18,8 @@
 //   - policy: a transcode-queue application's executor beside a Spark one,
 //     under a policy that puts root.transcode first (the RM emulator serves
 //     both applications), the pressure from outside YARN;
+//   - the relief episodes (relief.go, -relief): held, fast, cache, with
+//     the kill alone and with YARNMemoryRelief;
 //   - am-only: an ApplicationMaster that is the only YARN candidate (not run
 //     by default: the box always has a near-empty BE pod, "batch", which
 //     the AM rule takes first, and its eviction never completes without a
@@ -104,8 +106,9 @@ func main() {
 	runs := flag.Int("runs", 2, "runs of each episode in each mode")
 	only := flag.String("episodes", "growing,opportunistic,large-small,policy", "comma-separated episode names (am-only: see the package doc)")
 	modes := flag.String("modes", "event,periodic", "event (YARNMemoryEvictTrigger) and/or periodic")
+	relief := flag.String("relief", "held,fast,cache", "comma-separated relief episodes (YARNMemoryRelief against the kill alone; see relief.go; \"\" none)")
 	flag.Parse()
-	if err := run(*runs, *only, strings.Split(*modes, ",")); err != nil {
+	if err := run(*runs, *only, strings.Split(*modes, ","), *relief); err != nil {
 		fmt.Fprintln(os.Stderr, "evictscenarios:", err)
 		os.Exit(1)
 	}
@@ -121,7 +124,7 @@ type result struct {
 	need              float64
 }
 
-func run(runs int, only string, modes []string) error {
+func run(runs int, only string, modes []string, relief string) error {
 	top, err := nodebox.Prepare(os.Stderr)
 	if err != nil {
 		return err
@@ -193,6 +196,10 @@ func run(runs int, only string, modes []string) error {
 	summarize(results, modes)
 	if skipped > 0 {
 		fmt.Printf("%d runs skipped (node memory moved by other work before the crossing)\n", skipped)
+	}
+	if relief != "" {
+		fmt.Println()
+		return runReliefPass(ctx, box, args("event"), relief, runs, &appBase)
 	}
 	return nil
 }

@@ -1,0 +1,384 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"k8s.io/utils/ptr"
+
+	slov1alpha1 "github.com/koordinator-sh/koordinator/apis/slo/v1alpha1"
+
+	"github.com/koordlet-yarn/koordlet-yarn/plugins/yarnevict"
+	"github.com/koordlet-yarn/koordlet-yarn/test/kerneltest"
+	"github.com/koordlet-yarn/koordlet-yarn/test/nmemu"
+	"github.com/koordlet-yarn/koordlet-yarn/test/nodebox"
+)
+
+// The relief episodes (YARNMemoryRelief's rungs against the kill alone),
+// each run with the kill alone ("kill": the event trigger, no relief) and
+// with relief ("relief": the same and YARNMemoryRelief, band reliefBand):
+//
+//   - held: an executor growing 14 points of node memory at a point a
+//     second past a threshold 10 points above today's usage (the throttle
+//     from 4 points): on cgroup v2 the throttle holds it below the
+//     threshold; on v1 (a soft limit, no throttle) it is killed as without
+//     relief;
+//   - fast: the same growth at 5 points a second: faster than the 1-second
+//     check can hold (the kill stays the last rung);
+//   - cache: an executor writing 1.5× the headroom to the threshold as
+//     file data (page cache): koordlet's node usage (MemTotal −
+//     MemAvailable) counts it as available, so no episode and no kill.
+//     Needs a disk: skipped in the v2 guest (its root is in memory).
+//
+// Per run: the containers killed, node memory's peak against the
+// threshold, the band's entry → the throttle's first memory.high (v2),
+// how long the grower was held below the threshold, the audit's record of
+// the episode (which rung relieved it), and whether the grower completed
+// its allocation once the threshold was raised (the pressure gone).
+const reliefBand = 6
+
+// reliefResult is one relief episode run.
+type reliefResult struct {
+	episode, mode string
+	killed        int
+	// peak and limit: node memory's highest use and the threshold, bytes.
+	peak, limit int64
+	crossed     bool
+	// toThrottle: the band's entry → the first memory.high (0: none).
+	toThrottle time.Duration
+	// held: the grower alive below the threshold after the band's entry.
+	held time.Duration
+	// outcome is the audit's relief record's (which rung relieved it).
+	outcome   string
+	completed bool
+}
+
+// reliefEpisodes lists the episodes' names.
+var reliefEpisodes = []string{"held", "fast", "cache"}
+
+// runReliefPass runs the relief episodes named in only (comma-separated),
+// runs times each, with the kill alone and with relief; base are the
+// koordlet's arguments of the event mode.
+func runReliefPass(ctx context.Context, box *nodebox.Box, base []string, only string, runs int, appBase *int64) error {
+	modes := []struct {
+		name string
+		args []string
+	}{
+		{"kill", base},
+		{"relief", reliefArgs(base)},
+	}
+	var results []reliefResult
+	for _, m := range modes {
+		box.StopKoordlet()
+		box.SetKoordletArgs(m.args)
+		if err := box.StartKoordlet(); err != nil {
+			return err
+		}
+		time.Sleep(5 * time.Second) // koordlet's loops run
+		for _, ep := range reliefEpisodes {
+			if !strings.Contains(","+only+",", ","+ep+",") {
+				continue
+			}
+			if ep == "cache" && box.Layout().Unified {
+				fmt.Printf("%-8s %-13s not run: the v2 guest has no disk (its files are memory)\n", m.name, ep)
+				continue
+			}
+			for r := 0; r < runs; r++ {
+				res, err := runRelief(ctx, box, ep, *appBase, m.name == "relief")
+				*appBase += 10
+				if err != nil {
+					return fmt.Errorf("%s/%s run %d: %w", m.name, ep, r+1, err)
+				}
+				res.mode = m.name
+				results = append(results, res)
+				fmt.Printf("%-8s %-13s %s\n", m.name, ep, res)
+			}
+		}
+	}
+	summarizeRelief(results)
+	return nil
+}
+
+// reliefArgs are base with YARNMemoryRelief and the band.
+func reliefArgs(base []string) []string {
+	out := make([]string, 0, len(base)+1)
+	for _, a := range base {
+		if g, ok := strings.CutPrefix(a, "--feature-gates="); ok {
+			a = "--feature-gates=" + g + ",YARNMemoryRelief=true"
+		}
+		out = append(out, a)
+	}
+	return append(out, "--yarn-memory-throttle-band-percent="+strconv.Itoa(reliefBand))
+}
+
+func (r reliefResult) String() string {
+	s := fmt.Sprintf("killed %d; node memory peak %d MiB (threshold %d MiB, crossed %t)", r.killed, r.peak>>20, r.limit>>20, r.crossed)
+	if r.toThrottle > 0 {
+		s += fmt.Sprintf("; band → throttle %v", r.toThrottle.Round(time.Millisecond))
+	}
+	s += fmt.Sprintf("; held %v", r.held.Round(100*time.Millisecond))
+	if r.outcome != "" {
+		s += "; episode relieved by the " + r.outcome
+	}
+	return s + fmt.Sprintf("; grower completed after the release %t", r.completed)
+}
+
+// runRelief runs one relief episode (reliefOn: koordlet has the gate, the
+// episode's record is awaited).
+func runRelief(ctx context.Context, box *nodebox.Box, ep string, appBase int64, reliefOn bool) (reliefResult, error) {
+	res := reliefResult{episode: ep}
+	var ids []string
+	launch := func(seq int64, mb int64, am bool, script string) (string, error) {
+		id, err := box.NM.Launch(nmemu.Spec{AppID: appBase, Attempt: 1, Sequence: seq, User: "bench", MemoryMB: max(mb, 64) * 2,
+			VCores: 1, AM: &am, Script: script})
+		if err == nil {
+			ids = append(ids, id)
+		}
+		return id, err
+	}
+	var scratch string
+	defer func() {
+		for _, id := range ids {
+			box.NM.Exit(id)
+		}
+		if scratch != "" {
+			_ = os.RemoveAll(scratch)
+		}
+		_ = box.UpdateNodeSLO(ctx, func(s *slov1alpha1.NodeSLOSpec) { s.ResourceUsedThresholdWithBE = nil })
+		time.Sleep(6 * time.Second) // past the cooling
+	}()
+	if _, err := launch(1, 16, true, kerneltest.HelperScript("alloc=16")); err != nil {
+		return res, err
+	}
+	if _, err := launch(2, 200, false, kerneltest.HelperScript("alloc=200")); err != nil {
+		return res, err
+	}
+	time.Sleep(5 * time.Second) // held, collected
+	total, used, err := nodebox.MemInfo()
+	if err != nil {
+		return res, err
+	}
+	threshold := used*100/total + 10
+	res.limit = total * threshold / 100
+	start := total * (threshold - reliefBand) / 100
+	if err := box.UpdateNodeSLO(ctx, func(s *slov1alpha1.NodeSLOSpec) {
+		s.ResourceUsedThresholdWithBE = &slov1alpha1.ResourceThresholdStrategy{Enable: ptr.To(true),
+			MemoryEvictThresholdPercent: ptr.To(threshold), MemoryEvictLowerPercent: ptr.To(threshold - 1)}
+	}); err != nil {
+		return res, err
+	}
+	time.Sleep(2 * time.Second) // koordlet sees the NodeSLO
+	began := time.Now()
+
+	point := total / 100
+	growMiB := point * 14 >> 20
+	var grower string
+	switch ep {
+	case "held", "fast":
+		rate := max(point>>20, 16)
+		if ep == "fast" {
+			rate *= 5
+		}
+		grower, err = launch(3, growMiB, false, kerneltest.HelperScript(fmt.Sprintf("grow=%d@%d", growMiB, rate)))
+	case "cache":
+		// File data, 1.5× the headroom, written in the scratch directory
+		// of this run (removed after it), the writer then idle.
+		scratch, err = os.MkdirTemp("", "evictscenarios-cache-")
+		if err != nil {
+			return res, err
+		}
+		mib := (res.limit - used) * 3 / 2 >> 20
+		growMiB = 0
+		grower, err = launch(3, 64, false, fmt.Sprintf("dd if=/dev/zero of=%s bs=1M count=%d status=none && exec sleep 3600", filepath.Join(scratch, "data"), mib))
+	default:
+		return res, fmt.Errorf("unknown relief episode %q", ep)
+	}
+	if err != nil {
+		return res, err
+	}
+	cg := newContainerFiles(box)
+	high := filepath.Join(box.CgroupRoot(), box.Hierarchy(), "memory.high")
+	var inBand, throttled, killedAt, lastAsked time.Time
+	// Until the grower completes, is killed, or has been held for 20 s
+	// past the band's entry (40 s at most).
+	for deadline := time.Now().Add(40 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		now := time.Now()
+		_, u, err := nodebox.MemInfo()
+		if err != nil {
+			return res, err
+		}
+		res.peak = max(res.peak, u)
+		if u >= res.limit {
+			res.crossed = true
+		}
+		if inBand.IsZero() && u >= start {
+			inBand = now
+		}
+		if box.Layout().Unified && throttled.IsZero() {
+			if b, err := os.ReadFile(high); err == nil && strings.TrimSpace(string(b)) != "max" {
+				throttled = now
+			}
+		}
+		select {
+		case <-box.NM.Exited(grower):
+			killedAt = now
+		default:
+		}
+		if !killedAt.IsZero() {
+			break
+		}
+		if ep == "cache" {
+			if now.Sub(lastAsked) >= 500*time.Millisecond {
+				lastAsked = now
+				if readProcState(box, grower) {
+					break // dd done
+				}
+			}
+			continue
+		}
+		if cg.memory(grower) >= (growMiB-8)<<20 {
+			break // grew all it wanted
+		}
+		if !inBand.IsZero() && now.Sub(inBand) >= 20*time.Second {
+			break
+		}
+	}
+	switch {
+	case inBand.IsZero():
+	case !killedAt.IsZero():
+		res.held = killedAt.Sub(inBand)
+	default:
+		res.held = time.Since(inBand)
+	}
+	if !throttled.IsZero() && !inBand.IsZero() {
+		res.toThrottle = max(throttled.Sub(inBand), time.Millisecond)
+	}
+
+	// The pressure gone: the threshold far away; a held grower completes,
+	// the episode ends (its record in the audit).
+	if err := box.UpdateNodeSLO(ctx, func(s *slov1alpha1.NodeSLOSpec) {
+		s.ResourceUsedThresholdWithBE.MemoryEvictThresholdPercent = ptr.To(int64(95))
+		s.ResourceUsedThresholdWithBE.MemoryEvictLowerPercent = ptr.To(int64(93))
+	}); err != nil {
+		return res, err
+	}
+	if killedAt.IsZero() && ep != "cache" {
+		for end := time.Now().Add(30 * time.Second); time.Now().Before(end); time.Sleep(100 * time.Millisecond) {
+			if cg.memory(grower) >= (growMiB-8)<<20 {
+				res.completed = true
+				break
+			}
+		}
+	}
+	for end := time.Now().Add(10 * time.Second); time.Now().Before(end); time.Sleep(250 * time.Millisecond) {
+		ev, err := box.Evictions()
+		if err != nil {
+			continue
+		}
+		res.killed = 0
+		res.outcome = ""
+		for _, r := range ev.Records {
+			if r.Time.Before(began) {
+				continue
+			}
+			if r.IsEviction() {
+				if r.Outcome == "succeeded" {
+					res.killed++
+				}
+				continue
+			}
+			if r.Kind == yarnevict.AuditRelief {
+				res.outcome = r.Outcome
+			}
+		}
+		if res.outcome != "" || inBand.IsZero() || !reliefOn {
+			break
+		}
+	}
+	if ep == "cache" {
+		res.completed = readProcState(box, grower)
+	}
+	return res, nil
+}
+
+// readProcState reports whether the cache writer's dd is done: its
+// container's processes are only the sleep.
+func readProcState(box *nodebox.Box, id string) bool {
+	resp, err := box.Containers()
+	if err != nil {
+		return false
+	}
+	for _, c := range resp.Containers {
+		if c.Name != id {
+			continue
+		}
+		for _, pid := range c.Pids {
+			b, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "comm"))
+			if err == nil && strings.TrimSpace(string(b)) == "dd" {
+				return false
+			}
+		}
+		return len(c.Pids) > 0
+	}
+	return false
+}
+
+// summarizeRelief prints, per episode, the kills with the kill alone and
+// with relief (the kills avoided), and relief's figures.
+func summarizeRelief(results []reliefResult) {
+	fmt.Println()
+	for _, ep := range reliefEpisodes {
+		var kill, relief []reliefResult
+		for _, r := range results {
+			if r.episode != ep {
+				continue
+			}
+			if r.mode == "kill" {
+				kill = append(kill, r)
+			} else {
+				relief = append(relief, r)
+			}
+		}
+		if len(kill)+len(relief) == 0 {
+			continue
+		}
+		sum := func(rs []reliefResult) (killed, crossed, completed int) {
+			for _, r := range rs {
+				killed += r.killed
+				if r.crossed {
+					crossed++
+				}
+				if r.completed {
+					completed++
+				}
+			}
+			return
+		}
+		k1, c1, d1 := sum(kill)
+		k2, c2, d2 := sum(relief)
+		var toThrottle []time.Duration
+		by := map[string]int{}
+		for _, r := range relief {
+			if r.toThrottle > 0 {
+				toThrottle = append(toThrottle, r.toThrottle)
+			}
+			if r.outcome != "" {
+				by[r.outcome]++
+			}
+		}
+		line := fmt.Sprintf("%s: kill alone %d runs, %d killed, threshold crossed in %d, grower completed in %d; relief %d runs, %d killed, crossed in %d, completed in %d: kills avoided %d",
+			ep, len(kill), k1, c1, d1, len(relief), k2, c2, d2, k1-k2)
+		if len(toThrottle) > 0 {
+			line += fmt.Sprintf("; band → throttle %v–%v", pct(toThrottle, 0), pct(toThrottle, 100))
+		}
+		if len(by) > 0 {
+			line += fmt.Sprintf("; episodes relieved by %v", by)
+		}
+		fmt.Println(line)
+	}
+}
