@@ -88,8 +88,10 @@ fuzz: deps
 GOTESTSUM ?= $(GO) run gotest.tools/gotestsum@v1.13.0
 # The lint and the fuzzing run beside the v2 guest, before the other
 # packages (BESIDE_GUEST): CI's 60 minutes.
+# (SUBMAKE, not $(MAKE) on the recipe's line: make -n would run that line.)
+SUBMAKE = $(MAKE) --no-print-directory
 test: deps deps-v2 deps-yarn e2e-tools
-	GO="$(GO)" GOTESTSUM="$(GOTESTSUM)" BESIDE_GUEST="$(MAKE) --no-print-directory lint fuzz" test/run-tests.sh $(PKGS)
+	GO="$(GO)" GOTESTSUM="$(GOTESTSUM)" BESIDE_GUEST="$(SUBMAKE) lint fuzz" test/run-tests.sh $(PKGS)
 
 # The node-level scenarios on a real cgroup v2 kernel (TestV2): the e2e test
 # binary boots a qemu guest (TCG) on Debian's kernel, which the test fetches
