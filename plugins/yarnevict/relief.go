@@ -67,7 +67,7 @@ type Relief struct {
 
 // reliefEpisode is one stay of node memory in the throttle band or above.
 type reliefEpisode struct {
-	throttled, crossed, floored bool
+	crossed, floored bool
 	// askedMB is the release asked of the RM (0: none).
 	askedMB int64
 	start   time.Time
@@ -284,7 +284,6 @@ func (r *Relief) noteEpisodeLocked(used, threshold int64, d ThrottleDecision) {
 		r.episode = &reliefEpisode{start: r.clock()}
 	}
 	e := r.episode
-	e.throttled = e.throttled || in
 	e.crossed = e.crossed || (threshold > 0 && used >= threshold)
 	e.floored = e.floored || (in && d.Floor)
 	if !in {

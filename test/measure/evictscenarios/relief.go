@@ -241,7 +241,7 @@ func runRelief(ctx context.Context, box *nodebox.Box, ep string, appBase int64, 
 		if ep == "cache" {
 			if now.Sub(lastAsked) >= 500*time.Millisecond {
 				lastAsked = now
-				if readProcState(box, grower) {
+				if cacheWriterDone(box, grower) {
 					break // dd done
 				}
 			}
@@ -304,14 +304,14 @@ func runRelief(ctx context.Context, box *nodebox.Box, ep string, appBase int64, 
 		}
 	}
 	if ep == "cache" {
-		res.completed = readProcState(box, grower)
+		res.completed = cacheWriterDone(box, grower)
 	}
 	return res, nil
 }
 
-// readProcState reports whether the cache writer's dd is done: its
-// container's processes are only the sleep.
-func readProcState(box *nodebox.Box, id string) bool {
+// cacheWriterDone reports whether the cache episode's writer is done: its
+// container has processes and none of them is the dd.
+func cacheWriterDone(box *nodebox.Box, id string) bool {
 	resp, err := box.Containers()
 	if err != nil {
 		return false
