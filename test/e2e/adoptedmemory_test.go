@@ -77,7 +77,7 @@ func TestAdoptedLargeContainer(t *testing.T) {
 	// koordlet reports the large executor at its 600 MiB.
 	var reported float64
 	ok := assert.Eventually(t, func() bool {
-		v, ok := value(scrape(t, b), "koordlet_yarn_container_memory_usage_bytes", map[string]string{"container_id": large})
+		v, ok := polled(t, b, "koordlet_yarn_container_memory_usage_bytes", map[string]string{"container_id": large})
 		reported = v
 		return ok && v >= 0.95*largeMiB*(1<<20)
 	}, 30*time.Second, 500*time.Millisecond, "the adopted executor is reported at its %d MiB", largeMiB)

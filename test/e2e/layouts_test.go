@@ -91,13 +91,13 @@ func TestLayoutDiscoveryAndMetrics(t *testing.T) {
 				// unified cpu.stat is tested on the real kernel in
 				// framework/cgroups (TestRealKernelCPUUsageUnified).
 				require.Eventually(t, func() bool {
-					_, ok := value(scrape(t, b), "koordlet_yarn_container_cpu_request_cores", map[string]string{"container_id": burner})
+					_, ok := polled(t, b, "koordlet_yarn_container_cpu_request_cores", map[string]string{"container_id": burner})
 					return ok
 				}, 30*time.Second, 500*time.Millisecond, "the burner's series are exported")
 				// CPU-only YARN: the AM's memory is its processes' (a shell
 				// and a sleep: under 8 MiB, above nothing).
 				require.Eventually(t, func() bool {
-					v, ok := value(scrape(t, b), "koordlet_yarn_container_memory_usage_bytes", map[string]string{"container_id": am})
+					v, ok := polled(t, b, "koordlet_yarn_container_memory_usage_bytes", map[string]string{"container_id": am})
 					return ok && v > 0 && v < 8<<20
 				}, 30*time.Second, 500*time.Millisecond, "the AM's memory is measured by its processes")
 			}

@@ -42,6 +42,20 @@ func tryScrape(b *nodebox.Box) (map[string]*dto.MetricFamily, error) {
 	return parser.TextToMetricFamilies(strings.NewReader(text))
 }
 
+// polled returns the gauge of family name whose labels include want, for
+// conditions polled by Eventually: a scrape that fails (koordlet slow to
+// answer on a loaded node) is logged and reads as not yet, and the next
+// poll tries again.
+func polled(t *testing.T, b *nodebox.Box, name string, want map[string]string) (float64, bool) {
+	t.Helper()
+	fams, err := tryScrape(b)
+	if err != nil {
+		t.Logf("scrape /metrics: %v (polling again)", err)
+		return 0, false
+	}
+	return value(fams, name, want)
+}
+
 // value returns the gauge of family name whose labels include want.
 func value(fams map[string]*dto.MetricFamily, name string, want map[string]string) (float64, bool) {
 	f, ok := fams[name]
@@ -79,7 +93,11 @@ func TestMetrics(t *testing.T) {
 
 	var fams map[string]*dto.MetricFamily
 	require.Eventually(t, func() bool {
-		fams = scrape(t, b)
+		var err error
+		if fams, err = tryScrape(b); err != nil {
+			t.Logf("scrape /metrics: %v (polling again)", err)
+			return false
+		}
 		cpu, ok1 := value(fams, "koordlet_yarn_container_cpu_usage_cores", map[string]string{"container_id": burner})
 		mem, ok2 := value(fams, "koordlet_yarn_container_memory_usage_bytes", map[string]string{"container_id": alloc})
 		return ok1 && ok2 && cpu > 0.5 && mem > 120<<20
@@ -107,7 +125,7 @@ func TestMetrics(t *testing.T) {
 	_, err = b.Koord.SloV1alpha1().NodeSLOs().Update(context.Background(), slo, metav1.UpdateOptions{})
 	require.NoError(t, err)
 	require.Eventually(t, func() bool {
-		v, _ := value(scrape(t, b), "koordlet_yarn_usage_accounted_as_be", nil)
+		v, _ := polled(t, b, "koordlet_yarn_usage_accounted_as_be", nil)
 		return v == 1
 	}, 30*time.Second, 500*time.Millisecond, "YARN usage is accounted as BE once the host application is declared")
 
@@ -115,7 +133,7 @@ func TestMetrics(t *testing.T) {
 	b.NM.Exit(burner)
 	<-b.NM.Exited(burner)
 	require.Eventually(t, func() bool {
-		_, ok := value(scrape(t, b), "koordlet_yarn_container_cpu_usage_cores", map[string]string{"container_id": burner})
+		_, ok := polled(t, b, "koordlet_yarn_container_cpu_usage_cores", map[string]string{"container_id": burner})
 		return !ok
 	}, 20*time.Second, 500*time.Millisecond, "a removed container's series are deleted")
 }
@@ -133,7 +151,7 @@ func cpuOverSpan(t *testing.T, b *nodebox.Box, id string, span time.Duration, us
 	n := 0
 	for time.Since(t0) < span {
 		time.Sleep(time.Second)
-		if v, ok := value(scrape(t, b), "koordlet_yarn_container_cpu_usage_cores", map[string]string{"container_id": id}); ok {
+		if v, ok := polled(t, b, "koordlet_yarn_container_cpu_usage_cores", map[string]string{"container_id": id}); ok {
 			sum += v
 			n++
 		}

@@ -214,7 +214,7 @@ func noCgroupsNode(t *testing.T, l nodebox.Layout) {
 	}
 	var cores float64
 	require.Eventually(t, func() bool {
-		v, ok := value(scrape(t, b), "koordlet_yarn_container_cpu_usage_cores", map[string]string{"container_id": burner})
+		v, ok := polled(t, b, "koordlet_yarn_container_cpu_usage_cores", map[string]string{"container_id": burner})
 		cores = v
 		return ok && v > 0
 	}, 60*time.Second, 500*time.Millisecond, "the burner's CPU shows on /metrics")
@@ -222,7 +222,7 @@ func noCgroupsNode(t *testing.T, l nodebox.Layout) {
 	say(t, "burner: koordlet %.3f cores, kernel %.3f cores", cores, truth)
 	assert.InDelta(t, truth, cores, 0.25*truth+0.05, "koordlet's CPU matches the kernel's")
 	require.Eventually(t, func() bool {
-		v, ok := value(scrape(t, b), "koordlet_yarn_container_memory_usage_bytes", map[string]string{"container_id": alloc})
+		v, ok := polled(t, b, "koordlet_yarn_container_memory_usage_bytes", map[string]string{"container_id": alloc})
 		return ok && v > 120<<20
 	}, 60*time.Second, 500*time.Millisecond, "the allocator's 128 MiB show on /metrics, measured in its own memory cgroup")
 

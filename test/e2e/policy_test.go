@@ -87,7 +87,7 @@ func TestPolicyEvictionOrder(t *testing.T) {
 		return ok1 && ok2 && p1 == 5100 && p2 == 5900 && q1 == "root.transcode" && q2 == "root.etl"
 	}, 60*time.Second, 250*time.Millisecond, "the RM's queues and the policy's priorities in /yarn/containers")
 	assert.Eventually(t, func() bool {
-		v, ok := value(scrape(t, b), "koordlet_yarn_container_effective_priority", map[string]string{"container_id": transcode, "queue": "root.transcode", "rule": "transcode-first", "tier": "transcode"})
+		v, ok := polled(t, b, "koordlet_yarn_container_effective_priority", map[string]string{"container_id": transcode, "queue": "root.transcode", "rule": "transcode-first", "tier": "transcode"})
 		return ok && v == 5100
 	}, 15*time.Second, 500*time.Millisecond, "the series shows queue, rule, tier and the effective priority")
 

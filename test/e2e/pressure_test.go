@@ -96,7 +96,7 @@ func pressureWith(t *testing.T, opts nodebox.Options, ownMemory, ignoreTERM bool
 		Script: kerneltest.HelperScript("alloc=200")})
 	require.NoError(t, err)
 	require.Eventually(t, func() bool {
-		v, ok := value(scrape(t, b), "koordlet_yarn_container_memory_usage_bytes", map[string]string{"container_id": older})
+		v, ok := polled(t, b, "koordlet_yarn_container_memory_usage_bytes", map[string]string{"container_id": older})
 		return ok && v > 190<<20
 	}, 30*time.Second, 500*time.Millisecond)
 	want := "processes"

@@ -110,7 +110,7 @@ func v2Relief(t *testing.T, l nodebox.Layout) {
 	assert.Less(t, peak, limit, "the executor stays held while no koordlet runs")
 	require.NoError(t, b.StartKoordlet())
 	require.Eventually(t, func() bool {
-		v, ok := value(scrape(t, b), "koordlet_yarn_memory_throttle_bytes", nil)
+		v, ok := polled(t, b, "koordlet_yarn_memory_throttle_bytes", nil)
 		return ok && v > 0
 	}, 30*time.Second, 200*time.Millisecond, "the restarted koordlet takes the throttle over")
 	peak = hold(8 * time.Second)
@@ -135,7 +135,7 @@ func v2Relief(t *testing.T, l nodebox.Layout) {
 	n, _ := value(fams, "koordlet_yarn_container_evictions_total", map[string]string{"reason": "BEMemoryEvict", "result": "succeeded"})
 	assert.Zero(t, n, "nothing killed")
 	assert.Eventually(t, func() bool {
-		v, ok := value(scrape(t, b), "koordlet_yarn_memory_relief_episodes_total", map[string]string{"relieved_by": "throttle"})
+		v, ok := polled(t, b, "koordlet_yarn_memory_relief_episodes_total", map[string]string{"relieved_by": "throttle"})
 		return ok && v >= 1
 	}, 10*time.Second, 200*time.Millisecond, "the episode relieved by the throttle is counted")
 	auditedRelief(t, b, "throttle")

@@ -235,7 +235,7 @@ func v2NodeWith(t *testing.T, l nodebox.Layout, wantDiscovery, moreGates string)
 	// between its anonymous memory and memory.current.
 	var cores float64
 	require.Eventually(t, func() bool {
-		v, ok := value(scrape(t, b), "koordlet_yarn_container_cpu_usage_cores", map[string]string{"container_id": burner})
+		v, ok := polled(t, b, "koordlet_yarn_container_cpu_usage_cores", map[string]string{"container_id": burner})
 		cores = v
 		return ok && v > 0
 	}, 60*time.Second, 500*time.Millisecond, "the burner's CPU shows on /metrics")
@@ -248,7 +248,7 @@ func v2NodeWith(t *testing.T, l nodebox.Layout, wantDiscovery, moreGates string)
 	// It must come to lie between the anonymous memory and memory.current
 	// once the allocator holds its 128 MiB; a wrong accounting never does.
 	read := func() (mem float64, ok bool, current, anon int64) {
-		mem, ok = value(scrape(t, b), "koordlet_yarn_container_memory_usage_bytes", map[string]string{"container_id": alloc})
+		mem, ok = polled(t, b, "koordlet_yarn_container_memory_usage_bytes", map[string]string{"container_id": alloc})
 		current, _ = strconv.ParseInt(readFile(filepath.Join(dir(alloc), "memory.current")), 10, 64)
 		return mem, ok, current, memoryStat(dir(alloc), "anon")
 	}

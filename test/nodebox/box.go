@@ -682,7 +682,10 @@ func getJSON[T any](b *Box, path string) (T, error) {
 }
 
 func (b *Box) get(path string) ([]byte, error) {
-	client := http.Client{Timeout: 5 * time.Second}
+	// Under the v2 guest's emulated CPU, with a test's allocator and the
+	// host's unit phase beside it, koordlet has taken over 5 s to answer
+	// /metrics (CI 2026-11-28).
+	client := http.Client{Timeout: 15 * time.Second}
 	resp, err := client.Get(b.koordletURL(path))
 	if err != nil {
 		return nil, err
