@@ -236,7 +236,7 @@ func install(fs *flag.FlagSet, reg prometheus.Registerer) (*Framework, error) {
 	}
 	qmplugins.StrategyPlugins[memoryevict.MemoryEvictName] = yarnevict.NewMemoryEvictFactory(evictDeps)
 	qmplugins.StrategyPlugins[cpuevict.CPUEvictName] = yarnevict.NewCPUEvictFactory(evictDeps)
-	qmplugins.StrategyPlugins[cpusuppress.CPUSuppressName] = yarnsuppress.NewFactory(yarnsuppress.Deps{Hierarchy: fw.Informer.HierarchyDir, Store: fw.Store, Quota: fw.quota})
+	qmplugins.StrategyPlugins[cpusuppress.CPUSuppressName] = yarnsuppress.NewFactory(yarnsuppress.Deps{Hierarchy: fw.Informer.HierarchyDir, Store: fw.Store, Quota: fw.quota, Threshold: fw.interference.Threshold})
 	fw.loops = append(fw.loops, &yarnsuppress.Restorer{Hierarchy: fw.Informer.HierarchyDir, Quota: fw.quota},
 		&yarnevict.ReliefRestorer{Relief: fw.relief, Hierarchy: fw.Informer.HierarchyDir})
 	qmutil.SetCustomEvictionExecutorInitializer(yarnevict.GuardInitializer(evictDeps))
@@ -316,7 +316,7 @@ func (fw *Framework) recoverKills() {
 // daemon has returned.
 func (fw *Framework) Shutdown(timeout time.Duration) {
 	if fw.interference != nil {
-		fw.interference.Stop() // YARN's own CPU quota back first
+		fw.interference.Stop() // BE suppress's threshold back to the NodeSLO's first
 	}
 	if fw.relief.Enabled() {
 		// A memory.high left low would stall batch with nobody to raise

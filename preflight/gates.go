@@ -163,7 +163,10 @@ func gateEffect(g string, f Facts) string {
 		}
 		return "measures the LS pods' mean run-queue wait from /proc/<tid>/schedstat (no eBPF here): koordlet_yarn_ls_cpu_wait_*"
 	case string(features.YARNInterferenceControl):
-		return "sets the YARN hierarchy's cfs quota from the LS pods' CPU wait against --yarn-interference-target (halved above it, grown below it, within BE suppress's budget); YARN's own quota back when it stops"
+		if !f.Gates[string(features.YARNBECPUSuppress)] || !f.Gates["BECPUSuppress"] {
+			return "nothing: it moves the threshold of the YARN-aware BE suppress, which is off"
+		}
+		return "moves BE suppress's cpuSuppressThresholdPercent from the LS pods' CPU wait against --yarn-interference-target (the budget halved above it, the threshold a step up well below it); the NodeSLO's threshold without a signal and when it stops"
 	case string(features.YARNMemoryRelief):
 		if !f.Gates[string(features.YARNBEMemoryEvict)] || !f.Gates["BEMemoryEvict"] {
 			return "nothing: its rungs run in the YARN-aware BE memory evict, which is off"

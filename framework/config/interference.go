@@ -9,8 +9,8 @@ import (
 // Interference holds the flags of the LS CPU wait signal and the YARN
 // interference controller (gates YARNLSCPUWait, YARNInterferenceControl).
 type Interference struct {
-	// Interval is how often the LS CPU wait is measured and the YARN CPU
-	// budget set.
+	// Interval is how often the LS CPU wait is measured and BE suppress's
+	// threshold moved.
 	Interval time.Duration
 	// Target is the LS pods' CPU wait the controller holds YARN to (the
 	// mean wait behind non-LS tasks per wake-up with eBPF, the mean wait
@@ -18,8 +18,9 @@ type Interference struct {
 	// NodeSLO's extensions.yarnInterferenceControl.cpuWaitTargetMicroseconds
 	// overrides it.
 	Target time.Duration
-	// MinPercent is the budget's floor and StepPercent its growth per
-	// interval, in percent of the node's CPU.
+	// MinPercent is the BE budget's floor a cut leaves, in percent of the
+	// node's CPU; StepPercent the threshold's growth per interval, in
+	// percent points.
 	MinPercent, StepPercent int64
 }
 
@@ -28,18 +29,18 @@ const (
 	DefaultInterferenceInterval    = time.Second
 	DefaultInterferenceTarget      = 50 * time.Microsecond
 	DefaultInterferenceMinPercent  = 5
-	DefaultInterferenceStepPercent = 5
+	DefaultInterferenceStepPercent = 2
 )
 
 func (i *Interference) initFlags(fs *flag.FlagSet) {
 	fs.DurationVar(&i.Interval, "yarn-interference-interval", i.Interval,
-		"Period of the LS CPU wait measurement (YARNLSCPUWait) and of the YARN CPU budget's adjustment (YARNInterferenceControl).")
+		"Period of the LS CPU wait measurement (YARNLSCPUWait) and of the interference controller's step (YARNInterferenceControl); BE suppress applies the threshold at its own period (cpuSuppressIntervalSeconds).")
 	fs.DurationVar(&i.Target, "yarn-interference-target", i.Target,
-		"LS CPU wait the interference controller holds YARN to: the mean time an LS pod's task waits behind tasks of no LS pod per wake-up (eBPF; the mean run-queue wait per time slice where eBPF cannot run). The NodeSLO's spec.extensions.yarnInterferenceControl.cpuWaitTargetMicroseconds overrides it.")
+		"LS CPU wait the interference controller holds batch to: the mean time an LS pod's task waits behind tasks of no LS pod per wake-up (eBPF; the mean run-queue wait per time slice where eBPF cannot run). The NodeSLO's spec.extensions.yarnInterferenceControl.cpuWaitTargetMicroseconds overrides it.")
 	fs.Int64Var(&i.MinPercent, "yarn-interference-min-cpu-percent", i.MinPercent,
-		"Floor of the YARN CPU budget the interference controller sets, in percent of the node's CPU (never above what BE suppress allows).")
+		"Smallest BE CPU budget a cut of the interference controller leaves, in percent of the node's CPU (BE suppress's own minimum, cpuSuppressMinPercent, applies too).")
 	fs.Int64Var(&i.StepPercent, "yarn-interference-step-percent", i.StepPercent,
-		"Growth of the YARN CPU budget per interval while LS waits less than 70% of the target, in percent of the node's CPU (above the target it is halved).")
+		"Growth of BE suppress's cpuSuppressThresholdPercent per interval while LS waits less than 70% of the target, in percent points (above the target the budget is halved).")
 }
 
 func (i *Interference) validate() error {

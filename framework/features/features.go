@@ -153,11 +153,15 @@ const (
 	// beta: v0.1
 	YARNLSCPUWait featuregate.Feature = "YARNLSCPUWait"
 
-	// YARNInterferenceControl sets the YARN hierarchy's CPU budget (its
-	// cfs quota, below what BE suppress allows) from the LS pods' CPU wait
-	// against a target (--yarn-interference-target or the NodeSLO): grown
-	// while LS waits little, halved when it waits too long (AIMD). It runs
-	// the YARNLSCPUWait measurement itself.
+	// YARNInterferenceControl is feedback on top of BE suppress's
+	// feed-forward: upstream's static formula (capacity × threshold − LS
+	// usage, each period) stays the budget, and the controller moves the
+	// threshold it computes with from the LS pods' CPU wait behind batch
+	// against a target (--yarn-interference-target or the NodeSLO): up a
+	// step while the worst LS pod waits well below it, down by half the
+	// budget above it. Without the signal, the NodeSLO's threshold: static
+	// suppress. Needs YARNBECPUSuppress (whose YARN-aware view carries the
+	// threshold) and BECPUSuppress; runs the YARNLSCPUWait measurement.
 	// owner: koordlet-yarn
 	// alpha: v0.1
 	YARNInterferenceControl featuregate.Feature = "YARNInterferenceControl"
@@ -221,7 +225,7 @@ var Acts = map[featuregate.Feature]string{
 	YARNBatchLedger:         "patches the Node's thirdPartyAllocations (the scheduler's batch capacity)",
 	YARNRMNodeResourceSync:  "updates the node's resource in the ResourceManager",
 	YARNRMPreemption:        "makes the ResourceManager preempt YARN containers above the node's capacity (over-commit timeout)",
-	YARNInterferenceControl: "writes the YARN hierarchy's CPU quota from the LS pods' CPU wait",
+	YARNInterferenceControl: "moves BE suppress's CPU threshold (the BE budget) from the LS pods' CPU wait",
 	YARNMemoryRelief:        "writes the YARN hierarchy's memory.high (v2) or memory soft limit (v1)",
 }
 

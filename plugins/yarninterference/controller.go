@@ -14,7 +14,6 @@ import (
 	slov1alpha1 "github.com/koordinator-sh/koordinator/apis/slo/v1alpha1"
 	"github.com/koordinator-sh/koordinator/pkg/koordlet/resourceexecutor"
 	koordletutil "github.com/koordinator-sh/koordinator/pkg/koordlet/util"
-	"github.com/koordinator-sh/koordinator/pkg/koordlet/util/system"
 
 	"github.com/koordlet-yarn/koordlet-yarn/collectors/lswait"
 	"github.com/koordlet-yarn/koordlet-yarn/framework/cgroups"
@@ -42,30 +41,33 @@ type Options struct {
 	// are parsed, after Install built the controller).
 	Reader     resourceexecutor.CgroupReader
 	Registerer prometheus.Registerer
-	// Quota writes the YARN root's quota and keeps the record of its own
-	// (nil: the process's one writer, shared with BE suppress).
+	// Quota is the one writer of the YARN root's quota, through which a
+	// quota an earlier version of the controller wrote is given back (nil:
+	// a writer of its own).
 	Quota *cgroups.RootQuota
 }
 
-// Controller is the framework loop that sets the YARN CPU budget.
+// Controller is the framework loop that moves BE suppress's threshold.
 type Controller struct {
 	opts    Options
 	metrics *metrics
 
 	mu sync.Mutex
-	// budget is the current budget (milli-CPU); 0 before the first step.
-	budget int64
-	// resume is the budget before a signal gap released YARN (0: none):
-	// the budget comes back there with the signal.
-	resume int64
-	// dir is the YARN root the budget was last written to ("" none).
-	dir       string
+	// offset is the threshold's offset from the NodeSLO's (percent
+	// points); kept through a gap in the signal, so that the threshold
+	// comes back there with it.
+	offset float64
+	// applying: Threshold moves the NodeSLO's threshold by offset.
+	applying bool
+	// given is the YARN root whose cfs quota an earlier version of the
+	// controller may have left was given back ("" none yet).
+	given     string
 	lastUsage uint64
 	lastAt    time.Time
 	said      map[string]bool
 	// now is the clock (tests).
 	now func() time.Time
-	// stopped: Stop ran; no step writes again.
+	// stopped: Stop ran; the threshold is the NodeSLO's from then on.
 	stopped bool
 }
 
@@ -87,33 +89,60 @@ func (c *Controller) Name() string { return "YARN interference control" }
 // Enabled follows YARNInterferenceControl.
 func (c *Controller) Enabled() bool { return features.Enabled(features.YARNInterferenceControl) }
 
-// Run adjusts the budget every interval until stopCh closes, then gives
-// the YARN root its own quota back.
+// Run moves the threshold every interval until stopCh closes; then BE
+// suppress computes with the NodeSLO's threshold again.
 func (c *Controller) Run(stopCh <-chan struct{}) {
-	klog.Infof("yarn: interference control: the YARN CPU budget follows the LS CPU wait (target %v, floor %d%%, step %d%% of the node every %v)",
+	klog.Infof("yarn: interference control: BE suppress's threshold follows the LS CPU wait (target %v, budget floor %d%%, step %d points every %v)",
 		c.opts.Config.Target, c.opts.Config.MinPercent, c.opts.Config.StepPercent, c.opts.Config.Interval)
 	go func() {
 		wait.Until(c.Step, c.opts.Config.Interval, stopCh)
-		c.mu.Lock()
-		defer c.mu.Unlock()
-		c.release("koordlet stops")
+		c.Stop()
 	}()
 }
 
+// Threshold is the cpuSuppressThresholdPercent BE suppress computes with
+// when the NodeSLO's is base: base moved by the controller while it
+// controls, base otherwise (gate off, no signal, stopped).
+func (c *Controller) Threshold(base int64) int64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !c.applying || c.stopped || !c.Enabled() {
+		return base
+	}
+	return threshold(base, c.offset)
+}
+
+// Offset is the threshold's offset in force (percent points; 0 when the
+// threshold is the NodeSLO's).
+func (c *Controller) Offset() float64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !c.applying || c.stopped {
+		return 0
+	}
+	return c.offset
+}
+
 // RestoreDisabled gives the YARN root its own quota back when koordlet runs
-// with the gate off after one that controlled it, unless BE suppress
-// divides its budget onto the root (the controller's stand-down case): the
-// division owns the quota then, and the record of the root's own.
+// with the gate off after a version of the controller that wrote it (the
+// controller now moves BE suppress's threshold and writes no quota), unless
+// BE suppress divides its budget onto the root: the division owns the quota
+// then, and the record of the root's own.
 func (c *Controller) RestoreDisabled() int {
 	h := c.opts.Hierarchy()
-	if h == "" || (cgroups.OutsideBestEffort(h) && features.Enabled(features.YARNBECPUSuppress)) {
+	if h == "" || c.divided(h) {
 		return 0
 	}
 	if c.restore(h) {
-		klog.Infof("yarn: %s is off: the cfs quota of the YARN hierarchy %s is back to its value before the interference controller", features.YARNInterferenceControl, h)
+		klog.Infof("yarn: the cfs quota of the YARN hierarchy %s is back to its value before the interference controller", h)
 		return 1
 	}
 	return 0
+}
+
+// divided: BE suppress divides its budget onto the YARN root's quota.
+func (c *Controller) divided(h string) bool {
+	return cgroups.OutsideBestEffort(h) && features.Enabled(features.YARNBECPUSuppress)
 }
 
 // quota is the YARN root's writer.
@@ -183,14 +212,17 @@ func (c *Controller) capacity() int64 {
 	return int64(runtime.NumCPU()) * 1000
 }
 
-// Stop gives the YARN root its own quota back and ends the steps. The
-// framework calls it as koordlet exits (after its daemon returned, before
-// the process ends: the loop's own exit path may not get to run).
+// Stop ends the control: BE suppress computes with the NodeSLO's threshold
+// from its next round. The framework calls it as koordlet exits; the
+// loop's own exit path calls it too.
 func (c *Controller) Stop() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.stopped = true
-	c.release("koordlet stops")
+	if c.applying && !c.stopped {
+		klog.Infof("yarn: interference control stops: BE suppress's threshold is the NodeSLO's again")
+	}
+	c.stopped, c.applying = true, false
+	c.metrics.threshold.Set(0)
 }
 
 // Step runs one interval of the controller.
@@ -204,80 +236,82 @@ func (c *Controller) Step() {
 	if h == "" {
 		return
 	}
-	if cgroups.OutsideBestEffort(h) && features.Enabled(features.YARNBECPUSuppress) {
-		c.sayOnce("outside", "yarn: interference control stands down: the YARN hierarchy %s is outside the besteffort cgroup and YARNBECPUSuppress divides the BE budget onto its root's quota", h)
-		c.release("the hierarchy is outside besteffort")
-		return
-	}
-	if c.dir != "" && c.dir != h {
-		c.release("the YARN hierarchy moved")
-	}
-	rd := c.reader()
-	period, err := rd.ReadCPUPeriod(h)
-	if err != nil || period <= 0 {
-		// Before the NodeManager creates the root, or a real fault: said once.
-		c.sayOnce("period", "yarn: interference control: read the cfs period of the YARN hierarchy %s: %v (period %d); no budget until it reads", h, err, period)
-		return
-	}
-	delete(c.said, "period")
-	capacity := c.capacity()
-	beBudget := int64(0) // BE suppress's budget on the besteffort cgroup
-	beDir := koordletutil.GetPodQoSRelativePath(corev1.PodQOSBestEffort)
-	if !cgroups.OutsideBestEffort(h) {
-		if q, err := rd.ReadCPUQuota(beDir); err == nil && q > 0 {
-			if bp, err := rd.ReadCPUPeriod(beDir); err == nil && bp > 0 {
-				beBudget = q * 1000 / bp
-			}
+	if c.given != h && !c.divided(h) {
+		// A quota an earlier version of the controller left on the root
+		// (its record) is YARN's again: the budget is BE suppress's now.
+		if c.restore(h) {
+			klog.Infof("yarn: interference control: the YARN hierarchy %s has its own cfs quota back (the controller now moves BE suppress's threshold)", h)
 		}
+		c.given = h
 	}
-	// YARN's own limit: the record of it, never a value koordlet wrote.
-	own, err := c.quota().Own(h)
-	if err != nil {
-		c.sayOnce("own", "yarn: interference control: %v; YARN's own limit is not known", err)
-		own = -1
+	if !features.Enabled(features.YARNBECPUSuppress) {
+		c.sayOnce("nosuppress", "yarn: interference control does nothing: it moves the threshold of BE suppress's formula, which runs YARN-aware with %s, and that gate is off", features.YARNBECPUSuppress)
+		c.stand("YARNBECPUSuppress is off")
+		return
 	}
-	ceil := ceiling(capacity, beBudget, milli(own, period))
-	current := int64(-1) // what YARN has now (milli-CPU; -1 unlimited)
-	if q, err := rd.ReadCPUQuota(h); err == nil {
-		current = milli(q, period)
+	delete(c.said, "nosuppress")
+	base, ok := c.base()
+	if !ok {
+		c.sayOnce("nobase", "yarn: interference control does nothing: the NodeSLO has no resourceUsedThresholdWithBE with enable and cpuSuppressThresholdPercent (BE suppress is off)")
+		c.stand("no BE suppress threshold")
+		return
 	}
-	usage := c.usage(h)
+	delete(c.said, "nobase")
+	capacity := c.capacity()
+	budget := c.budget(h, capacity)
+	usage := c.usage(h, capacity)
 	sig, ok := c.opts.Signal()
 	cfg := c.opts.Config
-	a := AIMD{Target: c.Target(), HoldBelow: 0.7, Decrease: 0.5,
-		Step: capacity * cfg.StepPercent / 100, Floor: capacity * cfg.MinPercent / 100}
-	next, act := a.Next(start(c.budget, c.resume, current, a.Floor, ceil), ceil, usage, sig.Value(), ok)
-	if !ok {
-		c.sayOnce("nosignal", "yarn: interference control: no LS CPU wait signal; the YARN budget is released to what BE suppress allows until there is one")
-	} else {
-		delete(c.said, "nosignal")
+	r := Rule{Target: c.Target(), HoldBelow: 0.7, Step: float64(cfg.StepPercent), Floor: float64(cfg.MinPercent)}
+	next, act := r.Next(c.offset, float64(base), budget, usage, sig.Value(), ok)
+	cores := -1.0
+	if budget >= 0 {
+		cores = budget * float64(capacity) / 100 / 1000
 	}
-	c.metrics.observe(a.Target, sig.Value(), ceil, act)
+	c.metrics.observe(r.Target, sig.Value(), cores, act)
 	if act == Release {
-		resume := max(c.budget, c.resume)
-		c.release("no signal")
-		c.resume = resume // the budget comes back there with the signal
+		c.sayOnce("nosignal", "yarn: interference control: no LS CPU wait signal; BE suppress's threshold is the NodeSLO's %d%% until there is one", base)
+		c.stand("no signal") // the offset stays: the threshold comes back there with the signal
+		c.metrics.threshold.Set(float64(base))
 		return
 	}
-	minDelta := capacity / 100
-	if c.dir == h && act != Cut && abs(next-c.budget) < minDelta {
-		c.metrics.budget.Set(float64(c.budget) / 1000)
-		return
+	delete(c.said, "nosignal")
+	prev, th := threshold(base, c.offset), threshold(base, next)
+	switch {
+	case !c.applying:
+		klog.Infof("yarn: interference control: BE suppress's threshold %d%% (NodeSLO %d%%; LS CPU wait %v, target %v, budget %.1f%% of the node)", th, base, sig.Value(), r.Target, budget)
+	case act == Cut:
+		klog.V(3).Infof("yarn: interference control: LS CPU wait %v above %v: BE suppress's threshold %d%% → %d%% (budget %.1f%% of the node)", sig.Value(), r.Target, prev, th, budget)
+	case th != prev:
+		klog.V(4).Infof("yarn: interference control: LS CPU wait %v (target %v): BE suppress's threshold %d%% → %d%% (%s)", sig.Value(), r.Target, prev, th, act)
 	}
-	quota := max(next*period/1000, system.CFSQuotaMinValue)
-	if !c.write(h, quota) {
-		return
+	c.offset, c.applying = next, true
+	c.metrics.threshold.Set(float64(th))
+}
+
+// stand stops moving the threshold (caller holds mu).
+func (c *Controller) stand(why string) {
+	if c.applying {
+		klog.Infof("yarn: interference control: BE suppress's threshold is the NodeSLO's (%s)", why)
 	}
-	if act == Cut {
-		klog.V(3).Infof("yarn: interference control: LS CPU wait %v above %v: YARN budget %dm → %dm", sig.Value(), a.Target, c.budget, next)
-	} else {
-		klog.V(4).Infof("yarn: interference control: LS CPU wait %v (target %v): YARN budget %dm → %dm (%s)", sig.Value(), a.Target, c.budget, next, act)
+	c.applying = false
+}
+
+// base is the NodeSLO's cpuSuppressThresholdPercent (ok false: BE
+// suppress is off or has none).
+func (c *Controller) base() (int64, bool) {
+	if c.opts.NodeSLO == nil {
+		return 0, false
 	}
-	if c.dir == "" {
-		klog.Infof("yarn: interference control: first YARN budget %dm on %s (LS CPU wait %v, target %v, ceiling %dm)", next, h, sig.Value(), a.Target, ceil)
+	slo := c.opts.NodeSLO()
+	if slo == nil {
+		return 0, false
 	}
-	c.budget, c.dir, c.resume = next, h, 0
-	c.metrics.budget.Set(float64(next) / 1000)
+	s := slo.Spec.ResourceUsedThresholdWithBE
+	if s == nil || s.Enable == nil || !*s.Enable || s.CPUSuppressThresholdPercent == nil {
+		return 0, false
+	}
+	return *s.CPUSuppressThresholdPercent, true
 }
 
 // reader is the injected reader or koordlet's for this host now.
@@ -288,31 +322,59 @@ func (c *Controller) reader() resourceexecutor.CgroupReader {
 	return resourceexecutor.NewCgroupReader()
 }
 
-// usage is YARN's CPU use since the last step in milli-CPU (-1 unknown).
-func (c *Controller) usage(h string) int64 {
+// batchDirs are the cgroups that hold batch: the besteffort cgroup, and the
+// YARN root when it is outside it.
+func batchDirs(h string) []string {
+	dirs := []string{koordletutil.GetPodQoSRelativePath(corev1.PodQOSBestEffort)}
+	if cgroups.OutsideBestEffort(h) {
+		dirs = append(dirs, h)
+	}
+	return dirs
+}
+
+// budget is the BE budget in force in percent of the node: the besteffort
+// cgroup's cfs quota (BE suppress's), plus the YARN root's when the budget
+// is divided between them (-1: unlimited or not readable).
+func (c *Controller) budget(h string, capacity int64) float64 {
+	rd := c.reader()
+	sum := 0.0
+	for _, dir := range batchDirs(h) {
+		q, err := rd.ReadCPUQuota(dir)
+		if err != nil {
+			return -1
+		}
+		p, err := rd.ReadCPUPeriod(dir)
+		if err != nil {
+			return -1
+		}
+		v := percent(q, p, capacity)
+		if v < 0 {
+			return -1
+		}
+		sum += v
+	}
+	return sum
+}
+
+// usage is batch's CPU use since the last step in percent of the node (-1
+// unknown).
+func (c *Controller) usage(h string, capacity int64) float64 {
 	now := c.now()
-	u, err := c.reader().ReadCPUAcctUsage(h)
-	if err != nil {
-		return -1
+	var u uint64
+	for _, dir := range batchDirs(h) {
+		v, err := c.reader().ReadCPUAcctUsage(dir)
+		if err != nil {
+			c.lastAt = time.Time{}
+			return -1
+		}
+		u += v
 	}
 	prev, at := c.lastUsage, c.lastAt
 	c.lastUsage, c.lastAt = u, now
-	if at.IsZero() || u < prev || !now.After(at) {
+	if at.IsZero() || u < prev || !now.After(at) || capacity <= 0 {
 		return -1
 	}
-	return int64(float64(u-prev) / float64(now.Sub(at)) * 1000)
-}
-
-// release gives the YARN root its own quota back (caller holds mu).
-func (c *Controller) release(why string) {
-	if c.dir == "" {
-		return
-	}
-	if c.restore(c.dir) {
-		klog.Infof("yarn: interference control: the YARN hierarchy %s has its own cfs quota back (%s)", c.dir, why)
-	}
-	c.dir, c.budget, c.resume = "", 0, 0
-	c.metrics.budget.Set(0)
+	return float64(u-prev) / float64(now.Sub(at)) * 1000 / float64(capacity) * 100
 }
 
 // restore gives dir its own quota back through the one writer.
@@ -322,28 +384,4 @@ func (c *Controller) restore(dir string) bool {
 		klog.Warningf("yarn: interference control: %v", err)
 	}
 	return restored
-}
-
-// write sets dir's cfs quota through the one writer of the YARN root's
-// quota (which records the root's own first).
-func (c *Controller) write(dir string, quota int64) bool {
-	if err := c.quota().Set(dir, quota); err != nil {
-		klog.Warningf("yarn: interference control: %v", err)
-		return false
-	}
-	return true
-}
-
-// Budget returns the current budget in milli-CPU (0: none written).
-func (c *Controller) Budget() int64 {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.budget
-}
-
-func abs(v int64) int64 {
-	if v < 0 {
-		return -v
-	}
-	return v
 }

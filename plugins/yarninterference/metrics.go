@@ -11,17 +11,17 @@ import (
 )
 
 type metrics struct {
-	budget, ceiling, target, signal prometheus.Gauge
-	actions                         *prometheus.CounterVec
+	budget, threshold, target, signal prometheus.Gauge
+	actions                           *prometheus.CounterVec
 }
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	sub := koordmetrics.KoordletSubsystem
 	m := &metrics{
 		budget: prometheus.NewGauge(prometheus.GaugeOpts{Subsystem: sub, Name: "yarn_interference_budget_cores",
-			Help: "CPU budget the interference controller gives the YARN hierarchy (its cfs quota); 0 when it writes none."}),
-		ceiling: prometheus.NewGauge(prometheus.GaugeOpts{Subsystem: sub, Name: "yarn_interference_ceiling_cores",
-			Help: "Largest budget allowed now: the node's CPU, BE suppress's budget and YARN's own quota, the smallest."}),
+			Help: "BE CPU budget in force at the controller's last step: BE suppress's cfs quota on the besteffort cgroup (with the YARN root's where the budget is divided), in cores; negative when unlimited."}),
+		threshold: prometheus.NewGauge(prometheus.GaugeOpts{Subsystem: sub, Name: "yarn_interference_threshold_percent",
+			Help: "cpuSuppressThresholdPercent BE suppress computes its budget with: the NodeSLO's, moved by the interference controller (0 when it is stopped)."}),
 		target: prometheus.NewGauge(prometheus.GaugeOpts{Subsystem: sub, Name: "yarn_interference_target_seconds",
 			Help: "LS CPU wait target in force (NodeSLO or --yarn-interference-target)."}),
 		signal: prometheus.NewGauge(prometheus.GaugeOpts{Subsystem: sub, Name: "yarn_interference_signal_seconds",
@@ -29,15 +29,15 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		actions: prometheus.NewCounterVec(prometheus.CounterOpts{Subsystem: sub, Name: "yarn_interference_actions_total",
 			Help: "Steps of the interference controller by action: grow, hold, cut, release (no signal)."}, []string{"action"}),
 	}
-	if err := promreg.Register(reg, m.budget, m.ceiling, m.target, m.signal, m.actions); err != nil {
+	if err := promreg.Register(reg, m.budget, m.threshold, m.target, m.signal, m.actions); err != nil {
 		return nil, err
 	}
 	return m, nil
 }
 
-func (m *metrics) observe(target, signal time.Duration, ceiling int64, a Action) {
+func (m *metrics) observe(target, signal time.Duration, budgetCores float64, a Action) {
 	m.target.Set(target.Seconds())
 	m.signal.Set(signal.Seconds())
-	m.ceiling.Set(float64(ceiling) / 1000)
+	m.budget.Set(budgetCores)
 	m.actions.WithLabelValues(string(a)).Inc()
 }

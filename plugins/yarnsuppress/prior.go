@@ -10,8 +10,8 @@ import (
 // The YARN hierarchy root's quota is written only through the framework's
 // one writer (cgroups.RootQuota): it records the root's own quota (YARN's,
 // e.g. from yarn.nodemanager.resource.percentage-physical-cpu-limit, or -1)
-// before koordlet's first write, in cgroups.PriorQuotaXattr, the record the
-// interference controller shares. When the division ends (upstream's
+// before koordlet's first write, in cgroups.PriorQuotaXattr (the record an
+// earlier interference controller, which wrote the root's quota, shared). When the division ends (upstream's
 // suppress off, the hierarchy below besteffort again, the gate off, even
 // after a koordlet restart) that quota goes back and the record goes.
 
@@ -45,7 +45,7 @@ func restoreRoot(q *cgroups.RootQuota, rel, why string) bool {
 type Restorer struct {
 	// Hierarchy returns the YARN hierarchy dir ("" when unknown).
 	Hierarchy func() string
-	// Quota is the root's writer, shared with suppress and the interference controller (nil: a fresh one, which restores from the record alone).
+	// Quota is the root's writer, shared with suppress (nil: a fresh one, which restores from the record alone).
 	Quota *cgroups.RootQuota
 }
 
@@ -58,12 +58,11 @@ func (r *Restorer) Enabled() bool { return false }
 // Run does nothing.
 func (r *Restorer) Run(<-chan struct{}) {}
 
-// RestoreDisabled restores the quota when the gate is off. With
-// YARNInterferenceControl on, the controller owns the root's quota: it
-// reads the root's own quota from the same record and puts it back when it
-// stops, so the record stays.
+// RestoreDisabled restores the quota when the gate is off (the interference
+// controller moves suppress's threshold and writes no quota: nothing else
+// owns the root's).
 func (r *Restorer) RestoreDisabled() int {
-	if features.Enabled(features.YARNBECPUSuppress) || features.Enabled(features.YARNInterferenceControl) || r.Hierarchy == nil {
+	if features.Enabled(features.YARNBECPUSuppress) || r.Hierarchy == nil {
 		return 0
 	}
 	h := r.Hierarchy()

@@ -51,6 +51,10 @@ type Deps struct {
 	Store *store.Store
 	// Quota writes the YARN root's quota: koordlet's one writer, shared with the restorer and the interference controller (nil: a writer of its own).
 	Quota *cgroups.RootQuota
+	// Threshold is the cpuSuppressThresholdPercent upstream's formula
+	// computes with when the NodeSLO's is base: the interference
+	// controller's (nil: the NodeSLO's).
+	Threshold func(base int64) int64
 }
 
 // NewFactory returns the factory for koordlet's "cpuSuppress" slot: when
@@ -70,7 +74,7 @@ func NewFactory(deps Deps) qmframework.QOSStrategyFactory {
 			s.reader = resourceexecutor.NewCgroupReader()
 		}
 		view := *opts
-		view.StatesInformer = &View{StatesInformer: opts.StatesInformer, Hierarchy: deps.Hierarchy}
+		view.StatesInformer = &View{StatesInformer: opts.StatesInformer, Hierarchy: deps.Hierarchy, Threshold: deps.Threshold}
 		view.CgroupReader = &budgetReader{CgroupReader: s.reader, s: s}
 		s.inner = cpusuppress.New(&view)
 		return s
@@ -85,15 +89,41 @@ func NewFactory(deps Deps) qmframework.QOSStrategyFactory {
 // BE is presented as based in the besteffort cgroup, the only base upstream
 // counts as BE: docs/metrics.md recommends "base": "CgroupRoot" for a YARN
 // hierarchy elsewhere, and counted as non-BE, YARN's usage would shrink the
-// very budget YARN is bound by.
+// very budget YARN is bound by. Its cpuSuppressThresholdPercent is the one
+// Threshold gives for the NodeSLO's (the interference controller's).
 type View struct {
 	statesinformer.StatesInformer
 	Hierarchy func() string
+	// Threshold maps the NodeSLO's cpuSuppressThresholdPercent to the one
+	// upstream's formula computes with (nil: the same).
+	Threshold func(base int64) int64
 }
 
-// GetNodeSLO returns the NodeSLO with the YARN host application added.
+// GetNodeSLO returns the NodeSLO with the YARN host application added and
+// the threshold Threshold gives.
 func (v *View) GetNodeSLO() *slov1alpha1.NodeSLO {
-	slo := v.StatesInformer.GetNodeSLO()
+	return v.withThreshold(v.withYARN(v.StatesInformer.GetNodeSLO()))
+}
+
+// withThreshold returns slo with cpuSuppressThresholdPercent moved by
+// Threshold (a copy when it moves: koordlet's NodeSLO is shared).
+func (v *View) withThreshold(slo *slov1alpha1.NodeSLO) *slov1alpha1.NodeSLO {
+	if slo == nil || v.Threshold == nil || slo.Spec.ResourceUsedThresholdWithBE == nil ||
+		slo.Spec.ResourceUsedThresholdWithBE.CPUSuppressThresholdPercent == nil {
+		return slo
+	}
+	base := *slo.Spec.ResourceUsedThresholdWithBE.CPUSuppressThresholdPercent
+	t := v.Threshold(base)
+	if t == base {
+		return slo
+	}
+	out := slo.DeepCopy()
+	out.Spec.ResourceUsedThresholdWithBE.CPUSuppressThresholdPercent = &t
+	return out
+}
+
+// withYARN returns slo with the YARN host application added.
+func (v *View) withYARN(slo *slov1alpha1.NodeSLO) *slov1alpha1.NodeSLO {
 	if slo == nil || v.Hierarchy == nil {
 		return slo
 	}

@@ -86,12 +86,15 @@ func TestOutsideBestEffort(t *testing.T) {
 // threshold, node usage 3 cores of which an LS pod uses 0.5 and YARN 2.
 // Upstream counts YARN as system usage (3 − 0.5 = 2.5) and squeezes BE to
 // its minimum; YARN-aware, system is 0.5 and BE gets 4×0.65 − 0.5 − 0.5 = 1.6
-// cores (cfs quota 160000).
+// cores (cfs quota 160000). With the interference controller's threshold
+// (80%, 15 points above the NodeSLO's), upstream's own formula computes
+// 4×0.8 − 0.5 − 0.5 = 2.2 cores.
 func TestSuppressCountsYARNAsBE(t *testing.T) {
 	for _, tc := range []struct {
 		yarnAware bool
+		threshold func(int64) int64
 		want      string
-	}{{false, "2000"}, {true, "160000"}} { // 2000: upstream's minimum BE quota
+	}{{false, nil, "2000"}, {true, nil, "160000"}, {true, func(base int64) int64 { return base + 15 }, "220000"}} { // 2000: upstream's minimum BE quota
 		helper := system.NewFileTestUtil(t)
 		old := system.CgroupPathFormatter
 		system.SetupCgroupPathFormatter(system.Cgroupfs)
@@ -143,7 +146,7 @@ func TestSuppressCountsYARNAsBE(t *testing.T) {
 		require.NoError(t, app.Append(samples))
 		require.NoError(t, app.Commit())
 
-		strategy := NewFactory(Deps{Hierarchy: func() string { return hierarchy }})(&qmframework.Options{
+		strategy := NewFactory(Deps{Hierarchy: func() string { return hierarchy }, Threshold: tc.threshold})(&qmframework.Options{
 			Config: qmframework.NewDefaultConfig(), StatesInformer: si, MetricCache: mc, CgroupReader: resourceexecutor.NewCgroupReader(),
 			MetricAdvisorConfig: &ma.Config{CollectResUsedInterval: time.Second}})
 		_, isOurs := strategy.(*Strategy)
@@ -158,6 +161,7 @@ func TestSuppressCountsYARNAsBE(t *testing.T) {
 		close(stop)
 		system.CgroupPathFormatter = old
 		helper.Cleanup()
+		assert.Equal(t, int64(65), *slo.Spec.ResourceUsedThresholdWithBE.CPUSuppressThresholdPercent, "koordlet's own NodeSLO is not modified")
 	}
 	require.NoError(t, koordfeatures.DefaultMutableKoordletFeatureGate.SetFromMap(map[string]bool{
 		string(koordfeatures.BECPUSuppress): false, string(features.YARNBECPUSuppress): false}))

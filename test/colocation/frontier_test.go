@@ -37,11 +37,23 @@ func TestFrontierPicksTheBestSettingMeetingEachSLO(t *testing.T) {
 	for _, tg := range ts {
 		names = append(names, tg.Name)
 	}
-	require.Len(t, ts, 6, "%v", names) // 4 gains, the idle share at 60%/1.3×, evictions
-	assert.True(t, ts[0].Met)
-	assert.True(t, ts[2].Met, "12 CPU-s = 60% of 20 idle: %s", ts[2].Measured)
-	assert.True(t, ts[4].Met, "16 vs 6 CPU-s at 2×")
+	require.Len(t, ts, 6, "%v", names) // 4 SLOs, the wins, evictions
+	for i := 0; i < 4; i++ {
+		assert.True(t, ts[i].Met, "%s: %s", ts[i].Name, ts[i].Measured)
+	}
+	assert.True(t, ts[4].Met, "wins at all four: %s", ts[4].Measured)
+	assert.Contains(t, ts[4].Measured, "4 (60%/1.1×")
 	assert.True(t, ts[5].Met, "no eviction")
+
+	// The controller a little below static at one SLO: that target missed,
+	// and a single win is not two.
+	rows[5] = row(Controlled, "target 1ms", 0.6, 1.2, 5.9, 0)
+	rows[4] = row(Controlled, "target 500µs", 0.6, 1.08, 2, 0)
+	rows[6] = row(Controlled, "target 5ms", 0.6, 1.9, 7, 0)
+	ts = FrontierTargets(FrontierOf(rows, DefaultSLOs), rows)
+	assert.True(t, ts[0].Met, "a tie at 1.1×: 2 = 2")
+	assert.False(t, ts[1].Met, "5.9 < 6 at 1.3×: %s", ts[1].Measured)
+	assert.False(t, ts[4].Met, "no win (2×: 7 vs 6 is 1.17×, not 1.25×): %s", ts[4].Measured)
 }
 
 func TestFrontierNoneMeets(t *testing.T) {
@@ -50,6 +62,7 @@ func TestFrontierNoneMeets(t *testing.T) {
 	assert.True(t, math.IsNaN(fr[0].Gain), "neither")
 	assert.True(t, math.IsInf(fr[1].Gain, 1), "only the controller")
 	ts := FrontierTargets(fr, rows)
-	assert.False(t, ts[0].Met)
-	assert.True(t, ts[1].Met)
+	assert.True(t, ts[0].Met, "neither meets 1.1×: a tie at none")
+	assert.True(t, ts[1].Met, "only the controller meets 1.3×")
+	assert.False(t, ts[2].Met, "one win of two needed: %s", ts[2].Measured)
 }

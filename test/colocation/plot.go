@@ -14,7 +14,7 @@ import (
 )
 
 // writeStepPlot draws the step response (gonum/plot, SVG): the LS p99 per
-// half-second on top; the YARN budget and YARN's CPU use below; the step
+// half-second on top; the batch budget and YARN's CPU use below; the step
 // at t = 0.
 func writeStepPlot(file string, r StepResult) error {
 	top := plot.New()
@@ -53,7 +53,7 @@ func writeStepPlot(file string, r StepResult) error {
 		}
 		usage = append(usage, plotter.XY{X: s.At.Seconds(), Y: s.Usage})
 	}
-	if err := AddLine(bottom, budget, "YARN budget (cfs quota)", 1); err != nil {
+	if err := AddLine(bottom, budget, "batch budget (besteffort cfs quota)", 1); err != nil {
 		return err
 	}
 	if err := AddLine(bottom, usage, "YARN CPU use", 2); err != nil {

@@ -27,17 +27,21 @@ type StepOptions struct {
 	Thresholds Thresholds
 }
 
-// StepSample is the YARN budget and usage at one instant.
+// StepSample is the batch budget and YARN's usage at one instant.
 type StepSample struct {
 	// At is the time from the step (negative before it).
 	At time.Duration
-	// Budget is the YARN root's cfs quota in cores (NaN: unlimited);
+	// Budget is the besteffort cgroup's cfs quota in cores (BE suppress's
+	// budget at the controller's threshold; NaN: unlimited);
 	// Usage YARN's CPU use since the previous sample, in cores.
 	Budget, Usage float64
 	// Signal is the controller's last signal from koordlet's /metrics
 	// (koordlet_yarn_interference_signal_seconds; NaN: not read at this
 	// sample).
 	Signal time.Duration
+	// Threshold is BE suppress's threshold from koordlet's /metrics
+	// (koordlet_yarn_interference_threshold_percent; NaN: not read).
+	Threshold float64
 }
 
 // LatencyBin is the LS p99 of the requests sent in one bin.
@@ -57,6 +61,9 @@ type StepResult struct {
 	TimeToCut time.Duration
 	// BudgetAtStep and BudgetLow (the lowest after the step) in cores.
 	BudgetAtStep, BudgetLow float64
+	// ThresholdAtStep and ThresholdLow are BE suppress's threshold read
+	// last before the step and the lowest after it (NaN: not read).
+	ThresholdAtStep, ThresholdLow float64
 	// P99Before is over the 10 s before the step, P99During the 5 s after
 	// it, P99After the last 10 s.
 	P99Before, P99During, P99After time.Duration
@@ -90,8 +97,11 @@ func (h *harness) stepResponse(ctx context.Context, o StepOptions, rates map[flo
 		return res, err
 	}
 	defer func() { _, _, _ = b.finish() }()
-	quotaFile := filepath.Join(h.box.CgroupRoot(), "cpu", h.box.Hierarchy(), "cpu.cfs_quota_us")
-	periodFile := filepath.Join(h.box.CgroupRoot(), "cpu", h.box.Hierarchy(), "cpu.cfs_period_us")
+	// The batch budget: BE suppress's quota on the besteffort cgroup (the
+	// YARN root's parent), whose threshold the controller moves.
+	be := filepath.Dir(h.box.Hierarchy())
+	quotaFile := filepath.Join(h.box.CgroupRoot(), "cpu", be, "cpu.cfs_quota_us")
+	periodFile := filepath.Join(h.box.CgroupRoot(), "cpu", be, "cpu.cfs_period_us")
 
 	var (
 		mu      sync.Mutex
@@ -126,18 +136,21 @@ func (h *harness) stepResponse(ctx context.Context, o StepOptions, rates map[flo
 				if qerr == nil && perr == nil && q > 0 && p > 0 {
 					budget = float64(q) / float64(p)
 				}
-				sig := time.Duration(-1)
-				if n%5 == 0 { // koordlet's signal every half second
+				sig, th := time.Duration(-1), math.NaN()
+				if n%5 == 0 { // koordlet's signal and threshold every half second
 					if fams, err := h.box.MetricFamilies(); err == nil {
 						if f, ok := fams["koordlet_yarn_interference_signal_seconds"]; ok && len(f.Metric) > 0 {
 							sig = time.Duration(f.Metric[0].GetGauge().GetValue() * float64(time.Second))
+						}
+						if f, ok := fams["koordlet_yarn_interference_threshold_percent"]; ok && len(f.Metric) > 0 {
+							th = f.Metric[0].GetGauge().GetValue()
 						}
 					}
 				}
 				n++
 				mu.Lock()
 				if !stepAt.IsZero() {
-					samples = append(samples, StepSample{At: now.Sub(stepAt), Budget: budget, Usage: (use - lastUse) / now.Sub(last).Seconds(), Signal: sig})
+					samples = append(samples, StepSample{At: now.Sub(stepAt), Budget: budget, Usage: (use - lastUse) / now.Sub(last).Seconds(), Signal: sig, Threshold: th})
 				}
 				mu.Unlock()
 				lastUse, last = use, now
@@ -179,6 +192,7 @@ func (h *harness) stepResponse(ctx context.Context, o StepOptions, rates map[flo
 	mu.Unlock()
 	res.Bins, res.P99Before, res.P99During, res.P99After = latencyBins(append(first, second...), step, o.Before, o.After)
 	res.BudgetAtStep, res.BudgetLow, res.TimeToCut = cutOf(res.Samples)
+	res.ThresholdAtStep, res.ThresholdLow = thresholdsOf(res.Samples)
 	if o.Plot != "" {
 		if err := writeStepPlot(o.Plot, res); err != nil {
 			return res, err
@@ -255,15 +269,31 @@ func cutOf(samples []StepSample) (atStep, low float64, cut time.Duration) {
 	return atStep, low, cut
 }
 
+// thresholdsOf returns the threshold read last before the step and the
+// lowest after it.
+func thresholdsOf(samples []StepSample) (atStep, low float64) {
+	atStep, low = math.NaN(), math.NaN()
+	for _, s := range samples {
+		switch {
+		case math.IsNaN(s.Threshold):
+		case s.At <= 0:
+			atStep = s.Threshold
+		case math.IsNaN(low) || s.Threshold < low:
+			low = s.Threshold
+		}
+	}
+	return atStep, low
+}
+
 // Print writes the step response's figures.
 func (r StepResult) Print(w io.Writer) {
 	cut := "never cut"
 	if r.TimeToCut >= 0 {
 		cut = fmt.Sprintf("budget cut %v after the step", r.TimeToCut.Round(10*time.Millisecond))
 	}
-	fmt.Fprintf(w, "Step response (controller target %v; LS %s → %s at t = 0, %v before, %v after): %s (%.2f → lowest %.2f cores); LS p99 %.2f ms in the 10 s before, %.2f ms in the 5 s after the step, %.2f ms in the last 10 s",
+	fmt.Fprintf(w, "Step response (controller target %v; LS %s → %s at t = 0, %v before, %v after): %s (%.2f → lowest %.2f cores; threshold %.0f%% → lowest %.0f%%); LS p99 %.2f ms in the 10 s before, %.2f ms in the 5 s after the step, %.2f ms in the last 10 s",
 		r.Opts.Target, pct(r.Opts.From), pct(r.Opts.To), r.Opts.Before, r.Opts.After, cut, r.BudgetAtStep, r.BudgetLow,
-		ms(r.P99Before), ms(r.P99During), ms(r.P99After))
+		r.ThresholdAtStep, r.ThresholdLow, ms(r.P99Before), ms(r.P99During), ms(r.P99After))
 	if r.PlotFile != "" {
 		fmt.Fprintf(w, "; plot: %s", r.PlotFile)
 	}

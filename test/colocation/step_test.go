@@ -50,5 +50,5 @@ func TestLatencyBinsAndPlot(t *testing.T) {
 	b, err := os.ReadFile(file)
 	require.NoError(t, err)
 	assert.True(t, strings.Contains(string(b), "<svg"), "an SVG")
-	assert.Contains(t, string(b), "YARN budget")
+	assert.Contains(t, string(b), "batch budget")
 }

@@ -60,11 +60,12 @@ func TestColocationSmoke(t *testing.T) {
 	assert.Len(t, rep.Rows, len(colocation.AllConfigs))
 	assert.NotEmpty(t, rep.Targets)
 
-	// Interference control: koordlet wrote a YARN budget (a quota on the
-	// YARN root) and published its signal, which the step sampled.
+	// Interference control: BE suppress put a budget on the besteffort
+	// cgroup at the controller's threshold, koordlet published its signal
+	// and its threshold, which the step sampled.
 	for _, ep := range rep.Episodes {
 		if ep.Config == colocation.Controlled {
-			assert.NotContains(t, ep.Knobs, "YARN root cfs_quota_us -1", "the controller set a budget: %s", ep.Knobs)
+			assert.NotContains(t, ep.Knobs, "besteffort cfs_quota_us -1", "BE suppress set a budget: %s", ep.Knobs)
 		}
 	}
 	require.NotNil(t, rep.Step)
@@ -78,7 +79,7 @@ func TestColocationSmoke(t *testing.T) {
 			signals++
 		}
 	}
-	assert.Greater(t, budgets, 0, "the YARN root had a budget during the step")
+	assert.Greater(t, budgets, 0, "the besteffort cgroup had a budget during the step")
 	assert.Greater(t, signals, 0, "koordlet published the interference signal")
 	st, err := os.Stat(plot)
 	require.NoError(t, err, "the step plot was written")

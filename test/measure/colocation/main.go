@@ -31,7 +31,7 @@ func main() {
 	configs := flag.String("configs", "1,2,3,4", "configurations to run (1 LS alone, 2 no QoS, 3 upstream's best, 4 this plugin set, 5 the plugin set with interference control); without -sweep")
 	sweep := flag.Bool("sweep", false, "run the SLO sweep instead of -configs: LS alone, upstream's best at each -sweep-thresholds and the interference controller at each -sweep-targets; the frontier at each -slos")
 	thresholds := flag.String("sweep-thresholds", "50,60,70,80,90,100", "cpuSuppressThresholdPercent values of configuration 3 in the sweep")
-	targets := flag.String("sweep-targets", "25us,50us,75us,100us,150us", "--yarn-interference-target values of configuration 5 in the sweep")
+	targets := flag.String("sweep-targets", "25us,35us,50us,75us,150us", "--yarn-interference-target values of configuration 5 in the sweep")
 	slos := flag.String("slos", "1.1,1.3,1.5,2", "LS p99 targets of the sweep, × LS alone")
 	stepTarget := flag.Duration("step-target", 0, "after the episodes, a step response of configuration 5 at this target (LS 30% → 60%); 0: none")
 	plotFile := flag.String("plot", "build/colocation-step.svg", "SVG file of the step response's plot")

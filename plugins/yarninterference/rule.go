@@ -1,0 +1,115 @@
+// Package yarninterference is the YARN interference controller (gate
+// YARNInterferenceControl): feedback on top of BE suppress's feed-forward.
+// Upstream's static formula stays the budget of batch, computed and written
+// by upstream's own suppress every period,
+//
+//	budget = capacity × cpuSuppressThresholdPercent − LS usage − system,
+//
+// and the controller moves the threshold that formula uses from how long
+// the LS pods' tasks wait behind batch (package collectors/lswait) against
+// a target: up a step while the worst LS pod waits well below the target,
+// down by half the budget when it waits above it, within [0, 100] and never
+// cutting the budget below a floor. The feed-forward follows LS's usage
+// every period; the feedback finds the threshold at which LS's tail is
+// held. With the signal lost, or the gate off, the threshold is the
+// NodeSLO's: exactly static suppress.
+package yarninterference
+
+import "time"
+
+// Rule is the controller's rule on the threshold's offset from the
+// NodeSLO's, in percent of the node's CPU.
+//
+// Why additive increase and a multiplicative decrease of the budget: the
+// plant — the LS tail wait as a function of batch's budget — is noisy, heavy
+// tailed and changes with LS's load and batch's mix, so gains tuned for one
+// load over- or under-react at another. Halving the budget on a violation
+// reaches a harmless level in a few intervals from any height; a step up per
+// quiet interval probes back; the band between HoldBelow × Target and
+// Target holds a steady load on one threshold instead of a sawtooth. The
+// decrease is of the budget, not of the threshold: at 60% LS load a
+// threshold of 70% is a budget of a tenth of the node, and halving it is
+// five points of threshold, where halving the threshold would stop batch.
+type Rule struct {
+	// Target is the signal's bound.
+	Target time.Duration
+	// HoldBelow is the share of Target under which the threshold grows
+	// (0.7: it holds between 70% and 100% of the target).
+	HoldBelow float64
+	// Step is the growth of the threshold per interval (percent points).
+	Step float64
+	// Floor is the smallest budget a cut leaves, in percent of the node.
+	Floor float64
+}
+
+// Action is what one step did.
+type Action string
+
+// The actions.
+const (
+	Grow    Action = "grow"
+	Hold    Action = "hold"
+	Cut     Action = "cut"
+	Release Action = "release" // no signal: the NodeSLO's threshold
+)
+
+// Next returns the offset after offset, for the NodeSLO's threshold base
+// (percent), the BE budget in force (percent of the node; negative:
+// unlimited or unknown), batch's CPU use in the last interval (percent of
+// the node; negative: unknown) and the signal (ok false: none). The
+// threshold base + offset stays within [0, 100]. The threshold does not
+// grow while batch uses less than half its budget less a step, so that an
+// idle batch does not wind the threshold up and hit LS with all of it when
+// it starts.
+func (r Rule) Next(offset, base, budget, usage float64, signal time.Duration, ok bool) (float64, Action) {
+	if !ok {
+		return offset, Release
+	}
+	clamp := func(v float64) float64 { return min(max(v, -base), 100-base) }
+	switch {
+	case signal > r.Target:
+		cut := r.Step
+		if budget > 0 {
+			cut = max(cut, budget/2)
+			cut = min(cut, budget-r.Floor)
+		}
+		if cut <= 0 {
+			return clamp(offset), Hold // at the floor
+		}
+		return clamp(offset - cut), Cut
+	case float64(signal) < r.HoldBelow*float64(r.Target):
+		if usage >= 0 && budget >= 0 && budget > 2*usage+r.Step {
+			return clamp(offset), Hold
+		}
+		next := clamp(offset + r.Step)
+		if next == clamp(offset) {
+			return next, Hold
+		}
+		return next, Grow
+	default:
+		return clamp(offset), Hold
+	}
+}
+
+// threshold is base + offset rounded to a whole percent (the NodeSLO's
+// unit) within [0, 100].
+func threshold(base int64, offset float64) int64 {
+	t := base + int64(roundHalfUp(offset))
+	return min(max(t, 0), 100)
+}
+
+func roundHalfUp(v float64) float64 {
+	if v < 0 {
+		return -roundHalfUp(-v)
+	}
+	return float64(int64(v + 0.5))
+}
+
+// percent converts a cfs quota (µs per period; ≤ 0: unlimited) on a node of
+// capacity milli-CPU to percent of the node (-1: unlimited).
+func percent(quota, period, capacity int64) float64 {
+	if quota <= 0 || period <= 0 || capacity <= 0 {
+		return -1
+	}
+	return float64(quota) * 1000 / float64(period) * 100 / float64(capacity)
+}
