@@ -241,7 +241,7 @@ measure-nm-at-once: deps
 # loop) beside YARN batch on the node in a box. By default the SLO sweep:
 # LS alone, upstream koordlet's best practice for YARN at suppress
 # thresholds 50–100%, and this plugin set with the interference controller
-# at targets 25–150 µs, each at every level of COLOC_LEVELS (shares of the
+# at targets 60–150 µs (-interference-signal wait), each at every level of COLOC_LEVELS (shares of the
 # node's CPU), COLOC_REPEATS times; the frontier at LS p99 targets 1.1–2×
 # LS alone; then the controller's step response (LS 30% → 60%), plotted to
 # build/colocation-step.svg (root, cgroup v1; about 25 minutes).

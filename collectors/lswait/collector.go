@@ -56,6 +56,10 @@ type Signal struct {
 	// when none had): the controller's signal. A node mean weighted by
 	// wake-ups would let a busy unharmed pod hide a harmed one.
 	Worst PodInterference
+	// WorstWait is the LS pod with the highest wait per wake-up behind any
+	// task (batch, LS, daemons, kernel threads), among those with at least
+	// MinPodWaits waits (eBPF only; WorstWait.Pod "" when none had).
+	WorstWait PodInterference
 	// Waits is how many waits (eBPF) or time slices (schedstat) there were.
 	Waits uint64
 	// Pods is how many LS pods were measured.
@@ -72,11 +76,12 @@ type PodInterference struct {
 	Waits uint64
 }
 
-// consider makes w pod's interference over d if it is the worse one, and
-// the pod woke at least MinPodWaits times.
-func (w *PodInterference) consider(pod string, d Waits) {
-	if n := d.All.Count(); n >= MinPodWaits && (w.Pod == "" || d.Others.Mean() > w.Mean) {
-		*w = PodInterference{Pod: pod, Mean: d.Others.Mean(), Waits: n}
+// consider makes w pod's wait over h (its waits, all or behind batch) if
+// it is the worse one and the pod woke (all waits) at least MinPodWaits
+// times.
+func (w *PodInterference) consider(pod string, d Waits, h Hist) {
+	if n := d.All.Count(); n >= MinPodWaits && (w.Pod == "" || h.Mean() > w.Mean) {
+		*w = PodInterference{Pod: pod, Mean: h.Mean(), Waits: n}
 	}
 }
 
@@ -99,6 +104,32 @@ const MinPodWaits = 20
 // but the mean wait per wake-up 20–40 → 90–160 µs). The mean is the CPU
 // time LS lost behind batch tasks per wake-up: it moves with the harm.
 func (s Signal) Value() time.Duration {
+	return s.ValueOf(SignalInterference)
+}
+
+// The signals a target can apply to.
+const (
+	// SignalInterference is Value's: the worst LS pod's wait behind batch
+	// per wake-up (eBPF).
+	SignalInterference = "interference"
+	// SignalWait is the worst LS pod's wait behind any task per wake-up
+	// (eBPF; the node's mean when no pod woke MinPodWaits times): it also
+	// sees LS queueing behind LS, which is how batch harms LS when batch
+	// is SCHED_IDLE (cpu.idle) and is preempted at every LS wake-up, but
+	// also counts waits behind daemons and kernel threads.
+	SignalWait = "wait"
+)
+
+// ValueOf is the figure a target applies to for signal kind (Signal*;
+// unknown: SignalInterference). From schedstat both are the mean wait per
+// time slice.
+func (s Signal) ValueOf(kind string) time.Duration {
+	if kind == SignalWait && s.Source == SourceEBPF {
+		if s.WorstWait.Pod != "" {
+			return s.WorstWait.Mean
+		}
+		return s.Mean
+	}
 	if s.Source == SourceEBPF {
 		if s.Worst.Pod != "" {
 			return s.Worst.Mean
@@ -344,7 +375,7 @@ func (c *Collector) Collect() {
 	if c.probe != nil {
 		c.markBatch(bePods, hid)
 	}
-	var worst PodInterference
+	var worst, worstWait PodInterference
 	for _, p := range lsPods {
 		uid := string(p.UID)
 		seen[uid] = true
@@ -378,7 +409,8 @@ func (c *Collector) Collect() {
 			total.Add(d)
 			c.metrics.observePod(lp.ns, lp.name, d.All.Sum, d.All.Count(), d.All.Quantile(0.99))
 			c.metrics.interference.WithLabelValues(lp.ns, lp.name).Add(d.Others.Sum.Seconds())
-			worst.consider(lp.ns+"/"+lp.name, d)
+			worst.consider(lp.ns+"/"+lp.name, d, d.Others)
+			worstWait.consider(lp.ns+"/"+lp.name, d, d.All)
 		} else {
 			w, n := c.sched.delta(readTids(lp.dirs, v2), nextSched)
 			schedWait += w
@@ -415,7 +447,7 @@ func (c *Collector) Collect() {
 		sig.InterferenceP99 = total.Others.Quantile(0.99)
 		sig.P999, sig.InterferenceP999 = total.All.Quantile(0.999), total.Others.Quantile(0.999)
 		sig.InterferenceMean = total.Others.Mean()
-		sig.Worst = worst
+		sig.Worst, sig.WorstWait = worst, worstWait
 	} else if schedSlices > 0 {
 		sig.Mean, sig.Waits = schedWait/time.Duration(schedSlices), schedSlices
 	}

@@ -53,6 +53,40 @@ func TestSignalValueIsTheWorstPod(t *testing.T) {
 	assert.Equal(t, time.Millisecond, Signal{Source: SourceSchedstat, Mean: time.Millisecond}.Value())
 }
 
+// TestSignalWait: the wait signal is the worst pod's wait behind any task
+// (the node's mean without one); from schedstat it is the same mean as
+// the interference signal.
+func TestSignalWait(t *testing.T) {
+	s := Signal{Source: SourceEBPF, Mean: 80 * time.Microsecond, InterferenceMean: 3 * time.Microsecond,
+		Worst:     PodInterference{Pod: "default/ls", Mean: 3 * time.Microsecond, Waits: 500},
+		WorstWait: PodInterference{Pod: "default/ls", Mean: 120 * time.Microsecond, Waits: 500}}
+	assert.Equal(t, 3*time.Microsecond, s.ValueOf(SignalInterference))
+	assert.Equal(t, 120*time.Microsecond, s.ValueOf(SignalWait))
+	s.WorstWait = PodInterference{}
+	assert.Equal(t, 80*time.Microsecond, s.ValueOf(SignalWait))
+	sched := Signal{Source: SourceSchedstat, Mean: time.Millisecond}
+	assert.Equal(t, time.Millisecond, sched.ValueOf(SignalWait))
+	assert.Equal(t, time.Millisecond, sched.ValueOf(SignalInterference))
+}
+
+// TestWorstWaitPod: the worst pod by all its waits is not the worst by
+// its waits behind batch when the harm is LS queueing behind LS.
+func TestWorstWaitPod(t *testing.T) {
+	var a, b Waits
+	a.All.Buckets[Bucket(200*time.Microsecond)], a.All.Sum = 100, 100*200*time.Microsecond
+	a.Others.Buckets[Bucket(time.Microsecond)], a.Others.Sum = 100, 100*time.Microsecond
+	b.All.Buckets[Bucket(50*time.Microsecond)], b.All.Sum = 100, 100*50*time.Microsecond
+	b.Others = b.All
+	var worst, worstWait PodInterference
+	for pod, d := range map[string]Waits{"default/a": a, "default/b": b} {
+		worst.consider(pod, d, d.Others)
+		worstWait.consider(pod, d, d.All)
+	}
+	assert.Equal(t, "default/b", worst.Pod)
+	assert.Equal(t, "default/a", worstWait.Pod)
+	assert.Equal(t, 200*time.Microsecond, worstWait.Mean)
+}
+
 // TestWorstPod: of two pods, the one with the higher interference per
 // wake-up is the worst even when the other woke far more often (and so
 // weighs more in the node mean); a pod with fewer than MinPodWaits waits
@@ -67,9 +101,9 @@ func TestWorstPod(t *testing.T) {
 	}
 	var worst PodInterference
 	busy, harmed, rare := waits(10000, 10*time.Microsecond), waits(50, 2*time.Millisecond), waits(MinPodWaits-1, 50*time.Millisecond)
-	worst.consider("default/busy", busy)
-	worst.consider("default/harmed", harmed)
-	worst.consider("default/rare", rare)
+	worst.consider("default/busy", busy, busy.Others)
+	worst.consider("default/harmed", harmed, harmed.Others)
+	worst.consider("default/rare", rare, rare.Others)
 	assert.Equal(t, PodInterference{Pod: "default/harmed", Mean: 2 * time.Millisecond, Waits: 50}, worst)
 	var total Waits
 	total.Add(busy)

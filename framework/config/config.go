@@ -98,7 +98,7 @@ func NewDefault() *Config {
 		ContainerMetrics:             ContainerMetricsContainer,
 		MemoryThrottleBandPercent:    DefaultMemoryThrottleBandPercent,
 		RM:                           RM{Timeout: yarn.DefaultRMTimeout, MaxResponseBytes: yarn.DefaultRMMaxResponseBytes},
-		Interference: Interference{Interval: DefaultInterferenceInterval, Target: DefaultInterferenceTarget,
+		Interference: Interference{Interval: DefaultInterferenceInterval, Target: DefaultInterferenceTarget, Signal: DefaultInterferenceSignal,
 			MinPercent: DefaultInterferenceMinPercent, StepPercent: DefaultInterferenceStepPercent},
 		Ledger: Ledger{PatchInterval: DefaultLedgerPatchInterval, Hysteresis: DefaultLedgerHysteresis, MaxAge: DefaultLedgerMaxAge, RMSyncInterval: DefaultRMSyncInterval, RMReadBack: DefaultRMReadBack, Expiry: DefaultLedgerExpiry, RMPreemptionTimeout: DefaultRMPreemptionTimeout, RMPreemptionGrace: DefaultRMPreemptionGrace, RMCapacityRecord: DefaultRMCapacityRecord},
 	}

@@ -18,6 +18,10 @@ type Interference struct {
 	// NodeSLO's extensions.yarnInterferenceControl.cpuWaitTargetMicroseconds
 	// overrides it.
 	Target time.Duration
+	// Signal is which LS wait the target applies to: lswait.SignalInterference
+	// (the worst LS pod's wait behind batch) or lswait.SignalWait (behind
+	// any task).
+	Signal string
 	// MinPercent is the BE budget's floor a cut leaves, in percent of the
 	// node's CPU; StepPercent the threshold's growth per interval, in
 	// percent points.
@@ -28,6 +32,7 @@ type Interference struct {
 const (
 	DefaultInterferenceInterval    = time.Second
 	DefaultInterferenceTarget      = 50 * time.Microsecond
+	DefaultInterferenceSignal      = "interference"
 	DefaultInterferenceMinPercent  = 5
 	DefaultInterferenceStepPercent = 2
 )
@@ -37,6 +42,8 @@ func (i *Interference) initFlags(fs *flag.FlagSet) {
 		"Period of the LS CPU wait measurement (YARNLSCPUWait) and of the interference controller's step (YARNInterferenceControl); BE suppress applies the threshold at its own period (cpuSuppressIntervalSeconds).")
 	fs.DurationVar(&i.Target, "yarn-interference-target", i.Target,
 		"LS CPU wait the interference controller holds batch to: the mean time an LS pod's task waits behind tasks of no LS pod per wake-up (eBPF; the mean run-queue wait per time slice where eBPF cannot run). The NodeSLO's spec.extensions.yarnInterferenceControl.cpuWaitTargetMicroseconds overrides it.")
+	fs.StringVar(&i.Signal, "yarn-interference-signal", i.Signal,
+		"LS CPU wait the target applies to: interference (the worst LS pod's mean wait behind batch tasks per wake-up) or wait (its mean wait behind any task, LS's own included: with batch SCHED_IDLE (cpu.idle) LS hardly ever waits behind batch, and batch's harm shows as LS queueing behind LS). Both are the mean run-queue wait per time slice where eBPF cannot run.")
 	fs.Int64Var(&i.MinPercent, "yarn-interference-min-cpu-percent", i.MinPercent,
 		"Smallest BE CPU budget a cut of the interference controller leaves, in percent of the node's CPU (BE suppress's own minimum, cpuSuppressMinPercent, applies too).")
 	fs.Int64Var(&i.StepPercent, "yarn-interference-step-percent", i.StepPercent,
@@ -49,6 +56,9 @@ func (i *Interference) validate() error {
 	}
 	if i.Target <= 0 {
 		return fmt.Errorf("--yarn-interference-target %v: must be positive", i.Target)
+	}
+	if i.Signal != "interference" && i.Signal != "wait" {
+		return fmt.Errorf("--yarn-interference-signal %q: not interference or wait", i.Signal)
 	}
 	if i.MinPercent < 1 || i.MinPercent > 100 {
 		return fmt.Errorf("--yarn-interference-min-cpu-percent %d: not in 1–100", i.MinPercent)

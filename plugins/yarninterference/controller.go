@@ -263,12 +263,12 @@ func (c *Controller) Step() {
 	sig, ok := c.opts.Signal()
 	cfg := c.opts.Config
 	r := Rule{Target: c.Target(), HoldBelow: 0.7, Step: float64(cfg.StepPercent), Floor: float64(cfg.MinPercent)}
-	next, act := r.Next(c.offset, float64(base), budget, usage, sig.Value(), ok)
+	next, act := r.Next(c.offset, float64(base), budget, usage, sig.ValueOf(cfg.Signal), ok)
 	cores := -1.0
 	if budget >= 0 {
 		cores = budget * float64(capacity) / 100 / 1000
 	}
-	c.metrics.observe(r.Target, sig.Value(), cores, act)
+	c.metrics.observe(r.Target, sig.ValueOf(cfg.Signal), cores, act)
 	if act == Release {
 		c.sayOnce("nosignal", "yarn: interference control: no LS CPU wait signal; BE suppress's threshold is the NodeSLO's %d%% until there is one", base)
 		c.stand("no signal") // the offset stays: the threshold comes back there with the signal
@@ -279,11 +279,11 @@ func (c *Controller) Step() {
 	prev, th := threshold(base, c.offset), threshold(base, next)
 	switch {
 	case !c.applying:
-		klog.Infof("yarn: interference control: BE suppress's threshold %d%% (NodeSLO %d%%; LS CPU wait %v, target %v, budget %.1f%% of the node)", th, base, sig.Value(), r.Target, budget)
+		klog.Infof("yarn: interference control: BE suppress's threshold %d%% (NodeSLO %d%%; LS CPU wait %v, target %v, budget %.1f%% of the node)", th, base, sig.ValueOf(cfg.Signal), r.Target, budget)
 	case act == Cut:
-		klog.V(3).Infof("yarn: interference control: LS CPU wait %v above %v: BE suppress's threshold %d%% → %d%% (budget %.1f%% of the node)", sig.Value(), r.Target, prev, th, budget)
+		klog.V(3).Infof("yarn: interference control: LS CPU wait %v above %v: BE suppress's threshold %d%% → %d%% (budget %.1f%% of the node)", sig.ValueOf(cfg.Signal), r.Target, prev, th, budget)
 	case th != prev:
-		klog.V(4).Infof("yarn: interference control: LS CPU wait %v (target %v): BE suppress's threshold %d%% → %d%% (%s)", sig.Value(), r.Target, prev, th, act)
+		klog.V(4).Infof("yarn: interference control: LS CPU wait %v (target %v): BE suppress's threshold %d%% → %d%% (%s)", sig.ValueOf(cfg.Signal), r.Target, prev, th, act)
 	}
 	c.offset, c.applying = next, true
 	c.metrics.threshold.Set(float64(th))

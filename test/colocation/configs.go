@@ -75,6 +75,9 @@ type Thresholds struct {
 	// --yarn-interference-step-percent and --yarn-interference-min-cpu-percent
 	// there (0: the defaults).
 	InterferenceStepPercent, InterferenceMinPercent int64
+	// InterferenceSignal is --yarn-interference-signal there ("": the
+	// default).
+	InterferenceSignal string
 }
 
 // DefaultThresholds: configuration 3 keeps Koordinator's default CPU
@@ -124,6 +127,9 @@ func (c Config) KoordletArgs(t Thresholds) []string {
 		}
 		if t.InterferenceMinPercent > 0 {
 			args = append(args, fmt.Sprintf("--yarn-interference-min-cpu-percent=%d", t.InterferenceMinPercent))
+		}
+		if t.InterferenceSignal != "" {
+			args = append(args, "--yarn-interference-signal="+t.InterferenceSignal)
 		}
 	}
 	return args
