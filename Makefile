@@ -84,10 +84,10 @@ fuzz: deps
 # (with KOORDLET_YARN_NO_SKIP=1, as in CI, such a skip fails). gotestsum runs
 # go test, names every test and ends with the counts of tests run, passed,
 # failed and skipped; the node-level e2e package runs first, alone, then the
-# other packages beside the v2 guest (see test/run-tests.sh).
+# other packages, then the v2 guest (see test/run-tests.sh).
 GOTESTSUM ?= $(GO) run gotest.tools/gotestsum@v1.13.0
-# The lint and the fuzzing run beside the v2 guest, before the other
-# packages (BESIDE_GUEST): CI's 60 minutes.
+# The lint and the fuzzing run before the other packages (BESIDE_GUEST, a
+# name kept from when the guest ran beside them: it starved the guest).
 # (SUBMAKE, not $(MAKE) on the recipe's line: make -n would run that line.)
 SUBMAKE = $(MAKE) --no-print-directory
 test: deps deps-v2 deps-yarn e2e-tools
@@ -97,7 +97,7 @@ test: deps deps-v2 deps-yarn e2e-tools
 # binary boots a qemu guest (TCG) on Debian's kernel, which the test fetches
 # into build/v2guest/kernel with apt-get download (nothing is installed on
 # the host but qemu), and runs itself there (test/v2guest). `make test`
-# runs this phase beside the unit packages, after the node-level e2e.
+# runs this phase last, after the node-level e2e and the unit packages.
 test-v2: deps deps-v2 e2e-tools
 	V2_ONLY=1 GO="$(GO)" GOTESTSUM="$(GOTESTSUM)" test/run-tests.sh ./test/e2e
 
