@@ -16,13 +16,12 @@ import (
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/component-base/featuregate"
 
-	koordfeatures "github.com/koordinator-sh/koordinator/pkg/features"
 	"github.com/koordinator-sh/koordinator/pkg/koordlet/util/system"
 
 	"github.com/koordlet-yarn/koordlet-yarn/framework/config"
 	"github.com/koordlet-yarn/koordlet-yarn/framework/features"
+	"github.com/koordlet-yarn/koordlet-yarn/framework/features/featurestest"
 	"github.com/koordlet-yarn/koordlet-yarn/preflight"
 	"github.com/koordlet-yarn/koordlet-yarn/test/nodebox"
 )
@@ -41,17 +40,6 @@ func useFakeNode(t *testing.T, n nodebox.FakeNode) {
 	system.Conf.SysFSRootDir = n.SysFSRoot + "/"
 	system.Conf.ProcRootDir = "/proc/"
 	system.UseCgroupsV2.Store(n.Layout.Unified)
-}
-
-// setGates sets koordlet's feature gates for the test and restores them.
-func setGates(t *testing.T, gates map[string]bool) {
-	t.Helper()
-	prev := map[string]bool{}
-	for g := range gates {
-		prev[g] = koordfeatures.DefaultKoordletFeatureGate.Enabled(featuregate.Feature(g))
-	}
-	require.NoError(t, koordfeatures.DefaultMutableKoordletFeatureGate.SetFromMap(gates))
-	t.Cleanup(func() { _ = koordfeatures.DefaultMutableKoordletFeatureGate.SetFromMap(prev) })
 }
 
 // nmServer serves a NodeManager's /ws/v1/node/info.
@@ -159,7 +147,7 @@ func TestProbeNodeFeatures(t *testing.T) {
 		n, err := nodebox.LayOutFakeNode(t.TempDir(), nodebox.LayoutCgroupfs, nodebox.FakeNodeOptions{NoYARNRoot: true})
 		require.NoError(t, err)
 		useFakeNode(t, n)
-		setGates(t, map[string]bool{"YARNEBPFDiscovery": true, "YARNResctrlQoS": true, "YARNMemoryQoS": true})
+		featurestest.Set(t, map[string]bool{"YARNEBPFDiscovery": true, "YARNResctrlQoS": true, "YARNMemoryQoS": true})
 		f := preflight.Probe(context.Background(), preflight.Options{Config: config.NewDefault(), OpenEBPF: func() error { return errors.New("no BTF") }})
 		assert.False(t, f.GroupIdentity)
 		assert.False(t, f.SchedIdle)

@@ -359,10 +359,10 @@ func (c *Controller) budget(h string, capacity int64) float64 {
 // usage is batch's CPU use since the last step in percent of the node (-1
 // unknown).
 func (c *Controller) usage(h string, capacity int64) float64 {
-	now := c.now()
+	now, rd := c.now(), c.reader()
 	var u uint64
 	for _, dir := range batchDirs(h) {
-		v, err := c.reader().ReadCPUAcctUsage(dir)
+		v, err := rd.ReadCPUAcctUsage(dir)
 		if err != nil {
 			c.lastAt = time.Time{}
 			return -1

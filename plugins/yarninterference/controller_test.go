@@ -10,11 +10,9 @@ import (
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
-	"k8s.io/component-base/featuregate"
 	"k8s.io/utils/ptr"
 
 	slov1alpha1 "github.com/koordinator-sh/koordinator/apis/slo/v1alpha1"
-	koordfeatures "github.com/koordinator-sh/koordinator/pkg/features"
 	"github.com/koordinator-sh/koordinator/pkg/koordlet/resourceexecutor"
 	koordletutil "github.com/koordinator-sh/koordinator/pkg/koordlet/util"
 	"github.com/koordinator-sh/koordinator/pkg/koordlet/util/system"
@@ -23,6 +21,7 @@ import (
 	"github.com/koordlet-yarn/koordlet-yarn/framework/cgroups"
 	"github.com/koordlet-yarn/koordlet-yarn/framework/config"
 	"github.com/koordlet-yarn/koordlet-yarn/framework/features"
+	"github.com/koordlet-yarn/koordlet-yarn/framework/features/featurestest"
 )
 
 func TestMain(m *testing.M) {
@@ -66,7 +65,7 @@ func newFakeNode(t *testing.T, yarnQuota string) *fakeNode {
 		helper.WriteCgroupFileContents(dir, system.CPUCFSPeriod, "100000")
 		helper.WriteCgroupFileContents(dir, system.CPUAcctUsage, "0")
 	}
-	setGates(t, map[string]bool{string(features.YARNBECPUSuppress): true, string(features.YARNInterferenceControl): true})
+	featurestest.Set(t, map[string]bool{string(features.YARNBECPUSuppress): true, string(features.YARNInterferenceControl): true})
 	n := &fakeNode{helper: helper, ok: true, stop: make(chan struct{}), ls: 50,
 		slo: &slov1alpha1.NodeSLO{Spec: slov1alpha1.NodeSLOSpec{ResourceUsedThresholdWithBE: &slov1alpha1.ResourceThresholdStrategy{
 			Enable: ptr.To(true), CPUSuppressThresholdPercent: ptr.To[int64](80)}}}}
@@ -84,16 +83,6 @@ func newFakeNode(t *testing.T, yarnQuota string) *fakeNode {
 	n.c = c
 	n.suppress()
 	return n
-}
-
-func setGates(t *testing.T, gates map[string]bool) {
-	t.Helper()
-	prior := map[string]bool{}
-	for g := range gates {
-		prior[g] = koordfeatures.DefaultKoordletFeatureGate.Enabled(featuregate.Feature(g))
-	}
-	require.NoError(t, koordfeatures.DefaultMutableKoordletFeatureGate.SetFromMap(gates))
-	t.Cleanup(func() { _ = koordfeatures.DefaultMutableKoordletFeatureGate.SetFromMap(prior) })
 }
 
 // threshold is the threshold upstream's formula computes with now.
@@ -205,10 +194,10 @@ func TestControllerStandsDown(t *testing.T) {
 	n.step(t)
 	require.Equal(t, int64(65), n.threshold())
 
-	setGates(t, map[string]bool{string(features.YARNBECPUSuppress): false})
+	featurestest.Set(t, map[string]bool{string(features.YARNBECPUSuppress): false})
 	n.step(t)
 	assert.Equal(t, int64(80), n.threshold(), "YARNBECPUSuppress off")
-	setGates(t, map[string]bool{string(features.YARNBECPUSuppress): true})
+	featurestest.Set(t, map[string]bool{string(features.YARNBECPUSuppress): true})
 	n.step(t)
 	require.Less(t, n.threshold(), int64(80))
 
@@ -219,7 +208,7 @@ func TestControllerStandsDown(t *testing.T) {
 	n.step(t)
 	require.Less(t, n.threshold(), int64(80))
 
-	setGates(t, map[string]bool{string(features.YARNInterferenceControl): false})
+	featurestest.Set(t, map[string]bool{string(features.YARNInterferenceControl): false})
 	assert.Equal(t, int64(80), n.threshold(), "the gate off")
 }
 
@@ -239,7 +228,7 @@ func TestControllerGivesBackAnOldRootQuota(t *testing.T) {
 
 	// A koordlet killed before its first step, the next one with the gate off.
 	require.NoError(t, cgroups.NewRootQuota().Set(yarnRoot, 120000))
-	setGates(t, map[string]bool{string(features.YARNInterferenceControl): false})
+	featurestest.Set(t, map[string]bool{string(features.YARNInterferenceControl): false})
 	later, err := New(Options{Hierarchy: func() string { return yarnRoot }, Config: n.c.opts.Config, Quota: cgroups.NewRootQuota()})
 	require.NoError(t, err)
 	assert.Equal(t, 1, later.RestoreDisabled())
