@@ -35,10 +35,14 @@ const (
 	PluginPreempt
 	// PluginControlled: PluginPreempt with the interference controller.
 	PluginControlled
+	// PluginLadder: PluginPreempt with memory relief's rungs before the
+	// kill (YARNMemoryRelief: the soft limit on v1, the throttle on v2, a
+	// slow growth asked of the ResourceManager).
+	PluginLadder
 )
 
 // AllConfigs lists every configuration in run order.
-var AllConfigs = []Config{LSAlone, BatchAlone, UpstreamBest, PluginKill, PluginPreempt, PluginControlled}
+var AllConfigs = []Config{LSAlone, BatchAlone, UpstreamBest, PluginKill, PluginPreempt, PluginLadder, PluginControlled}
 
 func (c Config) String() string {
 	switch c {
@@ -54,6 +58,8 @@ func (c Config) String() string {
 		return "plugin set + RM preemption"
 	case PluginControlled:
 		return "plugin set + RM preemption + interference control"
+	case PluginLadder:
+		return "plugin set + RM preemption + memory relief"
 	}
 	return fmt.Sprintf("config %d", int(c))
 }
@@ -73,6 +79,8 @@ func (c Config) Key() string {
 		return "preempt"
 	case PluginControlled:
 		return "controlled"
+	case PluginLadder:
+		return "ladder"
 	}
 	return fmt.Sprintf("config-%d", int(c))
 }
@@ -115,7 +123,7 @@ func (c Config) coloc() colocation.Config {
 	switch c {
 	case UpstreamBest:
 		return colocation.UpstreamBest
-	case PluginKill, PluginPreempt:
+	case PluginKill, PluginPreempt, PluginLadder:
 		return colocation.PluginSet
 	case PluginControlled:
 		return colocation.Controlled
@@ -147,8 +155,11 @@ func (c Config) KoordletArgs(rmWeb string) []string {
 		return nil
 	}
 	gates := []string{"YARNBatchLedger=true", "YARNRMNodeResourceSync=true"}
-	if c == PluginPreempt || c == PluginControlled {
+	if c == PluginPreempt || c == PluginControlled || c == PluginLadder {
 		gates = append(gates, "YARNRMPreemption=true")
+	}
+	if c == PluginLadder {
+		gates = append(gates, "YARNMemoryRelief=true")
 	}
 	var args []string
 	for _, a := range c.coloc().KoordletArgs(colocation.DefaultThresholds) {

@@ -38,7 +38,7 @@ func TestConfigs(t *testing.T) {
 	assert.False(t, LSAlone.Batch())
 	assert.False(t, BatchAlone.LS())
 
-	for _, c := range []Config{BatchAlone, UpstreamBest, PluginKill, PluginPreempt, PluginControlled} {
+	for _, c := range []Config{BatchAlone, UpstreamBest, PluginKill, PluginPreempt, PluginControlled, PluginLadder} {
 		t.Run(c.String(), func(t *testing.T) {
 			args := c.KoordletArgs("127.0.0.1:8088")
 			gates := gatesOf(t, args)
@@ -47,7 +47,9 @@ func TestConfigs(t *testing.T) {
 			assert.Contains(t, args, "--yarn-rm-endpoints=http://127.0.0.1:8088")
 			assert.Contains(t, args, "--yarn-rm-sync-interval=5s", "capacity follows the batch allocatable within a phase of a compressed day")
 			_, preempt := gates["YARNRMPreemption"]
-			assert.Equal(t, c == PluginPreempt || c == PluginControlled, preempt)
+			assert.Equal(t, c == PluginPreempt || c == PluginControlled || c == PluginLadder, preempt)
+			_, relief := gates["YARNMemoryRelief"]
+			assert.Equal(t, c == PluginLadder, relief, "memory relief's rungs in the ladder only")
 			_, control := gates["YARNInterferenceControl"]
 			assert.Equal(t, c == PluginControlled, control)
 			_, kill := gates["YARNBEMemoryEvict"]

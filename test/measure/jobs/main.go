@@ -36,7 +36,7 @@ func main() {
 	// A flag set of its own: the packages this command links register
 	// koordlet's and cAdvisor's flags on the global one.
 	flag := flag.NewFlagSet("jobs", flag.ExitOnError)
-	configs := flag.String("configs", "all", "configurations, comma-separated (ls-alone, batch-alone, upstream, kill, preempt, controlled) or all; LS alone and batch alone are the references every other row needs")
+	configs := flag.String("configs", "all", "configurations, comma-separated (ls-alone, batch-alone, upstream, kill, preempt, ladder, controlled) or all; LS alone and batch alone are the references every other row needs")
 	repeats := flag.Int("repeats", 2, "repeats of every configuration")
 	flag.IntVar(&d.Phases, "phases", d.Phases, "phases of the day")
 	flag.DurationVar(&d.Length, "day", d.Length, "the day's length")
