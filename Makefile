@@ -240,10 +240,12 @@ measure-nm-at-once: deps
 # The co-location benchmark: an LS HTTP service's latency (vegeta, open
 # loop) beside YARN batch on the node in a box. By default the SLO sweep:
 # LS alone, upstream koordlet's best practice for YARN at suppress
-# thresholds 50–100%, and this plugin set with the interference controller
-# at targets 60–150 µs (-interference-signal wait), each at every level of COLOC_LEVELS (shares of the
-# node's CPU), COLOC_REPEATS times; the frontier at LS p99 targets 1.1–2×
-# LS alone; then the controller's step response (LS 30% → 60%), plotted to
+# thresholds 50–100%, and the interference controller as feedback on it
+# (upstream's best at its default 65% the base, the interference wait at
+# targets 40–120 µs; -control-on plugin: on this plugin set, the wait
+# signal), each at every level of COLOC_LEVELS (shares of the node's CPU),
+# COLOC_REPEATS times; the frontier at LS p99 targets 1.1–2× LS alone;
+# then the controller's step response (LS 30% → 60%), plotted to
 # build/colocation-step.svg (root, cgroup v1; about 25 minutes).
 # COLOC_ARGS= (empty) runs the four-configuration comparison instead
 # (-configs 1,2,3,4); go run ./test/measure/colocation -h lists the flags.
@@ -251,7 +253,7 @@ COLOC_LEVELS ?= 0.3,0.6
 COLOC_REPEATS ?= 2
 COLOC_WARMUP ?= 10s
 COLOC_WINDOW ?= 15s
-COLOC_ARGS ?= -sweep -step-target 50us
+COLOC_ARGS ?= -sweep -step-target 70us
 # The batch ledger and arbitration (YARNBatchLedger, YARNAllocatableEvict) in
 # the node in a box, every change written each second: container allocated → Node
 # annotation updated, patches per minute under churn, over-commit → resolved

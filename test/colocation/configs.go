@@ -78,6 +78,13 @@ type Thresholds struct {
 	// InterferenceSignal is --yarn-interference-signal there ("": the
 	// default).
 	InterferenceSignal string
+	// ControlOnUpstream runs configuration 5 as feedback on upstream's
+	// best (configuration 3's NodeSLO and gates, its threshold
+	// UpstreamCPUSuppressPercent the base the controller starts from and
+	// returns to, no cpu.idle), plus YARNBECPUSuppress, through whose
+	// formula the controller moves the threshold, and
+	// YARNInterferenceControl. False: on this plugin set (configuration 4).
+	ControlOnUpstream bool
 }
 
 // DefaultThresholds: configuration 3 keeps Koordinator's default CPU
@@ -102,7 +109,13 @@ func (c Config) KoordletArgs(t Thresholds) []string {
 	switch c {
 	case UpstreamBest:
 		gates = upstreamGates
-	case PluginSet, Controlled:
+	case Controlled:
+		if t.ControlOnUpstream {
+			gates = append(append([]string(nil), upstreamGates...), "YARNBECPUSuppress", "YARNInterferenceControl")
+			break
+		}
+		fallthrough
+	case PluginSet:
 		gates = pluginGates
 		if t.PluginCPUEvict {
 			gates = append(append([]string(nil), gates...), "BECPUEvict", "YARNBECPUEvict")
@@ -145,6 +158,9 @@ func yarnHostApp() slov1alpha1.HostApplicationSpec {
 
 // NodeSLO is the node's NodeSLO spec in c.
 func (c Config) NodeSLO(t Thresholds) slov1alpha1.NodeSLOSpec {
+	if c == Controlled && t.ControlOnUpstream {
+		return UpstreamBest.NodeSLO(t)
+	}
 	suppress := t.UpstreamCPUSuppressPercent
 	if c == PluginSet || c == Controlled {
 		suppress = t.PluginCPUSuppressPercent

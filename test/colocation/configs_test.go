@@ -46,4 +46,15 @@ func TestConfigsGatesAndNodeSLO(t *testing.T) {
 	assert.Nil(t, u.ResourceQOSStrategy, "upstream's CPU QoS needs core scheduling or Group Identity, neither on this kernel")
 	assert.Equal(t, int64(1), *p.ResourceQOSStrategy.BEClass.CPUQOS.SchedIdle)
 	assert.Equal(t, slov1alpha1.CPUQOSPolicyCoreSched, *p.ResourceQOSStrategy.Policies.CPUPolicy)
+
+	onUp := th
+	onUp.ControlOnUpstream = true
+	onUp.UpstreamCPUSuppressPercent = 70
+	args := Controlled.KoordletArgs(onUp)
+	assert.Equal(t, "--feature-gates=BECPUSuppress=true,BEMemoryEvict=true,YARNBECPUSuppress=true,YARNInterferenceControl=true", args[0],
+		"on upstream's best: its gates, the YARN-aware suppress the controller moves and the controller, nothing else")
+	assert.Equal(t, UpstreamBest.NodeSLO(onUp), Controlled.NodeSLO(onUp), "upstream's NodeSLO: its threshold the base, no cpu.idle")
+	assert.Equal(t, int64(70), *Controlled.NodeSLO(onUp).ResourceUsedThresholdWithBE.CPUSuppressThresholdPercent)
+	assert.Contains(t, Controlled.KoordletArgs(th)[0], "YARNCPUQoS=true", "on the plugin set by default")
+	assert.NotNil(t, Controlled.NodeSLO(th).ResourceQOSStrategy)
 }
