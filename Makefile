@@ -240,7 +240,7 @@ measure-nm-at-once: deps
 # The co-location benchmark: an LS HTTP service's latency (vegeta, open
 # loop) beside YARN batch on the node in a box. By default the SLO sweep:
 # LS alone, upstream koordlet's best practice for YARN at suppress
-# thresholds 50–100%, and the interference controller as feedback on it
+# thresholds 40–100%, and the interference controller as feedback on it
 # (upstream's best at its default 65% the base, the interference wait at
 # targets 40–120 µs; -control-on plugin: on this plugin set, the wait
 # signal), each at every level of COLOC_LEVELS (shares of the node's CPU),

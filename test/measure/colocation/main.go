@@ -30,7 +30,7 @@ func main() {
 	levels := flag.String("levels", "0.3,0.6", "LS load levels, shares of the node's CPU")
 	configs := flag.String("configs", "1,2,3,4", "configurations to run (1 LS alone, 2 no QoS, 3 upstream's best, 4 this plugin set, 5 the plugin set with interference control); without -sweep")
 	sweep := flag.Bool("sweep", false, "run the SLO sweep instead of -configs: LS alone, upstream's best at each -sweep-thresholds and the interference controller at each -sweep-targets; the frontier at each -slos")
-	thresholds := flag.String("sweep-thresholds", "50,60,70,80,90,100", "cpuSuppressThresholdPercent values of configuration 3 in the sweep")
+	thresholds := flag.String("sweep-thresholds", "40,50,60,70,80,90,100", "cpuSuppressThresholdPercent values of configuration 3 in the sweep")
 	targets := flag.String("sweep-targets", "", "--yarn-interference-target values of configuration 5 in the sweep (default: 40us,55us,70us,90us,120us on upstream's best, 60us,75us,100us,125us,150us on the plugin set)")
 	controlOn := flag.String("control-on", "upstream", "what configuration 5's controller is feedback on: upstream (upstream's best: its NodeSLO, -upstream-suppress the base threshold, no cpu.idle) or plugin (this plugin set, -plugin-suppress the base, cpu.idle)")
 	slos := flag.String("slos", "1.1,1.3,1.5,2", "LS p99 targets of the sweep, × LS alone")
