@@ -241,9 +241,9 @@ measure-nm-at-once: deps
 # loop) beside YARN batch on the node in a box. By default the SLO sweep:
 # LS alone, upstream koordlet's best practice for YARN at suppress
 # thresholds 40–100%, and the interference controller as feedback on it
-# (upstream's best at its default 65% the base, the interference wait at
-# targets 40–120 µs; -control-on plugin: on this plugin set, the wait
-# signal), each at every level of COLOC_LEVELS (shares of the node's CPU),
+# (upstream's best at its default 65% the base, the wait signal at targets
+# 70–150 µs; -control-on plugin: on this plugin set), each at every level
+# of COLOC_LEVELS (shares of the node's CPU),
 # COLOC_REPEATS times; the frontier at LS p99 targets 1.1–2× LS alone;
 # then the controller's step response (LS 30% → 60%), plotted to
 # build/colocation-step.svg (root, cgroup v1; about 25 minutes).
@@ -253,7 +253,7 @@ COLOC_LEVELS ?= 0.3,0.6
 COLOC_REPEATS ?= 2
 COLOC_WARMUP ?= 10s
 COLOC_WINDOW ?= 15s
-COLOC_ARGS ?= -sweep -step-target 70us
+COLOC_ARGS ?= -sweep -step-target 100us
 # The batch ledger and arbitration (YARNBatchLedger, YARNAllocatableEvict) in
 # the node in a box, every change written each second: container allocated → Node
 # annotation updated, patches per minute under churn, over-commit → resolved
