@@ -27,8 +27,10 @@ const (
 	UpstreamBest
 	// PluginSet: this plugin set with the gates a user turns on.
 	PluginSet
-	// Controlled: the plugin set with the interference controller
-	// (YARNInterferenceControl) at Thresholds.InterferenceTarget.
+	// Controlled: the interference controller (YARNInterferenceControl)
+	// at Thresholds.InterferenceTarget, as feedback on the plugin set or,
+	// with Thresholds.ControlOnUpstream, on upstream's best (the variant's
+	// Setting says which).
 	Controlled
 )
 
@@ -46,7 +48,7 @@ func (c Config) String() string {
 	case PluginSet:
 		return "4 + YARN, this plugin set"
 	case Controlled:
-		return "5 + YARN, plugin set + interference control"
+		return "5 + YARN, interference control"
 	}
 	return fmt.Sprintf("config %d", int(c))
 }

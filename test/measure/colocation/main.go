@@ -28,7 +28,7 @@ func main() {
 	colocation.RunHelperIfRequested()
 	o := colocation.DefaultOptions()
 	levels := flag.String("levels", "0.3,0.6", "LS load levels, shares of the node's CPU")
-	configs := flag.String("configs", "1,2,3,4", "configurations to run (1 LS alone, 2 no QoS, 3 upstream's best, 4 this plugin set, 5 the plugin set with interference control); without -sweep")
+	configs := flag.String("configs", "1,2,3,4", "configurations to run (1 LS alone, 2 no QoS, 3 upstream's best, 4 this plugin set, 5 interference control on -control-on's base); without -sweep")
 	sweep := flag.Bool("sweep", false, "run the SLO sweep instead of -configs: LS alone, upstream's best at each -sweep-thresholds and the interference controller at each -sweep-targets; the frontier at each -slos")
 	thresholds := flag.String("sweep-thresholds", "40,50,60,70,80,90,100", "cpuSuppressThresholdPercent values of configuration 3 in the sweep")
 	targets := flag.String("sweep-targets", "", "--yarn-interference-target values of configuration 5 in the sweep (default: 70us,85us,100us,120us,150us on upstream's best, 60us,75us,100us,125us,150us on the plugin set)")
@@ -148,6 +148,8 @@ func sweepVariants(o *colocation.Options, thresholds, targets, slos string) erro
 		setting := "target " + d.String()
 		if th.ControlOnUpstream {
 			setting += fmt.Sprintf(" on upstream %d%%", th.UpstreamCPUSuppressPercent)
+		} else {
+			setting += fmt.Sprintf(" on the plugin set %d%%", th.PluginCPUSuppressPercent)
 		}
 		o.Variants = append(o.Variants, colocation.Variant{Config: colocation.Controlled, Thresholds: th, Setting: setting})
 	}
