@@ -3,6 +3,9 @@ package colocation
 import (
 	"fmt"
 	"math/rand"
+	"os"
+	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -25,6 +28,11 @@ type BatchShape struct {
 	MemoryMiB int
 	// MinLife and MaxLife bound an executor's lifetime.
 	MinLife, MaxLife time.Duration
+	// MemoryHighMiB throttles every memory executor (cgroup v2): its
+	// container cgroup's memory.high, written as it is launched, so that
+	// its growth past that is slowed by reclaim instead of faulting in
+	// pages at full speed (0: no throttle).
+	MemoryHighMiB int
 }
 
 // DefaultBatch: 3 executors at a time, CPU executors with 2 threads (with
@@ -69,7 +77,7 @@ func startBatch(nm *nmemu.NM, shape BatchShape, app int64, seed int64) (*batch, 
 func (b *batch) executorScript(n int) string {
 	burn := kerneltest.HelperScript("burn")
 	threads := make([]string, 0, b.shape.HogThreads+1)
-	if n%3 == 2 && b.shape.MemoryMiB > 0 {
+	if b.memoryExecutor(n) {
 		threads = append(threads, kerneltest.HelperScript(fmt.Sprintf("grow=%d@256", b.shape.MemoryMiB)), burn)
 	} else {
 		for i := 0; i < b.shape.HogThreads; i++ {
@@ -77,6 +85,19 @@ func (b *batch) executorScript(n int) string {
 		}
 	}
 	return strings.Join(threads, " & ") + " & wait"
+}
+
+// memoryExecutor says whether the n-th executor is a memory one.
+func (b *batch) memoryExecutor(n int) bool { return n%3 == 2 && b.shape.MemoryMiB > 0 }
+
+// throttle writes MemoryHighMiB to container id's memory.high (its
+// unified cgroup, which the NodeManager emulator made for it this run).
+func (b *batch) throttle(id string) error {
+	file := filepath.Join(b.nm.CgroupDir("", id), "memory.high")
+	if err := os.WriteFile(file, []byte(strconv.FormatInt(int64(b.shape.MemoryHighMiB)<<20, 10)), 0o644); err != nil {
+		return fmt.Errorf("throttle memory executor %s (needs cgroup v2): %w", id, err)
+	}
+	return nil
 }
 
 func (b *batch) launch(script string) (string, error) {
@@ -116,6 +137,9 @@ func (b *batch) slot() {
 		n := b.launched
 		b.mu.Unlock()
 		id, err := b.launch(b.executorScript(n))
+		if err == nil && b.memoryExecutor(n) && b.shape.MemoryHighMiB > 0 {
+			err = b.throttle(id)
+		}
 		if err != nil {
 			b.fail(err)
 			return

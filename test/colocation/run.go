@@ -21,7 +21,6 @@ import (
 	"reflect"
 	"runtime"
 	"strconv"
-	"strings"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -121,6 +120,8 @@ type harness struct {
 	box  *nodebox.Box
 	opts Options
 	cpus int
+	// fs reads the box's cgroups on its layout (v1 or v2).
+	fs cgroupFS
 	// mine records the cgroups the harness made (the load generator's).
 	mine           cgtree.Tracker
 	loadgenDirs    []string
@@ -153,23 +154,37 @@ func startHarness(ctx context.Context, box *nodebox.Box, opts *Options) (h *harn
 		return h, fmt.Errorf("the box has no pod %s (start it with colocation.BoxOptions)", LSPodName)
 	}
 	root := box.CgroupRoot()
-	h.lsAcct = filepath.Join(root, "cpuacct", pod)
-	h.yarnAcct = filepath.Join(root, "cpuacct", box.Hierarchy())
+	h.fs = cgroupFS{root: root, unified: box.Layout().Unified}
+	h.lsAcct = h.fs.acct(pod)
+	h.yarnAcct = h.fs.acct(box.Hierarchy())
 	top := fmt.Sprintf("koordlet-yarn-colocation-%d", os.Getpid())
-	for _, ctrl := range []string{"cpu", "cpuacct"} {
-		d := filepath.Join(nodebox.CgroupRoot, ctrl, top)
+	if h.fs.unified {
+		// cgroup v2: one directory beside the box's kubepods, in its tree.
+		d := filepath.Join(root, top)
 		if err := h.mine.Mkdir(d); err != nil {
 			return h, err
 		}
-		h.loadgenDirs = append(h.loadgenDirs, d)
+		h.loadgenDirs = []string{d}
+	} else {
+		for _, ctrl := range []string{"cpu", "cpuacct"} {
+			d := filepath.Join(nodebox.CgroupRoot, ctrl, top)
+			if err := h.mine.Mkdir(d); err != nil {
+				return h, err
+			}
+			h.loadgenDirs = append(h.loadgenDirs, d)
+		}
 	}
-	h.loadgenAcct = h.loadgenDirs[1]
+	h.loadgenAcct = h.loadgenDirs[len(h.loadgenDirs)-1]
 	// The load generator stands for clients on other machines: real-time
 	// (SCHED_FIFO, within a real-time budget of its own cgroup), so that
 	// its own scheduling delays beside the batch do not count as the LS
 	// service's latency. A kernel without real-time group budgets leaves
-	// it a normal task, said in the report.
-	rtErr := os.WriteFile(filepath.Join(h.loadgenDirs[0], "cpu.rt_runtime_us"), []byte(strconv.Itoa(loadgenRTRuntime)), 0o644)
+	// it a normal task, said in the report (cgroup v2 has no real-time
+	// group budget: a normal task there).
+	rtErr := error(fmt.Errorf("cgroup v2 has no cpu.rt_runtime_us"))
+	if !h.fs.unified {
+		rtErr = os.WriteFile(filepath.Join(h.loadgenDirs[0], "cpu.rt_runtime_us"), []byte(strconv.Itoa(loadgenRTRuntime)), 0o644)
+	}
 	h.realtime = rtErr == nil
 	if rtErr != nil {
 		fmt.Fprintf(opts.Log, "load generator stays SCHED_OTHER: %v\n", rtErr)
@@ -285,7 +300,7 @@ func (h *harness) calibrateRequestCPU(ctx context.Context) (time.Duration, error
 	if rate < 1 {
 		rate = 1
 	}
-	before, err := cpuacctSeconds(h.lsAcct)
+	before, err := h.fs.usageSeconds(h.lsAcct)
 	if err != nil {
 		return 0, err
 	}
@@ -293,7 +308,7 @@ func (h *harness) calibrateRequestCPU(ctx context.Context) (time.Duration, error
 	if err != nil {
 		return 0, err
 	}
-	after, err := cpuacctSeconds(h.lsAcct)
+	after, err := h.fs.usageSeconds(h.lsAcct)
 	if err != nil {
 		return 0, err
 	}
@@ -338,15 +353,14 @@ func (h *harness) configure(ctx context.Context, v Variant) error {
 // cgroups in a configuration (suppress's cfs quota, sched-idle): no quota,
 // cpu.idle 0, the kubelet's cpu.shares. The box made all of them.
 func (h *harness) resetKnobs() error {
-	cpu := filepath.Join(h.box.CgroupRoot(), "cpu")
 	yarn := h.box.Hierarchy()
 	be := filepath.Dir(yarn)
 	for _, rel := range []string{filepath.Dir(be), be, yarn} {
-		dir := filepath.Join(cpu, rel)
+		dir := h.fs.dir("cpu", rel)
 		if _, err := os.Stat(dir); os.IsNotExist(err) {
 			continue // the YARN hierarchy before the first container
 		}
-		for file, v := range map[string]string{"cpu.cfs_quota_us": "-1", "cpu.idle": "0"} {
+		for file, v := range h.fs.unlimited() {
 			if err := os.WriteFile(filepath.Join(dir, file), []byte(v), 0o644); err != nil && !os.IsNotExist(err) {
 				return fmt.Errorf("reset %s/%s: %w", dir, file, err)
 			}
@@ -369,13 +383,13 @@ func (h *harness) sample() (counters, error) {
 	if c.cpu, err = readCPUTimes(); err != nil {
 		return c, err
 	}
-	if c.batch, err = cpuacctSeconds(h.yarnAcct); err != nil {
+	if c.batch, err = h.fs.usageSeconds(h.yarnAcct); err != nil {
 		return c, err
 	}
-	if c.ls, err = cpuacctSeconds(h.lsAcct); err != nil {
+	if c.ls, err = h.fs.usageSeconds(h.lsAcct); err != nil {
 		return c, err
 	}
-	if c.loadgen, err = cpuacctSeconds(h.loadgenAcct); err != nil {
+	if c.loadgen, err = h.fs.usageSeconds(h.loadgenAcct); err != nil {
 		return c, err
 	}
 	c.koordlet, err = processCPUSeconds(h.box.KoordletPID())
@@ -386,17 +400,14 @@ func (h *harness) sample() (counters, error) {
 // knobs describes what koordlet has set on the BE side: the besteffort
 // cgroup's CFS quota (suppress) and the YARN root's cpu.idle (sched-idle).
 func (h *harness) knobs() string {
-	cpu := filepath.Join(h.box.CgroupRoot(), "cpu")
-	read := func(rel, file string) string {
-		b, err := os.ReadFile(filepath.Join(cpu, rel, file))
-		if err != nil {
-			return "-"
-		}
-		return strings.TrimSpace(string(b))
-	}
 	yarn := h.box.Hierarchy()
 	be := filepath.Dir(yarn)
-	return fmt.Sprintf("besteffort cfs_quota_us %s cpu.idle %s, YARN root cfs_quota_us %s cpu.idle %s", read(be, "cpu.cfs_quota_us"), read(be, "cpu.idle"), read(yarn, "cpu.cfs_quota_us"), read(yarn, "cpu.idle"))
+	quota := "cfs_quota_us"
+	if h.fs.unified {
+		quota = "cpu.max"
+	}
+	return fmt.Sprintf("besteffort %s %s cpu.idle %s, YARN root %s %s cpu.idle %s", quota, h.fs.quotaText(be), h.fs.read(be, "cpu.idle"),
+		quota, h.fs.quotaText(yarn), h.fs.read(yarn, "cpu.idle"))
 }
 
 // attack runs the load generator at rate for d; at began+offset of each

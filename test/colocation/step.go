@@ -100,8 +100,6 @@ func (h *harness) stepResponse(ctx context.Context, o StepOptions, rates map[flo
 	// The batch budget: BE suppress's quota on the besteffort cgroup (the
 	// YARN root's parent), whose threshold the controller moves.
 	be := filepath.Dir(h.box.Hierarchy())
-	quotaFile := filepath.Join(h.box.CgroupRoot(), "cpu", be, "cpu.cfs_quota_us")
-	periodFile := filepath.Join(h.box.CgroupRoot(), "cpu", be, "cpu.cfs_period_us")
 
 	var (
 		mu      sync.Mutex
@@ -118,7 +116,7 @@ func (h *harness) stepResponse(ctx context.Context, o StepOptions, rates map[flo
 		defer samplerWG.Done()
 		tick := time.NewTicker(stepSampleEvery)
 		defer tick.Stop()
-		lastUse, _ := cpuacctSeconds(h.yarnAcct)
+		lastUse, _ := h.fs.usageSeconds(h.yarnAcct)
 		last := time.Now()
 		n := 0
 		for {
@@ -126,14 +124,13 @@ func (h *harness) stepResponse(ctx context.Context, o StepOptions, rates map[flo
 			case <-stop:
 				return
 			case now := <-tick.C:
-				use, err := cpuacctSeconds(h.yarnAcct)
+				use, err := h.fs.usageSeconds(h.yarnAcct)
 				if err != nil {
 					continue
 				}
 				budget := math.NaN()
-				q, qerr := readInt(quotaFile)
-				p, perr := readInt(periodFile)
-				if qerr == nil && perr == nil && q > 0 && p > 0 {
+				q, p, qerr := h.fs.quota(be)
+				if qerr == nil && q > 0 && p > 0 {
 					budget = float64(q) / float64(p)
 				}
 				sig, th := time.Duration(-1), math.NaN()

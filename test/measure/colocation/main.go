@@ -45,6 +45,7 @@ func main() {
 	flag.DurationVar(&o.Work, "work", o.Work, "CPU time of one request's work")
 	flag.IntVar(&o.Batch.Executors, "executors", o.Batch.Executors, "YARN executors running at once")
 	flag.IntVar(&o.Batch.MemoryMiB, "executor-memory", o.Batch.MemoryMiB, "MiB a memory executor (every third) allocates; 0: CPU executors only")
+	flag.IntVar(&o.Batch.MemoryHighMiB, "executor-memory-high", 0, "memory.high of every memory executor's container cgroup in MiB, written at its launch: its growth past that throttled by reclaim (cgroup v2 only; 0: none)")
 	flag.DurationVar(&o.Batch.MinLife, "executor-min-life", o.Batch.MinLife, "shortest executor lifetime")
 	flag.DurationVar(&o.Batch.MaxLife, "executor-max-life", o.Batch.MaxLife, "longest executor lifetime")
 	flag.Int64Var(&o.Thresholds.UpstreamCPUSuppressPercent, "upstream-suppress", o.Thresholds.UpstreamCPUSuppressPercent, "cpuSuppressThresholdPercent in configuration 3")
