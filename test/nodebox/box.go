@@ -72,7 +72,7 @@ type Options struct {
 	// placeholder process in the container's cgroups, listed by the
 	// kubelet stub); PodCgroup names their container cgroup.
 	Pods []PodSpec
-	// KubeletCPUShares sets cpu.shares on the QoS and pod cgroups as the
+	// KubeletCPUShares sets cpu.shares (v2: cpu.weight) on the QoS and pod cgroups as the
 	// kubelet does (see ApplyKubeletCPUShares), at start and every
 	// KubeletSyncPeriod; off, every cgroup keeps the kernel's 1024, which
 	// the box's kubelet still writes back every KubeletSyncPeriod (see

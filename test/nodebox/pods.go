@@ -8,6 +8,7 @@ import (
 	"runtime"
 	"strconv"
 
+	"github.com/opencontainers/cgroups"
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/koordlet-yarn/koordlet-yarn/test/cgtree"
@@ -45,23 +46,33 @@ func milliToShares(milli int64) int64 {
 }
 
 // ApplyKubeletCPUShares writes cpu.shares on the box's QoS, pod and
-// container cgroups as the kubelet (cgroupfs driver, cgroup v1) does: the
-// top kubepods cgroup the node's CPUs, the BestEffort QoS cgroup 2, the
+// container cgroups as the kubelet (cgroupfs driver) does: the top
+// kubepods cgroup the node's CPUs, the BestEffort QoS cgroup 2, the
 // Burstable one the sum of its pods' requests, each pod and container its
-// CPU request (2 for BestEffort). Without it every cgroup keeps the
-// kernel's 1024, which puts BestEffort work on a par with a Guaranteed pod.
-// The box made every one of these cgroups; it can be called again to undo
-// changes to them.
+// CPU request (2 for BestEffort). On cgroup v2 each is cpu.weight, the
+// shares converted by runc's libcontainer function (the kubelet's cgroup
+// manager and runc both set it through it). Without it every cgroup keeps
+// the kernel's 1024 (v2: 100), which puts BestEffort work on a par with a
+// Guaranteed pod. The box made every one of these cgroups; it can be
+// called again to undo changes to them.
 func (b *Box) ApplyKubeletCPUShares() error {
 	l := b.opts.Layout
-	if l.Unified {
-		return errors.New("kubelet cpu.shares: the unified layout has cpu.weight, not cpu.shares")
+	file := b.kubeletWeightFile()
+	if file == "" {
+		return errors.New("kubelet cpu weights: the unified hierarchy here has no cpu controller")
 	}
 	root := filepath.Join(b.cgroupRoot, "cpu")
+	if l.Unified {
+		root = b.cgroupRoot
+	}
 	write := func(rel string, shares int64) error {
-		p := filepath.Join(root, rel, "cpu.shares")
-		if err := os.WriteFile(p, []byte(strconv.FormatInt(shares, 10)), 0o644); err != nil {
-			return fmt.Errorf("kubelet cpu.shares: %w", err)
+		v := uint64(shares)
+		if l.Unified {
+			v = cgroups.ConvertCPUSharesToCgroupV2Value(v)
+		}
+		p := filepath.Join(root, rel, file)
+		if err := os.WriteFile(p, []byte(strconv.FormatUint(v, 10)), 0o644); err != nil {
+			return fmt.Errorf("kubelet %s: %w", file, err)
 		}
 		return nil
 	}
