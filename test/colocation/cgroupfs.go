@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+
+	"github.com/koordlet-yarn/koordlet-yarn/framework/cgroups"
 )
 
 // cgroupFS reads and writes the harness's cgroup files on the box's
@@ -26,16 +28,18 @@ func (f cgroupFS) dir(ctrl, rel string) string {
 	return filepath.Join(f.root, ctrl, rel)
 }
 
-// acct is the directory whose CPU time usageSeconds reads for rel.
-func (f cgroupFS) acct(rel string) string { return f.dir("cpuacct", rel) }
-
-// usageSeconds is the CPU time the cgroup at dir (acct's) has used, in
-// seconds; 0 when it does not exist (nothing ran there).
-func (f cgroupFS) usageSeconds(dir string) (float64, error) {
-	if !f.unified {
-		return cpuacctSeconds(dir)
+// usageSeconds is the CPU time cgroup rel has used, in seconds (the
+// framework's reader: cpuacct.usage on v1, cpu.stat usage_usec on v2); 0
+// when it does not exist (nothing ran there).
+func (f cgroupFS) usageSeconds(rel string) (float64, error) {
+	ns, err := cgroups.NewUsageReader(f.root, f.unified).NoKeep().CPUUsage(rel)
+	if cgroups.IsGone(err) {
+		return 0, nil
 	}
-	return cpuStatSeconds(dir)
+	if err != nil {
+		return 0, err
+	}
+	return float64(ns) / 1e9, nil
 }
 
 // quota is the CFS quota and period of cgroup rel in µs (quota -1:
@@ -100,26 +104,4 @@ func parseCPUMax(s string) (quota, period int64, err error) {
 		return 0, 0, fmt.Errorf("cpu.max %q: bad quota", strings.TrimSpace(s))
 	}
 	return quota, period, nil
-}
-
-// cpuStatSeconds reads usage_usec of dir's cpu.stat (cgroup v2) in
-// seconds (0 when the cgroup does not exist).
-func cpuStatSeconds(dir string) (float64, error) {
-	b, err := os.ReadFile(filepath.Join(dir, "cpu.stat"))
-	if os.IsNotExist(err) {
-		return 0, nil
-	}
-	if err != nil {
-		return 0, err
-	}
-	for _, line := range strings.Split(string(b), "\n") {
-		if v, ok := strings.CutPrefix(line, "usage_usec "); ok {
-			us, err := strconv.ParseUint(strings.TrimSpace(v), 10, 64)
-			if err != nil {
-				return 0, fmt.Errorf("%s/cpu.stat usage_usec %q: %w", dir, v, err)
-			}
-			return float64(us) / 1e6, nil
-		}
-	}
-	return 0, fmt.Errorf("%s/cpu.stat has no usage_usec", dir)
 }

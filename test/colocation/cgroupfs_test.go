@@ -37,8 +37,8 @@ func TestCgroupFSLayouts(t *testing.T) {
 	root := t.TempDir()
 	v1 := cgroupFS{root: root}
 	v2 := cgroupFS{root: root, unified: true}
-	assert.Equal(t, filepath.Join(root, "cpuacct", "kubepods/pod1"), v1.acct("kubepods/pod1"))
-	assert.Equal(t, filepath.Join(root, "kubepods/pod1"), v2.acct("kubepods/pod1"))
+	assert.Equal(t, filepath.Join(root, "cpu", "kubepods/pod1"), v1.dir("cpu", "kubepods/pod1"))
+	assert.Equal(t, filepath.Join(root, "kubepods/pod1"), v2.dir("cpu", "kubepods/pod1"))
 
 	write := func(rel, file, v string) {
 		require.NoError(t, os.MkdirAll(filepath.Join(root, rel), 0o755))
@@ -50,13 +50,13 @@ func TestCgroupFSLayouts(t *testing.T) {
 	write("be", "cpu.stat", "usage_usec 1500000\nuser_usec 1000000\nsystem_usec 500000\n")
 	write("be", "cpu.max", "max 100000\n")
 
-	s, err := v1.usageSeconds(v1.acct("be"))
+	s, err := v1.usageSeconds("be")
 	require.NoError(t, err)
 	assert.InDelta(t, 2.5, s, 1e-9)
-	s, err = v2.usageSeconds(v2.acct("be"))
+	s, err = v2.usageSeconds("be")
 	require.NoError(t, err)
 	assert.InDelta(t, 1.5, s, 1e-9)
-	s, err = v2.usageSeconds(v2.acct("gone"))
+	s, err = v2.usageSeconds("gone")
 	require.NoError(t, err, "a cgroup not made yet used nothing")
 	assert.Zero(t, s)
 
@@ -73,6 +73,6 @@ func TestCgroupFSLayouts(t *testing.T) {
 	assert.Equal(t, "-1", v1.unlimited()["cpu.cfs_quota_us"])
 
 	write("bad", "cpu.stat", "user_usec 1\n")
-	_, err = v2.usageSeconds(filepath.Join(root, "bad"))
+	_, err = v2.usageSeconds("bad")
 	assert.ErrorContains(t, err, "no usage_usec")
 }

@@ -138,23 +138,6 @@ func parseCPUTimes(stat string) (CPUTimes, error) {
 	return CPUTimes{}, fmt.Errorf("/proc/stat: no cpu line")
 }
 
-// cpuacctSeconds reads cpuacct.usage of dir in seconds (0 when the cgroup
-// does not exist: nothing ran there).
-func cpuacctSeconds(dir string) (float64, error) {
-	b, err := os.ReadFile(filepath.Join(dir, "cpuacct.usage"))
-	if os.IsNotExist(err) {
-		return 0, nil
-	}
-	if err != nil {
-		return 0, err
-	}
-	ns, err := strconv.ParseUint(strings.TrimSpace(string(b)), 10, 64)
-	if err != nil {
-		return 0, fmt.Errorf("%s/cpuacct.usage: %w", dir, err)
-	}
-	return float64(ns) / 1e9, nil
-}
-
 // processCPUSeconds is the CPU time (user + system, all threads) process
 // pid has spent; 0 when pid is 0 or gone (koordlet between restarts).
 func processCPUSeconds(pid int) (float64, error) {

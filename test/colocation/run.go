@@ -123,8 +123,11 @@ type harness struct {
 	// fs reads the box's cgroups on its layout (v1 or v2).
 	fs cgroupFS
 	// mine records the cgroups the harness made (the load generator's).
-	mine           cgtree.Tracker
-	loadgenDirs    []string
+	mine        cgtree.Tracker
+	loadgenDirs []string
+	// loadgenAcct, lsAcct and yarnAcct are the load generator's, the LS
+	// pod's and the YARN hierarchy's cgroups relative to fs.root, whose
+	// CPU time an episode counts.
 	loadgenAcct    string
 	lsAcct         string
 	yarnAcct       string
@@ -155,8 +158,8 @@ func startHarness(ctx context.Context, box *nodebox.Box, opts *Options) (h *harn
 	}
 	root := box.CgroupRoot()
 	h.fs = cgroupFS{root: root, unified: box.Layout().Unified}
-	h.lsAcct = h.fs.acct(pod)
-	h.yarnAcct = h.fs.acct(box.Hierarchy())
+	h.lsAcct = pod
+	h.yarnAcct = box.Hierarchy()
 	top := fmt.Sprintf("koordlet-yarn-colocation-%d", os.Getpid())
 	if h.fs.unified {
 		// cgroup v2: one directory beside the box's kubepods, in its tree.
@@ -174,7 +177,7 @@ func startHarness(ctx context.Context, box *nodebox.Box, opts *Options) (h *harn
 			h.loadgenDirs = append(h.loadgenDirs, d)
 		}
 	}
-	h.loadgenAcct = h.loadgenDirs[len(h.loadgenDirs)-1]
+	h.loadgenAcct = top
 	// The load generator stands for clients on other machines: real-time
 	// (SCHED_FIFO, within a real-time budget of its own cgroup), so that
 	// its own scheduling delays beside the batch do not count as the LS

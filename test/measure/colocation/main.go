@@ -38,7 +38,10 @@ func main() {
 	plotFile := flag.String("plot", "build/colocation-step.svg", "SVG file of the step response's plot")
 	flag.Int64Var(&o.Thresholds.InterferenceStepPercent, "interference-step", 0, "--yarn-interference-step-percent in configuration 5 (0: koordlet's default)")
 	flag.Int64Var(&o.Thresholds.InterferenceMinPercent, "interference-min", 1, "--yarn-interference-min-cpu-percent in configuration 5 (low, so that tight targets can be met: the static thresholds go as low)")
-	flag.StringVar(&o.Thresholds.InterferenceSignal, "interference-signal", "", "--yarn-interference-signal in configuration 5 (default wait: the interference wait behind batch stays low while LS's tail grows, with the plugin set's cpu.idle and on upstream's best alike; its harm is LS queueing behind LS)")
+	// The wait signal on both bases: on upstream's best too the
+	// interference wait stayed under 28 µs at 60% LS load while LS's p99
+	// was 5× alone (2026-11-28 23:36: no target from 40 to 120 µs cut).
+	flag.StringVar(&o.Thresholds.InterferenceSignal, "interference-signal", "wait", "--yarn-interference-signal in configuration 5 (wait: the interference wait behind batch stays low while LS's tail grows, with the plugin set's cpu.idle and on upstream's best alike; its harm is LS queueing behind LS)")
 	flag.IntVar(&o.Repeats, "repeats", o.Repeats, "repeats of every configuration and level")
 	flag.DurationVar(&o.Warmup, "warmup", o.Warmup, "load and batch before the measured window")
 	flag.DurationVar(&o.Window, "window", o.Window, "measured window of an episode")
@@ -104,12 +107,9 @@ func parseLists(o *colocation.Options, levels, configs string) error {
 }
 
 // controlBase sets what configuration 5's controller is feedback on, and
-// the signal and sweep targets that go with it where not given.
+// the sweep targets that go with it where not given.
 func controlBase(o *colocation.Options, on string, targets *string) error {
-	// The wait signal on both: on upstream's best too the interference
-	// wait stayed under 28 µs at 60% LS load while LS's p99 was 5× alone
-	// (2026-11-28 23:36: no target from 40 to 120 µs ever cut).
-	signal, sweep := "wait", "70us,85us,100us,120us,150us"
+	sweep := "70us,85us,100us,120us,150us"
 	switch on {
 	case "upstream":
 		o.Thresholds.ControlOnUpstream = true
@@ -117,9 +117,6 @@ func controlBase(o *colocation.Options, on string, targets *string) error {
 		sweep = "60us,75us,100us,125us,150us"
 	default:
 		return fmt.Errorf("bad -control-on %q (upstream or plugin)", on)
-	}
-	if o.Thresholds.InterferenceSignal == "" {
-		o.Thresholds.InterferenceSignal = signal
 	}
 	if *targets == "" {
 		*targets = sweep
