@@ -140,8 +140,13 @@ func Run(ctx context.Context, o Options) (Result, error) {
 		"-smp", strconv.Itoa(o.CPUs), "-m", strconv.Itoa(o.MemoryMiB),
 		"-kernel", o.Kernel.Image, "-initrd", initrd,
 		// quiet: the console carries the init's and the command's lines;
-		// panic=-1 with -no-reboot ends qemu on a guest panic.
-		"-append", "console=ttyS0 quiet panic=-1 rdinit=/init",
+		// loglevel=5 after it keeps the kernel's warnings, a soft lockup's
+		// registers and call trace among them; softlockup_panic=1 turns a
+		// CPU stuck in the kernel into a panic, and panic=-1 with
+		// -no-reboot ends qemu on it: a lockup fails the run in seconds,
+		// with its trace, instead of at the guest's timeout (CI,
+		// 2026-11-29: koordlet stuck on a CPU for 45 minutes).
+		"-append", "console=ttyS0 quiet loglevel=5 softlockup_panic=1 panic=-1 rdinit=/init",
 		"-no-reboot", "-nographic", "-nodefaults", "-serial", "stdio", "-monitor", "none",
 		"-nic", "none",
 		"-pidfile", rec.pidfile(),
