@@ -215,6 +215,40 @@ func (r *UsageReader) MemoryStat(dir string) (system.MemoryStatRaw, error) {
 	return m, nil
 }
 
+// PageFaults returns the page faults of the cgroup's tasks so far,
+// hierarchical: memory.stat's total_pgfault on v1, pgfault on v2.
+func (r *UsageReader) PageFaults(dir string) (int64, error) {
+	if err := r.read("memory", dir, "memory.stat"); err != nil {
+		return 0, err
+	}
+	key := "total_pgfault"
+	if r.v2 {
+		key = "pgfault"
+	}
+	v, ok := field(r.buf, key)
+	if !ok {
+		return 0, fmt.Errorf("memory.stat of %s lacks %s", dir, key)
+	}
+	return v, nil
+}
+
+// MemoryHighEvents returns how often the cgroup (or a descendant) went over
+// its memory.high and was throttled: memory.events' high (cgroup v2; v1
+// has no memory.high, an error there).
+func (r *UsageReader) MemoryHighEvents(dir string) (int64, error) {
+	if !r.v2 {
+		return 0, fmt.Errorf("memory.events of %s: cgroup v1 has no memory.high", dir)
+	}
+	if err := r.read("memory", dir, "memory.events"); err != nil {
+		return 0, err
+	}
+	v, ok := field(r.buf, "high")
+	if !ok {
+		return 0, fmt.Errorf("memory.events of %s lacks high", dir)
+	}
+	return v, nil
+}
+
 // field finds "key value" at the start of a line in b.
 func field(b []byte, key string) (int64, bool) {
 	for len(b) > 0 {

@@ -2,6 +2,8 @@ package cgroups
 
 import (
 	"fmt"
+	"os"
+	"path/filepath"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -92,4 +94,42 @@ func TestUsageReaderMalformed(t *testing.T) {
 	_, err = r.MemoryStat(dir)
 	assert.Error(t, err)
 	assert.False(t, IsGone(err))
+}
+
+// TestUsageReaderFaultsAndHighEvents: the page faults (hierarchical on v1)
+// and memory.events' high, and a clear error where a field or the file is
+// missing.
+func TestUsageReaderFaultsAndHighEvents(t *testing.T) {
+	dir := "kubepods/besteffort/hadoop-yarn"
+	t.Run("v1", func(t *testing.T) {
+		helper := system.NewFileTestUtil(t)
+		defer helper.Cleanup()
+		helper.SetCgroupsV2(false)
+		helper.WriteCgroupFileContents(dir, system.MemoryStat, "pgfault 3\ntotal_pgfault 4096\n")
+		r := NewUsageReader(helper.TempDir, false)
+		n, err := r.PageFaults(dir)
+		require.NoError(t, err)
+		assert.Equal(t, int64(4096), n, "the hierarchy's, not the root's own tasks'")
+		_, err = r.MemoryHighEvents(dir)
+		assert.ErrorContains(t, err, "cgroup v1 has no memory.high")
+		helper.WriteCgroupFileContents(dir, system.MemoryStat, "pgfault 3\n")
+		_, err = r.PageFaults(dir)
+		assert.ErrorContains(t, err, "lacks total_pgfault")
+	})
+	t.Run("v2", func(t *testing.T) {
+		helper := system.NewFileTestUtil(t)
+		defer helper.Cleanup()
+		helper.SetCgroupsV2(true)
+		helper.WriteCgroupFileContents(dir, system.MemoryStatV2, "anon 1\npgfault 777\npgmajfault 2\n")
+		r := NewUsageReader(helper.TempDir, true)
+		n, err := r.PageFaults(dir)
+		require.NoError(t, err)
+		assert.Equal(t, int64(777), n)
+		_, err = r.MemoryHighEvents(dir)
+		assert.True(t, IsGone(err), "no memory.events: %v", err)
+		require.NoError(t, os.WriteFile(filepath.Join(helper.TempDir, dir, "memory.events"), []byte("low 0\nhigh 12\nmax 0\noom 0\noom_kill 0\n"), 0o644))
+		n, err = r.MemoryHighEvents(dir)
+		require.NoError(t, err)
+		assert.Equal(t, int64(12), n)
+	})
 }

@@ -42,6 +42,26 @@ func (f cgroupFS) usageSeconds(rel string) (float64, error) {
 	return float64(ns) / 1e9, nil
 }
 
+// memoryCounts are cgroup rel's page faults so far (hierarchical) and, on
+// v2, how often it went over memory.high (-1 on v1, which has none); zero
+// when it does not exist.
+func (f cgroupFS) memoryCounts(rel string) (faults, high int64, err error) {
+	r := cgroups.NewUsageReader(f.root, f.unified).NoKeep()
+	if faults, err = r.PageFaults(rel); cgroups.IsGone(err) {
+		return 0, 0, nil
+	} else if err != nil {
+		return 0, 0, err
+	}
+	if !f.unified {
+		return faults, -1, nil
+	}
+	high, err = r.MemoryHighEvents(rel)
+	if cgroups.IsGone(err) {
+		return faults, 0, nil
+	}
+	return faults, high, err
+}
+
 // quota is the CFS quota and period of cgroup rel in µs (quota -1:
 // unlimited).
 func (f cgroupFS) quota(rel string) (quota, period int64, err error) {

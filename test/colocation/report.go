@@ -34,6 +34,10 @@ type Episode struct {
 	// system of its process; it runs outside kubepods, as a host process
 	// competing with LS at normal weight).
 	KoordletCPUSeconds float64
+	// BatchPageFaults are the YARN hierarchy's page faults in the window
+	// (memory.stat), BatchMemoryHighEvents the times it went over a
+	// memory.high (memory.events; -1 on cgroup v1).
+	BatchPageFaults, BatchMemoryHighEvents int64
 	// NodeUtilisation is the busy share of all CPUs in the window (/proc/stat).
 	NodeUtilisation float64
 	// CPUs is the node's CPU count.

@@ -273,9 +273,10 @@ func Run(ctx context.Context, box *nodebox.Box, opts Options) (rep Report, err e
 				}
 				ep.Setting = v.Setting
 				rep.Episodes = append(rep.Episodes, ep)
-				fmt.Fprintf(opts.Log, "repeat %d, %s %s, LS %s: p50 %.2f p99 %.2f p99.9 %.2f ms, errors %d/%d, pacer lag p99 %.2f ms; batch %.1f CPU-s, LS %.1f, loadgen %.1f, koordlet %.2f; node CPU %.0f%%; evicted %d; events %v; %s\n",
+				fmt.Fprintf(opts.Log, "repeat %d, %s %s, LS %s: p50 %.2f p99 %.2f p99.9 %.2f ms, errors %d/%d, pacer lag p99 %.2f ms; batch %.1f CPU-s, LS %.1f, loadgen %.1f, koordlet %.2f; batch page faults %d, memory.high events %s; node CPU %.0f%%; evicted %d; events %v; %s\n",
 					r, c, v.Setting, pct(l), ms(ep.LS.P50), ms(ep.LS.P99), ms(ep.LS.P999), ep.LS.Errors, ep.LS.Requests, ms(ep.PacerLagP99),
-					ep.BatchCPUSeconds, ep.LSCPUSeconds, ep.LoadgenCPUSeconds, ep.KoordletCPUSeconds, 100*ep.NodeUtilisation, ep.Evicted, ep.Events, ep.Knobs)
+					ep.BatchCPUSeconds, ep.LSCPUSeconds, ep.LoadgenCPUSeconds, ep.KoordletCPUSeconds, ep.BatchPageFaults, highText(ep.BatchMemoryHighEvents),
+					100*ep.NodeUtilisation, ep.Evicted, ep.Events, ep.Knobs)
 			}
 		}
 	}
@@ -377,7 +378,10 @@ func (h *harness) resetKnobs() error {
 type counters struct {
 	cpu                          CPUTimes
 	batch, ls, loadgen, koordlet float64
-	knobs                        string
+	// faults and high are the YARN hierarchy's page faults and
+	// memory.high events (high -1: cgroup v1).
+	faults, high int64
+	knobs        string
 }
 
 func (h *harness) sample() (counters, error) {
@@ -393,6 +397,9 @@ func (h *harness) sample() (counters, error) {
 		return c, err
 	}
 	if c.loadgen, err = h.fs.usageSeconds(h.loadgenAcct); err != nil {
+		return c, err
+	}
+	if c.faults, c.high, err = h.fs.memoryCounts(h.yarnAcct); err != nil {
 		return c, err
 	}
 	c.koordlet, err = processCPUSeconds(h.box.KoordletPID())
@@ -521,6 +528,11 @@ func (h *harness) episode(ctx context.Context, c Config, level float64, rate, re
 	ep.LSCPUSeconds = to.ls - from.ls
 	ep.LoadgenCPUSeconds = to.loadgen - from.loadgen
 	ep.KoordletCPUSeconds = to.koordlet - from.koordlet
+	ep.BatchPageFaults = to.faults - from.faults
+	ep.BatchMemoryHighEvents = -1
+	if to.high >= 0 {
+		ep.BatchMemoryHighEvents = to.high - from.high
+	}
 	ep.NodeUtilisation = Utilisation(from.cpu, to.cpu)
 	ep.Knobs = to.knobs
 	if ep.Events, err = h.newEvents(ctx); err != nil {
@@ -555,4 +567,12 @@ func (h *harness) newEvents(ctx context.Context) (map[string]int, error) {
 		h.eventsSeen[string(ev.UID)] = count
 	}
 	return out, nil
+}
+
+// highText prints a memory.high event count ("-" on cgroup v1).
+func highText(n int64) string {
+	if n < 0 {
+		return "-"
+	}
+	return strconv.FormatInt(n, 10)
 }

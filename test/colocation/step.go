@@ -207,6 +207,21 @@ func readInt(file string) (int64, error) {
 	return strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64)
 }
 
+// failedLatency stands for a failed request's latency: slower than any.
+const failedLatency = time.Duration(math.MaxInt64 / 2)
+
+// p99Text prints a step window's p99: "failed" when more than 1% of its
+// requests failed (the p99 is then a failure's), "no requests" for none.
+func p99Text(d time.Duration) string {
+	switch {
+	case d >= failedLatency:
+		return "failed (over 1% of the requests failed or timed out)"
+	case d == 0:
+		return "no requests"
+	}
+	return fmt.Sprintf("%.2f ms", ms(d))
+}
+
 // latencyBins bins the requests by send time from the step and returns the
 // bins with the p99 before, during (the first 5 s) and after (the last 10 s).
 func latencyBins(rs []attackResult, step time.Time, before, after time.Duration) (bins []LatencyBin, p99Before, p99During, p99After time.Duration) {
@@ -216,7 +231,7 @@ func latencyBins(rs []attackResult, step time.Time, before, after time.Duration)
 		at := r.Sent.Sub(step)
 		lat := r.Latency
 		if r.Failed {
-			lat = time.Duration(math.MaxInt64 / 2) // a failure counts as the slowest
+			lat = failedLatency // a failure counts as the slowest
 		}
 		i := int(math.Floor(float64(at) / float64(stepBin)))
 		byBin[i] = append(byBin[i], lat)
@@ -288,9 +303,9 @@ func (r StepResult) Print(w io.Writer) {
 	if r.TimeToCut >= 0 {
 		cut = fmt.Sprintf("budget cut %v after the step", r.TimeToCut.Round(10*time.Millisecond))
 	}
-	fmt.Fprintf(w, "Step response (controller target %v; LS %s → %s at t = 0, %v before, %v after): %s (%.2f → lowest %.2f cores; threshold %.0f%% → lowest %.0f%%); LS p99 %.2f ms in the 10 s before, %.2f ms in the 5 s after the step, %.2f ms in the last 10 s",
+	fmt.Fprintf(w, "Step response (controller target %v; LS %s → %s at t = 0, %v before, %v after): %s (%.2f → lowest %.2f cores; threshold %.0f%% → lowest %.0f%%); LS p99 %s in the 10 s before, %s in the 5 s after the step, %s in the last 10 s",
 		r.Opts.Target, pct(r.Opts.From), pct(r.Opts.To), r.Opts.Before, r.Opts.After, cut, r.BudgetAtStep, r.BudgetLow,
-		r.ThresholdAtStep, r.ThresholdLow, ms(r.P99Before), ms(r.P99During), ms(r.P99After))
+		r.ThresholdAtStep, r.ThresholdLow, p99Text(r.P99Before), p99Text(r.P99During), p99Text(r.P99After))
 	if r.PlotFile != "" {
 		fmt.Fprintf(w, "; plot: %s", r.PlotFile)
 	}

@@ -52,3 +52,10 @@ func TestLatencyBinsAndPlot(t *testing.T) {
 	assert.True(t, strings.Contains(string(b), "<svg"), "an SVG")
 	assert.Contains(t, string(b), "batch budget")
 }
+
+func TestP99Text(t *testing.T) {
+	assert.Equal(t, "12.35 ms", p99Text(12345*time.Microsecond))
+	assert.Equal(t, "no requests", p99Text(0))
+	assert.Equal(t, "failed (over 1% of the requests failed or timed out)", p99Text(failedLatency),
+		"a window whose p99 is a failed request's says so, not the stand-in's 4.6e12 ms (measure-colocation-v2, 2026-11-29)")
+}
