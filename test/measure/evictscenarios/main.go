@@ -51,6 +51,7 @@ import (
 
 	"github.com/koordlet-yarn/koordlet-yarn/framework/cgroups"
 	"github.com/koordlet-yarn/koordlet-yarn/framework/yarn"
+	"github.com/koordlet-yarn/koordlet-yarn/test/colocation"
 	"github.com/koordlet-yarn/koordlet-yarn/test/kerneltest"
 	"github.com/koordlet-yarn/koordlet-yarn/test/nmemu"
 	"github.com/koordlet-yarn/koordlet-yarn/test/nodebox"
@@ -103,12 +104,14 @@ func episodes() []episode {
 
 func main() {
 	kerneltest.RunHelperIfRequested()
+	colocation.RunHelperIfRequested()
 	runs := flag.Int("runs", 2, "runs of each episode in each mode")
 	only := flag.String("episodes", "growing,opportunistic,large-small,policy", "comma-separated episode names (am-only: see the package doc)")
 	modes := flag.String("modes", "event,periodic", "event (YARNMemoryEvictTrigger) and/or periodic")
 	relief := flag.String("relief", "held,fast,cache", "comma-separated relief episodes (YARNMemoryRelief against the kill alone; see relief.go; \"\" none)")
+	lsLevel := flag.Float64("ls-level", 0.3, "the LS service's load through the relief episodes, a fraction of the node's CPUs (the co-location harness's service and load generator; 0: none)")
 	flag.Parse()
-	if err := run(*runs, *only, strings.Split(*modes, ","), *relief); err != nil {
+	if err := run(*runs, *only, strings.Split(*modes, ","), *relief, *lsLevel); err != nil {
 		fmt.Fprintln(os.Stderr, "evictscenarios:", err)
 		os.Exit(1)
 	}
@@ -124,7 +127,7 @@ type result struct {
 	need              float64
 }
 
-func run(runs int, only string, modes []string, relief string) error {
+func run(runs int, only string, modes []string, relief string, lsLevel float64) error {
 	top, err := nodebox.Prepare(os.Stderr)
 	if err != nil {
 		return err
@@ -151,11 +154,30 @@ func run(runs int, only string, modes []string, relief string) error {
 		return []string{"--feature-gates=" + gates, "--yarn-rm-endpoints=" + rm.URL, "--yarn-qos-policy-file=" + policyFile}
 	}
 	ctx := context.Background()
-	box, err := nodebox.Start(ctx, nodebox.Options{Top: top, KoordletArgs: args(modes[0]), LockWait: 30 * time.Minute})
+	opts := nodebox.Options{Top: top, KoordletArgs: args(modes[0]), LockWait: 30 * time.Minute}
+	withLS := relief != "" && lsLevel > 0
+	if withLS {
+		// The co-location harness's LS pod (and the kubelet's CPU shares
+		// it measures under), loaded through the relief episodes.
+		co := colocation.BoxOptions()
+		opts.KubeletCPUShares, opts.Pods = co.KubeletCPUShares, co.Pods
+	}
+	box, err := nodebox.Start(ctx, opts)
 	if err != nil {
 		return err
 	}
 	defer box.Stop()
+	var ls *lsLoad
+	if withLS {
+		co := colocation.DefaultOptions()
+		co.Log = os.Stderr
+		service, err := colocation.StartLS(ctx, box, co)
+		if err != nil {
+			return fmt.Errorf("the LS service: %w", err)
+		}
+		defer service.Close()
+		ls = &lsLoad{ls: service, rate: service.RateFor(lsLevel), level: lsLevel}
+	}
 
 	var results []result
 	skipped := 0
@@ -199,7 +221,7 @@ func run(runs int, only string, modes []string, relief string) error {
 	}
 	if relief != "" {
 		fmt.Println()
-		return runReliefPass(ctx, box, args("event"), relief, runs, &appBase)
+		return runReliefPass(ctx, box, args("event"), relief, runs, &appBase, ls)
 	}
 	return nil
 }

@@ -59,6 +59,13 @@ type reliefResult struct {
 	// outcome is the audit's relief record's (which rung relieved it).
 	outcome   string
 	completed bool
+	// lsBefore is the LS service's worst 5-s p99 before the threshold is
+	// set (the steady executors running), lsDuring its worst over the
+	// episode (the band's entry, or the threshold's setting when the band
+	// is never entered, to the grower's kill, completion or the window's
+	// end); lsRequests and lsErrors are the episode's (0: no LS load).
+	lsBefore, lsDuring   time.Duration
+	lsRequests, lsErrors int
 }
 
 // reliefEpisodes lists the episodes' names.
@@ -66,8 +73,9 @@ var reliefEpisodes = []string{"held", "fast", "cache"}
 
 // runReliefPass runs the relief episodes named in only (comma-separated),
 // runs times each, with the kill alone and with relief; base are the
-// koordlet's arguments of the event mode.
-func runReliefPass(ctx context.Context, box *nodebox.Box, base []string, only string, runs int, appBase *int64) error {
+// koordlet's arguments of the event mode; ls, when not nil, loads the LS
+// service through each episode.
+func runReliefPass(ctx context.Context, box *nodebox.Box, base []string, only string, runs int, appBase *int64, ls *lsLoad) error {
 	modes := []struct {
 		name string
 		args []string
@@ -92,7 +100,7 @@ func runReliefPass(ctx context.Context, box *nodebox.Box, base []string, only st
 				continue
 			}
 			for r := 0; r < runs; r++ {
-				res, err := runRelief(ctx, box, ep, *appBase, m.name == "relief")
+				res, err := runRelief(ctx, box, ep, *appBase, m.name == "relief", ls)
 				*appBase += 10
 				if err != nil {
 					return fmt.Errorf("%s/%s run %d: %w", m.name, ep, r+1, err)
@@ -103,7 +111,7 @@ func runReliefPass(ctx context.Context, box *nodebox.Box, base []string, only st
 			}
 		}
 	}
-	summarizeRelief(results)
+	summarizeRelief(results, ls)
 	return nil
 }
 
@@ -128,12 +136,18 @@ func (r reliefResult) String() string {
 	if r.outcome != "" {
 		s += "; episode relieved by the " + r.outcome
 	}
-	return s + fmt.Sprintf("; grower completed after the release %t", r.completed)
+	s += fmt.Sprintf("; grower completed after the release %t", r.completed)
+	if r.lsRequests > 0 {
+		s += fmt.Sprintf("; LS p99 (worst 5-s slice) %v before, %v during the episode (%d requests, %d errors)",
+			r.lsBefore.Round(100*time.Microsecond), r.lsDuring.Round(100*time.Microsecond), r.lsRequests, r.lsErrors)
+	}
+	return s
 }
 
 // runRelief runs one relief episode (reliefOn: koordlet has the gate, the
-// episode's record is awaited).
-func runRelief(ctx context.Context, box *nodebox.Box, ep string, appBase int64, reliefOn bool) (reliefResult, error) {
+// episode's record is awaited; ls, when not nil, loads the LS service
+// before and through the episode).
+func runRelief(ctx context.Context, box *nodebox.Box, ep string, appBase int64, reliefOn bool, ls *lsLoad) (reliefResult, error) {
 	res := reliefResult{episode: ep}
 	var ids []string
 	launch := func(seq int64, mb int64, am bool, script string) (string, error) {
@@ -162,6 +176,13 @@ func runRelief(ctx context.Context, box *nodebox.Box, ep string, appBase int64, 
 		return res, err
 	}
 	time.Sleep(5 * time.Second) // held, collected
+	if ls != nil {
+		before, err := ls.measure(ctx, 2*lsSliceLength)
+		if err != nil {
+			return res, err
+		}
+		res.lsBefore, _, _, _ = worstP99(before, time.Time{}, time.Now())
+	}
 	total, used, err := nodebox.MemInfo()
 	if err != nil {
 		return res, err
@@ -203,6 +224,15 @@ func runRelief(ctx context.Context, box *nodebox.Box, ep string, appBase int64, 
 	}
 	if err != nil {
 		return res, err
+	}
+	var stopLS func() ([]lsSlice, error)
+	if ls != nil {
+		stopLS = ls.background(ctx)
+		defer func() {
+			if stopLS != nil {
+				_, _ = stopLS()
+			}
+		}()
 	}
 	cg := newContainerFiles(box)
 	high := filepath.Join(box.CgroupRoot(), box.Hierarchy(), "memory.high")
@@ -260,6 +290,23 @@ func runRelief(ctx context.Context, box *nodebox.Box, ep string, appBase int64, 
 	}
 	if !throttled.IsZero() && !inBand.IsZero() {
 		res.toThrottle = max(throttled.Sub(inBand), time.Millisecond)
+	}
+	if stopLS != nil {
+		end := time.Now()
+		slices, err := stopLS()
+		stopLS = nil
+		if err != nil {
+			return res, err
+		}
+		from := inBand
+		if from.IsZero() {
+			from = began
+		}
+		var ok bool
+		res.lsDuring, res.lsRequests, res.lsErrors, ok = worstP99(slices, from, end)
+		if !ok {
+			return res, fmt.Errorf("no LS slice overlaps the episode (%v to %v)", from, end)
+		}
 	}
 
 	// The pressure gone: the threshold far away; a held grower completes,
@@ -333,7 +380,10 @@ func cacheWriterDone(box *nodebox.Box, id string) bool {
 
 // summarizeRelief prints, per episode, the kills with the kill alone and
 // with relief (the kills avoided), and relief's figures.
-func summarizeRelief(results []reliefResult) {
+func summarizeRelief(results []reliefResult, ls *lsLoad) {
+	if ls != nil {
+		fmt.Printf("LS service at %.0f%% of the node's CPUs (%d req/s) through every episode; its p99 is the worst 5-s slice's\n", ls.level*100, ls.rate)
+	}
 	fmt.Println()
 	for _, ep := range reliefEpisodes {
 		var kill, relief []reliefResult
@@ -382,6 +432,40 @@ func summarizeRelief(results []reliefResult) {
 		if len(by) > 0 {
 			line += fmt.Sprintf("; episodes relieved by %v", by)
 		}
+		for _, m := range []struct {
+			name string
+			rs   []reliefResult
+		}{{"kill alone", kill}, {"relief", relief}} {
+			if r := lsRange(m.rs); r != "" {
+				line += fmt.Sprintf("; LS p99 during ÷ before, %s: %s", m.name, r)
+			}
+		}
 		fmt.Println(line)
 	}
+}
+
+// lsRange is the range of the runs' LS p99 during the episode ÷ before it
+// ("" without LS load).
+func lsRange(rs []reliefResult) string {
+	lo, hi, n := 0.0, 0.0, 0
+	for _, r := range rs {
+		if r.lsRequests == 0 || r.lsBefore <= 0 {
+			continue
+		}
+		v := float64(r.lsDuring) / float64(r.lsBefore)
+		if n == 0 || v < lo {
+			lo = v
+		}
+		if n == 0 || v > hi {
+			hi = v
+		}
+		n++
+	}
+	switch {
+	case n == 0:
+		return ""
+	case n == 1:
+		return fmt.Sprintf("%.2f×", lo)
+	}
+	return fmt.Sprintf("%.2f–%.2f×", lo, hi)
 }
