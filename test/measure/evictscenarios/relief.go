@@ -39,7 +39,9 @@ import (
 // threshold, the band's entry → the throttle's first memory.high (v2),
 // how long the grower was held below the threshold, the audit's record of
 // the episode (which rung relieved it), and whether the grower completed
-// its allocation once the threshold was raised (the pressure gone).
+// its allocation once the threshold was raised (the pressure gone), and,
+// with -ls-level, the co-location harness's LS service's worst 5-s p99
+// before the threshold is set and over the episode (lsload.go).
 const reliefBand = 6
 
 // reliefWindow is how long an episode's grower is watched.
