@@ -203,7 +203,7 @@ func v2NodeWith(t *testing.T, l nodebox.Layout, wantDiscovery, moreGates string)
 	dir := func(id string) string { return filepath.Join(b.CgroupRoot(), b.Hierarchy(), id) }
 
 	// Discovery: every container from its unified cgroup and the NM.
-	require.Eventually(t, func() bool {
+	if !assert.Eventually(t, func() bool {
 		resp, err = b.Containers()
 		if err != nil {
 			return false
@@ -216,7 +216,18 @@ func v2NodeWith(t *testing.T, l nodebox.Layout, wantDiscovery, moreGates string)
 		// The AM's shell and the child it forked (a fork is no cgroup
 		// event: the next scan lists it).
 		return len(find(resp, am).Pids) == 2
-	}, 60*time.Second, 250*time.Millisecond, "koordlet lists the three containers from their cgroups and the NM, with the AM's two processes")
+	}, 60*time.Second, 250*time.Millisecond, "koordlet lists the three containers from their cgroups and the NM, with the AM's two processes") {
+		// Where the AM's processes are (CI, 2026-11-29: its background
+		// child was never listed): each process naming it, its parent and
+		// its cgroup, and what koordlet lists.
+		for _, p := range containerProcs(am) {
+			t.Logf("process of %s: %s", am, p)
+		}
+		if c := find(resp, am); c != nil {
+			t.Logf("koordlet lists %s with pids %v", am, c.Pids)
+		}
+		t.FailNow()
+	}
 	require.Eventually(t, func() bool {
 		resp, err = b.Containers()
 		return err == nil && resp.Discovery != ""
@@ -382,4 +393,25 @@ func v2NothingLeft(t *testing.T) {
 			t.Errorf("%s still in a kubepods cgroup: %s", p, readFile(p))
 		}
 	}
+}
+
+// containerProcs describes every process whose environment names YARN
+// container id: its pid, parent, command and cgroup.
+func containerProcs(id string) []string {
+	var out []string
+	dirs, _ := filepath.Glob("/proc/[0-9]*")
+	for _, d := range dirs {
+		env, err := os.ReadFile(filepath.Join(d, "environ"))
+		if err != nil || !strings.Contains(string(env), "CONTAINER_ID="+id+"\x00") {
+			continue
+		}
+		stat := strings.Fields(readFile(filepath.Join(d, "stat")))
+		ppid := "?"
+		if len(stat) > 3 {
+			ppid = stat[3]
+		}
+		out = append(out, fmt.Sprintf("pid %s ppid %s %s cgroup %s", filepath.Base(d), ppid,
+			strings.TrimSpace(readFile(filepath.Join(d, "comm"))), strings.TrimSpace(readFile(filepath.Join(d, "cgroup")))))
+	}
+	return out
 }
