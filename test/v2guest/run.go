@@ -151,6 +151,18 @@ func Run(ctx context.Context, o Options) (Result, error) {
 		"-nic", "none",
 		"-pidfile", rec.pidfile(),
 	}
+	if sock := os.Getenv("KOORDLET_YARN_V2GUEST_MONITOR"); sock != "" {
+		// A diagnosis of a hung guest: qemu's human monitor on a unix
+		// socket ("info registers -a" gives each vCPU's RIP).
+		// nokaslr: the RIPs read there map onto the kernel's System.map.
+		args = append(args, "-monitor", "unix:"+sock+",server,nowait")
+		args = slicesDeleteMonitorNone(args)
+		for i := range args {
+			if args[i] == "-append" {
+				args[i+1] += " nokaslr"
+			}
+		}
+	}
 	if _, err := os.Stat(qboot); err == nil {
 		// qboot boots a -kernel straight away, without SeaBIOS's screen
 		// control codes on the console.
@@ -263,4 +275,15 @@ func follow(path string, w io.Writer, stop <-chan struct{}) {
 		case <-time.After(200 * time.Millisecond):
 		}
 	}
+}
+
+// slicesDeleteMonitorNone drops the first "-monitor none" of args (another
+// -monitor was added).
+func slicesDeleteMonitorNone(args []string) []string {
+	for i := 0; i+1 < len(args); i++ {
+		if args[i] == "-monitor" && args[i+1] == "none" {
+			return append(args[:i:i], args[i+2:]...)
+		}
+	}
+	return args
 }
