@@ -136,7 +136,7 @@ func Run(ctx context.Context, o Options) (Result, error) {
 
 	args := []string{
 		"-name", rec.name,
-		"-machine", "q35", "-accel", "tcg,thread=multi", "-cpu", "max",
+		"-machine", "q35", "-accel", "tcg,thread=" + tcgThread(), "-cpu", "max",
 		"-smp", strconv.Itoa(o.CPUs), "-m", strconv.Itoa(o.MemoryMiB),
 		"-kernel", o.Kernel.Image, "-initrd", initrd,
 		// quiet: the console carries the init's and the command's lines;
@@ -286,4 +286,18 @@ func slicesDeleteMonitorNone(args []string) []string {
 		}
 	}
 	return args
+}
+
+// tcgThread is qemu's TCG threading: multi (a host thread per vCPU), or
+// single with KOORDLET_YARN_V2GUEST_TCG_THREAD=single. Multi-threaded TCG
+// has been seen to livelock the guest while the kernel patches its text
+// (2026-11-29: a vCPU looping on the int3 of a tracepoint site in
+// __schedule, holding its runqueue lock, while the other freed koordlet's
+// BPF program and spun on that lock): single serializes the vCPUs, at the
+// cost of one host CPU for the guest.
+func tcgThread() string {
+	if os.Getenv("KOORDLET_YARN_V2GUEST_TCG_THREAD") == "single" {
+		return "single"
+	}
+	return "multi"
 }
