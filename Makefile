@@ -143,10 +143,22 @@ measure-v2: deps deps-v2 e2e-tools build
 	$(GO) run ./test/v2guest/run -box -cgroup-v1 -memory 8192 -dir $(CURDIR) -- /bin/sh -c '$(V2_MEASURE_CMDS)'
 
 # qemu and depmod (kmod) for make test-v2, and the package lists apt-get
-# download needs.
+# download needs. On Debian bookworm, qemu 10 from bookworm-backports:
+# bookworm's qemu 7.2 livelocked the guest under multi-threaded TCG
+# (test/v2guest/run.go, tcgThread), and the guest runner falls back to one
+# TCG thread (slower) with a qemu older than 10.
 .PHONY: deps-v2 test-v2
 deps-v2:
 	@if [ "$$(id -u)" = 0 ]; then SUDO=""; else SUDO="sudo"; fi; \
+	major=$$(qemu-system-x86_64 --version 2>/dev/null | sed -n '1s/.*version \([0-9][0-9]*\)\..*/\1/p'); \
+	if [ "$${major:-0}" -lt 10 ] && grep -qs '^VERSION_CODENAME=bookworm$$' /etc/os-release; then \
+		echo "installing qemu-system-x86 10 from bookworm-backports (bookworm's qemu 7.2 livelocks the cgroup v2 guest under multi-threaded TCG)"; \
+		grep -qrs bookworm-backports /etc/apt/sources.list /etc/apt/sources.list.d || \
+			printf 'Types: deb\nURIs: http://deb.debian.org/debian\nSuites: bookworm-backports\nComponents: main\nSigned-By: /usr/share/keyrings/debian-archive-keyring.gpg\n' | \
+			$$SUDO tee /etc/apt/sources.list.d/koordlet-yarn-bookworm-backports.sources >/dev/null; \
+		{ $$SUDO apt-get update -qq && $$SUDO apt-get install -y -qq --no-install-recommends -t bookworm-backports qemu-system-x86 kmod; } || \
+			echo "qemu from bookworm-backports not installed: the guest's vCPUs run on one TCG thread (slower)"; \
+	fi; \
 	if ! command -v qemu-system-x86_64 >/dev/null || ! PATH="$$PATH:/usr/sbin:/sbin" command -v depmod >/dev/null; then \
 		echo "installing qemu-system-x86 and kmod (the cgroup v2 guest of make test-v2; depmod indexes its kernel's modules)"; \
 		$$SUDO apt-get update -qq && $$SUDO apt-get install -y -qq qemu-system-x86 kmod; \

@@ -2,6 +2,9 @@ package e2e
 
 import (
 	"context"
+	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -16,6 +19,7 @@ import (
 	"github.com/koordinator-sh/koordinator/apis/extension"
 	slov1alpha1 "github.com/koordinator-sh/koordinator/apis/slo/v1alpha1"
 
+	"github.com/koordlet-yarn/koordlet-yarn/framework/cgroups"
 	"github.com/koordlet-yarn/koordlet-yarn/test/kerneltest"
 	"github.com/koordlet-yarn/koordlet-yarn/test/nmemu"
 	"github.com/koordlet-yarn/koordlet-yarn/test/nodebox"
@@ -161,4 +165,57 @@ func cpuOverSpan(t *testing.T, b *nodebox.Box, id string, span time.Duration, us
 		return 0, kernel
 	}
 	return sum / float64(n), kernel
+}
+
+// memoryShown waits until /metrics gives container id more than min bytes of
+// memory (koordlet_yarn_container_memory_usage_bytes). On failure it prints
+// what koordlet says of the container (its accounting, cgroups, processes,
+// the charge split of a container moved while holding memory) and what the
+// kernel says (the processes' resident set, the memory cgroup's
+// memory.stat), then fails the test.
+func memoryShown(t *testing.T, b *nodebox.Box, id string, min float64, wait time.Duration, msg string) {
+	t.Helper()
+	last, seen := 0.0, false
+	if assert.Eventually(t, func() bool {
+		v, ok := polled(t, b, "koordlet_yarn_container_memory_usage_bytes", map[string]string{"container_id": id})
+		if ok {
+			last, seen = v, true
+		}
+		return ok && v > min
+	}, wait, 500*time.Millisecond, msg) {
+		return
+	}
+	t.Logf("%s on /metrics: last %.0f bytes (present %t), wanted more than %.0f", id, last, seen, min)
+	resp, err := b.Containers()
+	if err != nil {
+		t.Fatalf("/yarn/containers: %v", err)
+	}
+	if resp.MemoryAccounting != nil {
+		t.Logf("memory accounting: %+v", *resp.MemoryAccounting)
+	}
+	c := find(resp, id)
+	if c == nil {
+		t.Fatalf("koordlet does not list %s", id)
+	}
+	t.Logf("koordlet has %s: accounting %s, cgroups %+v, pids %v", id, c.MemoryAccounting(), c.Cgroups, c.Pids)
+	for _, pid := range c.Pids {
+		status, _ := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+		var rss []string
+		for _, l := range strings.Split(string(status), "\n") {
+			if strings.HasPrefix(l, "Rss") || strings.HasPrefix(l, "VmRSS") {
+				rss = append(rss, strings.Join(strings.Fields(l), " "))
+			}
+		}
+		cg, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cgroup", pid))
+		t.Logf("process %d: %s; cgroups %q", pid, strings.Join(rss, ", "), strings.TrimSpace(string(cg)))
+	}
+	if ref := c.Cgroups[cgroups.Memory]; ref.Owned {
+		dir := filepath.Join(b.CgroupRoot(), "memory", ref.Dir)
+		if _, err := os.Stat(filepath.Join(b.CgroupRoot(), "cgroup.controllers")); err == nil {
+			dir = filepath.Join(b.CgroupRoot(), ref.Dir) // cgroup v2
+		}
+		stat, err := os.ReadFile(filepath.Join(dir, "memory.stat"))
+		t.Logf("%s/memory.stat (%v):\n%s", dir, err, stat)
+	}
+	t.FailNow()
 }

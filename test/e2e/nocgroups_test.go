@@ -221,10 +221,7 @@ func noCgroupsNode(t *testing.T, l nodebox.Layout) {
 	cores, truth := cpuOverSpan(t, b, burner, 5*time.Second, func() time.Duration { return cpuUsage2(t, b, cpuCtrl, own(burner)) })
 	say(t, "burner: koordlet %.3f cores, kernel %.3f cores", cores, truth)
 	assert.InDelta(t, truth, cores, 0.25*truth+0.05, "koordlet's CPU matches the kernel's")
-	require.Eventually(t, func() bool {
-		v, ok := polled(t, b, "koordlet_yarn_container_memory_usage_bytes", map[string]string{"container_id": alloc})
-		return ok && v > 120<<20
-	}, 60*time.Second, 500*time.Millisecond, "the allocator's 128 MiB show on /metrics, measured in its own memory cgroup")
+	memoryShown(t, b, alloc, 120<<20, 60*time.Second, "the allocator's 128 MiB show on /metrics, measured in its own memory cgroup")
 
 	// The kubelet's writes to the NM pod's cgroups keep working (the box's
 	// kubelet writes them every round; a refusal fails the test).

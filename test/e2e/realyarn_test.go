@@ -477,10 +477,7 @@ func realYARNDiscoveryOn(t *testing.T, y *realYARN, nm yarnNM, memory bool) {
 	}
 	assert.True(t, agree(), "koordlet's CPU matches the kernel's over a span where the burner burns (≥ 0.1 cores): koordlet %.3f, kernel %.3f", cores, truth)
 	if memory {
-		require.Eventually(t, func() bool {
-			v, ok := value(scrape(t, y.box), "koordlet_yarn_container_memory_usage_bytes", map[string]string{"container_id": launched[1]})
-			return ok && v > 120<<20
-		}, jvmWait(60*time.Second), 500*time.Millisecond, "the allocator's 128 MiB on /metrics")
+		memoryShown(t, y.box, launched[1], 120<<20, jvmWait(60*time.Second), "the allocator's 128 MiB on /metrics")
 	}
 	require.NoError(t, app.Finish())
 }

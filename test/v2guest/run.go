@@ -288,16 +288,50 @@ func slicesDeleteMonitorNone(args []string) []string {
 	return args
 }
 
-// tcgThread is qemu's TCG threading: multi (a host thread per vCPU), or
-// single with KOORDLET_YARN_V2GUEST_TCG_THREAD=single. Multi-threaded TCG
-// has been seen to livelock the guest while the kernel patches its text
-// (2026-11-29: a vCPU looping on the int3 of a tracepoint site in
-// __schedule, holding its runqueue lock, while the other freed koordlet's
-// BPF program and spun on that lock): single serializes the vCPUs, at the
-// cost of one host CPU for the guest.
+// tcgThread is qemu's TCG threading: multi (a host thread per vCPU) or
+// single (one host thread runs every vCPU in turn), chosen by
+// KOORDLET_YARN_V2GUEST_TCG_THREAD, else by qemu's version (see
+// safeTCGThread). Multi-threaded TCG in qemu 7.2 (Debian bookworm's) was
+// seen to livelock the guest while the kernel patched its text (2026-11-29:
+// a vCPU looping on the int3 of a tracepoint site in __schedule, holding
+// its runqueue lock, while the other freed koordlet's BPF program and spun
+// on that lock; 3 in 11 guest runs of one e2e layout); qemu 10.0
+// (bookworm-backports, which make deps-v2 installs) ran the same loop
+// without it. Single serializes the vCPUs, at the cost of one host CPU for
+// the guest.
 func tcgThread() string {
-	if os.Getenv("KOORDLET_YARN_V2GUEST_TCG_THREAD") == "single" {
-		return "single"
+	switch v := os.Getenv("KOORDLET_YARN_V2GUEST_TCG_THREAD"); v {
+	case "single", "multi":
+		return v
 	}
-	return "multi"
+	out, err := exec.Command(QEMU, "--version").Output()
+	thread, why := safeTCGThread(string(out), err)
+	if why != "" {
+		fmt.Fprintf(os.Stderr, "v2guest: %s\n", why)
+	}
+	return thread
+}
+
+// minMultiTCG is the first qemu major version whose multi-threaded TCG ran
+// the guest without the livelock tcgThread describes.
+const minMultiTCG = 10
+
+// safeTCGThread picks the TCG threading for the output of qemu --version
+// ("QEMU emulator version 10.0.2 (Debian …)"): multi from minMultiTCG on,
+// else single, with why (a line for the log) when it is not multi.
+func safeTCGThread(version string, err error) (thread, why string) {
+	if err != nil {
+		return "single", fmt.Sprintf("qemu --version: %v; running the guest's vCPUs on one TCG thread", err)
+	}
+	first, _, _ := strings.Cut(version, "\n")
+	var major, minor int
+	if i := strings.Index(first, "version "); i < 0 {
+		return "single", fmt.Sprintf("no version in qemu's %q; running the guest's vCPUs on one TCG thread", first)
+	} else if _, err := fmt.Sscanf(first[i+len("version "):], "%d.%d", &major, &minor); err != nil {
+		return "single", fmt.Sprintf("no version in qemu's %q; running the guest's vCPUs on one TCG thread", first)
+	}
+	if major < minMultiTCG {
+		return "single", fmt.Sprintf("qemu %d.%d: its multi-threaded TCG livelocked a guest patching kernel text; running the guest's vCPUs on one TCG thread (slower; qemu %d or later runs them in parallel: make deps-v2 installs it)", major, minor, minMultiTCG)
+	}
+	return "multi", ""
 }
