@@ -25,6 +25,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/koordlet-yarn/koordlet-yarn/framework/yarn"
 	"github.com/koordlet-yarn/koordlet-yarn/test/cgtree"
 )
 
@@ -119,6 +120,11 @@ type Container struct {
 	// workDir holds a DefaultContainerExecutor launch's scripts and pid
 	// file (dce.go).
 	workDir string
+	// byRM: killed as the ResourceManager asked (KillByRM).
+	byRM bool
+	// am and launched: the RM's view of it (Allocations).
+	am       bool
+	launched time.Time
 }
 
 // Spec describes a container to launch.
@@ -142,16 +148,20 @@ type Spec struct {
 // APPLICATION_WEB_PROXY_BASE for the ApplicationMaster only.
 func (s Spec) env(id string, ts int64) []string {
 	env := append(os.Environ(), "CONTAINER_ID="+id)
-	am := s.Sequence == 1
-	if s.AM != nil {
-		am = *s.AM
-	}
-	if am {
+	if s.isAM() {
 		app := fmt.Sprintf("application_%d_%04d", ts, s.AppID)
 		env = append(env, fmt.Sprintf("APP_SUBMIT_TIME_ENV=%d", ts+s.AppID),
 			"APPLICATION_WEB_PROXY_BASE=/proxy/"+app)
 	}
 	return env
+}
+
+// isAM says whether the container is its attempt's ApplicationMaster.
+func (s Spec) isAM() bool {
+	if s.AM != nil {
+		return *s.AM
+	}
+	return s.Sequence == 1
 }
 
 // ID returns the container id of the spec under cluster timestamp ts.
@@ -287,7 +297,8 @@ func (nm *NM) Launch(spec Spec) (string, error) {
 		exec = "OPPORTUNISTIC"
 	}
 	c := &Container{ID: id, State: "NEW", ExitCode: -1000, User: spec.User, MemoryMB: spec.MemoryMB,
-		VCores: spec.VCores, ExecutionType: exec, NodeID: nm.cfg.NodeID, exited: make(chan struct{})}
+		VCores: spec.VCores, ExecutionType: exec, NodeID: nm.cfg.NodeID, exited: make(chan struct{}),
+		am: spec.isAM(), launched: time.Now()}
 	nm.mu.Lock()
 	if _, dup := nm.byID[id]; dup {
 		nm.mu.Unlock()
@@ -464,6 +475,13 @@ func (nm *NM) reap(c *Container, dirs []string) {
 			}
 		}
 	}
+	nm.mu.Lock()
+	if c.byRM {
+		// ContainerManagerImpl's kill of a container the RM's heartbeat
+		// response lists to clean up.
+		code, state, diag = killedByRMExit, yarn.StateContainerCleanedupAfterKill, "Container Killed by ResourceManager"
+	}
+	nm.mu.Unlock()
 	if nm.cfg.NoContainerCgroups {
 		// DefaultContainerExecutor: what is left of the container's
 		// process groups goes with it (its cgroup is the NM pod's).
@@ -493,6 +511,53 @@ func (nm *NM) finish(c *Container, state string, code int, diag string) {
 
 // Exit ends a container normally (the application finished it).
 func (nm *NM) Exit(id string) { nm.kill(nm.get(id)) }
+
+// Allocation is a container holding its allocation on the node, as the
+// ResourceManager sees it.
+type Allocation struct {
+	Container
+	// AM: its attempt's ApplicationMaster; Launched: when it was
+	// launched (the RM's allocation, to the emulator).
+	AM       bool
+	Launched time.Time
+}
+
+// Allocations lists the containers that hold their allocation: launched
+// and not exited.
+func (nm *NM) Allocations() []Allocation {
+	nm.mu.Lock()
+	defer nm.mu.Unlock()
+	var out []Allocation
+	for _, c := range nm.list {
+		select {
+		case <-c.exited:
+			continue
+		default:
+		}
+		out = append(out, Allocation{Container: c.view(), AM: c.am, Launched: c.launched})
+	}
+	return out
+}
+
+// killedByRMExit is ContainerExitStatus.KILLED_BY_RESOURCEMANAGER.
+const killedByRMExit = -106
+
+// KillByRM ends a container as the NodeManager does when the
+// ResourceManager's heartbeat response lists it to clean up (a
+// preemption, an over-commit's kill): its processes are killed and it
+// ends CONTAINER_CLEANEDUP_AFTER_KILL with exit code -106
+// (KILLED_BY_RESOURCEMANAGER), "Container Killed by ResourceManager"; the
+// application's AM is told PREEMPTED (-102) by the RM.
+func (nm *NM) KillByRM(id string) {
+	c := nm.get(id)
+	if c == nil {
+		return
+	}
+	nm.mu.Lock()
+	c.byRM = true
+	nm.mu.Unlock()
+	nm.kill(c)
+}
 
 // Exited returns a channel closed when the container has exited.
 func (nm *NM) Exited(id string) <-chan struct{} {

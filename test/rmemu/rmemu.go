@@ -7,7 +7,9 @@
 // RM the way Hadoop's RMWebAppFilter answers (a 307 to the active RM with
 // "This is standby RM...", or "There is no active RM right now." when it
 // knows none), and fail like a broken one (slow, garbage, 500), and it can
-// require a user (simple authentication's user.name).
+// require a user (simple authentication's user.name). Given a node's
+// containers (SetNodeContainers), it ends an over-commit after its timeout
+// as Hadoop's scheduler does (overcommit.go).
 package rmemu
 
 import (
@@ -73,11 +75,18 @@ type RM struct {
 	nodes       map[string]yarn.NodeResource
 	nodeReads   int
 	conf        map[string]string
+	// running, overcommit (a node's over-commit deadline), preempted and
+	// stop: the scheduler's side of updateNodeResource (overcommit.go).
+	running    map[string]NodeContainers
+	overcommit map[string]time.Time
+	preempted  []Preemption
+	stop       chan struct{}
 }
 
 // New returns an active RM with no applications.
 func New() *RM {
-	return &RM{mode: ModeActive, apps: map[string]App{}, nodes: map[string]yarn.NodeResource{}, conf: map[string]string{}}
+	return &RM{mode: ModeActive, apps: map[string]App{}, nodes: map[string]yarn.NodeResource{}, conf: map[string]string{},
+		overcommit: map[string]time.Time{}}
 }
 
 // SetConf sets a property of the RM's configuration served at /conf (an
@@ -133,10 +142,12 @@ func (rm *RM) Node(nodeID string) (yarn.NodeResource, bool) {
 
 // RegisterNode sets nodeID's resource as a NodeManager's (re-)registration
 // does: the capacity from its yarn-site, whatever updateNodeResource set
-// before (what an RM restart, a failover or an NM reconnect leaves).
+// before (what an RM restart, a failover or an NM reconnect leaves), and
+// no over-commit timeout (a new SchedulerNode).
 func (rm *RM) RegisterNode(nodeID string, r yarn.NodeResource) {
 	rm.mu.Lock()
 	rm.nodes[nodeID] = r
+	delete(rm.overcommit, nodeID)
 	rm.mu.Unlock()
 }
 
@@ -237,13 +248,19 @@ func (rm *RM) record(r *http.Request, mode Mode, path string) (Call, error) {
 	}
 	if mode == ModeActive {
 		rm.nodes[nodeID] = opt.Resource
+		if opt.OverCommitTimeout >= 0 {
+			// SchedulerNode.setOvercommitTimeOut: a timeout ≥ 0 sets
+			// (or replaces) the deadline; -1 leaves it as it was.
+			rm.overcommit[nodeID] = c.Time.Add(time.Duration(opt.OverCommitTimeout) * time.Millisecond)
+		}
 	}
 	return c, nil
 }
 
 // serveNode answers GET /ws/v1/cluster/nodes/{nodeid} as RMWebServices.getNode
 // does: {"node": NodeInfo} with totalResource and the used/available
-// memory and vcores (nothing allocated here), 404 for an unknown node.
+// memory and vcores (what SetNodeContainers' view holds; nothing without
+// one), 404 for an unknown node.
 func (rm *RM) serveNode(w http.ResponseWriter, escaped string) {
 	id, err := url.PathUnescape(escaped)
 	rm.mu.Lock()
@@ -255,10 +272,11 @@ func (rm *RM) serveNode(w http.ResponseWriter, escaped string) {
 		return
 	}
 	host, _, _ := strings.Cut(id, ":")
+	mem, vcores, n := rm.used(id)
 	writeJSON(w, http.StatusOK, map[string]any{"node": map[string]any{
 		"rack": "/default-rack", "state": "RUNNING", "id": id, "nodeHostName": host, "healthStatus": "Healthy",
-		"usedMemoryMB": 0, "availMemoryMB": res.MemoryMB, "usedVirtualCores": 0, "availableVirtualCores": res.VCores,
-		"numContainers": 0, "totalResource": map[string]any{"memory": res.MemoryMB, "vCores": res.VCores}}})
+		"usedMemoryMB": mem, "availMemoryMB": res.MemoryMB - mem, "usedVirtualCores": vcores, "availableVirtualCores": res.VCores - vcores,
+		"numContainers": n, "totalResource": map[string]any{"memory": res.MemoryMB, "vCores": res.VCores}}})
 }
 
 // serveConf answers as ConfServlet does in JSON: one property for a name,
@@ -338,7 +356,8 @@ func Start() (*Server, error) {
 	return s, nil
 }
 
-// Close stops the server.
+// Close stops the server and the scheduler's heartbeats.
 func (s *Server) Close() error {
+	s.Stop()
 	return s.srv.Close()
 }
