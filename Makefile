@@ -188,10 +188,10 @@ measure-evict: deps
 # candidate), each with the event trigger and with the periodic check alone:
 # killed vs the minimum that covers the need, lost CPU-seconds, AM kills,
 # crossing → eviction and → released (root, cgroup v1). Then memory relief's
-# episodes (held, fast, cache) with the kill alone and with
+# episodes (held, fast, rm, cache) with the kill alone and with
 # YARNMemoryRelief: the kills avoided, node memory's peak against the
 # threshold, the band's entry → throttle, the rung that relieved each
-# episode (the audit's record).
+# episode (the audit's record), the growers the RM emulator preempted.
 SCENARIO_RUNS ?= 2
 .PHONY: measure-evict-scenarios measure-relief-v2
 measure-evict-scenarios: deps
@@ -200,12 +200,12 @@ measure-evict-scenarios: deps
 # Memory relief's episodes on a real cgroup v2 kernel (make test-v2's guest,
 # where the throttle is memory.high; the cache episode needs a disk the
 # guest lacks), then the same in the guest booted with cgroup v1 (the soft
-# limit only). About 15 minutes.
+# limit only). About 20 minutes.
 measure-relief-v2: deps deps-v2 e2e-tools build
 	@mkdir -p $(V2_MEASURE_BIN)
 	$(GO) build -o $(V2_MEASURE_BIN)/evictscenarios ./test/measure/evictscenarios
-	$(GO) run ./test/v2guest/run -box -memory 8192 -dir $(CURDIR) -- $(V2_MEASURE_BIN)/evictscenarios -runs $(V2_SCENARIO_RUNS) -episodes none -modes event -relief held,fast
-	$(GO) run ./test/v2guest/run -box -cgroup-v1 -memory 8192 -dir $(CURDIR) -- $(V2_MEASURE_BIN)/evictscenarios -runs $(V2_SCENARIO_RUNS) -episodes none -modes event -relief held,fast
+	$(GO) run ./test/v2guest/run -box -memory 8192 -dir $(CURDIR) -- $(V2_MEASURE_BIN)/evictscenarios -runs $(V2_SCENARIO_RUNS) -episodes none -modes event -relief held,fast,rm
+	$(GO) run ./test/v2guest/run -box -cgroup-v1 -memory 8192 -dir $(CURDIR) -- $(V2_MEASURE_BIN)/evictscenarios -runs $(V2_SCENARIO_RUNS) -episodes none -modes event -relief held,fast,rm
 
 # Where the CPU tail comes from beyond the budget (issue 34 part 3), on a
 # real cgroup v2 kernel (make test-v2's guest; TCG: its latencies are not

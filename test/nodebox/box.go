@@ -25,6 +25,7 @@ import (
 	"golang.org/x/sys/unix"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 
 	slov1alpha1 "github.com/koordinator-sh/koordinator/apis/slo/v1alpha1"
@@ -37,6 +38,10 @@ import (
 
 // NodeName is the box's node.
 const NodeName = "e2e-node"
+
+// NMNodeID is the NodeManager emulator's node id (its /ws/v1/node/info's
+// nodeId: what the ResourceManager calls the node).
+const NMNodeID = "127.0.0.1:8041"
 
 // YARNHierarchy is where the emulated NM puts container cgroups in the
 // default layout: below the besteffort QoS cgroup (cgroupfs driver). Other
@@ -381,7 +386,7 @@ func Start(ctx context.Context, opts Options) (b *Box, err error) {
 	nmCfg := nmemu.Config{
 		CgroupRoot: b.cgroupRoot, Hierarchy: l.Hierarchy(), Controllers: l.yarnControllers(), NoContainerCgroups: l.NoYARNCgroups, LCELaunch: l.LCELaunch,
 		PodCgroup: b.pods["nodemanager"].containerCgroup, PodControllers: b.ctrls(),
-		NodeID: "127.0.0.1:8041",
+		NodeID: NMNodeID,
 		// YARN's launch script runs a moment before it execs the JVM.
 		LaunchDelay: 200 * time.Millisecond,
 	}
@@ -486,6 +491,19 @@ func koordinatorCRDDir() (string, error) {
 		return "", fmt.Errorf("locate the koordinator module: %w", err)
 	}
 	return filepath.Join(strings.TrimSpace(string(out)), "config/crd/bases"), nil
+}
+
+// SetNodeAnnotations merges annotations into the Node's (a merge patch:
+// the others are kept).
+func (b *Box) SetNodeAnnotations(ctx context.Context, annotations map[string]string) error {
+	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": annotations}})
+	if err != nil {
+		return err
+	}
+	if _, err := b.Kube.CoreV1().Nodes().Patch(ctx, NodeName, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
+		return fmt.Errorf("annotate node %s: %w", NodeName, err)
+	}
+	return nil
 }
 
 // UpdateNodeSLO changes the node's NodeSLO spec.

@@ -18,7 +18,7 @@
 //   - policy: a transcode-queue application's executor beside a Spark one,
 //     under a policy that puts root.transcode first (the RM emulator serves
 //     both applications), the pressure from outside YARN;
-//   - the relief episodes (relief.go, -relief): held, fast, cache, with
+//   - the relief episodes (relief.go, -relief): held, fast, rm, cache, with
 //     the kill alone and with YARNMemoryRelief;
 //   - am-only: an ApplicationMaster that is the only YARN candidate (not run
 //     by default: the box always has a near-empty BE pod, "batch", which
@@ -108,7 +108,7 @@ func main() {
 	runs := flag.Int("runs", 2, "runs of each episode in each mode")
 	only := flag.String("episodes", "growing,opportunistic,large-small,policy", "comma-separated episode names (am-only: see the package doc)")
 	modes := flag.String("modes", "event,periodic", "event (YARNMemoryEvictTrigger) and/or periodic")
-	relief := flag.String("relief", "held,fast,cache", "comma-separated relief episodes (YARNMemoryRelief against the kill alone; see relief.go; \"\" none)")
+	relief := flag.String("relief", "held,fast,rm,cache", "comma-separated relief episodes (YARNMemoryRelief against the kill alone; see relief.go; \"\" none)")
 	lsLevel := flag.Float64("ls-level", 0.3, "the LS service's load through the relief episodes, a fraction of the node's CPUs (the co-location harness's service and load generator; 0: none)")
 	flag.Parse()
 	if err := run(*runs, *only, strings.Split(*modes, ","), *relief, *lsLevel); err != nil {
@@ -221,7 +221,7 @@ func run(runs int, only string, modes []string, relief string, lsLevel float64) 
 	}
 	if relief != "" {
 		fmt.Println()
-		return runReliefPass(ctx, box, args("event"), relief, runs, &appBase, ls)
+		return runReliefPass(ctx, box, rm, args("event"), relief, runs, &appBase, ls)
 	}
 	return nil
 }

@@ -5,18 +5,23 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/utils/ptr"
 
+	apiext "github.com/koordinator-sh/koordinator/apis/extension"
 	slov1alpha1 "github.com/koordinator-sh/koordinator/apis/slo/v1alpha1"
 
 	"github.com/koordlet-yarn/koordlet-yarn/plugins/yarnevict"
 	"github.com/koordlet-yarn/koordlet-yarn/test/kerneltest"
 	"github.com/koordlet-yarn/koordlet-yarn/test/nmemu"
 	"github.com/koordlet-yarn/koordlet-yarn/test/nodebox"
+	"github.com/koordlet-yarn/koordlet-yarn/test/rmemu"
 )
 
 // The relief episodes (YARNMemoryRelief's rungs against the kill alone),
@@ -30,6 +35,15 @@ import (
 //     relief;
 //   - fast: the same growth at 5 points a second: faster than the 1-second
 //     check can hold (the kill stays the last rung);
+//   - rm: the same executor growing at a quarter point a second, slowly
+//     enough that the ResourceManager can release before the threshold:
+//     with relief (and YARNRMPreemption, YARNRMNodeResourceSync,
+//     YARNBatchLedger, for this episode only) koordlet asks the RM for a
+//     capacity below YARN's allocation and the RM emulator's scheduler
+//     (test/rmemu, Hadoop's over-commit kill order) preempts the newest
+//     executor, the grower: PREEMPTED to its AM, no kill by koordlet; with
+//     the kill alone it is killed at the threshold (a window twice as long:
+//     it takes 40 s to get there);
 //   - cache: an executor writing 1.5× the headroom to the threshold as
 //     file data (page cache): koordlet's node usage (MemTotal −
 //     MemAvailable) counts it as available, so no episode and no kill.
@@ -51,6 +65,8 @@ const reliefWindow = 75 * time.Second
 type reliefResult struct {
 	episode, mode string
 	killed        int
+	// preempted: the RM emulator's scheduler killed the grower (rm).
+	preempted bool
 	// peak and limit: node memory's highest use and the threshold, bytes.
 	peak, limit int64
 	crossed     bool
@@ -71,13 +87,31 @@ type reliefResult struct {
 }
 
 // reliefEpisodes lists the episodes' names.
-var reliefEpisodes = []string{"held", "fast", "cache"}
+var reliefEpisodes = []string{"held", "fast", "rm", "cache"}
+
+// rmArgs are the RM rung's gates and flags (the rm episode): the batch
+// ledger and the RM sync with a short interval, the RM emulator rm, a 3-s
+// over-commit timeout and a 5-s grace (koordlet's RMDelay: about 10 s).
+func rmArgs(base []string, rm string) []string {
+	out := make([]string, 0, len(base)+8)
+	for _, a := range base {
+		if g, ok := strings.CutPrefix(a, "--feature-gates="); ok {
+			a = "--feature-gates=" + g + ",YARNBatchLedger=true,YARNRMNodeResourceSync=true,YARNRMPreemption=true"
+		}
+		if !strings.HasPrefix(a, "--yarn-rm-endpoints=") {
+			out = append(out, a)
+		}
+	}
+	return append(out, "--yarn-ledger-patch-interval=300ms", "--yarn-ledger-max-age=300ms", "--yarn-rm-sync-interval=500ms",
+		"--yarn-rm-endpoints="+rm, "--yarn-rm-user=yarn", "--yarn-rm-timeout=2s",
+		"--yarn-rm-preemption-timeout=3s", "--yarn-rm-preemption-grace=5s")
+}
 
 // runReliefPass runs the relief episodes named in only (comma-separated),
 // runs times each, with the kill alone and with relief; base are the
 // koordlet's arguments of the event mode; ls, when not nil, loads the LS
 // service through each episode.
-func runReliefPass(ctx context.Context, box *nodebox.Box, base []string, only string, runs int, appBase *int64, ls *lsLoad) error {
+func runReliefPass(ctx context.Context, box *nodebox.Box, rm *rmemu.Server, base []string, only string, runs int, appBase *int64, ls *lsLoad) error {
 	modes := []struct {
 		name string
 		args []string
@@ -86,23 +120,43 @@ func runReliefPass(ctx context.Context, box *nodebox.Box, base []string, only st
 		{"relief", reliefArgs(base)},
 	}
 	var results []reliefResult
-	for _, m := range modes {
-		box.StopKoordlet()
-		box.SetKoordletArgs(m.args)
-		if err := box.StartKoordlet(); err != nil {
+	if strings.Contains(","+only+",", ",rm,") {
+		if err := rmScheduler(ctx, box, rm); err != nil {
 			return err
 		}
-		time.Sleep(5 * time.Second) // koordlet's loops run
+	}
+	for _, m := range modes {
+		var running []string
+		restart := func(args []string) error {
+			if slices.Equal(args, running) {
+				return nil
+			}
+			box.StopKoordlet()
+			box.SetKoordletArgs(args)
+			if err := box.StartKoordlet(); err != nil {
+				return err
+			}
+			running = args
+			time.Sleep(5 * time.Second) // koordlet's loops run
+			return nil
+		}
 		for _, ep := range reliefEpisodes {
 			if !strings.Contains(","+only+",", ","+ep+",") {
 				continue
+			}
+			args := m.args
+			if ep == "rm" {
+				args = rmArgs(m.args, rm.URL)
+			}
+			if err := restart(args); err != nil {
+				return err
 			}
 			if ep == "cache" && box.Layout().Unified {
 				fmt.Printf("%-8s %-13s not run: the v2 guest has no disk (its files are memory)\n", m.name, ep)
 				continue
 			}
 			for r := 0; r < runs; r++ {
-				res, err := runRelief(ctx, box, ep, *appBase, m.name == "relief", ls)
+				res, err := runRelief(ctx, box, rm, ep, *appBase, m.name == "relief", ls)
 				*appBase += 10
 				if err != nil {
 					return fmt.Errorf("%s/%s run %d: %w", m.name, ep, r+1, err)
@@ -138,6 +192,9 @@ func (r reliefResult) String() string {
 	if r.outcome != "" {
 		s += "; episode relieved by the " + r.outcome
 	}
+	if r.preempted {
+		s += "; the grower preempted by the RM"
+	}
 	s += fmt.Sprintf("; grower completed after the release %t", r.completed)
 	if r.lsRequests > 0 {
 		s += fmt.Sprintf("; LS p99 (worst 5-s slice) %v before, %v during the episode (%d requests, %d errors)",
@@ -149,7 +206,7 @@ func (r reliefResult) String() string {
 // runRelief runs one relief episode (reliefOn: koordlet has the gate, the
 // episode's record is awaited; ls, when not nil, loads the LS service
 // before and through the episode).
-func runRelief(ctx context.Context, box *nodebox.Box, ep string, appBase int64, reliefOn bool, ls *lsLoad) (reliefResult, error) {
+func runRelief(ctx context.Context, box *nodebox.Box, rm *rmemu.Server, ep string, appBase int64, reliefOn bool, ls *lsLoad) (reliefResult, error) {
 	res := reliefResult{episode: ep}
 	var ids []string
 	launch := func(seq int64, mb int64, am bool, script string) (string, error) {
@@ -205,10 +262,13 @@ func runRelief(ctx context.Context, box *nodebox.Box, ep string, appBase int64, 
 	growMiB := point * 14 >> 20
 	var grower string
 	switch ep {
-	case "held", "fast":
+	case "held", "fast", "rm":
 		rate := max(point>>20, 16)
-		if ep == "fast" {
+		switch ep {
+		case "fast":
 			rate *= 5
+		case "rm":
+			rate = max(rate/4, 4)
 		}
 		grower, err = launch(3, growMiB, false, kerneltest.HelperScript(fmt.Sprintf("grow=%d@%d", growMiB, rate)))
 	case "cache":
@@ -244,7 +304,11 @@ func runRelief(ctx context.Context, box *nodebox.Box, ep string, appBase int64, 
 	// throttle holds is held all of it; under the v2 guest's emulated CPU
 	// the grower takes two to three times its nominal pace to reach the
 	// threshold).
-	for deadline := time.Now().Add(reliefWindow); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+	window := reliefWindow
+	if ep == "rm" {
+		window *= 2
+	}
+	for deadline := time.Now().Add(window); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
 		now := time.Now()
 		_, u, err := nodebox.MemInfo()
 		if err != nil {
@@ -355,7 +419,34 @@ func runRelief(ctx context.Context, box *nodebox.Box, ep string, appBase int64, 
 	if ep == "cache" {
 		res.completed = cacheWriterDone(box, grower)
 	}
+	for _, p := range rm.Preemptions() {
+		res.preempted = res.preempted || p.ID == grower
+	}
 	return res, nil
+}
+
+// rmScheduler gives the RM emulator's scheduler the NodeManager
+// emulator's containers (it preempts them as the NM does when the RM asks)
+// and gives the node a batch capacity far above what the episodes
+// allocate, so that the RM sync's own capacity never over-commits it.
+func rmScheduler(ctx context.Context, box *nodebox.Box, rm *rmemu.Server) error {
+	rm.SetNodeContainers(nodebox.NMNodeID, rmemu.NodeContainers{
+		Running: func() []rmemu.Running {
+			var out []rmemu.Running
+			for _, a := range box.NM.Allocations() {
+				out = append(out, rmemu.Running{ID: a.ID, MemoryMB: a.MemoryMB, VCores: a.VCores, AM: a.AM,
+					Opportunistic: a.ExecutionType == "OPPORTUNISTIC", Created: a.Launched})
+			}
+			return out
+		},
+		Preempt: box.NM.KillByRM,
+	})
+	a := map[string]string{}
+	if err := slov1alpha1.SetOriginExtendedAllocatableRes(a, corev1.ResourceList{
+		apiext.BatchCPU: *resource.NewQuantity(64000, resource.DecimalSI), apiext.BatchMemory: resource.MustParse("256Gi")}); err != nil {
+		return err
+	}
+	return box.SetNodeAnnotations(ctx, a)
 }
 
 // cacheWriterDone reports whether the cache episode's writer is done: its
@@ -389,6 +480,7 @@ func summarizeRelief(results []reliefResult, ls *lsLoad) {
 	fmt.Println()
 	for _, ep := range reliefEpisodes {
 		var kill, relief []reliefResult
+		preempted := 0
 		for _, r := range results {
 			if r.episode != ep {
 				continue
@@ -397,6 +489,9 @@ func summarizeRelief(results []reliefResult, ls *lsLoad) {
 				kill = append(kill, r)
 			} else {
 				relief = append(relief, r)
+			}
+			if r.preempted {
+				preempted++
 			}
 		}
 		if len(kill)+len(relief) == 0 {
@@ -433,6 +528,9 @@ func summarizeRelief(results []reliefResult, ls *lsLoad) {
 		}
 		if len(by) > 0 {
 			line += fmt.Sprintf("; episodes relieved by %v", by)
+		}
+		if preempted > 0 {
+			line += fmt.Sprintf("; growers preempted by the RM %d", preempted)
 		}
 		for _, m := range []struct {
 			name string
