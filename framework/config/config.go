@@ -99,7 +99,8 @@ func NewDefault() *Config {
 		MemoryThrottleBandPercent:    DefaultMemoryThrottleBandPercent,
 		RM:                           RM{Timeout: yarn.DefaultRMTimeout, MaxResponseBytes: yarn.DefaultRMMaxResponseBytes},
 		Interference: Interference{Interval: DefaultInterferenceInterval, Target: DefaultInterferenceTarget, Signal: DefaultInterferenceSignal,
-			MinPercent: DefaultInterferenceMinPercent, StepPercent: DefaultInterferenceStepPercent},
+			MinPercent: DefaultInterferenceMinPercent, StepPercent: DefaultInterferenceStepPercent,
+			GrowAfter: DefaultInterferenceGrowAfter},
 		Ledger: Ledger{PatchInterval: DefaultLedgerPatchInterval, Hysteresis: DefaultLedgerHysteresis, MaxAge: DefaultLedgerMaxAge, RMSyncInterval: DefaultRMSyncInterval, RMReadBack: DefaultRMReadBack, Expiry: DefaultLedgerExpiry, RMPreemptionTimeout: DefaultRMPreemptionTimeout, RMPreemptionGrace: DefaultRMPreemptionGrace, RMCapacityRecord: DefaultRMCapacityRecord},
 	}
 }

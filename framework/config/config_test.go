@@ -21,7 +21,7 @@ func TestFlagsAndValidate(t *testing.T) {
 		"--yarn-rm-endpoints= http://rm1:8088, https://rm2:8090 ,", "--yarn-rm-user=yarn", "--yarn-rm-timeout=3s",
 		"--yarn-rm-max-response-bytes=2048", "--yarn-ledger-patch-interval=2s", "--yarn-ledger-hysteresis=5", "--yarn-ledger-max-age=30s", "--yarn-rm-sync-interval=5s", "--yarn-rm-read-back-interval=30s", "--yarn-ledger-expiry=5m", "--yarn-rm-preemption-timeout=3s", "--yarn-rm-node-id=n1:45454",
 		"--yarn-container-metrics=application",
-		"--yarn-interference-interval=500ms", "--yarn-interference-target=800us", "--yarn-interference-min-cpu-percent=20", "--yarn-interference-step-percent=10", "--yarn-interference-signal=wait",
+		"--yarn-interference-interval=500ms", "--yarn-interference-target=800us", "--yarn-interference-min-cpu-percent=20", "--yarn-interference-step-percent=10", "--yarn-interference-signal=wait", "--yarn-interference-grow-after=5",
 		"--yarn-memory-throttle-band-percent=8",
 	}))
 	require.NoError(t, cfg.Validate())
@@ -32,7 +32,7 @@ func TestFlagsAndValidate(t *testing.T) {
 		ContainerMetrics:          ContainerMetricsApplication,
 		RM:                        RM{Endpoints: []string{"http://rm1:8088", "https://rm2:8090"}, User: "yarn", Timeout: 3 * time.Second, MaxResponseBytes: 2048},
 		Ledger:                    Ledger{PatchInterval: 2 * time.Second, Hysteresis: 5, MaxAge: 30 * time.Second, RMSyncInterval: 5 * time.Second, RMReadBack: 30 * time.Second, Expiry: 5 * time.Minute, RMPreemptionTimeout: 3 * time.Second, RMNodeID: "n1:45454", RMPreemptionGrace: DefaultRMPreemptionGrace, RMCapacityRecord: DefaultRMCapacityRecord},
-		Interference:              Interference{Interval: 500 * time.Millisecond, Target: 800 * time.Microsecond, Signal: "wait", MinPercent: 20, StepPercent: 10},
+		Interference:              Interference{Interval: 500 * time.Millisecond, Target: 800 * time.Microsecond, Signal: "wait", MinPercent: 20, StepPercent: 10, GrowAfter: 5},
 		MemoryThrottleBandPercent: 8,
 	}, cfg)
 	rm, err := cfg.RM.Client()
@@ -69,6 +69,7 @@ func TestFlagsAndValidate(t *testing.T) {
 		{func(c *Config) { c.Interference.Target = 0 }, "--yarn-interference-target"},
 		{func(c *Config) { c.Interference.MinPercent = 0 }, "--yarn-interference-min-cpu-percent"},
 		{func(c *Config) { c.Interference.StepPercent = 101 }, "--yarn-interference-step-percent"},
+		{func(c *Config) { c.Interference.GrowAfter = 0 }, "--yarn-interference-grow-after"},
 		{func(c *Config) { c.Interference.Signal = "p99" }, "--yarn-interference-signal"},
 	}
 	for _, tt := range tests {

@@ -26,6 +26,9 @@ type Interference struct {
 	// node's CPU; StepPercent the threshold's growth per interval, in
 	// percent points.
 	MinPercent, StepPercent int64
+	// GrowAfter is how many quiet intervals in a row each step up of the
+	// threshold waits for (1: every quiet interval).
+	GrowAfter int64
 }
 
 // Interference defaults.
@@ -35,6 +38,7 @@ const (
 	DefaultInterferenceSignal      = "interference"
 	DefaultInterferenceMinPercent  = 5
 	DefaultInterferenceStepPercent = 2
+	DefaultInterferenceGrowAfter   = 1
 )
 
 func (i *Interference) initFlags(fs *flag.FlagSet) {
@@ -48,6 +52,8 @@ func (i *Interference) initFlags(fs *flag.FlagSet) {
 		"Smallest BE CPU budget a cut of the interference controller leaves, in percent of the node's CPU (BE suppress's own minimum, cpuSuppressMinPercent, applies too).")
 	fs.Int64Var(&i.StepPercent, "yarn-interference-step-percent", i.StepPercent,
 		"Growth of BE suppress's cpuSuppressThresholdPercent per interval while LS waits less than 70% of the target, in percent points (above the target the budget is halved).")
+	fs.Int64Var(&i.GrowAfter, "yarn-interference-grow-after", i.GrowAfter,
+		"Quiet intervals in a row (LS waiting less than 70% of the target) the interference controller waits for before each step up of the threshold; a cut comes at the first interval above the target either way. 1 steps up at every quiet interval; more trades batch CPU for fewer probes past the point where LS's tail turns.")
 }
 
 func (i *Interference) validate() error {
@@ -65,6 +71,9 @@ func (i *Interference) validate() error {
 	}
 	if i.StepPercent < 1 || i.StepPercent > 100 {
 		return fmt.Errorf("--yarn-interference-step-percent %d: not in 1–100", i.StepPercent)
+	}
+	if i.GrowAfter < 1 || i.GrowAfter > 600 {
+		return fmt.Errorf("--yarn-interference-grow-after %d: not in 1–600", i.GrowAfter)
 	}
 	return nil
 }

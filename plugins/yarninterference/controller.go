@@ -57,6 +57,8 @@ type Controller struct {
 	// points); kept through a gap in the signal, so that the threshold
 	// comes back there with it.
 	offset float64
+	// quiet counts the quiet intervals in a row (Rule.GrowAfter).
+	quiet int
 	// applying: Threshold moves the NodeSLO's threshold by offset.
 	applying bool
 	// given is the YARN root whose cfs quota an earlier version of the
@@ -262,8 +264,9 @@ func (c *Controller) Step() {
 	usage := c.usage(h, capacity)
 	sig, ok := c.opts.Signal()
 	cfg := c.opts.Config
-	r := Rule{Target: c.Target(), HoldBelow: 0.7, Step: float64(cfg.StepPercent), Floor: float64(cfg.MinPercent)}
-	next, act := r.Next(c.offset, float64(base), budget, usage, sig.ValueOf(cfg.Signal), ok)
+	r := Rule{Target: c.Target(), HoldBelow: 0.7, Step: float64(cfg.StepPercent), Floor: float64(cfg.MinPercent), GrowAfter: int(cfg.GrowAfter)}
+	st, act := r.Next(State{Offset: c.offset, Quiet: c.quiet}, float64(base), budget, usage, sig.ValueOf(cfg.Signal), ok)
+	next := st.Offset
 	cores := -1.0
 	if budget >= 0 {
 		cores = budget * float64(capacity) / 100 / 1000
@@ -285,7 +288,7 @@ func (c *Controller) Step() {
 	case th != prev:
 		klog.V(4).Infof("yarn: interference control: LS CPU wait %v (target %v): BE suppress's threshold %d%% → %d%% (%s)", sig.ValueOf(cfg.Signal), r.Target, prev, th, act)
 	}
-	c.offset, c.applying = next, true
+	c.offset, c.quiet, c.applying = next, st.Quiet, true
 	c.metrics.threshold.Set(float64(th))
 }
 

@@ -40,6 +40,23 @@ type Rule struct {
 	Step float64
 	// Floor is the smallest budget a cut leaves, in percent of the node.
 	Floor float64
+	// GrowAfter is how many quiet intervals in a row (the signal under
+	// HoldBelow × Target) each step up waits for; 0 or 1: every quiet
+	// interval steps up. A cut comes at the first interval above the
+	// target either way: cut at once, grow after a hold, so that fewer
+	// probes go past the point where LS's tail turns (each such interval
+	// is paid in the tail).
+	GrowAfter int
+}
+
+// State is what the rule carries from one interval to the next.
+type State struct {
+	// Offset is the threshold's offset from the NodeSLO's, in percent
+	// points.
+	Offset float64
+	// Quiet counts the quiet intervals in a row since the last step up,
+	// cut or interval in the hold band.
+	Quiet int
 }
 
 // Action is what one step did.
@@ -53,19 +70,20 @@ const (
 	Release Action = "release" // no signal: the NodeSLO's threshold
 )
 
-// Next returns the offset after offset, for the NodeSLO's threshold base
+// Next returns the state after s, for the NodeSLO's threshold base
 // (percent), the BE budget in force (percent of the node; negative:
 // unlimited or unknown), batch's CPU use in the last interval (percent of
-// the node; negative: unknown) and the signal (ok false: none). The
-// threshold base + offset stays within [0, 100]. The threshold does not
-// grow while batch uses less than half its budget less a step, so that an
-// idle batch does not wind the threshold up and hit LS with all of it when
-// it starts.
-func (r Rule) Next(offset, base, budget, usage float64, signal time.Duration, ok bool) (float64, Action) {
+// the node; negative: unknown) and the signal (ok false: none, the state
+// kept). The threshold base + offset stays within [0, 100]. The threshold
+// does not grow while batch uses less than half its budget less a step, so
+// that an idle batch does not wind the threshold up and hit LS with all of
+// it when it starts; nor before GrowAfter quiet intervals in a row.
+func (r Rule) Next(s State, base, budget, usage float64, signal time.Duration, ok bool) (State, Action) {
 	if !ok {
-		return offset, Release
+		return s, Release
 	}
 	clamp := func(v float64) float64 { return min(max(v, -base), 100-base) }
+	offset := s.Offset
 	switch {
 	case signal > r.Target:
 		cut := r.Step
@@ -74,20 +92,24 @@ func (r Rule) Next(offset, base, budget, usage float64, signal time.Duration, ok
 			cut = min(cut, budget-r.Floor)
 		}
 		if cut <= 0 {
-			return clamp(offset), Hold // at the floor
+			return State{Offset: clamp(offset)}, Hold // at the floor
 		}
-		return clamp(offset - cut), Cut
+		return State{Offset: clamp(offset - cut)}, Cut
 	case float64(signal) < r.HoldBelow*float64(r.Target):
+		quiet := s.Quiet + 1
 		if usage >= 0 && budget >= 0 && budget > 2*usage+r.Step {
-			return clamp(offset), Hold
+			return State{Offset: clamp(offset), Quiet: quiet}, Hold
+		}
+		if quiet < r.GrowAfter {
+			return State{Offset: clamp(offset), Quiet: quiet}, Hold
 		}
 		next := clamp(offset + r.Step)
 		if next == clamp(offset) {
-			return next, Hold
+			return State{Offset: next}, Hold
 		}
-		return next, Grow
+		return State{Offset: next}, Grow
 	default:
-		return clamp(offset), Hold
+		return State{Offset: clamp(offset)}, Hold
 	}
 }
 

@@ -35,8 +35,8 @@ func TestRuleNext(t *testing.T) {
 		{"never below 0%", -65, 70, 15, 15, 2 * ms, true, -70, Cut},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			got, act := r.Next(tt.offset, tt.base, tt.budget, tt.usage, tt.signal, tt.ok)
-			assert.InDelta(t, tt.want, got, 1e-9)
+			got, act := r.Next(State{Offset: tt.offset}, tt.base, tt.budget, tt.usage, tt.signal, tt.ok)
+			assert.InDelta(t, tt.want, got.Offset, 1e-9)
 			assert.Equal(t, tt.action, act)
 		})
 	}
@@ -64,12 +64,12 @@ func TestRuleSettles(t *testing.T) {
 	plant := func(budget float64) time.Duration { // the wait grows with batch's budget: 1 ms at 20% of the node
 		return time.Duration(budget / 20 * float64(time.Millisecond))
 	}
-	offset := 0.0
-	budget := func() float64 { return max(base+offset-ls, 0) }
+	var st State
+	budget := func() float64 { return max(base+st.Offset-ls, 0) }
 	var last []float64
 	for i := 0; i < 80; i++ {
-		offset, _ = r.Next(offset, base, budget(), budget(), plant(budget()), true)
-		last = append(last, offset)
+		st, _ = r.Next(st, base, budget(), budget(), plant(budget()), true)
+		last = append(last, st.Offset)
 	}
 	tail := last[len(last)-20:]
 	for _, o := range tail {
@@ -85,8 +85,50 @@ func TestRuleSettles(t *testing.T) {
 	ls += 10
 	assert.InDelta(t, before-10, budget(), 1e-9)
 	for i := 0; i < 40; i++ {
-		offset, _ = r.Next(offset, base, budget(), budget(), plant(budget()), true)
+		st, _ = r.Next(st, base, budget(), budget(), plant(budget()), true)
 	}
 	assert.LessOrEqual(t, plant(budget()), r.Target)
 	assert.GreaterOrEqual(t, plant(budget()), time.Duration(0.7*float64(r.Target))-time.Duration(float64(time.Millisecond)/20))
+}
+
+// TestRuleGrowAfter: with GrowAfter 3 a step up comes after three quiet
+// intervals in a row; an interval in the hold band or a cut starts the
+// count again; a cut is never delayed; no signal keeps the count.
+func TestRuleGrowAfter(t *testing.T) {
+	r := Rule{Target: time.Millisecond, HoldBelow: 0.7, Step: 2, Floor: 5, GrowAfter: 3}
+	quiet, band, over := time.Duration(0), 800*time.Microsecond, 2*time.Millisecond
+	st := State{}
+	var acts []Action
+	step := func(sig time.Duration, ok bool) {
+		var a Action
+		st, a = r.Next(st, 70, 10, 10, sig, ok)
+		acts = append(acts, a)
+	}
+	step(quiet, true)
+	step(quiet, true)
+	step(quiet, false) // a gap in the signal: the count kept
+	step(quiet, true)
+	assert.Equal(t, []Action{Hold, Hold, Release, Grow}, acts)
+	assert.InDelta(t, 2, st.Offset, 1e-9)
+	assert.Zero(t, st.Quiet, "a step up starts the count again")
+
+	acts = nil
+	step(quiet, true)
+	step(quiet, true)
+	step(band, true) // in the band: the count starts again
+	step(quiet, true)
+	step(quiet, true)
+	step(over, true) // cut at once
+	assert.Equal(t, []Action{Hold, Hold, Hold, Hold, Hold, Cut}, acts)
+	assert.InDelta(t, -3, st.Offset, 1e-9, "the budget of 10 halved")
+	assert.Zero(t, st.Quiet)
+
+	// GrowAfter 0 and 1 step up at every quiet interval.
+	for _, n := range []int{0, 1} {
+		r.GrowAfter = n
+		st = State{}
+		st, a := r.Next(st, 70, 10, 10, quiet, true)
+		assert.Equal(t, Grow, a, "GrowAfter %d", n)
+		assert.InDelta(t, 2, st.Offset, 1e-9)
+	}
 }

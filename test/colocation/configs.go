@@ -77,6 +77,9 @@ type Thresholds struct {
 	// --yarn-interference-step-percent and --yarn-interference-min-cpu-percent
 	// there (0: the defaults).
 	InterferenceStepPercent, InterferenceMinPercent int64
+	// InterferenceGrowAfter is --yarn-interference-grow-after (0: the
+	// default).
+	InterferenceGrowAfter int64
 	// InterferenceSignal is --yarn-interference-signal there ("": the
 	// default).
 	InterferenceSignal string
@@ -136,6 +139,9 @@ func (c Config) KoordletArgs(t Thresholds) []string {
 	if c == Controlled {
 		if t.InterferenceTarget > 0 {
 			args = append(args, "--yarn-interference-target="+t.InterferenceTarget.String())
+		}
+		if t.InterferenceGrowAfter > 0 {
+			args = append(args, fmt.Sprintf("--yarn-interference-grow-after=%d", t.InterferenceGrowAfter))
 		}
 		if t.InterferenceStepPercent > 0 {
 			args = append(args, fmt.Sprintf("--yarn-interference-step-percent=%d", t.InterferenceStepPercent))

@@ -37,6 +37,7 @@ func main() {
 	stepTarget := flag.Duration("step-target", 0, "after the episodes, a step response of configuration 5 at this target (LS 30% → 60%); 0: none")
 	plotFile := flag.String("plot", "build/colocation-step.svg", "SVG file of the step response's plot")
 	flag.Int64Var(&o.Thresholds.InterferenceStepPercent, "interference-step", 0, "--yarn-interference-step-percent in configuration 5 (0: koordlet's default)")
+	flag.Int64Var(&o.Thresholds.InterferenceGrowAfter, "interference-grow-after", 0, "--yarn-interference-grow-after in configuration 5 (0: koordlet's default, 1)")
 	flag.Int64Var(&o.Thresholds.InterferenceMinPercent, "interference-min", 1, "--yarn-interference-min-cpu-percent in configuration 5 (low, so that tight targets can be met: the static thresholds go as low)")
 	// The wait signal on both bases: on upstream's best too the
 	// interference wait stayed under 28 µs at 60% LS load while LS's p99
