@@ -153,7 +153,7 @@ deps-v2:
 	major=$$(qemu-system-x86_64 --version 2>/dev/null | sed -n '1s/.*version \([0-9][0-9]*\)\..*/\1/p'); \
 	if [ "$${major:-0}" -lt 10 ] && grep -qs '^VERSION_CODENAME=bookworm$$' /etc/os-release; then \
 		echo "installing qemu-system-x86 10 from bookworm-backports (bookworm's qemu 7.2 livelocks the cgroup v2 guest under multi-threaded TCG)"; \
-		grep -qrs bookworm-backports /etc/apt/sources.list /etc/apt/sources.list.d || \
+		grep -qrsE '^[^#]*bookworm-backports' /etc/apt/sources.list /etc/apt/sources.list.d || \
 			printf 'Types: deb\nURIs: http://deb.debian.org/debian\nSuites: bookworm-backports\nComponents: main\nSigned-By: /usr/share/keyrings/debian-archive-keyring.gpg\n' | \
 			$$SUDO tee /etc/apt/sources.list.d/koordlet-yarn-bookworm-backports.sources >/dev/null; \
 		{ $$SUDO apt-get update -qq && $$SUDO apt-get install -y -qq --no-install-recommends -t bookworm-backports qemu-system-x86 kmod; } || \

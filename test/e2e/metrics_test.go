@@ -175,17 +175,22 @@ func cpuOverSpan(t *testing.T, b *nodebox.Box, id string, span time.Duration, us
 // memory.stat), then fails the test.
 func memoryShown(t *testing.T, b *nodebox.Box, id string, min float64, wait time.Duration, msg string) {
 	t.Helper()
+	// A plain loop, not assert.Eventually: its condition runs in a
+	// goroutine that may still run after it gave up.
 	last, seen := 0.0, false
-	if assert.Eventually(t, func() bool {
+	for end := time.Now().Add(wait); ; time.Sleep(500 * time.Millisecond) {
 		v, ok := polled(t, b, "koordlet_yarn_container_memory_usage_bytes", map[string]string{"container_id": id})
 		if ok {
 			last, seen = v, true
 		}
-		return ok && v > min
-	}, wait, 500*time.Millisecond, msg) {
-		return
+		if ok && v > min {
+			return
+		}
+		if time.Now().After(end) {
+			break
+		}
 	}
-	t.Logf("%s on /metrics: last %.0f bytes (present %t), wanted more than %.0f", id, last, seen, min)
+	t.Errorf("%s (%v): %s on /metrics last %.0f bytes (present %t), wanted more than %.0f", msg, wait, id, last, seen, min)
 	resp, err := b.Containers()
 	if err != nil {
 		t.Fatalf("/yarn/containers: %v", err)

@@ -449,11 +449,15 @@ func (nm *NM) start(c *Container, script string, env []string) error {
 	}
 	nm.mu.Lock()
 	c.cmd = cmd
+	byRM := c.byRM
 	nm.mu.Unlock()
 	nm.setState(c, "RUNNING")
 	_, _ = stdin.Write([]byte("go\n"))
 	nm.wg.Add(1)
 	go nm.reap(c, dirs)
+	if byRM {
+		nm.kill(c) // the RM asked before it ran
+	}
 	return nil
 }
 
@@ -522,8 +526,8 @@ type Allocation struct {
 	Launched time.Time
 }
 
-// Allocations lists the containers that hold their allocation: launched
-// and not exited.
+// Allocations lists the containers that hold their allocation: from their
+// launch (NEW, LOCALIZING included) until they exit.
 func (nm *NM) Allocations() []Allocation {
 	nm.mu.Lock()
 	defer nm.mu.Unlock()
@@ -553,10 +557,18 @@ func (nm *NM) KillByRM(id string) {
 	if c == nil {
 		return
 	}
+	select {
+	case <-c.exited:
+		return // ended already: nothing to kill, its exit stays its own
+	default:
+	}
 	nm.mu.Lock()
 	c.byRM = true
+	started := c.cmd != nil
 	nm.mu.Unlock()
-	nm.kill(c)
+	if started {
+		nm.kill(c)
+	} // else start kills it as soon as it runs
 }
 
 // Exited returns a channel closed when the container has exited.

@@ -60,18 +60,29 @@ func (rm *RM) SetNodeContainers(nodeID string, nc NodeContainers) {
 	rm.running[nodeID] = nc
 	if rm.stop == nil {
 		rm.stop = make(chan struct{})
+		rm.beating.Add(1)
 		go rm.heartbeats(rm.stop)
 	}
 }
 
-// Stop ends the heartbeats SetNodeContainers started.
+// ClearNodeContainers forgets node nodeID's containers: the scheduler
+// preempts nothing there any more.
+func (rm *RM) ClearNodeContainers(nodeID string) {
+	rm.mu.Lock()
+	delete(rm.running, nodeID)
+	rm.mu.Unlock()
+}
+
+// Stop ends the heartbeats SetNodeContainers started and waits for the
+// one under way.
 func (rm *RM) Stop() {
 	rm.mu.Lock()
-	defer rm.mu.Unlock()
 	if rm.stop != nil {
 		close(rm.stop)
 		rm.stop = nil
 	}
+	rm.mu.Unlock()
+	rm.beating.Wait()
 }
 
 // Preemptions returns the containers killed for over-commits so far.
@@ -82,6 +93,7 @@ func (rm *RM) Preemptions() []Preemption {
 }
 
 func (rm *RM) heartbeats(stop <-chan struct{}) {
+	defer rm.beating.Done()
 	t := time.NewTicker(heartbeat)
 	defer t.Stop()
 	for {
@@ -104,8 +116,12 @@ func (rm *RM) heartbeats(stop <-chan struct{}) {
 
 // Heartbeat is node nodeID's heartbeat at now: past its over-commit
 // timeout, the containers to kill are killed (their Preempt called
-// outside the RM's lock).
+// outside the RM's lock). A container killed before no longer holds its
+// allocation (the RM releases it at the kill), even while the NodeManager
+// still reports it. Heartbeats of one RM are serialized.
 func (rm *RM) Heartbeat(nodeID string, now time.Time) {
+	rm.beat.Lock()
+	defer rm.beat.Unlock()
 	rm.mu.Lock()
 	nc, ok := rm.running[nodeID]
 	deadline, set := rm.overcommit[nodeID]
@@ -114,16 +130,30 @@ func (rm *RM) Heartbeat(nodeID string, now time.Time) {
 	if !ok || !set || now.Before(deadline) || nc.Running == nil || nc.Preempt == nil {
 		return
 	}
-	kill := ToKill(nc.Running(), capacity.MemoryMB)
+	var held []Running
+	running := nc.Running()
+	rm.mu.Lock()
+	for _, c := range running {
+		if !rm.killed[c.ID] {
+			held = append(held, c)
+		}
+	}
+	rm.mu.Unlock()
+	kill := ToKill(held, capacity.MemoryMB)
+	if len(kill) == 0 {
+		return
+	}
+	rm.mu.Lock()
+	if rm.killed == nil {
+		rm.killed = map[string]bool{}
+	}
+	for _, id := range kill {
+		rm.killed[id] = true
+		rm.preempted = append(rm.preempted, Preemption{Time: now, NodeID: nodeID, ID: id})
+	}
+	rm.mu.Unlock()
 	for _, id := range kill {
 		nc.Preempt(id)
-	}
-	if len(kill) > 0 {
-		rm.mu.Lock()
-		for _, id := range kill {
-			rm.preempted = append(rm.preempted, Preemption{Time: now, NodeID: nodeID, ID: id})
-		}
-		rm.mu.Unlock()
 	}
 }
 

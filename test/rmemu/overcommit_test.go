@@ -122,3 +122,47 @@ func TestNodeReportUsed(t *testing.T) {
 	assert.EqualValues(t, 1, v.Node["availableVirtualCores"])
 	assert.EqualValues(t, 2, v.Node["numContainers"])
 }
+
+// As AbstractYarnScheduler.updateNodeResource: an update with the node's
+// own resource changes nothing, its timeout included; a timeout of 0 kills
+// during the update; a container killed before but still reported by the
+// NodeManager is not killed again (the RM released its allocation).
+func TestOverCommitAsHadoop(t *testing.T) {
+	rm := start(t)
+	const node = "n1:45454"
+	rm.RegisterNode(node, yarn.NodeResource{MemoryMB: 4096, VCores: 8})
+	var mu sync.Mutex
+	var killed []string
+	running := []Running{{ID: "a", MemoryMB: 2048, Created: time.Unix(1, 0)}, {ID: "b", MemoryMB: 2048, Created: time.Unix(2, 0)}}
+	rm.SetNodeContainers(node, NodeContainers{
+		Running: func() []Running { return running }, // the NM still reports what was killed
+		Preempt: func(id string) { mu.Lock(); killed = append(killed, id); mu.Unlock() },
+	})
+	rm.Stop()
+	c, err := yarn.NewRMClient(yarn.RMOptions{Endpoints: []string{rm.URL}, Timeout: time.Second})
+	require.NoError(t, err)
+	ctx := context.Background()
+
+	// The same resource with a timeout: ignored, no deadline.
+	require.NoError(t, c.UpdateNodeResourceWithTimeout(ctx, node, yarn.NodeResource{MemoryMB: 4096, VCores: 8}, 0))
+	rm.Heartbeat(node, time.Now().Add(time.Hour))
+	assert.Empty(t, killed)
+
+	// A lower capacity with timeout 0: the newest killed during the update.
+	require.NoError(t, c.UpdateNodeResourceWithTimeout(ctx, node, yarn.NodeResource{MemoryMB: 3000, VCores: 8}, 0))
+	mu.Lock()
+	assert.Equal(t, []string{"b"}, killed)
+	mu.Unlock()
+	// b still reported: its allocation is released all the same.
+	rm.Heartbeat(node, time.Now().Add(time.Hour))
+	mu.Lock()
+	assert.Equal(t, []string{"b"}, killed, "no second kill")
+	mu.Unlock()
+	assert.Len(t, rm.Preemptions(), 1)
+
+	// Cleared: nothing more is preempted there.
+	rm.ClearNodeContainers(node)
+	require.NoError(t, c.UpdateNodeResourceWithTimeout(ctx, node, yarn.NodeResource{MemoryMB: 100, VCores: 8}, 0))
+	rm.Heartbeat(node, time.Now().Add(time.Hour))
+	assert.Len(t, rm.Preemptions(), 1)
+}

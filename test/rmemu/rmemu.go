@@ -49,6 +49,8 @@ type Call struct {
 	// Mode the RM was in when it was called; only ModeActive calls
 	// changed the node.
 	Mode Mode
+	// armed: the call set the node's over-commit deadline.
+	armed bool
 }
 
 // App is an application the emulator reports.
@@ -80,7 +82,11 @@ type RM struct {
 	running    map[string]NodeContainers
 	overcommit map[string]time.Time
 	preempted  []Preemption
+	killed     map[string]bool
 	stop       chan struct{}
+	beating    sync.WaitGroup
+	// beat serializes heartbeats.
+	beat sync.Mutex
 }
 
 // New returns an active RM with no applications.
@@ -218,6 +224,11 @@ func (rm *RM) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			remoteException(w, http.StatusBadRequest, "BadRequestException", err.Error())
 			return
 		}
+		if c.armed && c.OverCommitTimeout == 0 {
+			// signalContainersIfOvercommitted(node, kill: timeout == 0):
+			// killed during the update, not at the next heartbeat.
+			rm.Heartbeat(c.NodeID, c.Time)
+		}
 		writeJSON(w, http.StatusOK, map[string]any{"memory": c.Resource.MemoryMB, "vCores": c.Resource.VCores})
 	default:
 		remoteException(w, http.StatusNotFound, "NotFoundException", "no such resource "+path)
@@ -247,11 +258,15 @@ func (rm *RM) record(r *http.Request, mode Mode, path string) (Call, error) {
 		return c, fmt.Errorf("resourceOption: %w", err)
 	}
 	if mode == ModeActive {
+		old, known := rm.nodes[nodeID]
 		rm.nodes[nodeID] = opt.Resource
-		if opt.OverCommitTimeout >= 0 {
-			// SchedulerNode.setOvercommitTimeOut: a timeout ≥ 0 sets
-			// (or replaces) the deadline; -1 leaves it as it was.
+		// AbstractYarnScheduler.updateNodeResource acts on a changed
+		// resource only ("with the same resource": nothing, the timeout
+		// included); then SchedulerNode.setOvercommitTimeOut sets (or
+		// replaces) the deadline for a timeout ≥ 0, and -1 leaves it.
+		if (!known || old != opt.Resource) && opt.OverCommitTimeout >= 0 {
 			rm.overcommit[nodeID] = c.Time.Add(time.Duration(opt.OverCommitTimeout) * time.Millisecond)
+			c.armed = true
 		}
 	}
 	return c, nil

@@ -331,7 +331,7 @@ func safeTCGThread(version string, err error) (thread, why string) {
 		return "single", fmt.Sprintf("no version in qemu's %q; running the guest's vCPUs on one TCG thread", first)
 	}
 	if major < minMultiTCG {
-		return "single", fmt.Sprintf("qemu %d.%d: its multi-threaded TCG livelocked a guest patching kernel text; running the guest's vCPUs on one TCG thread (slower; qemu %d or later runs them in parallel: make deps-v2 installs it)", major, minor, minMultiTCG)
+		return "single", fmt.Sprintf("qemu %d.%d: multi-threaded TCG before qemu %d is not known to be free of the livelock seen with 7.2 while a guest patched kernel text; running the guest's vCPUs on one TCG thread (slower; make deps-v2 installs qemu %d on Debian bookworm; KOORDLET_YARN_V2GUEST_TCG_THREAD=multi overrides)", major, minor, minMultiTCG, minMultiTCG)
 	}
 	return "multi", ""
 }

@@ -17,6 +17,7 @@ import (
 	apiext "github.com/koordinator-sh/koordinator/apis/extension"
 	slov1alpha1 "github.com/koordinator-sh/koordinator/apis/slo/v1alpha1"
 
+	"github.com/koordlet-yarn/koordlet-yarn/framework/yarn"
 	"github.com/koordlet-yarn/koordlet-yarn/plugins/yarnevict"
 	"github.com/koordlet-yarn/koordlet-yarn/test/kerneltest"
 	"github.com/koordlet-yarn/koordlet-yarn/test/nmemu"
@@ -89,9 +90,11 @@ type reliefResult struct {
 // reliefEpisodes lists the episodes' names.
 var reliefEpisodes = []string{"held", "fast", "rm", "cache"}
 
-// rmArgs are the RM rung's gates and flags (the rm episode): the batch
-// ledger and the RM sync with a short interval, the RM emulator rm, a 3-s
-// over-commit timeout and a 5-s grace (koordlet's RMDelay: about 10 s).
+// rmArgs are the RM rung's gates and flags, for the rm episode in both
+// modes (with the kill alone nothing asks the RM: the capacity stays far
+// above YARN's allocation): the batch ledger and the RM sync with a short
+// interval, the RM emulator rm, a 3-s over-commit timeout and a 5-s grace
+// (koordlet's RMDelay: about 10 s).
 func rmArgs(base []string, rm string) []string {
 	out := make([]string, 0, len(base)+8)
 	for _, a := range base {
@@ -121,7 +124,7 @@ func runReliefPass(ctx context.Context, box *nodebox.Box, rm *rmemu.Server, base
 	}
 	var results []reliefResult
 	if strings.Contains(","+only+",", ",rm,") {
-		if err := rmScheduler(ctx, box, rm); err != nil {
+		if err := batchOrigin(ctx, box); err != nil {
 			return err
 		}
 	}
@@ -144,16 +147,16 @@ func runReliefPass(ctx context.Context, box *nodebox.Box, rm *rmemu.Server, base
 			if !strings.Contains(","+only+",", ","+ep+",") {
 				continue
 			}
+			if ep == "cache" && box.Layout().Unified {
+				fmt.Printf("%-8s %-13s not run: the v2 guest has no disk (its files are memory)\n", m.name, ep)
+				continue
+			}
 			args := m.args
 			if ep == "rm" {
 				args = rmArgs(m.args, rm.URL)
 			}
 			if err := restart(args); err != nil {
 				return err
-			}
-			if ep == "cache" && box.Layout().Unified {
-				fmt.Printf("%-8s %-13s not run: the v2 guest has no disk (its files are memory)\n", m.name, ep)
-				continue
 			}
 			for r := 0; r < runs; r++ {
 				res, err := runRelief(ctx, box, rm, ep, *appBase, m.name == "relief", ls)
@@ -228,6 +231,9 @@ func runRelief(ctx context.Context, box *nodebox.Box, rm *rmemu.Server, ep strin
 		_ = box.UpdateNodeSLO(ctx, func(s *slov1alpha1.NodeSLOSpec) { s.ResourceUsedThresholdWithBE = nil })
 		time.Sleep(6 * time.Second) // past the cooling
 	}()
+	if ep == "rm" {
+		defer attachRMScheduler(box, rm)()
+	}
 	if _, err := launch(1, 16, true, kerneltest.HelperScript("alloc=16")); err != nil {
 		return res, err
 	}
@@ -425,11 +431,18 @@ func runRelief(ctx context.Context, box *nodebox.Box, rm *rmemu.Server, ep strin
 	return res, nil
 }
 
-// rmScheduler gives the RM emulator's scheduler the NodeManager
-// emulator's containers (it preempts them as the NM does when the RM asks)
-// and gives the node a batch capacity far above what the episodes
-// allocate, so that the RM sync's own capacity never over-commits it.
-func rmScheduler(ctx context.Context, box *nodebox.Box, rm *rmemu.Server) error {
+// rmNode is the node's resource as its NodeManager registers it with the
+// RM emulator: far above what the episodes allocate.
+var rmNode = yarn.NodeResource{MemoryMB: 256 << 10, VCores: 64}
+
+// attachRMScheduler registers the node with the RM emulator afresh (no
+// capacity or over-commit deadline left by an earlier run) and gives its
+// scheduler the NodeManager emulator's containers, which it preempts as
+// the NM does when the RM asks; the returned func detaches it and
+// registers the node afresh again, so that nothing is preempted outside
+// the rm episode.
+func attachRMScheduler(box *nodebox.Box, rm *rmemu.Server) (detach func()) {
+	rm.RegisterNode(nodebox.NMNodeID, rmNode)
 	rm.SetNodeContainers(nodebox.NMNodeID, rmemu.NodeContainers{
 		Running: func() []rmemu.Running {
 			var out []rmemu.Running
@@ -441,6 +454,16 @@ func rmScheduler(ctx context.Context, box *nodebox.Box, rm *rmemu.Server) error 
 		},
 		Preempt: box.NM.KillByRM,
 	})
+	return func() {
+		rm.ClearNodeContainers(nodebox.NMNodeID)
+		rm.RegisterNode(nodebox.NMNodeID, rmNode)
+	}
+}
+
+// batchOrigin gives the node a batch capacity (koord-manager's origin
+// batch allocatable) far above what the episodes allocate, so that the RM
+// sync's own capacity never over-commits YARN.
+func batchOrigin(ctx context.Context, box *nodebox.Box) error {
 	a := map[string]string{}
 	if err := slov1alpha1.SetOriginExtendedAllocatableRes(a, corev1.ResourceList{
 		apiext.BatchCPU: *resource.NewQuantity(64000, resource.DecimalSI), apiext.BatchMemory: resource.MustParse("256Gi")}); err != nil {
