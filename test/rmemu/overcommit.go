@@ -8,8 +8,10 @@ import (
 // The scheduler's side of updateNodeResource, as Hadoop's
 // AbstractYarnScheduler does it (YARN-999, YARN-5202): a node whose
 // capacity is set below what is allocated on it takes no new containers;
-// with an overCommitTimeout ≥ 0 the timeout is set (and replaces an earlier
-// one), and once it has passed, at each of the node's heartbeats, the
+// an update that changes the node's resource (one with the same resource
+// changes nothing) with an overCommitTimeout ≥ 0 sets the timeout
+// (replacing an earlier one; 0 kills during the update), and once it has
+// passed, at each of the node's heartbeats, the
 // scheduler kills containers until the allocation fits the capacity, in
 // SchedulerNode.getContainersToKill's order: ApplicationMasters last,
 // OPPORTUNISTIC before GUARANTEED, the newest first. The AMs see those
