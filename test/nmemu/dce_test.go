@@ -25,6 +25,16 @@ func procStat(t *testing.T, pid int) (ppid, pgid, sid int) {
 	return ppid, pgid, sid
 }
 
+// waitExited waits up to 10 s for container id to exit.
+func waitExited(t *testing.T, nm *NM, id string) {
+	t.Helper()
+	select {
+	case <-nm.Exited(id):
+	case <-time.After(10 * time.Second):
+		t.Fatalf("container %s did not exit", id)
+	}
+}
+
 func environHas(pid int, kv string) bool {
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/environ", pid))
 	return err == nil && strings.Contains("\x00"+string(b)+"\x00", "\x00"+kv+"\x00")
@@ -78,11 +88,7 @@ func TestDefaultContainerExecutorChain(t *testing.T) {
 	assert.True(t, environHas(session, "CONTAINER_ID="+id))
 
 	nm.Exit(id)
-	select {
-	case <-nm.Exited(id):
-	case <-time.After(10 * time.Second):
-		t.Fatal("the container did not exit")
-	}
+	waitExited(t, nm, id)
 	c, _ := nm.Get(id)
 	assert.Equal(t, "EXITED_WITH_FAILURE", c.State)
 	assert.Equal(t, 137, c.ExitCode)
@@ -125,9 +131,5 @@ func TestLinuxContainerExecutorChain(t *testing.T) {
 	assert.True(t, environHas(session, "CONTAINER_ID="+id), "the command has the container's environment from the launch script")
 	assert.True(t, environHas(session, "PATH="+os.Getenv("PATH")), "and the rest of it")
 	nm.Exit(id)
-	select {
-	case <-nm.Exited(id):
-	case <-time.After(10 * time.Second):
-		t.Fatal("the container did not exit")
-	}
+	waitExited(t, nm, id)
 }

@@ -41,11 +41,7 @@ func TestKillByRM(t *testing.T) {
 	assert.False(t, got[1].Launched.Before(before))
 
 	nm.KillByRM(exec)
-	select {
-	case <-nm.Exited(exec):
-	case <-time.After(10 * time.Second):
-		t.Fatal("the container did not exit")
-	}
+	waitExited(t, nm, exec)
 	c, _ := nm.Get(exec)
 	assert.Equal(t, yarn.StateContainerCleanedupAfterKill, c.State)
 	assert.Equal(t, -106, c.ExitCode)
@@ -55,7 +51,7 @@ func TestKillByRM(t *testing.T) {
 	assert.Equal(t, am, left[0].ID)
 
 	nm.Exit(am)
-	<-nm.Exited(am)
+	waitExited(t, nm, am)
 	c, _ = nm.Get(am)
 	assert.Equal(t, 137, c.ExitCode, "an ordinary kill is still the signal's")
 }

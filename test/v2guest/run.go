@@ -134,6 +134,14 @@ func Run(ctx context.Context, o Options) (Result, error) {
 	}
 	defer rec.remove()
 
+	// KOORDLET_YARN_V2GUEST_MONITOR: a diagnosis of a hung guest, qemu's
+	// human monitor on that unix socket ("info registers -a" gives each
+	// vCPU's RIP), the kernel booted with nokaslr so that the RIPs read
+	// there map onto its /proc/kallsyms.
+	monitor, nokaslr := "none", ""
+	if sock := os.Getenv("KOORDLET_YARN_V2GUEST_MONITOR"); sock != "" {
+		monitor, nokaslr = "unix:"+sock+",server,nowait", " nokaslr"
+	}
 	args := []string{
 		"-name", rec.name,
 		"-machine", "q35", "-accel", "tcg,thread=" + tcgThread(), "-cpu", "max",
@@ -146,22 +154,10 @@ func Run(ctx context.Context, o Options) (Result, error) {
 		// -no-reboot ends qemu on it: a lockup fails the run in seconds,
 		// with its trace, instead of at the guest's timeout (CI,
 		// 2026-11-29: koordlet stuck on a CPU for 45 minutes).
-		"-append", "console=ttyS0 quiet loglevel=5 softlockup_panic=1 panic=-1 rdinit=/init",
-		"-no-reboot", "-nographic", "-nodefaults", "-serial", "stdio", "-monitor", "none",
+		"-append", "console=ttyS0 quiet loglevel=5 softlockup_panic=1 panic=-1 rdinit=/init" + nokaslr,
+		"-no-reboot", "-nographic", "-nodefaults", "-serial", "stdio", "-monitor", monitor,
 		"-nic", "none",
 		"-pidfile", rec.pidfile(),
-	}
-	if sock := os.Getenv("KOORDLET_YARN_V2GUEST_MONITOR"); sock != "" {
-		// A diagnosis of a hung guest: qemu's human monitor on a unix
-		// socket ("info registers -a" gives each vCPU's RIP).
-		// nokaslr: the RIPs read there map onto the kernel's System.map.
-		args = append(args, "-monitor", "unix:"+sock+",server,nowait")
-		args = slicesDeleteMonitorNone(args)
-		for i := range args {
-			if args[i] == "-append" {
-				args[i+1] += " nokaslr"
-			}
-		}
 	}
 	if _, err := os.Stat(qboot); err == nil {
 		// qboot boots a -kernel straight away, without SeaBIOS's screen
@@ -277,17 +273,6 @@ func follow(path string, w io.Writer, stop <-chan struct{}) {
 	}
 }
 
-// slicesDeleteMonitorNone drops the first "-monitor none" of args (another
-// -monitor was added).
-func slicesDeleteMonitorNone(args []string) []string {
-	for i := 0; i+1 < len(args); i++ {
-		if args[i] == "-monitor" && args[i+1] == "none" {
-			return append(args[:i:i], args[i+2:]...)
-		}
-	}
-	return args
-}
-
 // tcgThread is qemu's TCG threading: multi (a host thread per vCPU) or
 // single (one host thread runs every vCPU in turn), chosen by
 // KOORDLET_YARN_V2GUEST_TCG_THREAD, else by qemu's version (see
@@ -325,9 +310,8 @@ func safeTCGThread(version string, err error) (thread, why string) {
 	}
 	first, _, _ := strings.Cut(version, "\n")
 	var major, minor int
-	if i := strings.Index(first, "version "); i < 0 {
-		return "single", fmt.Sprintf("no version in qemu's %q; running the guest's vCPUs on one TCG thread", first)
-	} else if _, err := fmt.Sscanf(first[i+len("version "):], "%d.%d", &major, &minor); err != nil {
+	_, num, found := strings.Cut(first, "version ")
+	if _, err := fmt.Sscanf(num, "%d.%d", &major, &minor); !found || err != nil {
 		return "single", fmt.Sprintf("no version in qemu's %q; running the guest's vCPUs on one TCG thread", first)
 	}
 	if major < minMultiTCG {
