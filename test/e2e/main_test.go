@@ -28,9 +28,11 @@ func TestMain(m *testing.M) {
 	kerneltest.RunHelperIfRequested() // workloads (burners, allocators) re-exec this binary
 	colocation.RunHelperIfRequested() // so do the co-location smoke test's LS service and load generator
 	flag.Parse()
-	if v2guest.Requested() && !nodebox.PureV2() {
+	if (v2guest.Requested() && !nodebox.PureV2()) || (v2guest.RequestedV1() && !v2guest.InGuest()) {
 		// make test-v2 on a host without cgroup v2: the same binary, with
-		// the same arguments, runs in the guest on a real v2 kernel.
+		// the same arguments, runs in the guest on a real v2 kernel; or,
+		// for the tests that need a node of their own on cgroup v1
+		// (TestV1Guest), in the guest booted with cgroup v1.
 		if err := nodebox.EnsureBinaries(repoTop(), os.Stderr); err != nil {
 			fmt.Fprintln(os.Stderr, "e2e:", err)
 			os.Exit(1)
@@ -40,7 +42,11 @@ func TestMain(m *testing.M) {
 			fmt.Fprintln(os.Stderr, "e2e:", err)
 			os.Exit(1)
 		}
-		os.Exit(v2guest.RunSelf(repoTop(), []string{crds}, []string{nodebox.CRDDirEnv + "=" + crds}))
+		g := v2guest.Guest{}
+		if v2guest.RequestedV1() {
+			g = v1Guest
+		}
+		os.Exit(v2guest.RunSelfIn(g, repoTop(), []string{crds}, []string{nodebox.CRDDirEnv + "=" + crds}))
 	}
 	if err := nodebox.Prerequisites(); err != nil {
 		skipReason = err.Error()

@@ -100,15 +100,11 @@ func FetchKernel(dir string) (Kernel, error) {
 // lookDepmod finds depmod (package kmod), also in the sbin directories a
 // non-root PATH lacks.
 func lookDepmod() (string, error) {
-	if p, err := exec.LookPath("depmod"); err == nil {
-		return p, nil
+	p, err := lookSbin("depmod")
+	if err != nil {
+		return "", fmt.Errorf("depmod not found: the guest's kernel modules need their index (apt-get install kmod; make deps-v2 does): %w", err)
 	}
-	for _, p := range []string{"/usr/sbin/depmod", "/sbin/depmod"} {
-		if _, err := os.Stat(p); err == nil {
-			return p, nil
-		}
-	}
-	return "", fmt.Errorf("depmod not found: the guest's kernel modules need their index (apt-get install kmod; make deps-v2 does)")
+	return p, nil
 }
 
 // FindKernel finds the one kernel of an extracted kernel package (or a

@@ -51,6 +51,12 @@ type Options struct {
 	// serial console (about 11 KB/s: a hung test's goroutine dump takes
 	// minutes there).
 	StderrToOutput bool
+	// ScratchMiB, when positive, gives the guest a scratch disk of that
+	// size: a sparse ext4 image in the run's directory (removed with it),
+	// a virtio block device mounted at guestconf's Scratch path, named to
+	// the command in ScratchEnv. The guest's own files are otherwise in
+	// memory (tmpfs), where page cache cannot be reclaimed.
+	ScratchMiB int
 	// Output receives the command's standard output as it is written
 	// (besides the output share's file, which goes with the run's
 	// directory).
@@ -112,7 +118,16 @@ func Run(ctx context.Context, o Options) (Result, error) {
 		shares = append(shares, guestconf.Share{Tag: "ro" + strconv.Itoa(i), Path: d})
 	}
 	shares = append(shares, guestconf.Share{Tag: "out", Path: outDir, Writable: true})
-	mods, err := o.Kernel.moduleFiles(guestModules)
+	modNames := guestModules
+	var scratchImg string
+	if o.ScratchMiB > 0 {
+		modNames = append(append([]string(nil), guestModules...), scratchModules...)
+		scratchImg = filepath.Join(runDir, "scratch.img")
+		if err := makeScratch(scratchImg, o.ScratchMiB); err != nil {
+			return Result{}, err
+		}
+	}
+	mods, err := o.Kernel.moduleFiles(modNames)
 	if err != nil {
 		return Result{}, err
 	}
@@ -125,6 +140,10 @@ func Run(ctx context.Context, o Options) (Result, error) {
 		hostname = "localhost"
 	}
 	cfg := guestconf.Config{Shares: shares, OutDir: outDir, Hostname: hostname, Argv: o.Argv, Dir: o.Dir, Env: o.Env, Timeout: o.Timeout, CgroupV1: o.CgroupV1, StderrToOutput: o.StderrToOutput}
+	if scratchImg != "" {
+		cfg.Scratch = scratchMount
+		cfg.Env = append(append([]string(nil), cfg.Env...), guestconf.ScratchEnv+"="+scratchMount)
+	}
 	if err := writeInitramfs(initrd, o.InitBinary, mods, cfg); err != nil {
 		return Result{}, err
 	}
@@ -170,6 +189,10 @@ func Run(ctx context.Context, o Options) (Result, error) {
 			ro = ""
 		}
 		args = append(args, "-virtfs", fmt.Sprintf("local,path=%s,mount_tag=%s,security_model=none%s", s.Path, s.Tag, ro))
+	}
+	if scratchImg != "" {
+		// cache=unsafe: the image is thrown away with the run.
+		args = append(args, "-drive", "file="+scratchImg+",format=raw,if=virtio,cache=unsafe")
 	}
 	cmd := exec.Command(QEMU, args...)
 	cmd.Stdout, cmd.Stderr = o.Console, o.Console

@@ -27,6 +27,21 @@ const (
 // Requested reports whether GuestEnv asks for the v2 guest.
 func Requested() bool { return os.Getenv(GuestEnv) == "v2" }
 
+// RequestedV1 reports whether GuestEnv asks for the guest booted with
+// cgroup v1 ("v1": tests that need a kernel of their own on a v1 node, as
+// global memory pressure does, which this shared host must never see).
+func RequestedV1() bool { return os.Getenv(GuestEnv) == "v1" }
+
+// Guest sizes a RunSelf guest.
+type Guest struct {
+	// CgroupV1 boots it with cgroup v1 (a hybrid host) instead of v2.
+	CgroupV1 bool
+	// MemoryMiB is its memory (0: 8192, what the v2 scenarios allocate).
+	MemoryMiB int
+	// ScratchMiB gives it a scratch disk (Options.ScratchMiB).
+	ScratchMiB int
+}
+
 // InGuest reports whether this process runs in the guest (its init set
 // PrebuiltEnv and TopEnv).
 func InGuest() bool { return os.Getenv(PrebuiltEnv) == "1" && os.Getenv(TopEnv) != "" }
@@ -43,8 +58,12 @@ const (
 // reads) is this process's. top is the repository top: the guest sees it,
 // the test binary's directory and ro read-only; the kernel, the init and
 // the run's files go to top/build/v2guest. env is added to the test's
-// environment (with every KOORDLET_YARN_ variable of this one).
-func RunSelf(top string, ro, env []string) int {
+// environment (with every KOORDLET_YARN_ variable of this one). The guest
+// is the v2 one of testMemoryMiB; RunSelfIn sizes it.
+func RunSelf(top string, ro, env []string) int { return RunSelfIn(Guest{}, top, ro, env) }
+
+// RunSelfIn is RunSelf in the guest g.
+func RunSelfIn(g Guest, top string, ro, env []string) int {
 	fail := func(err error) int {
 		fmt.Fprintln(os.Stderr, "v2guest:", err)
 		return 1
@@ -82,12 +101,20 @@ func RunSelf(top string, ro, env []string) int {
 			env = append(env, kv)
 		}
 	}
-	fmt.Fprintf(os.Stderr, "v2guest: running %s in a guest on Debian's kernel %s (qemu TCG, %d CPUs, %d MiB, cgroup v2)\n",
-		filepath.Base(self), k.Release, testCPUs, testMemoryMiB)
+	mem, version := testMemoryMiB, "v2"
+	if g.MemoryMiB > 0 {
+		mem = g.MemoryMiB
+	}
+	if g.CgroupV1 {
+		version = "v1"
+	}
+	fmt.Fprintf(os.Stderr, "v2guest: running %s in a guest on Debian's kernel %s (qemu TCG, %d CPUs, %d MiB, cgroup %s)\n",
+		filepath.Base(self), k.Release, testCPUs, mem, version)
 	res, err := Run(context.Background(), Options{
 		Kernel: k, InitBinary: initBin, ReadOnly: append([]string{top, filepath.Dir(self)}, ro...),
 		WorkDir: filepath.Join(work, "runs"), Argv: append([]string{self}, WithTestTimeout(os.Args[1:], testTimeout)...), Dir: wd, Env: env,
-		Timeout: guestTimeout, MemoryMiB: testMemoryMiB, CPUs: testCPUs, Console: os.Stderr, Output: os.Stdout,
+		Timeout: guestTimeout, MemoryMiB: mem, CPUs: testCPUs, Console: os.Stderr, Output: os.Stdout,
+		CgroupV1: g.CgroupV1, ScratchMiB: g.ScratchMiB,
 		// go test reads the test binary's standard output and error as one
 		// stream, as here.
 		StderrToOutput: true,

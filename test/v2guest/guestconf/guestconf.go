@@ -49,4 +49,15 @@ type Config struct {
 	CgroupV1 bool `json:"cgroupV1,omitempty"`
 	// Timeout bounds the command (0: none).
 	Timeout time.Duration `json:"timeout,omitempty"`
+	// Scratch, when set, is where the init mounts the guest's scratch
+	// disk (ext4 on ScratchDevice): a real block device, so that files
+	// written there are reclaimable page cache, not tmpfs memory.
+	Scratch string `json:"scratch,omitempty"`
 }
+
+// ScratchDevice is the scratch disk's device in the guest (the first
+// virtio block device).
+const ScratchDevice = "/dev/vda"
+
+// ScratchEnv tells the command where the scratch disk is mounted.
+const ScratchEnv = "KOORDLET_YARN_SCRATCH"

@@ -121,6 +121,11 @@ func setup(cfg guestconf.Config) error {
 			return err
 		}
 	}
+	if cfg.Scratch != "" {
+		if err := mountScratch(cfg.Scratch); err != nil {
+			return err
+		}
+	}
 	if cfg.CgroupV1 {
 		if err := mountV1(); err != nil {
 			return err
@@ -156,6 +161,30 @@ func setup(cfg guestconf.Config) error {
 			return fmt.Errorf("set hostname: %w", err)
 		}
 	}
+	return nil
+}
+
+// mountScratch mounts the scratch disk (ext4, made on the host) at dir,
+// waiting for its device to appear once its driver is loaded.
+func mountScratch(dir string) error {
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		_, err := os.Stat(guestconf.ScratchDevice)
+		if err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("the scratch disk %s did not appear: %w", guestconf.ScratchDevice, err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if err := mount(guestconf.ScratchDevice, dir, "ext4", 0, ""); err != nil {
+		return err
+	}
+	if err := os.Chmod(dir, 0o1777); err != nil {
+		return fmt.Errorf("chmod the scratch disk: %w", err)
+	}
+	logf("scratch disk %s (ext4) at %s", guestconf.ScratchDevice, dir)
 	return nil
 }
 

@@ -27,6 +27,7 @@ func main() {
 		mem     = flag.Int("memory", 4096, "guest memory in MiB")
 		cpus    = flag.Int("cpus", 2, "guest CPUs")
 		v1      = flag.Bool("cgroup-v1", false, "boot the guest with cgroup v1 (a hybrid host, cpu and cpuacct apart) instead of v2: a baseline on the same kernel and emulator")
+		scratch = flag.Int("scratch", 0, "a scratch disk of this many MiB (ext4, mounted at /scratch, its path in $KOORDLET_YARN_SCRATCH): files whose page cache the kernel can reclaim")
 		box     = flag.Bool("box", false, "share what the node in a box needs (this repository, built on the host, and koordinator's CRDs) and tell the command where they are")
 	)
 	flag.Parse()
@@ -49,7 +50,8 @@ func main() {
 		ros = append(ros, top, crds)
 		envs = append(envs, v2guest.TopEnv+"="+top, v2guest.PrebuiltEnv+"=1", nodebox.CRDDirEnv+"="+crds)
 	}
-	rc, err := run(*work, ros, *dir, envs, *timeout, *mem, *cpus, *v1, flag.Args())
+	rc, err := run(*work, v2guest.Options{ReadOnly: ros, Dir: *dir, Env: envs, Timeout: *timeout, MemoryMiB: *mem, CPUs: *cpus,
+		CgroupV1: *v1, ScratchMiB: *scratch, Argv: flag.Args()})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "v2guest:", err)
 		os.Exit(1)
@@ -64,7 +66,8 @@ func split(s string) []string {
 	return strings.Split(s, ",")
 }
 
-func run(work string, ro []string, dir string, env []string, timeout time.Duration, mem, cpus int, v1 bool, argv []string) (int, error) {
+// run boots the guest for o, its kernel, init and run directory under work.
+func run(work string, o v2guest.Options) (int, error) {
 	work, err := filepath.Abs(work)
 	if err != nil {
 		return 0, err
@@ -85,15 +88,13 @@ func run(work string, ro []string, dir string, env []string, timeout time.Durati
 		return 0, err
 	}
 	version := "v2"
-	if v1 {
+	if o.CgroupV1 {
 		version = "v1"
 	}
-	fmt.Fprintf(os.Stderr, "v2guest: booting Debian's kernel %s under qemu (TCG, %d CPUs, %d MiB, cgroup %s)\n", k.Release, cpus, mem, version)
-	res, err := v2guest.Run(context.Background(), v2guest.Options{
-		Kernel: k, InitBinary: initBin, ReadOnly: ro, WorkDir: filepath.Join(work, "runs"),
-		Argv: argv, Dir: dir, Env: env, Timeout: timeout, MemoryMiB: mem, CPUs: cpus,
-		Console: os.Stderr, Output: os.Stdout, CgroupV1: v1,
-	})
+	fmt.Fprintf(os.Stderr, "v2guest: booting Debian's kernel %s under qemu (TCG, %d CPUs, %d MiB, cgroup %s)\n", k.Release, o.CPUs, o.MemoryMiB, version)
+	o.Kernel, o.InitBinary, o.WorkDir = k, initBin, filepath.Join(work, "runs")
+	o.Console, o.Output = os.Stderr, os.Stdout
+	res, err := v2guest.Run(context.Background(), o)
 	fmt.Fprintf(os.Stderr, "v2guest: guest ran %s, exit status %d\n", res.Elapsed.Round(100*time.Millisecond), res.ExitStatus)
 	return res.ExitStatus, err
 }

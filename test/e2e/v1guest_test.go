@@ -1,0 +1,215 @@
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"golang.org/x/sys/unix"
+	"k8s.io/utils/ptr"
+
+	slov1alpha1 "github.com/koordinator-sh/koordinator/apis/slo/v1alpha1"
+
+	"github.com/koordlet-yarn/koordlet-yarn/test/kerneltest"
+	"github.com/koordlet-yarn/koordlet-yarn/test/nmemu"
+	"github.com/koordlet-yarn/koordlet-yarn/test/nodebox"
+	"github.com/koordlet-yarn/koordlet-yarn/test/v2guest"
+	"github.com/koordlet-yarn/koordlet-yarn/test/v2guest/guestconf"
+)
+
+// v1Guest is TestV1Guest's node: cgroup v1, small enough that the test can
+// fill its memory in seconds under TCG, with a scratch disk for page cache
+// the kernel can reclaim (the guest's own files are tmpfs).
+var v1Guest = v2guest.Guest{CgroupV1: true, MemoryMiB: 3072, ScratchMiB: 4096}
+
+// TestV1Guest runs the scenarios that need a cgroup v1 node of their own:
+// make test-v2 runs it in the guest booted with cgroup v1
+// (KOORDLET_YARN_E2E_GUEST=v1); never on this shared host, whose memory
+// it would press on.
+func TestV1Guest(t *testing.T) {
+	scratch := os.Getenv(guestconf.ScratchEnv)
+	if !v2guest.InGuest() || nodebox.PureV2() || scratch == "" {
+		kerneltest.Skip(t, "TestV1Guest presses on the whole node's memory: make test-v2 runs it in a guest booted with cgroup v1 and a scratch disk (KOORDLET_YARN_E2E_GUEST=v1)")
+	}
+	t.Run("memory relief soft limit, global reclaim", func(t *testing.T) { v1GlobalReclaim(t, scratch) })
+}
+
+// Sizes of the global reclaim scenario's files (MiB): LS's data, read
+// once, and batch's, read twice (shuffle data a job reads again: on the
+// kernel's active list, where LRU order alone keeps it over LS's).
+const (
+	reclaimLSMiB   = 256
+	reclaimYARNMiB = 768
+)
+
+// v1GlobalReclaim: memory relief's cgroup v1 rung. With YARNMemoryRelief
+// koordlet gives the YARN hierarchy memory soft limit 0, so that the
+// kernel's global reclaim takes batch's page cache before LS's. The same
+// scenario runs with the gate on and then off (the control: the root's own
+// soft limit back): LS reads its file once, a YARN container reads its own
+// twice, then an allocator outside both asks for the free memory and
+// 60% of batch's cache more. LS keeps more of its cache with the gate than
+// without; nothing is killed.
+func v1GlobalReclaim(t *testing.T, scratch string) {
+	lsFile, yarnFile := filepath.Join(scratch, "ls.data"), filepath.Join(scratch, "yarn.data")
+	writeData(t, lsFile, reclaimLSMiB)
+	writeData(t, yarnFile, reclaimYARNMiB)
+	defer os.Remove(lsFile)
+	defer os.Remove(yarnFile)
+
+	b := startBox(t, nodebox.Options{KoordletArgs: []string{reliefGates}})
+	ctx := context.Background()
+	// The strategy (and relief with it) runs with a threshold set: one far
+	// above what the scenario uses, so that nothing is killed.
+	require.NoError(t, b.UpdateNodeSLO(ctx, func(s *slov1alpha1.NodeSLOSpec) {
+		s.ResourceUsedThresholdWithBE = &slov1alpha1.ResourceThresholdStrategy{Enable: ptr.To(true),
+			MemoryEvictThresholdPercent: ptr.To(int64(97)), MemoryEvictLowerPercent: ptr.To(int64(95))}
+	}))
+	yarnRoot := filepath.Join(b.CgroupRoot(), "memory", b.Hierarchy())
+	lsCgroup := filepath.Join(b.CgroupRoot(), "memory", b.PodCgroup("web"))
+	soft := filepath.Join(yarnRoot, "memory.soft_limit_in_bytes")
+	require.Eventually(t, func() bool { return readFile(soft) == "0" }, 30*time.Second, 200*time.Millisecond,
+		"memory relief on v1: koordlet gives the YARN root soft limit 0")
+
+	arm := func(name string, seq int64) (lsKept, yarnKept float64) {
+		dropCaches(t)
+		readIn(t, b, lsFile, "web")
+		done := filepath.Join(scratch, fmt.Sprintf("read-%d", seq))
+		id, err := b.NM.Launch(nmemu.Spec{AppID: 7, Attempt: 1, Sequence: seq, User: "spark", MemoryMB: 2048, VCores: 1,
+			Script: fmt.Sprintf("cat %s > /dev/null && cat %s > /dev/null && touch %s && exec sleep 3600", yarnFile, yarnFile, done)})
+		require.NoError(t, err)
+		defer os.Remove(done)
+		require.Eventually(t, func() bool { _, err := os.Stat(done); return err == nil }, 3*time.Minute, 250*time.Millisecond,
+			"the YARN container read its data twice")
+		lsBefore, yarnBefore := totalCache(t, lsCgroup), totalCache(t, yarnRoot)
+		require.Greater(t, lsBefore, int64(reclaimLSMiB)<<20*9/10, "LS's data is in its page cache")
+		require.Greater(t, yarnBefore, int64(reclaimYARNMiB)<<20*9/10, "batch's data is in its page cache")
+		free := memInfoField(t, "MemFree")
+		need := (free + yarnBefore*6/10) >> 20
+		stop := allocate(t, need)
+		lsAfter, yarnAfter := totalCache(t, lsCgroup), totalCache(t, yarnRoot)
+		stop()
+		lsKept, yarnKept = float64(lsAfter)/float64(lsBefore), float64(yarnAfter)/float64(yarnBefore)
+		say(t, "%s: the soft limit %s; %d MiB allocated outside (MemFree was %d MiB): LS's page cache %d → %d MiB (%.0f%% kept), batch's %d → %d MiB (%.0f%% kept)",
+			name, readFile(soft), need, free>>20, lsBefore>>20, lsAfter>>20, lsKept*100, yarnBefore>>20, yarnAfter>>20, yarnKept*100)
+		c, _ := b.NM.Get(id)
+		assert.Equal(t, "RUNNING", c.State, "%s: the YARN container lives (reclaim, not a kill)", name)
+		return lsKept, yarnKept
+	}
+	onLS, onYARN := arm("gate on", 2)
+
+	b.StopKoordlet()
+	b.SetKoordletArgs([]string{pressureGates})
+	require.NoError(t, b.StartKoordlet())
+	require.Eventually(t, func() bool { return readFile(soft) != "0" }, 30*time.Second, 200*time.Millisecond,
+		"with the gate off the root's own soft limit is back")
+	offLS, offYARN := arm("gate off (control)", 3)
+
+	assert.Greater(t, onLS, offLS+0.10, "with the soft limit global reclaim takes batch's page cache before LS's: LS keeps more of its own")
+	assert.Less(t, onYARN-onLS, offYARN-offLS, "batch's share of the reclaim is larger with the soft limit")
+	ev, err := b.Evictions()
+	require.NoError(t, err)
+	assert.Empty(t, ev.Records, "reclaim relieved the pressure: nothing killed")
+}
+
+// writeData writes mib MiB (not zeros) to path and syncs it.
+func writeData(t *testing.T, path string, mib int) {
+	t.Helper()
+	f, err := os.Create(path)
+	require.NoError(t, err)
+	chunk := bytes.Repeat([]byte{0xa5, 0x5a, 0x3c, 0xc3}, 1<<18)
+	for i := 0; i < mib; i++ {
+		_, err = f.Write(chunk)
+		require.NoError(t, err)
+	}
+	require.NoError(t, f.Sync())
+	require.NoError(t, f.Close())
+}
+
+// dropCaches drops the guest's clean page cache (its own kernel: the
+// guest is this test's node).
+func dropCaches(t *testing.T) {
+	t.Helper()
+	require.True(t, v2guest.InGuest(), "drop_caches only in the guest")
+	unix.Sync()
+	require.NoError(t, os.WriteFile("/proc/sys/vm/drop_caches", []byte("3"), 0o644))
+}
+
+// readIn reads path once from a process in the box's pod's cgroups.
+func readIn(t *testing.T, b *nodebox.Box, path, pod string) {
+	t.Helper()
+	cmd := exec.Command("sh", "-c", "read gate; exec cat \"$0\" > /dev/null", path)
+	stdin, err := cmd.StdinPipe()
+	require.NoError(t, err)
+	require.NoError(t, cmd.Start())
+	for _, c := range b.Controllers() {
+		require.NoError(t, os.WriteFile(filepath.Join(b.CgroupRoot(), c, b.PodCgroup(pod), "cgroup.procs"), []byte(strconv.Itoa(cmd.Process.Pid)), 0o644))
+	}
+	_, _ = stdin.Write([]byte("go\n"))
+	require.NoError(t, cmd.Wait())
+}
+
+// totalCache is a v1 memory cgroup's page cache, its subtree's included.
+func totalCache(t *testing.T, dir string) int64 {
+	t.Helper()
+	v, ok := statField(readFile(filepath.Join(dir, "memory.stat")), "total_cache")
+	require.True(t, ok, "total_cache in %s/memory.stat", dir)
+	return v
+}
+
+// memInfoField is a /proc/meminfo field in bytes.
+func memInfoField(t *testing.T, name string) int64 {
+	t.Helper()
+	for _, line := range strings.Split(readFile("/proc/meminfo"), "\n") {
+		f := strings.Fields(line)
+		if len(f) >= 2 && f[0] == name+":" {
+			kb, err := strconv.ParseInt(f[1], 10, 64)
+			require.NoError(t, err)
+			return kb << 10
+		}
+	}
+	t.Fatalf("no %s in /proc/meminfo", name)
+	return 0
+}
+
+// allocate starts an allocator of mib MiB (this test's child, in its
+// cgroup) and returns once it holds them; the returned func ends it.
+func allocate(t *testing.T, mib int64) (stop func()) {
+	t.Helper()
+	cmd := exec.Command("sh", "-c", kerneltest.HelperScript(fmt.Sprintf("alloc=%d", mib)))
+	require.NoError(t, cmd.Start())
+	stop = func() {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+	}
+	ok := assert.Eventually(t, func() bool {
+		v, ok := statField(readFile(fmt.Sprintf("/proc/%d/status", cmd.Process.Pid)), "VmRSS:")
+		return ok && v<<10 >= mib<<20*95/100
+	}, 3*time.Minute, 250*time.Millisecond, "the allocator holds its %d MiB", mib)
+	if !ok {
+		stop()
+		t.FailNow()
+	}
+	return stop
+}
+
+// statField is the number after name on its line of a "name value" file.
+func statField(text, name string) (int64, bool) {
+	for _, line := range strings.Split(text, "\n") {
+		f := strings.Fields(line)
+		if len(f) >= 2 && f[0] == name {
+			v, err := strconv.ParseInt(f[1], 10, 64)
+			return v, err == nil
+		}
+	}
+	return 0, false
+}
