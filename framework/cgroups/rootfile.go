@@ -3,6 +3,7 @@ package cgroups
 import (
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -71,6 +72,11 @@ type RootFileSpec struct {
 	Update resourceexecutor.UpdateFunc
 }
 
+// ErrNoRootDir is a write to a YARN root whose controller directory does
+// not exist (yet: the NodeManager makes it at its start, and again after
+// it removed it).
+var ErrNoRootDir = errors.New("the YARN hierarchy has no directory in this controller (yet)")
+
 // NewRootFile returns a writer of spec's value. koordlet has one per value,
 // made by Install and handed to every writer of that value, so that what
 // one wrote the others know.
@@ -138,6 +144,11 @@ func (f *RootFile) Restore(rel string) (restored bool, v int64, err error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	dir := f.Dir(rel)
+	if _, err := os.Stat(dir); dir != "" && errors.Is(err, os.ErrNotExist) {
+		// Gone with its directory: nothing to give back.
+		delete(f.written, dir)
+		return false, 0, nil
+	}
 	v, ok := f.readRecord(dir)
 	if !ok {
 		if _, wrote := f.written[dir]; !wrote {
@@ -234,6 +245,12 @@ func (f *RootFile) write(rel string, v int64) error {
 	r, err := f.spec.Resource()
 	if err != nil {
 		return fmt.Errorf("set the %s of %s: %w", f.spec.Name, rel, err)
+	}
+	// koordlet's executor reports a write into a missing cgroup directory
+	// as done (it ignores that error): a root that does not exist (yet) is
+	// an error here, so that the caller writes again once it does.
+	if _, err := os.Stat(filepath.Dir(r.Path(rel))); err != nil {
+		return fmt.Errorf("set the %s of %s: %w", f.spec.Name, rel, ErrNoRootDir)
 	}
 	value := strconv.FormatInt(v, 10)
 	if f.spec.Format != nil {

@@ -1,6 +1,7 @@
 package cgroups
 
 import (
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -104,4 +105,27 @@ func TestRootFileForget(t *testing.T) {
 	require.NoError(t, err)
 	assert.False(t, restored, "nothing of koordlet's to give back")
 	assert.Equal(t, "1073741824", strings.TrimSpace(helper.ReadCgroupFileContents(quotaRoot, system.MemoryHighV2)))
+}
+
+// TestRootFileMissingDir: a write into a root whose directory does not
+// exist fails with ErrNoRootDir (koordlet's executor reports it as done);
+// a restore there has nothing to give back.
+func TestRootFileMissingDir(t *testing.T) {
+	helper := system.NewFileTestUtil(t)
+	t.Cleanup(helper.Cleanup)
+	helper.SetCgroupsV2(false)
+	f := NewRootSoftLimit()
+	err := f.Set("kubepods/besteffort/hadoop-yarn", 0)
+	require.ErrorIs(t, err, ErrNoRootDir)
+	_, wrote := f.Written("kubepods/besteffort/hadoop-yarn")
+	assert.False(t, wrote, "nothing written")
+
+	helper.WriteCgroupFileContents(quotaRoot, softLimit, "-1")
+	require.NoError(t, f.Set(quotaRoot, 0))
+	require.NoError(t, os.RemoveAll(f.Dir(quotaRoot)))
+	restored, _, err := f.Restore(quotaRoot)
+	require.NoError(t, err)
+	assert.False(t, restored, "gone with its directory")
+	_, wrote = f.Written(quotaRoot)
+	assert.False(t, wrote)
 }

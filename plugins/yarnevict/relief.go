@@ -6,6 +6,7 @@ import (
 	"sync"
 	"time"
 
+	"golang.org/x/sys/unix"
 	"k8s.io/klog/v2"
 
 	"github.com/koordinator-sh/koordinator/pkg/koordlet/resourceexecutor"
@@ -56,8 +57,11 @@ type Relief struct {
 	// foreign: another writer changed the root's memory.high; the
 	// throttle stays off on it.
 	foreign bool
-	// soft: the soft limit is set on rel.
-	soft bool
+	// soft: the soft limit is set on rel, whose directory had inode
+	// softIno then (a directory made anew, by a NodeManager's restart,
+	// has the root's own soft limit again).
+	soft    bool
+	softIno uint64
 	// episode is the pressure episode under way (nil: none).
 	episode *reliefEpisode
 	said    map[string]bool
@@ -187,17 +191,39 @@ func (r *Relief) askRMLocked(lv Levels, d ThrottleDecision) {
 	}
 }
 
-// softLimitLocked sets the root's v1 soft limit to 0 once.
+// softLimitLocked sets the root's v1 soft limit to 0, and again when the
+// root's directory is made anew (the NodeManager's restart); a root that
+// does not exist yet is tried again at the next check.
 func (r *Relief) softLimitLocked(rel string) {
-	if r.soft || r.Soft == nil {
+	if r.Soft == nil {
 		return
+	}
+	ino, ok := dirInode(r.Soft.Dir(rel))
+	if r.soft {
+		if !ok || ino == r.softIno {
+			return
+		}
+		klog.Infof("yarn: memory relief: the YARN hierarchy %s was made anew: its memory soft limit is set again", rel)
+		r.soft = false
 	}
 	if err := r.Soft.Set(rel, 0); err != nil {
-		r.sayOnce("soft", "yarn: memory relief: cannot set the soft limit of the YARN hierarchy %s (%v); the kernel's global reclaim does not prefer batch", rel, err)
+		r.sayOnce("soft", "yarn: memory relief: cannot set the soft limit of the YARN hierarchy %s (%v); the kernel's global reclaim does not prefer batch until it can (tried at every check)", rel, err)
 		return
 	}
-	r.soft = true
+	r.soft, r.softIno = true, ino
 	klog.Infof("yarn: memory relief: the YARN hierarchy %s has memory soft limit 0: under global memory pressure the kernel reclaims batch's page cache before LS's (cgroup v1 has no memory.high: no throttle)", rel)
+}
+
+// dirInode is dir's inode number (ok false: no such directory).
+func dirInode(dir string) (uint64, bool) {
+	if dir == "" {
+		return 0, false
+	}
+	var st unix.Stat_t
+	if err := unix.Stat(dir, &st); err != nil {
+		return 0, false
+	}
+	return st.Ino, true
 }
 
 // throttleLocked decides and writes the root's memory.high.

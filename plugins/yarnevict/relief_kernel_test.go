@@ -65,3 +65,53 @@ func TestReliefSoftLimitRealKernel(t *testing.T) {
 	assert.Equal(t, own, read())
 	assert.Equal(t, 0, r2.Pending(rel))
 }
+
+// TestReliefSoftLimitRootMadeLater: the YARN root's memory directory does
+// not exist at relief's first checks (koordlet started before the
+// NodeManager made it): nothing is set, and the soft limit is set at the
+// first check after it exists; a root made anew (the NodeManager's
+// restart) gets it again. koordlet's executor reports a write into a
+// missing directory as done: before this, relief took that for set and
+// never wrote the root (found by TestV1Guest).
+func TestReliefSoftLimitRootMadeLater(t *testing.T) {
+	kerneltest.RequireCgroupV1(t, "memory")
+	kerneltest.UseHostRoots(t)
+	old := system.UseCgroupsV2.Load()
+	system.UseCgroupsV2.Store(false)
+	t.Cleanup(func() { system.UseCgroupsV2.Store(old) })
+	parent := kerneltest.UniqueRoot(t)
+	rel := parent + "/hadoop-yarn"
+	dir := filepath.Join(kerneltest.MakeCgroup(t, "memory", parent), "hadoop-yarn")
+	t.Cleanup(func() { _ = os.Remove(dir) })
+	require.NoError(t, koordfeatures.DefaultMutableKoordletFeatureGate.SetFromMap(map[string]bool{
+		string(features.YARNMemoryRelief): true, string(features.YARNBEMemoryEvict): true}))
+	t.Cleanup(func() {
+		_ = koordfeatures.DefaultMutableKoordletFeatureGate.SetFromMap(map[string]bool{
+			string(features.YARNMemoryRelief): false, string(features.YARNBEMemoryEvict): false})
+	})
+	read := func() string {
+		b, err := os.ReadFile(filepath.Join(dir, "memory.soft_limit_in_bytes"))
+		require.NoError(t, err)
+		return strings.TrimSpace(string(b))
+	}
+	const gib = int64(1) << 30
+	lv := Levels{Used: gib, Threshold: 20 * gib, Lower: 19 * gib, Capacity: 24 * gib}
+	r := &Relief{High: cgroups.NewRootMemoryHigh(), Soft: cgroups.NewRootSoftLimit(), BandPercent: func() int64 { return 5 }}
+
+	r.Check(rel, lv)
+	assert.NoDirExists(t, dir, "relief makes no cgroup")
+	assert.Equal(t, 0, r.Pending(rel), "nothing set while the root is missing")
+
+	require.NoError(t, os.Mkdir(dir, 0o755))
+	own := read()
+	r.Check(rel, lv)
+	assert.Equal(t, "0", read(), "set at the first check after the root exists")
+
+	require.NoError(t, os.Remove(dir))
+	require.NoError(t, os.Mkdir(dir, 0o755))
+	require.Equal(t, own, read(), "a root made anew has its own soft limit")
+	r.Check(rel, lv)
+	assert.Equal(t, "0", read(), "set again on the root made anew")
+	r.Release("test", true)
+	assert.Equal(t, own, read(), "given back at the stop")
+}
