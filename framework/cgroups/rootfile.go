@@ -102,6 +102,9 @@ func (f *RootFile) Dir(rel string) string {
 func (f *RootFile) Set(rel string, v int64) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	if err := f.rootExists(rel); err != nil {
+		return err
+	}
 	if err := f.record(rel); err != nil && !f.said {
 		f.said = true
 		klog.Warningf("yarn: cannot record the own %s of the YARN hierarchy %s before koordlet writes it (%v); only this koordlet can give it back (unlimited)", f.spec.Name, rel, err)
@@ -239,6 +242,22 @@ func (f *RootFile) readRecord(dir string) (int64, bool) {
 	return v, true
 }
 
+// rootExists fails with ErrNoRootDir when rel has no directory in the
+// file's controller. koordlet's executor reports a write into a missing
+// cgroup directory as done (it ignores that error): a root that does not
+// exist (yet) is an error here, so that the caller writes again once it
+// does.
+func (f *RootFile) rootExists(rel string) error {
+	dir := f.Dir(rel)
+	if dir == "" {
+		return fmt.Errorf("no %s file for %s on this host", f.spec.Name, rel)
+	}
+	if _, err := os.Stat(dir); err != nil {
+		return fmt.Errorf("set the %s of %s: %w", f.spec.Name, rel, ErrNoRootDir)
+	}
+	return nil
+}
+
 // write sets rel's value through koordlet's resource executor (not
 // cacheable: other writers may have changed the file since).
 func (f *RootFile) write(rel string, v int64) error {
@@ -246,11 +265,8 @@ func (f *RootFile) write(rel string, v int64) error {
 	if err != nil {
 		return fmt.Errorf("set the %s of %s: %w", f.spec.Name, rel, err)
 	}
-	// koordlet's executor reports a write into a missing cgroup directory
-	// as done (it ignores that error): a root that does not exist (yet) is
-	// an error here, so that the caller writes again once it does.
-	if _, err := os.Stat(filepath.Dir(r.Path(rel))); err != nil {
-		return fmt.Errorf("set the %s of %s: %w", f.spec.Name, rel, ErrNoRootDir)
+	if err := f.rootExists(rel); err != nil {
+		return err
 	}
 	value := strconv.FormatInt(v, 10)
 	if f.spec.Format != nil {

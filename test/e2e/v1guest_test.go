@@ -74,6 +74,10 @@ func v1GlobalReclaim(t *testing.T, scratch string) {
 		s.ResourceUsedThresholdWithBE = &slov1alpha1.ResourceThresholdStrategy{Enable: ptr.To(true),
 			MemoryEvictThresholdPercent: ptr.To(int64(97)), MemoryEvictLowerPercent: ptr.To(int64(95))}
 	}))
+	// The NodeManager makes its hierarchy at its start (Hadoop's
+	// CGroupsHandlerImpl); koordlet, running before, sets the soft limit
+	// at its first check after.
+	require.NoError(t, b.MakeYARNHierarchy())
 	yarnRoot := filepath.Join(b.CgroupRoot(), "memory", b.Hierarchy())
 	lsCgroup := filepath.Join(b.CgroupRoot(), "memory", b.PodCgroup("web"))
 	soft := filepath.Join(yarnRoot, "memory.soft_limit_in_bytes")
