@@ -74,9 +74,10 @@ if [ "${V2_ONLY:-}" != 1 ]; then
 	# node-level phase takes ~23 minutes (TestRealYARN ~13, of which the
 	# engines' rows ~7; the engines' undisturbed runs are make
 	# measure-job-baselines).
-	[ ${#e2e[@]} -gt 0 ] && phase "$counts" 50m -skip '^TestV2$' "${e2e[@]}"
+	[ ${#e2e[@]} -gt 0 ] && phase "$counts" 50m -skip '^(TestV2|TestV1Guest)$' "${e2e[@]}"
 fi
-# guest_phase: TestV2 in the guest; its counts go to $v2counts.
+# guest_phase: TestV2 in the guest, then TestV1Guest in the v1 one; their
+# counts go to $v2counts.
 guest_phase() {
 	local start=$(date +%s)
 	# ~30 minutes: the emulated NMs' scenarios ~7 (the boxes share one
@@ -84,7 +85,10 @@ guest_phase() {
 	# CRDs here), the real NMs' JVMs under the guest's emulated CPU ~23.
 	# The guest gets the timeout less 5 minutes.
 	KOORDLET_YARN_E2E_GUEST=v2 phase "$v2counts" 45m -run '^TestV2$' "${e2e[@]}"
-	awk -v s=$(($(date +%s) - start)) '{t+=$1; f+=$2; k+=$3} END {printf "v2 tests (guest on a real cgroup v2 kernel): %d ran, %d passed, %d failed, %d skipped in %d s\n", t, t-f-k, f, k, s}' "$v2counts"
+	# ~2 minutes: the scenarios that need a cgroup v1 node of their own
+	# (global memory pressure), in the guest booted with cgroup v1.
+	KOORDLET_YARN_E2E_GUEST=v1 phase "$v2counts" 15m -run '^TestV1Guest$' "${e2e[@]}"
+	awk -v s=$(($(date +%s) - start)) '{t+=$1; f+=$2; k+=$3} END {printf "v2 tests (guests on real cgroup v2 and v1 kernels): %d ran, %d passed, %d failed, %d skipped in %d s\n", t, t-f-k, f, k, s}' "$v2counts"
 }
 if [ "${V2_ONLY:-}" = 1 ]; then
 	[ ${#e2e[@]} -gt 0 ] && guest_phase

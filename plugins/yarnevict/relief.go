@@ -23,8 +23,10 @@ import (
 //   - cgroup v2: the throttle (ThrottlePlan) on the YARN root's
 //     memory.high, whose write reclaims the root's page cache first;
 //   - cgroup v1 (no memory.high): the YARN root's memory soft limit set
-//     to 0, so that the kernel's global reclaim takes batch's page cache
-//     before LS's.
+//     to 0 (once the root exists, and again on a root made anew), so that
+//     the kernel's global reclaim prefers batch's page cache — a shift, not
+//     an order: the kernel's LRU still weighs how recently each was used
+//     (TestV1Guest).
 //
 // Every value goes through a RootFile (recorded, given back). A root whose
 // memory.high another writer changes is left to it from then on.
@@ -211,7 +213,7 @@ func (r *Relief) softLimitLocked(rel string) {
 		return
 	}
 	r.soft, r.softIno = true, ino
-	klog.Infof("yarn: memory relief: the YARN hierarchy %s has memory soft limit 0: under global memory pressure the kernel reclaims batch's page cache before LS's (cgroup v1 has no memory.high: no throttle)", rel)
+	klog.Infof("yarn: memory relief: the YARN hierarchy %s has memory soft limit 0: under global memory pressure the kernel's reclaim prefers batch's page cache (cgroup v1 has no memory.high: no throttle)", rel)
 }
 
 // dirInode is dir's inode number (ok false: no such directory).

@@ -51,14 +51,20 @@ const (
 	reclaimYARNMiB = 768
 )
 
+// reclaimRate is the pressure's growth (MiB/s): a service's memory growing
+// over seconds, which the kernel's background reclaim (kswapd, whose every
+// round starts with the soft limits) follows.
+const reclaimRate = 96
+
 // v1GlobalReclaim: memory relief's cgroup v1 rung. With YARNMemoryRelief
-// koordlet gives the YARN hierarchy memory soft limit 0, so that the
-// kernel's global reclaim takes batch's page cache before LS's. The same
-// scenario runs with the gate on and then off (the control: the root's own
-// soft limit back): LS reads its file once, a YARN container reads its own
-// twice, then an allocator outside both asks for the free memory and
-// 60% of batch's cache more. LS keeps more of its cache with the gate than
-// without; nothing is killed.
+// koordlet gives the YARN hierarchy memory soft limit 0 once the
+// NodeManager has made it, so that the kernel's global reclaim prefers
+// batch's page cache. The same scenario runs with the gate on and then off
+// (the control: the root's own soft limit back): LS reads its file once, a
+// YARN container reads its own twice, then an allocator outside both grows
+// by the free memory and 60% of batch's cache. With the gate reclaim takes
+// a larger share from batch and LS keeps more of its cache than without;
+// nothing is killed.
 func v1GlobalReclaim(t *testing.T, scratch string) {
 	lsFile, yarnFile := filepath.Join(scratch, "ls.data"), filepath.Join(scratch, "yarn.data")
 	writeData(t, lsFile, reclaimLSMiB)
@@ -84,7 +90,7 @@ func v1GlobalReclaim(t *testing.T, scratch string) {
 	require.Eventually(t, func() bool { return readFile(soft) == "0" }, 30*time.Second, 200*time.Millisecond,
 		"memory relief on v1: koordlet gives the YARN root soft limit 0")
 
-	arm := func(name string, seq int64) (lsKept, yarnKept float64) {
+	arm := func(name string, seq int64) (lsKept, batchShare float64) {
 		dropCaches(t)
 		readIn(t, b, lsFile, "web")
 		done := filepath.Join(scratch, fmt.Sprintf("read-%d", seq))
@@ -99,27 +105,34 @@ func v1GlobalReclaim(t *testing.T, scratch string) {
 		require.Greater(t, yarnBefore, int64(reclaimYARNMiB)<<20*9/10, "batch's data is in its page cache")
 		free := memInfoField(t, "MemFree")
 		need := (free + yarnBefore*6/10) >> 20
-		stop := allocate(t, need)
+		stop := allocate(t, need, reclaimRate)
 		lsAfter, yarnAfter := totalCache(t, lsCgroup), totalCache(t, yarnRoot)
 		stop()
-		lsKept, yarnKept = float64(lsAfter)/float64(lsBefore), float64(yarnAfter)/float64(yarnBefore)
-		say(t, "%s: the soft limit %s; %d MiB allocated outside (MemFree was %d MiB): LS's page cache %d → %d MiB (%.0f%% kept), batch's %d → %d MiB (%.0f%% kept)",
-			name, readFile(soft), need, free>>20, lsBefore>>20, lsAfter>>20, lsKept*100, yarnBefore>>20, yarnAfter>>20, yarnKept*100)
+		lsKept = float64(lsAfter) / float64(lsBefore)
+		if took := lsBefore - lsAfter + yarnBefore - yarnAfter; took > 0 {
+			batchShare = float64(yarnBefore-yarnAfter) / float64(took)
+		}
+		say(t, "%s: the soft limit %s; %d MiB allocated outside at %d MiB/s (MemFree was %d MiB): LS's page cache %d → %d MiB (%.0f%% kept), batch's %d → %d MiB; batch's share of what reclaim took %.0f%%",
+			name, readFile(soft), need, reclaimRate, free>>20, lsBefore>>20, lsAfter>>20, lsKept*100, yarnBefore>>20, yarnAfter>>20, batchShare*100)
 		c, _ := b.NM.Get(id)
 		assert.Equal(t, "RUNNING", c.State, "%s: the YARN container lives (reclaim, not a kill)", name)
-		return lsKept, yarnKept
+		return lsKept, batchShare
 	}
-	onLS, onYARN := arm("gate on", 2)
+	onLS, onShare := arm("gate on", 2)
 
 	b.StopKoordlet()
 	b.SetKoordletArgs([]string{pressureGates})
 	require.NoError(t, b.StartKoordlet())
 	require.Eventually(t, func() bool { return readFile(soft) != "0" }, 30*time.Second, 200*time.Millisecond,
 		"with the gate off the root's own soft limit is back")
-	offLS, offYARN := arm("gate off (control)", 3)
+	offLS, offShare := arm("gate off (control)", 3)
 
-	assert.Greater(t, onLS, offLS+0.10, "with the soft limit global reclaim takes batch's page cache before LS's: LS keeps more of its own")
-	assert.Less(t, onYARN-onLS, offYARN-offLS, "batch's share of the reclaim is larger with the soft limit")
+	// The soft limit shifts global reclaim toward batch; it does not make
+	// it take batch's cache first (2026-11-29, three runs: LS kept 29–30%
+	// of its cache with it, 20–21% without; batch's share of what reclaim
+	// took 60% with it, 47–49% without).
+	assert.Greater(t, onShare, offShare, "with the soft limit global reclaim takes a larger share from batch's page cache")
+	assert.Greater(t, onLS, offLS, "LS keeps more of its page cache with the soft limit")
 	ev, err := b.Evictions()
 	require.NoError(t, err)
 	assert.Empty(t, ev.Records, "reclaim relieved the pressure: nothing killed")
@@ -185,11 +198,12 @@ func memInfoField(t *testing.T, name string) int64 {
 	return 0
 }
 
-// allocate starts an allocator of mib MiB (this test's child, in its
-// cgroup) and returns once it holds them; the returned func ends it.
-func allocate(t *testing.T, mib int64) (stop func()) {
+// allocate starts an allocator growing to mib MiB at rate MiB/s (this
+// test's child, in its cgroup) and returns once it holds them; the
+// returned func ends it.
+func allocate(t *testing.T, mib, rate int64) (stop func()) {
 	t.Helper()
-	cmd := exec.Command("sh", "-c", kerneltest.HelperScript(fmt.Sprintf("alloc=%d", mib)))
+	cmd := exec.Command("sh", "-c", kerneltest.HelperScript(fmt.Sprintf("grow=%d@%d", mib, rate)))
 	require.NoError(t, cmd.Start())
 	stop = func() {
 		_ = cmd.Process.Kill()
