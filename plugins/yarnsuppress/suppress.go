@@ -12,6 +12,7 @@
 package yarnsuppress
 
 import (
+	"errors"
 	"math"
 	"path/filepath"
 	"slices"
@@ -319,7 +320,12 @@ func (s *Strategy) BindYARN() {
 // writer of it, which records the root's own quota first.
 func (s *Strategy) writeRoot(dir string, quota int64) bool {
 	if err := rootQuota(s.deps.Quota).Set(dir, quota); err != nil {
-		klog.Warningf("yarn: %v", err)
+		if errors.Is(err, cgroups.ErrNoRootDir) {
+			// No NodeManager has made it yet: tried again next round.
+			klog.V(4).Infof("yarn: %v", err)
+		} else {
+			klog.Warningf("yarn: %v", err)
+		}
 		return false
 	}
 	return true
