@@ -23,6 +23,8 @@ import (
 	"github.com/koordlet-yarn/koordlet-yarn/test/nmemu"
 	"github.com/koordlet-yarn/koordlet-yarn/test/nodebox"
 	"github.com/koordlet-yarn/koordlet-yarn/test/rmemu"
+	"github.com/koordlet-yarn/koordlet-yarn/test/v2guest"
+	"github.com/koordlet-yarn/koordlet-yarn/test/v2guest/guestconf"
 )
 
 // The relief episodes (YARNMemoryRelief's rungs against the kill alone),
@@ -48,7 +50,8 @@ import (
 //   - cache: an executor writing 1.5× the headroom to the threshold as
 //     file data (page cache): koordlet's node usage (MemTotal −
 //     MemAvailable) counts it as available, so no episode and no kill.
-//     Needs a disk: skipped in the v2 guest (its root is in memory).
+//     Needs a disk: in a guest, its scratch disk (the runner's -scratch);
+//     skipped in a guest without one (its files are memory).
 //
 // Per run: the containers killed, node memory's peak against the
 // threshold, the band's entry → the throttle's first memory.high (v2),
@@ -147,8 +150,8 @@ func runReliefPass(ctx context.Context, box *nodebox.Box, rm *rmemu.Server, base
 			if !strings.Contains(","+only+",", ","+ep+",") {
 				continue
 			}
-			if ep == "cache" && box.Layout().Unified {
-				fmt.Printf("%-8s %-13s not run: the v2 guest has no disk (its files are memory)\n", m.name, ep)
+			if ep == "cache" && v2guest.InGuest() && os.Getenv(guestconf.ScratchEnv) == "" {
+				fmt.Printf("%-8s %-13s not run: this guest has no scratch disk (its files are memory; the guest runner's -scratch gives one)\n", m.name, ep)
 				continue
 			}
 			args := m.args
@@ -280,7 +283,8 @@ func runRelief(ctx context.Context, box *nodebox.Box, rm *rmemu.Server, ep strin
 	case "cache":
 		// File data, 1.5× the headroom, written in the scratch directory
 		// of this run (removed after it), the writer then idle.
-		scratch, err = os.MkdirTemp("", "evictscenarios-cache-")
+		// (A guest's scratch disk where it has one: its /tmp is memory.)
+		scratch, err = os.MkdirTemp(os.Getenv(guestconf.ScratchEnv), "evictscenarios-cache-")
 		if err != nil {
 			return res, err
 		}
