@@ -81,6 +81,9 @@ type reliefResult struct {
 	// outcome is the audit's relief record's (which rung relieved it).
 	outcome   string
 	completed bool
+	// ended: the grower's end within the window, as its NM reports it
+	// (state, exit code, diagnostics; "" while it runs).
+	ended string
 	// lsBefore is the LS service's worst 5-s p99 before the threshold is
 	// set (the steady executors running), lsDuring its worst over the
 	// episode (the band's entry, or the threshold's setting when the band
@@ -202,6 +205,9 @@ func (r reliefResult) String() string {
 		s += "; the grower preempted by the RM"
 	}
 	s += fmt.Sprintf("; grower completed after the release %t", r.completed)
+	if r.ended != "" {
+		s += "; it ended: " + r.ended
+	}
 	if r.lsRequests > 0 {
 		s += fmt.Sprintf("; LS p99 (worst 5-s slice) %v before, %v during the episode (%d requests, %d errors)",
 			r.lsBefore.Round(100*time.Microsecond), r.lsDuring.Round(100*time.Microsecond), r.lsRequests, r.lsErrors)
@@ -269,7 +275,8 @@ func runRelief(ctx context.Context, box *nodebox.Box, rm *rmemu.Server, ep strin
 
 	point := total / 100
 	growMiB := point * 14 >> 20
-	var grower string
+	var grower, cacheFile string
+	var cacheBytes int64
 	switch ep {
 	case "held", "fast", "rm":
 		rate := max(point>>20, 16)
@@ -290,7 +297,8 @@ func runRelief(ctx context.Context, box *nodebox.Box, rm *rmemu.Server, ep strin
 		}
 		mib := (res.limit - used) * 3 / 2 >> 20
 		growMiB = 0
-		grower, err = launch(3, 64, false, fmt.Sprintf("dd if=/dev/zero of=%s bs=1M count=%d status=none && exec sleep 3600", filepath.Join(scratch, "data"), mib))
+		cacheFile, cacheBytes = filepath.Join(scratch, "data"), mib<<20
+		grower, err = launch(3, 64, false, fmt.Sprintf("dd if=/dev/zero of=%s bs=1M count=%d status=none && exec sleep 3600", cacheFile, mib))
 	default:
 		return res, fmt.Errorf("unknown relief episode %q", ep)
 	}
@@ -339,6 +347,9 @@ func runRelief(ctx context.Context, box *nodebox.Box, rm *rmemu.Server, ep strin
 		select {
 		case <-box.NM.Exited(grower):
 			killedAt = now
+			if c, ok := box.NM.Get(grower); ok {
+				res.ended = fmt.Sprintf("%s, exit code %d %s", c.State, c.ExitCode, strings.TrimSpace(c.Diagnostics))
+			}
 		default:
 		}
 		if !killedAt.IsZero() {
@@ -347,7 +358,7 @@ func runRelief(ctx context.Context, box *nodebox.Box, rm *rmemu.Server, ep strin
 		if ep == "cache" {
 			if now.Sub(lastAsked) >= 500*time.Millisecond {
 				lastAsked = now
-				if cacheWriterDone(box, grower) {
+				if cacheWriterDone(box, grower, cacheFile, cacheBytes) {
 					break // dd done
 				}
 			}
@@ -427,7 +438,7 @@ func runRelief(ctx context.Context, box *nodebox.Box, rm *rmemu.Server, ep strin
 		}
 	}
 	if ep == "cache" {
-		res.completed = cacheWriterDone(box, grower)
+		res.completed = cacheWriterDone(box, grower, cacheFile, cacheBytes)
 	}
 	for _, p := range rm.Preemptions() {
 		res.preempted = res.preempted || p.ID == grower
@@ -477,8 +488,13 @@ func batchOrigin(ctx context.Context, box *nodebox.Box) error {
 }
 
 // cacheWriterDone reports whether the cache episode's writer is done: its
-// container has processes and none of them is the dd.
-func cacheWriterDone(box *nodebox.Box, id string) bool {
+// file has all its bytes, and its container has processes and none of
+// them is the dd (before the dd starts, under a guest's emulated CPU, the
+// container holds its shell alone).
+func cacheWriterDone(box *nodebox.Box, id, file string, size int64) bool {
+	if st, err := os.Stat(file); err != nil || st.Size() < size {
+		return false
+	}
 	resp, err := box.Containers()
 	if err != nil {
 		return false
