@@ -23,11 +23,7 @@ import (
 // throttle, whatever the pressure), the record keeps the own value, and
 // with the gate off the restorer gives it back; a stop gives it back too.
 func TestReliefSoftLimitRealKernel(t *testing.T) {
-	kerneltest.RequireCgroupV1(t, "memory")
-	kerneltest.UseHostRoots(t)
-	old := system.UseCgroupsV2.Load()
-	system.UseCgroupsV2.Store(false)
-	t.Cleanup(func() { system.UseCgroupsV2.Store(old) })
+	useHostV1Memory(t)
 	rel := kerneltest.UniqueRoot(t) + "/hadoop-yarn"
 	dir := kerneltest.MakeCgroup(t, "memory", rel)
 	read := func() string {
@@ -74,11 +70,7 @@ func TestReliefSoftLimitRealKernel(t *testing.T) {
 // missing directory as done: before this, relief took that for set and
 // never wrote the root (found by TestV1Guest).
 func TestReliefSoftLimitRootMadeLater(t *testing.T) {
-	kerneltest.RequireCgroupV1(t, "memory")
-	kerneltest.UseHostRoots(t)
-	old := system.UseCgroupsV2.Load()
-	system.UseCgroupsV2.Store(false)
-	t.Cleanup(func() { system.UseCgroupsV2.Store(old) })
+	useHostV1Memory(t)
 	parent := kerneltest.UniqueRoot(t)
 	rel := parent + "/hadoop-yarn"
 	dir := filepath.Join(kerneltest.MakeCgroup(t, "memory", parent), "hadoop-yarn")
@@ -114,4 +106,15 @@ func TestReliefSoftLimitRootMadeLater(t *testing.T) {
 	assert.Equal(t, "0", read(), "set again on the root made anew")
 	r.Release("test", true)
 	assert.Equal(t, own, read(), "given back at the stop")
+}
+
+// useHostV1Memory points koordlet's cgroup files at this host's real
+// cgroup v1 memory controller for the test.
+func useHostV1Memory(t *testing.T) {
+	t.Helper()
+	kerneltest.RequireCgroupV1(t, "memory")
+	kerneltest.UseHostRoots(t)
+	old := system.UseCgroupsV2.Load()
+	system.UseCgroupsV2.Store(false)
+	t.Cleanup(func() { system.UseCgroupsV2.Store(old) })
 }
