@@ -147,7 +147,7 @@ func (f *RootFile) Restore(rel string) (restored bool, v int64, err error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	dir := f.Dir(rel)
-	if _, err := os.Stat(dir); dir != "" && errors.Is(err, os.ErrNotExist) {
+	if err := f.rootExists(rel); errors.Is(err, ErrNoRootDir) {
 		// Gone with its directory: nothing to give back.
 		delete(f.written, dir)
 		return false, 0, nil
@@ -259,14 +259,12 @@ func (f *RootFile) rootExists(rel string) error {
 }
 
 // write sets rel's value through koordlet's resource executor (not
-// cacheable: other writers may have changed the file since).
+// cacheable: other writers may have changed the file since). Its callers
+// (Set, Restore) have checked that rel's directory exists (rootExists).
 func (f *RootFile) write(rel string, v int64) error {
 	r, err := f.spec.Resource()
 	if err != nil {
 		return fmt.Errorf("set the %s of %s: %w", f.spec.Name, rel, err)
-	}
-	if err := f.rootExists(rel); err != nil {
-		return err
 	}
 	value := strconv.FormatInt(v, 10)
 	if f.spec.Format != nil {
