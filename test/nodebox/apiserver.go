@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/tls"
 	"fmt"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -21,16 +22,44 @@ type controlPlane struct {
 	etcd, apiserver *proc
 	url             string
 	kubeconfig      string
+	// certDir holds the apiserver's self-signed serving certificate
+	// (apiserver.crt: its certificate and the CA that signed it); saKey
+	// the service-account signing key.
+	certDir, saKey string
+}
+
+// controlPlaneOptions change where the API server serves and what it
+// admits; the zero value is the box's: loopback, a free port, no service
+// account admission (the box runs no controller-manager).
+type controlPlaneOptions struct {
+	address         string
+	port            int
+	serviceAccounts bool
 }
 
 // startControlPlane starts etcd and kube-apiserver in dir; step is told
 // when each is up.
 func startControlPlane(dir, binDir string, step func(string)) (*controlPlane, error) {
+	return startControlPlaneWith(dir, binDir, controlPlaneOptions{}, step)
+}
+
+// startControlPlaneWith is startControlPlane with o.
+func startControlPlaneWith(dir, binDir string, o controlPlaneOptions, step func(string)) (*controlPlane, error) {
 	ports, err := freePorts(3)
 	if err != nil {
 		return nil, err
 	}
-	cp := &controlPlane{}
+	if o.address == "" {
+		o.address = "127.0.0.1"
+	}
+	if o.port != 0 {
+		ports[2] = o.port
+	}
+	admission := "--disable-admission-plugins=ServiceAccount"
+	if o.serviceAccounts {
+		admission = "--enable-admission-plugins=ServiceAccount"
+	}
+	cp := &controlPlane{certDir: filepath.Join(dir, "certs")}
 	etcdURL := "http://127.0.0.1:" + strconv.Itoa(ports[0])
 	peerURL := "http://127.0.0.1:" + strconv.Itoa(ports[1])
 	cp.etcd, err = startProc(dir, "etcd", filepath.Join(binDir, "etcd"), nil,
@@ -55,6 +84,7 @@ func startControlPlane(dir, binDir string, step func(string)) (*controlPlane, er
 
 	step("etcd")
 	key := filepath.Join(dir, "sa.key")
+	cp.saKey = key
 	if out, err := exec.Command("openssl", "genrsa", "-out", key, "2048").CombinedOutput(); err != nil {
 		cp.stop()
 		return nil, fmt.Errorf("openssl genrsa: %v: %s", err, out)
@@ -65,15 +95,15 @@ func startControlPlane(dir, binDir string, step func(string)) (*controlPlane, er
 		return nil, err
 	}
 	step("service account key")
-	cp.url = "https://127.0.0.1:" + strconv.Itoa(ports[2])
+	cp.url = "https://" + net.JoinHostPort(o.address, strconv.Itoa(ports[2]))
 	cp.apiserver, err = startProc(dir, "kube-apiserver", filepath.Join(binDir, "kube-apiserver"), nil,
-		"--etcd-servers="+etcdURL, "--bind-address=127.0.0.1", "--advertise-address=127.0.0.1",
-		"--secure-port="+strconv.Itoa(ports[2]), "--cert-dir="+filepath.Join(dir, "certs"),
+		"--etcd-servers="+etcdURL, "--bind-address="+o.address, "--advertise-address="+o.address,
+		"--secure-port="+strconv.Itoa(ports[2]), "--cert-dir="+cp.certDir,
 		"--service-account-issuer=https://kubernetes.default.svc.cluster.local",
 		"--service-account-key-file="+key, "--service-account-signing-key-file="+key,
 		"--service-cluster-ip-range=10.0.0.0/24", "--allow-privileged=true",
 		"--token-auth-file="+tokens, "--authorization-mode=AlwaysAllow",
-		"--disable-admission-plugins=ServiceAccount", "--endpoint-reconciler-type=none")
+		admission, "--endpoint-reconciler-type=none")
 	if err != nil {
 		cp.stop()
 		return nil, err

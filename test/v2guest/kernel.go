@@ -30,6 +30,10 @@ type Kernel struct {
 // virtio over PCI and the 9p file system over it.
 var guestModules = []string{"virtio_pci", "9pnet_virtio", "9p"}
 
+// nodeModules are what a Node guest adds: overlayfs, for its writable /etc
+// and containerd's overlayfs snapshotter.
+var nodeModules = []string{"overlay"}
+
 // KernelPackage is the Debian metapackage whose dependency is the kernel
 // image the guest boots.
 const KernelPackage = "linux-image-amd64"

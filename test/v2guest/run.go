@@ -57,6 +57,9 @@ type Options struct {
 	// the command in ScratchEnv. The guest's own files are otherwise in
 	// memory (tmpfs), where page cache cannot be reclaimed.
 	ScratchMiB int
+	// Node makes the guest a node a real kubelet can own (guestconf's
+	// Node: a shared root, a writable /etc; the overlay module).
+	Node bool
 	// Output receives the command's standard output as it is written
 	// (besides the output share's file, which goes with the run's
 	// directory).
@@ -127,6 +130,9 @@ func Run(ctx context.Context, o Options) (Result, error) {
 			return Result{}, err
 		}
 	}
+	if o.Node {
+		modNames = append(append([]string(nil), modNames...), nodeModules...)
+	}
 	mods, err := o.Kernel.moduleFiles(modNames)
 	if err != nil {
 		return Result{}, err
@@ -139,7 +145,7 @@ func Run(ctx context.Context, o Options) (Result, error) {
 	if err != nil || hostname == "" {
 		hostname = "localhost"
 	}
-	cfg := guestconf.Config{Shares: shares, OutDir: outDir, Hostname: hostname, Argv: o.Argv, Dir: o.Dir, Env: o.Env, Timeout: o.Timeout, CgroupV1: o.CgroupV1, StderrToOutput: o.StderrToOutput}
+	cfg := guestconf.Config{Shares: shares, OutDir: outDir, Hostname: hostname, Argv: o.Argv, Dir: o.Dir, Env: o.Env, Timeout: o.Timeout, CgroupV1: o.CgroupV1, StderrToOutput: o.StderrToOutput, Node: o.Node}
 	if scratchImg != "" {
 		cfg.Scratch = scratchMount
 		cfg.Env = append(append([]string(nil), cfg.Env...), guestconf.ScratchEnv+"="+scratchMount)

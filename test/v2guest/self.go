@@ -27,6 +27,11 @@ const (
 // Requested reports whether GuestEnv asks for the v2 guest.
 func Requested() bool { return os.Getenv(GuestEnv) == "v2" }
 
+// RequestedKubelet reports whether GuestEnv asks for the real-kubelet
+// guest ("kubelet": a cgroup v2 node that a kubelet and containerd own,
+// which this shared host must never be).
+func RequestedKubelet() bool { return os.Getenv(GuestEnv) == "kubelet" }
+
 // RequestedV1 reports whether GuestEnv asks for the guest booted with
 // cgroup v1 ("v1": tests that need a kernel of their own on a v1 node, as
 // global memory pressure does, which this shared host must never see).
@@ -40,6 +45,8 @@ type Guest struct {
 	MemoryMiB int
 	// ScratchMiB gives it a scratch disk (Options.ScratchMiB).
 	ScratchMiB int
+	// Node makes it a node a real kubelet can own (Options.Node).
+	Node bool
 }
 
 // InGuest reports whether this process runs in the guest (its init set
@@ -114,7 +121,7 @@ func RunSelfIn(g Guest, top string, ro, env []string) int {
 		Kernel: k, InitBinary: initBin, ReadOnly: append([]string{top, filepath.Dir(self)}, ro...),
 		WorkDir: filepath.Join(work, "runs"), Argv: append([]string{self}, WithTestTimeout(os.Args[1:], testTimeout)...), Dir: wd, Env: env,
 		Timeout: guestTimeout, MemoryMiB: mem, CPUs: testCPUs, Console: os.Stderr, Output: os.Stdout,
-		CgroupV1: g.CgroupV1, ScratchMiB: g.ScratchMiB,
+		CgroupV1: g.CgroupV1, ScratchMiB: g.ScratchMiB, Node: g.Node,
 		// go test reads the test binary's standard output and error as one
 		// stream, as here.
 		StderrToOutput: true,

@@ -53,6 +53,13 @@ type Config struct {
 	// disk (ext4 on ScratchDevice): a real block device, so that files
 	// written there are reclaimable page cache, not tmpfs memory.
 	Scratch string `json:"scratch,omitempty"`
+	// Node makes the guest a node a real kubelet and container runtime
+	// can own: / a shared mount (the kubelet's Bidirectional and
+	// HostToContainer mounts need shared peers, as systemd makes every
+	// mount on a node) and /etc writable, an overlay (a tmpfs over the
+	// host's read-only /etc, so that the pods' hostPath directories there
+	// can be made); the overlay module is among Modules.
+	Node bool `json:"node,omitempty"`
 }
 
 // ScratchDevice is the scratch disk's device in the guest (the first

@@ -102,6 +102,14 @@ func setup(cfg guestconf.Config) error {
 		}
 	}
 	for _, d := range []string{"/tmp", "/run", "/root", "/var/tmp", "/var/run", "/var/lib", "/var/log"} {
+		if d == "/var/run" && cfg.Node {
+			// A node's /var/run is /run (the kubelet's pods mount
+			// both; containerd's socket is in /run).
+			if err := os.Symlink("/run", d); err != nil {
+				return fmt.Errorf("link /var/run to /run: %w", err)
+			}
+			continue
+		}
 		if err := mount("tmpfs", d, "tmpfs", 0, "mode=1777"); err != nil {
 			return err
 		}
@@ -149,6 +157,11 @@ func setup(cfg guestconf.Config) error {
 			return err
 		}
 	}
+	if cfg.Node {
+		if err := nodeMounts(); err != nil {
+			return err
+		}
+	}
 	lo, err := netlink.LinkByName("lo")
 	if err != nil {
 		return fmt.Errorf("find lo: %w", err)
@@ -161,6 +174,29 @@ func setup(cfg guestconf.Config) error {
 			return fmt.Errorf("set hostname: %w", err)
 		}
 	}
+	return nil
+}
+
+// nodeMounts makes the guest a node a kubelet can own: /etc an overlay of
+// a tmpfs over the host's read-only share (the kubelet's pods make
+// hostPath directories there), then every mount shared, as systemd makes
+// them (the kubelet refuses Bidirectional mounts of a private one).
+func nodeMounts() error {
+	if err := mount("tmpfs", "/run/etc-overlay", "tmpfs", 0, "mode=755"); err != nil {
+		return err
+	}
+	for _, d := range []string{"upper", "work"} {
+		if err := os.Mkdir(filepath.Join("/run/etc-overlay", d), 0o755); err != nil {
+			return fmt.Errorf("mkdir the /etc overlay's %s: %w", d, err)
+		}
+	}
+	if err := mount("overlay", "/etc", "overlay", 0, "lowerdir=/etc,upperdir=/run/etc-overlay/upper,workdir=/run/etc-overlay/work"); err != nil {
+		return err
+	}
+	if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_SHARED, ""); err != nil {
+		return fmt.Errorf("make / a shared mount: %w", err)
+	}
+	logf("node: /etc writable (an overlay), every mount shared")
 	return nil
 }
 
