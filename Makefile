@@ -20,6 +20,7 @@ help:
 	@echo '  test             every test: unit, real-kernel, e2e, fuzz, cgroup v2 in a qemu guest (root, cgroup v1; installs qemu with sudo)'
 	@echo '  test-yarn        the e2e rows against Hadoop 3.5.0 and 3.3.6 (root, Java 17, Maven)'
 	@echo '  test-v2          the cgroup v2 scenarios in the qemu guest'
+	@echo '  test-kubelet     the DaemonSet under a real kubelet and containerd (cgroup v2, in a qemu guest)'
 	@echo '  test-v2-engines  MapReduce and Spark on cgroup v2 in the guest (long)'
 	@echo '  bench            Go benchmarks (BENCH=, PKGS=, BENCHTIME=)'
 	@echo '  measure-*        the measurements of docs/figures.md, e.g. measure-colocation, measure-evict'
@@ -111,6 +112,20 @@ JOB_RUNS ?= 2
 measure-job-baselines: deps deps-yarn e2e-tools build
 	KOORDLET_YARN_JOB_BASELINES=1 $(GO) test -count=$(JOB_RUNS) -timeout 120m -v \
 		-run '^TestRealYARN$$/^(mapreduce|spark)-' ./test/e2e
+
+# The real node of make test-kubelet: kubelet, kube-controller-manager and
+# kube-scheduler v1.35.4, containerd v2.4.2 and runc v1.3.3, built once
+# into build/bin (test/kubeletnode/build.sh; a stamp skips a current build).
+.PHONY: kubelet-tools test-kubelet
+kubelet-tools:
+	test/kubeletnode/build.sh
+
+# koordlet-yarn's DaemonSet (deploy/koordlet, observe-only then with the
+# enforcement component) under a real kubelet and containerd on cgroup v2,
+# beside a NodeManager pod, in a qemu guest of its own (TestKubelet; a
+# kubelet tunes the kernel and owns kubepods: never on this host).
+test-kubelet: deps deps-v2 e2e-tools kubelet-tools build
+	KOORDLET_YARN_E2E_GUEST=kubelet $(GO) test -count=1 -timeout 30m -run '^TestKubelet$$' -v ./test/e2e
 
 # The real engines' jobs on cgroup v2: Hadoop's MapReduce and Spark on the
 # real Hadoop 3.5.0 (its v2 handler) in make test-v2's guest, each under an

@@ -28,6 +28,11 @@ func TestMain(m *testing.M) {
 	kerneltest.RunHelperIfRequested() // workloads (burners, allocators) re-exec this binary
 	colocation.RunHelperIfRequested() // so do the co-location smoke test's LS service and load generator
 	flag.Parse()
+	if v2guest.RequestedKubelet() && !v2guest.InGuest() {
+		// make test-kubelet: the same binary runs in a guest of its own
+		// that a real kubelet and containerd own (TestKubelet).
+		os.Exit(runKubeletGuest())
+	}
 	if (v2guest.Requested() && !nodebox.PureV2()) || (v2guest.RequestedV1() && !v2guest.InGuest()) {
 		// make test-v2 on a host without cgroup v2: the same binary, with
 		// the same arguments, runs in the guest on a real v2 kernel; or,

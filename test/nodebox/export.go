@@ -1,6 +1,7 @@
 package nodebox
 
 import (
+	"context"
 	"time"
 
 	"k8s.io/client-go/rest"
@@ -75,4 +76,19 @@ func (p *proc) Pid() int { return p.cmd.Process.Pid }
 // WaitFor polls cond every 50 ms until it is true or timeout passes.
 func WaitFor(timeout time.Duration, what string, cond func() bool) error {
 	return waitFor(timeout, what, cond)
+}
+
+// ApplyKoordinatorCRDs creates the Koordinator CRDs koordlet needs (from
+// the koordinator module's config/crd/bases) and waits until each
+// is established.
+func ApplyKoordinatorCRDs(ctx context.Context, cfg *rest.Config) error {
+	dir, err := koordinatorCRDDir()
+	if err != nil {
+		return err
+	}
+	crds, err := readCRDs(dir, crdFiles)
+	if err != nil {
+		return err
+	}
+	return applyCRDs(ctx, cfg, crds)
 }
