@@ -91,7 +91,7 @@ GOTESTSUM ?= $(GO) run gotest.tools/gotestsum@v1.13.0
 # name kept from when the guest ran beside them: it starved the guest).
 # (SUBMAKE, not $(MAKE) on the recipe's line: make -n would run that line.)
 SUBMAKE = $(MAKE) --no-print-directory
-test: deps deps-v2 deps-yarn e2e-tools
+test: deps deps-v2 deps-yarn e2e-tools kubelet-tools
 	GO="$(GO)" GOTESTSUM="$(GOTESTSUM)" BESIDE_GUEST="$(SUBMAKE) lint fuzz" test/run-tests.sh $(PKGS)
 
 # The node-level scenarios on a real cgroup v2 kernel (TestV2): the e2e test

@@ -74,7 +74,7 @@ if [ "${V2_ONLY:-}" != 1 ]; then
 	# node-level phase takes ~23 minutes (TestRealYARN ~13, of which the
 	# engines' rows ~7; the engines' undisturbed runs are make
 	# measure-job-baselines).
-	[ ${#e2e[@]} -gt 0 ] && phase "$counts" 50m -skip '^(TestV2|TestV1Guest)$' "${e2e[@]}"
+	[ ${#e2e[@]} -gt 0 ] && phase "$counts" 50m -skip '^(TestV2|TestV1Guest|TestKubelet)$' "${e2e[@]}"
 fi
 # guest_phase: TestV2 in the guest, then TestV1Guest in the v1 one; their
 # counts go to $v2counts.
@@ -88,6 +88,9 @@ guest_phase() {
 	# ~2 minutes: the scenarios that need a cgroup v1 node of their own
 	# (global memory pressure), in the guest booted with cgroup v1.
 	KOORDLET_YARN_E2E_GUEST=v1 phase "$v2counts" 15m -run '^TestV1Guest$' "${e2e[@]}"
+	# koordlet-yarn's DaemonSet under a real kubelet and containerd, in a
+	# guest of its own (make test-kubelet).
+	KOORDLET_YARN_E2E_GUEST=kubelet phase "$v2counts" 30m -run '^TestKubelet$' "${e2e[@]}"
 	awk -v s=$(($(date +%s) - start)) '{t+=$1; f+=$2; k+=$3} END {printf "v2 tests (guests on real cgroup v2 and v1 kernels): %d ran, %d passed, %d failed, %d skipped in %d s\n", t, t-f-k, f, k, s}' "$v2counts"
 }
 if [ "${V2_ONLY:-}" = 1 ]; then

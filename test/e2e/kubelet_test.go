@@ -166,6 +166,10 @@ func TestKubelet(t *testing.T) {
 		requireYARNHierarchy(t, amID, execID)
 	})
 
+	t.Run("in-place resize", func(t *testing.T) { kubeletResize(t, n) })
+
+	t.Run("memory pressure: koordlet evicts before the kubelet", func(t *testing.T) { kubeletPressure(t, n, amID, execID) })
+
 	t.Run("kubelet log has no cgroup error", func(t *testing.T) {
 		errs := kubeletCgroupErrors(t, n.KubeletLog())
 		assert.Empty(t, errs, "the kubelet's cgroup errors with every YARN gate on")

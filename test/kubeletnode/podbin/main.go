@@ -7,6 +7,7 @@
 //	podbin pause
 //	podbin nodemanager -cgroup-root /host-cgroup -hierarchy kubepods/besteffort/hadoop-yarn
 //	podbin serve -listen :8080 -hold-mib 64
+//	podbin alloc -mib 2048 -rate 128
 //	podbin sleep
 package main
 
@@ -19,7 +20,7 @@ import (
 
 func main() {
 	if len(os.Args) < 2 {
-		fmt.Fprintln(os.Stderr, "usage: podbin pause|nodemanager|serve|sleep [flags]")
+		fmt.Fprintln(os.Stderr, "usage: podbin pause|nodemanager|serve|alloc|sleep [flags]")
 		os.Exit(2)
 	}
 	var err error
@@ -30,6 +31,8 @@ func main() {
 		err = nodeManager(os.Args[2:])
 	case "serve":
 		err = serve(os.Args[2:])
+	case "alloc":
+		err = alloc(os.Args[2:])
 	default:
 		err = fmt.Errorf("unknown command %q", os.Args[1])
 	}

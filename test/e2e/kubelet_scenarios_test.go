@@ -1,0 +1,188 @@
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
+
+	slov1alpha1 "github.com/koordinator-sh/koordinator/apis/slo/v1alpha1"
+	koordclient "github.com/koordinator-sh/koordinator/pkg/client/clientset/versioned"
+
+	koordletyarn "github.com/koordlet-yarn/koordlet-yarn"
+	"github.com/koordlet-yarn/koordlet-yarn/test/kubeletnode"
+	"github.com/koordlet-yarn/koordlet-yarn/test/nmemu"
+	"github.com/koordlet-yarn/koordlet-yarn/test/nodebox"
+)
+
+// kubeletResize: an in-place resize (the pods/resize subresource, GA in
+// 1.35) of an LS pod reaches its container's cgroup through the real
+// kubelet while koordlet-yarn runs; the NodeManager pod, BestEffort as
+// Koordinator's hadoop-yarn chart makes it (batch resources only), cannot
+// be resized into another QoS class: the API server refuses, and nothing
+// of the YARN hierarchy changes.
+func kubeletResize(t *testing.T, n *kubeletnode.Node) {
+	ctx := context.Background()
+	ls, err := n.CreatePod(ctx, n.LSPod("web", 18080, "500m", "128Mi"), 3*time.Minute)
+	require.NoError(t, err)
+	cg := containerCgroup(t, ls)
+	require.Equal(t, "50000 100000", readTrim(t, filepath.Join(cg, "cpu.max")), "the LS container's CPU limit before")
+	patch := `{"spec":{"containers":[{"name":"web","resources":{"requests":{"cpu":"750m"},"limits":{"cpu":"750m"}}}]}}`
+	_, err = n.Client.CoreV1().Pods(ls.Namespace).Patch(ctx, ls.Name, types.StrategicMergePatchType, []byte(patch), metav1.PatchOptions{}, "resize")
+	require.NoError(t, err, "resize the LS pod")
+	assert.Eventually(t, func() bool { return readTrim(t, filepath.Join(cg, "cpu.max")) == "75000 100000" }, 2*time.Minute, time.Second,
+		"the kubelet writes the resized CPU limit into the running container's cgroup")
+	p, err := n.Client.CoreV1().Pods(ls.Namespace).Get(ctx, ls.Name, metav1.GetOptions{})
+	require.NoError(t, err)
+	assert.Zero(t, p.Status.ContainerStatuses[0].RestartCount, "resized in place, not restarted")
+	_, err = kubeletnode.KoordletGet(koordletyarn.ContainersPath)
+	assert.NoError(t, err, "koordlet-yarn keeps serving")
+
+	nmPatch := `{"spec":{"containers":[{"name":"nodemanager","resources":{"requests":{"cpu":"1","memory":"1Gi"}}}]}}`
+	_, err = n.Client.CoreV1().Pods(kubeletnode.YARNNamespace).Patch(ctx, kubeletnode.NMPodName, types.StrategicMergePatchType, []byte(nmPatch), metav1.PatchOptions{}, "resize")
+	require.Error(t, err, "a BestEffort NodeManager pod cannot be resized into Burstable")
+	t.Logf("the NodeManager pod's resize is refused: %v", err)
+	require.NoError(t, n.Client.CoreV1().Pods(ls.Namespace).Delete(ctx, ls.Name, metav1.DeleteOptions{}))
+}
+
+// containerCgroup is the cgroupfs driver's cgroup of a pod's first
+// container on cgroup v2: kubepods[/<qos>]/pod<uid>/<container id>.
+func containerCgroup(t *testing.T, p *corev1.Pod) string {
+	t.Helper()
+	require.NotEmpty(t, p.Status.ContainerStatuses)
+	id := p.Status.ContainerStatuses[0].ContainerID
+	id = id[strings.Index(id, "://")+3:]
+	qos := ""
+	switch p.Status.QOSClass {
+	case corev1.PodQOSBurstable:
+		qos = "burstable"
+	case corev1.PodQOSBestEffort:
+		qos = "besteffort"
+	}
+	dir := filepath.Join("/sys/fs/cgroup/kubepods", qos, "pod"+string(p.UID), id)
+	_, err := os.Stat(dir)
+	require.NoError(t, err, "the container's cgroup")
+	return dir
+}
+
+func readTrim(t *testing.T, path string) string {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return err.Error()
+	}
+	return strings.TrimSpace(string(b))
+}
+
+// kubeletPressure: node memory pressure from a growing YARN executor under
+// the default thresholds of both — koordlet's BE memory evict at
+// Koordinator's default 70% (the slo-controller's default NodeSLO, which
+// koord-manager would write), the kubelet's eviction manager at its
+// default memory.available<100Mi. koordlet-yarn (YARNBEMemoryEvict, the
+// NodeManager guard) kills the growing executor, not the AM nor the older
+// executor; the kubelet never reports MemoryPressure, evicts no pod, and
+// the NodeManager pod keeps running.
+func kubeletPressure(t *testing.T, n *kubeletnode.Node, amID, execID string) {
+	ctx := context.Background()
+	koord, err := koordclient.NewForConfig(n.RestConfig())
+	require.NoError(t, err)
+	slo := &slov1alpha1.NodeSLO{ObjectMeta: metav1.ObjectMeta{Name: n.Name}, Spec: slov1alpha1.NodeSLOSpec{
+		ResourceUsedThresholdWithBE: &slov1alpha1.ResourceThresholdStrategy{Enable: ptr.To(true), MemoryEvictThresholdPercent: ptr.To[int64](70)}}}
+	_, err = koord.SloV1alpha1().NodeSLOs().Create(ctx, slo, metav1.CreateOptions{})
+	require.NoError(t, err)
+	nmBefore, err := n.Client.CoreV1().Pods(kubeletnode.YARNNamespace).Get(ctx, kubeletnode.NMPodName, metav1.GetOptions{})
+	require.NoError(t, err)
+	time.Sleep(5 * time.Second) // koordlet's informer sees the NodeSLO
+
+	total, used, err := nodebox.MemInfo()
+	require.NoError(t, err)
+	// Enough to cross 70% by a GiB, never enough to reach the kubelet's
+	// threshold before koordlet acts.
+	grow := (total*70/100 - used + 1<<30) >> 20
+	t.Logf("node memory %d of %d MiB used (%d%%); the executor grows by %d MiB at 128 MiB/s", used>>20, total>>20, used*100/total, grow)
+	growID, err := kubeletnode.Launch(nmemu.Spec{AppID: 1, Attempt: 1, Sequence: 3, User: "hadoop", MemoryMB: grow + 256, VCores: 1,
+		Script: fmt.Sprintf("exec /podbin alloc -mib %d -rate 128", grow)})
+	require.NoError(t, err)
+
+	pressure := false
+	var peak int64
+	deadline := time.Now().Add(4 * time.Minute)
+	for time.Now().Before(deadline) {
+		if _, u, err := nodebox.MemInfo(); err == nil && u > peak {
+			peak = u
+		}
+		if node, err := n.Client.CoreV1().Nodes().Get(ctx, n.Name, metav1.GetOptions{}); err == nil {
+			for _, c := range node.Status.Conditions {
+				if c.Type == corev1.NodeMemoryPressure && c.Status == corev1.ConditionTrue {
+					pressure = true
+				}
+			}
+		}
+		if s := nmState(t, growID); s != "RUNNING" && s != "NEW" && s != "LOCALIZING" {
+			break
+		}
+		time.Sleep(time.Second)
+	}
+	t.Logf("node memory peaked at %d MiB (%d%%)", peak>>20, peak*100/total)
+	assert.Contains(t, []string{"EXITED_WITH_FAILURE", "DONE", "KILLING"}, nmState(t, growID), "koordlet-yarn killed the growing executor")
+	assert.Equal(t, "RUNNING", nmState(t, amID), "the AM lives")
+	assert.Equal(t, "RUNNING", nmState(t, execID), "the older executor lives")
+	assert.False(t, pressure, "the kubelet never saw memory pressure")
+	pods, err := n.Client.CoreV1().Pods("").List(ctx, metav1.ListOptions{})
+	require.NoError(t, err)
+	for _, p := range pods.Items {
+		assert.NotEqual(t, "Evicted", p.Status.Reason, "the kubelet evicted %s/%s", p.Namespace, p.Name)
+	}
+	nm, err := n.Client.CoreV1().Pods(kubeletnode.YARNNamespace).Get(ctx, kubeletnode.NMPodName, metav1.GetOptions{})
+	require.NoError(t, err)
+	assert.Equal(t, nmBefore.UID, nm.UID)
+	assert.Equal(t, corev1.PodRunning, nm.Status.Phase, "the NodeManager pod runs")
+	assert.Zero(t, nm.Status.ContainerStatuses[0].RestartCount, "the NodeManager was not restarted")
+	b, err := kubeletnode.KoordletGet(koordletyarn.EvictionsPath)
+	require.NoError(t, err)
+	assert.Contains(t, string(b), growID, "koordlet-yarn's evictions name the executor")
+	events, err := n.Client.CoreV1().Events(kubeletnode.YARNNamespace).List(ctx, metav1.ListOptions{FieldSelector: "involvedObject.name=" + kubeletnode.NMPodName})
+	require.NoError(t, err)
+	var said []string
+	for _, e := range events.Items {
+		said = append(said, e.Reason+": "+e.Message)
+	}
+	assert.True(t, strings.Contains(strings.Join(said, "\n"), growID), "an Event on the NodeManager pod names the evicted container: %v", said)
+	evictLines := 0
+	if b, err := os.ReadFile(n.KubeletLog()); err == nil {
+		evictLines = strings.Count(string(b), "eviction manager: attempting to reclaim")
+	}
+	assert.Zero(t, evictLines, "the kubelet's eviction manager never had to reclaim")
+}
+
+// nmState is a container's state from the NodeManager's REST API.
+func nmState(t *testing.T, id string) string {
+	c := http.Client{Timeout: 10 * time.Second}
+	resp, err := c.Get("http://127.0.0.1:8042/ws/v1/node/containers/" + id)
+	if err != nil {
+		return err.Error()
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	var v struct {
+		Container struct {
+			State string `json:"state"`
+		} `json:"container"`
+	}
+	if err := json.Unmarshal(b, &v); err != nil {
+		return err.Error()
+	}
+	return v.Container.State
+}
