@@ -114,7 +114,7 @@ measure-job-baselines: deps deps-yarn e2e-tools build
 		-run '^TestRealYARN$$/^(mapreduce|spark)-' ./test/e2e
 
 # The real node of make test-kubelet: kubelet, kube-controller-manager and
-# kube-scheduler v1.35.4, containerd v2.4.2 and runc v1.3.3, built once
+# kube-scheduler v1.35.4, containerd v2.4.2 and runc v1.4.3, built once
 # into build/bin (test/kubeletnode/build.sh; a stamp skips a current build).
 .PHONY: kubelet-tools test-kubelet
 kubelet-tools:

@@ -80,7 +80,7 @@ func TestKubelet(t *testing.T) {
 		defer n.Stop()
 	}
 	require.NoError(t, err, "the real node")
-	t.Logf("the node %s is up in %s (kubelet v1.35.4, containerd v2.4.2, runc v1.3.3, cgroupfs)", n.Name, time.Since(start).Round(time.Second))
+	t.Logf("the node %s is up in %s (kubelet v1.35.4, containerd v2.4.2, runc v1.4.3, cgroupfs)", n.Name, time.Since(start).Round(time.Second))
 	defer func() {
 		if t.Failed() {
 			for _, l := range []string{n.KubeletLog(), n.ContainerdLog()} {

@@ -3,14 +3,14 @@
 # the repository top): the kubelet, kube-controller-manager and
 # kube-scheduler v1.35.4 from the node-in-a-box's tools module
 # (test/e2e/tools, the module kube-apiserver is built from), and containerd
-# v2.4.2 (the daemon, its runc shim, ctr) with runc v1.3.3 from
+# v2.4.2 (the daemon, its runc shim, ctr) with runc v1.4.3 from
 # test/kubeletnode/runtime. A stamp of both modules and this script skips the
 # build when the binaries are current (cold: minutes on 2 cores; the
 # kube-apiserver build of make e2e-tools shares most of the compile cache).
 #
 # Why these: kubelet 1.35 is the line kube-apiserver is; containerd 2 is
 # where the kubelet is going (1.36 drops containerd 1.x) and resolves from
-# the Go module proxy (Debian's is 1.6.20); runc 1.3 is containerd 2.4's.
+# the Go module proxy (Debian's is 1.6.20); runc 1.4 is what containerd 2.4.2 requires.
 # runc is built without the seccomp tag (no libseccomp here): the test's
 # pods run Unconfined (the kubelet's default, seccompDefault false) or
 # privileged, so runc never loads a profile.
