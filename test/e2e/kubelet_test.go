@@ -75,7 +75,7 @@ func TestKubelet(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
 	start := time.Now()
-	n, err := kubeletnode.Start(ctx, kubeletnode.Options{Top: repoTop(), Dir: dir, Podbin: filepath.Join(kubeletPrepDir(), kubeletnode.PodbinFile)})
+	n, err := kubeletnode.Start(ctx, kubeletnode.Options{Top: repoTop(), Dir: dir, Podbin: filepath.Join(kubeletPrepDir(), kubeletnode.PodbinFile), Logf: t.Logf})
 	if n != nil {
 		defer n.Stop()
 	}

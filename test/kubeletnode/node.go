@@ -59,6 +59,8 @@ type Options struct {
 	Podbin string
 	// NodeName is the node's name (default: the host name).
 	NodeName string
+	// Logf is told of progress (a pod's state as it changes); nil: silent.
+	Logf func(format string, args ...any)
 }
 
 // Node is the running node.
@@ -104,6 +106,9 @@ func Start(ctx context.Context, o Options) (n *Node, err error) {
 			return nil, err
 		}
 		o.NodeName = strings.ToLower(h)
+	}
+	if o.Logf == nil {
+		o.Logf = func(string, ...any) {}
 	}
 	n = &Node{opts: o, Name: o.NodeName, bin: filepath.Join(o.Top, "build/bin")}
 	defer func() {

@@ -102,7 +102,10 @@ func (n *Node) WaitPodRunning(ctx context.Context, ns, name string, timeout time
 			return false
 		}
 		got = p
-		last = describe(p)
+		if d := describe(p); d != last {
+			n.opts.Logf("pod %s/%s: %s", ns, name, d)
+			last = d
+		}
 		if p.Status.Phase != corev1.PodRunning {
 			return false
 		}

@@ -2,6 +2,7 @@ package nodebox
 
 import (
 	"context"
+	"os"
 	"time"
 
 	"k8s.io/client-go/rest"
@@ -29,6 +30,9 @@ type ControlPlaneOptions struct {
 // StartControlPlane starts etcd and kube-apiserver with their files in dir
 // and the binaries of binDir (make e2e-tools).
 func StartControlPlane(dir, binDir string, o ControlPlaneOptions) (*ControlPlane, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
 	return startControlPlaneWith(dir, binDir, controlPlaneOptions{address: o.Address, port: o.Port, serviceAccounts: o.ServiceAccounts}, func(string) {})
 }
 

@@ -30,7 +30,7 @@ type Kernel struct {
 // virtio over PCI and the 9p file system over it.
 var guestModules = []string{"virtio_pci", "9pnet_virtio", "9p"}
 
-// nodeModules are what a Node guest adds: overlayfs, for its writable /etc
+// nodeModules are what a Node guest adds: overlayfs, for its writable /etc and /usr
 // and containerd's overlayfs snapshotter.
 var nodeModules = []string{"overlay"}
 

@@ -58,7 +58,7 @@ type Options struct {
 	// memory (tmpfs), where page cache cannot be reclaimed.
 	ScratchMiB int
 	// Node makes the guest a node a real kubelet can own (guestconf's
-	// Node: a shared root, a writable /etc; the overlay module).
+	// Node: a shared root, writable /etc and /usr; the overlay module).
 	Node bool
 	// Output receives the command's standard output as it is written
 	// (besides the output share's file, which goes with the run's

@@ -56,8 +56,8 @@ type Config struct {
 	// Node makes the guest a node a real kubelet and container runtime
 	// can own: / a shared mount (the kubelet's Bidirectional and
 	// HostToContainer mounts need shared peers, as systemd makes every
-	// mount on a node) and /etc writable, an overlay (a tmpfs over the
-	// host's read-only /etc, so that the pods' hostPath directories there
+	// mount on a node), /etc and /usr writable, overlays (a tmpfs over the
+	// host's read-only shares, so that the pods' hostPath directories there
 	// can be made); the overlay module is among Modules.
 	Node bool `json:"node,omitempty"`
 }

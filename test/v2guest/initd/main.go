@@ -177,26 +177,31 @@ func setup(cfg guestconf.Config) error {
 	return nil
 }
 
-// nodeMounts makes the guest a node a kubelet can own: /etc an overlay of
-// a tmpfs over the host's read-only share (the kubelet's pods make
-// hostPath directories there), then every mount shared, as systemd makes
-// them (the kubelet refuses Bidirectional mounts of a private one).
+// nodeMounts makes the guest a node a kubelet can own: /etc and /usr
+// overlays of a tmpfs over the host's read-only shares (the kubelet makes
+// the pods' DirectoryOrCreate hostPaths there, as the chart's
+// /usr/local/vgpu/containers; the host's files stay untouched), then every
+// mount shared, as systemd makes them (the kubelet refuses Bidirectional
+// mounts of a private one).
 func nodeMounts() error {
-	if err := mount("tmpfs", "/run/etc-overlay", "tmpfs", 0, "mode=755"); err != nil {
+	if err := mount("tmpfs", "/run/node-overlay", "tmpfs", 0, "mode=755"); err != nil {
 		return err
 	}
-	for _, d := range []string{"upper", "work"} {
-		if err := os.Mkdir(filepath.Join("/run/etc-overlay", d), 0o755); err != nil {
-			return fmt.Errorf("mkdir the /etc overlay's %s: %w", d, err)
+	for _, top := range []string{"/etc", "/usr"} {
+		base := filepath.Join("/run/node-overlay", filepath.Base(top))
+		for _, d := range []string{"upper", "work"} {
+			if err := os.MkdirAll(filepath.Join(base, d), 0o755); err != nil {
+				return fmt.Errorf("mkdir the %s overlay's %s: %w", top, d, err)
+			}
 		}
-	}
-	if err := mount("overlay", "/etc", "overlay", 0, "lowerdir=/etc,upperdir=/run/etc-overlay/upper,workdir=/run/etc-overlay/work"); err != nil {
-		return err
+		if err := mount("overlay", top, "overlay", 0, "lowerdir="+top+",upperdir="+base+"/upper,workdir="+base+"/work"); err != nil {
+			return err
+		}
 	}
 	if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_SHARED, ""); err != nil {
 		return fmt.Errorf("make / a shared mount: %w", err)
 	}
-	logf("node: /etc writable (an overlay), every mount shared")
+	logf("node: /etc and /usr writable (overlays of a tmpfs over the host's shares), every mount shared")
 	return nil
 }
 
