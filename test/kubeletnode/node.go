@@ -228,10 +228,9 @@ func (n *Node) writeContainerdConfig() (string, error) {
 `, Registry)), 0o644); err != nil {
 		return "", err
 	}
-	// NoPivotRoot: the guest's root is the initramfs, which pivot_root(2)
-	// refuses to leave; runc then moves the container's root over / and
-	// chroots into it. disable_apparmor: Debian's kernel has AppArmor,
-	// the guest neither its profiles nor apparmor_parser.
+	// disable_apparmor: Debian's kernel has AppArmor, the guest neither
+	// its profiles nor apparmor_parser. (runc's pivot_root works: the
+	// Node guest's root is a tmpfs, not the initramfs.)
 	cfg := fmt.Sprintf(`version = 3
 root = %[1]q
 state = %[2]q
@@ -254,7 +253,6 @@ state = %[2]q
       runtime_type = 'io.containerd.runc.v2'
       [plugins.'io.containerd.cri.v1.runtime'.containerd.runtimes.runc.options]
         BinaryName = %[5]q
-        NoPivotRoot = true
         SystemdCgroup = false
 `, containerdRoot, containerdState, ContainerdSocket, PauseImage, filepath.Join(n.bin, "runc"))
 	path := filepath.Join(n.opts.Dir, "containerd.toml")

@@ -62,6 +62,13 @@ func run() int {
 		writeRC(cfg, 120)
 		return 120
 	}
+	if cfg.Node {
+		if err := switchRoot(); err != nil {
+			logf("%v", err)
+			writeRC(cfg, 120)
+			return 120
+		}
+	}
 	if err := setup(cfg); err != nil {
 		logf("%v", err)
 		writeRC(cfg, 120)
@@ -202,6 +209,76 @@ func nodeMounts() error {
 		return fmt.Errorf("make / a shared mount: %w", err)
 	}
 	logf("node: /etc and /usr writable (overlays of a tmpfs over the host's shares), every mount shared")
+	return nil
+}
+
+// switchRoot moves the guest onto a tmpfs root, as an initramfs's
+// switch_root does: the initramfs's files copied there, /proc, /sys and
+// /dev moved, then the tmpfs moved over / and chrooted into. A container
+// runtime's pivot_root(2) refuses a root on the initramfs itself (and runc
+// without pivot_root masks the host's /proc through a shared root).
+func switchRoot() error {
+	const nr = "/newroot"
+	if err := mount("tmpfs", nr, "tmpfs", 0, "mode=755"); err != nil {
+		return err
+	}
+	skip := map[string]bool{"/proc": true, "/sys": true, "/dev": true, nr: true}
+	err := filepath.WalkDir("/", func(p string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if p == "/" {
+			return nil
+		}
+		if skip[p] {
+			return filepath.SkipDir
+		}
+		dst := filepath.Join(nr, p)
+		info, err := d.Info()
+		if err != nil {
+			return err
+		}
+		switch {
+		case d.Type()&os.ModeSymlink != 0:
+			target, err := os.Readlink(p)
+			if err != nil {
+				return err
+			}
+			return os.Symlink(target, dst)
+		case d.IsDir():
+			return os.Mkdir(dst, info.Mode().Perm())
+		default:
+			b, err := os.ReadFile(p)
+			if err != nil {
+				return err
+			}
+			return os.WriteFile(dst, b, info.Mode().Perm())
+		}
+	})
+	if err != nil {
+		return fmt.Errorf("copy the initramfs to the new root: %w", err)
+	}
+	for _, m := range []string{"/proc", "/sys", "/dev"} {
+		if err := os.MkdirAll(nr+m, 0o755); err != nil {
+			return err
+		}
+		if err := unix.Mount(m, nr+m, "", unix.MS_MOVE, ""); err != nil {
+			return fmt.Errorf("move %s to the new root: %w", m, err)
+		}
+	}
+	if err := unix.Chdir(nr); err != nil {
+		return err
+	}
+	if err := unix.Mount(".", "/", "", unix.MS_MOVE, ""); err != nil {
+		return fmt.Errorf("move the new root over /: %w", err)
+	}
+	if err := unix.Chroot("."); err != nil {
+		return fmt.Errorf("chroot into the new root: %w", err)
+	}
+	if err := unix.Chdir("/"); err != nil {
+		return err
+	}
+	logf("node: root switched to a tmpfs")
 	return nil
 }
 
