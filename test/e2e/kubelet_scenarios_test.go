@@ -136,6 +136,12 @@ func kubeletPressure(t *testing.T, n *kubeletnode.Node, amID, execID string) {
 		time.Sleep(time.Second)
 	}
 	t.Logf("node memory peaked at %d MiB (%d%%)", peak>>20, peak*100/total)
+	if b, err := kubeletnode.KoordletGet(koordletyarn.ContainersPath); err == nil {
+		var resp koordletyarn.ContainersResponse
+		if json.Unmarshal(b, &resp) == nil {
+			t.Logf("the growing executor in koordlet-yarn's store: %+v", find(resp, growID))
+		}
+	}
 	assert.Contains(t, []string{"EXITED_WITH_FAILURE", "DONE", "KILLING"}, nmState(t, growID), "koordlet-yarn killed the growing executor")
 	assert.Equal(t, "RUNNING", nmState(t, amID), "the AM lives")
 	assert.Equal(t, "RUNNING", nmState(t, execID), "the older executor lives")

@@ -83,7 +83,10 @@ func TestKubelet(t *testing.T) {
 	t.Logf("the node %s is up in %s (kubelet v1.35.4, containerd v2.4.2, runc v1.4.3, cgroupfs)", n.Name, time.Since(start).Round(time.Second))
 	defer func() {
 		if t.Failed() {
-			for _, l := range []string{n.KubeletLog(), n.ContainerdLog()} {
+			logs := []string{n.KubeletLog(), n.ContainerdLog()}
+			pods, _ := filepath.Glob("/var/log/pods/*/*/*.log")
+			logs = append(logs, pods...)
+			for _, l := range logs {
 				t.Logf("%s ends:\n%s", l, tail(l, 60))
 			}
 		}

@@ -11,9 +11,9 @@
 # Why these: kubelet 1.35 is the line kube-apiserver is; containerd 2 is
 # where the kubelet is going (1.36 drops containerd 1.x) and resolves from
 # the Go module proxy (Debian's is 1.6.20); runc 1.4 is what containerd 2.4.2 requires.
-# runc is built without the seccomp tag (no libseccomp here): the test's
-# pods run Unconfined (the kubelet's default, seccompDefault false) or
-# privileged, so runc never loads a profile.
+# runc is built with seccomp (libseccomp-dev, installed here when missing,
+# linked statically): containerd gives every unprivileged pod's sandbox the
+# runtime's default profile.
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 top="$(cd "$here/../.." && pwd)"
@@ -40,9 +40,14 @@ echo "building containerd $ctrver (containerd, containerd-shim-runc-v2, ctr) int
 	-ldflags "-s -w -X github.com/containerd/containerd/v2/version.Version=$ctrver" \
 	-o "$out/" github.com/containerd/containerd/v2/cmd/containerd github.com/containerd/containerd/v2/cmd/containerd-shim-runc-v2 github.com/containerd/containerd/v2/cmd/ctr)
 runcver=$(cd "$rt" && go list -m -f '{{.Version}}' github.com/opencontainers/runc)
+if [[ ! -f /usr/include/seccomp.h ]]; then
+	echo "installing libseccomp-dev (runc's seccomp)"
+	if [[ $(id -u) == 0 ]]; then SUDO=""; else SUDO="sudo"; fi
+	$SUDO apt-get update -qq && $SUDO apt-get install -y -qq libseccomp-dev
+fi
 echo "building runc $runcver into $out"
 # cgo: runc's nsenter is C; static so that the guest's runc needs no
 # library the host may lack.
-(cd "$rt" && CGO_ENABLED=1 go build -tags "netgo osusergo" -ldflags "-s -w -X main.version=${runcver#v} -extldflags -static" \
+(cd "$rt" && CGO_ENABLED=1 go build -tags "seccomp netgo osusergo" -ldflags "-s -w -X main.version=${runcver#v} -extldflags -static" \
 	-o "$out/runc" github.com/opencontainers/runc)
 echo "$stamp" > "$out/.kubelet-tools-stamp"
