@@ -14,6 +14,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
 
 	"github.com/koordlet-yarn/koordlet-yarn/test/nmemu"
@@ -55,6 +56,8 @@ func (n *Node) NMPod() *corev1.Pod {
 				Name: "nodemanager", Image: PodImage, ImagePullPolicy: corev1.PullIfNotPresent,
 				Args:            []string{"nodemanager", "-cgroup-root=/host-cgroup", "-hierarchy=" + YARNHierarchy},
 				SecurityContext: &corev1.SecurityContext{Privileged: ptr.To(true)},
+				ReadinessProbe: &corev1.Probe{PeriodSeconds: 1, ProbeHandler: corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{
+					Path: "/ws/v1/node/info", Port: intstr.FromInt32(8042), Host: "127.0.0.1"}}},
 				VolumeMounts: []corev1.VolumeMount{{Name: "host-cgroup", MountPath: "/host-cgroup"},
 					{Name: "usr", MountPath: "/usr", ReadOnly: true}},
 			}},

@@ -51,9 +51,8 @@ func nodeManager(args []string) error {
 		LaunchDelay: 200 * time.Millisecond,
 	})
 	defer nm.Close()
-	if _, err := nm.Listen(fmt.Sprintf(":%d", nmPort)); err != nil {
-		return err
-	}
+	// The control port first: the pod's readiness probe asks the NM REST
+	// port, so a ready pod takes requests on both.
 	ln, err := net.Listen("tcp", fmt.Sprintf(":%d", controlPort))
 	if err != nil {
 		return fmt.Errorf("control port: %w", err)
@@ -61,6 +60,9 @@ func nodeManager(args []string) error {
 	srv := &http.Server{Handler: control(nm), ReadHeaderTimeout: 5 * time.Second}
 	go func() { _ = srv.Serve(ln) }()
 	defer srv.Close()
+	if _, err := nm.Listen(fmt.Sprintf(":%d", nmPort)); err != nil {
+		return err
+	}
 	fmt.Printf("nodemanager: NM REST on :%d, control on :%d, hierarchy %s/%s, pod cgroup %s\n", nmPort, controlPort, *root, *hierarchy, self)
 	<-terminated()
 	fmt.Println("nodemanager: stopping: killing the containers, removing their cgroups")
