@@ -83,11 +83,12 @@ func TestKubelet(t *testing.T) {
 	t.Logf("the node %s is up in %s (kubelet v1.35.4, containerd v2.4.2, runc v1.4.3, cgroupfs)", n.Name, time.Since(start).Round(time.Second))
 	defer func() {
 		if t.Failed() {
-			logs := []string{n.KubeletLog(), n.ContainerdLog()}
+			for _, l := range []string{n.KubeletLog(), n.ContainerdLog()} {
+				t.Logf("%s ends:\n%s", l, tail(l, 40))
+			}
 			pods, _ := filepath.Glob("/var/log/pods/*/*/*.log")
-			logs = append(logs, pods...)
-			for _, l := range logs {
-				t.Logf("%s ends:\n%s", l, tail(l, 60))
+			for _, l := range pods {
+				t.Logf("%s, its errors, warnings and yarn lines:\n%s", l, grepTail(l, koordletLogLine, 80))
 			}
 		}
 	}()
@@ -288,6 +289,28 @@ func kubeletCgroupErrors(t *testing.T, log string) []string {
 		}
 	}
 	return out
+}
+
+// koordletLogLine picks klog's errors and warnings and koordlet-yarn's own
+// lines out of a pod's log.
+var koordletLogLine = regexp.MustCompile(`(stderr|stdout) F [EW]\d{4}|yarn|evict|nodemanager`)
+
+// grepTail is the last n lines of a file that match re.
+func grepTail(path string, re *regexp.Regexp, n int) string {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return err.Error()
+	}
+	var out []string
+	for _, l := range strings.Split(string(b), "\n") {
+		if re.MatchString(l) {
+			out = append(out, l)
+		}
+	}
+	if len(out) > n {
+		out = out[len(out)-n:]
+	}
+	return strings.Join(out, "\n")
 }
 
 // tail is the last n lines of a file.

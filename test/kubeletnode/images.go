@@ -201,20 +201,44 @@ func image(files []file, entrypoint []string) (v1.Image, error) {
 	return mutate.ConfigFile(img, cfg)
 }
 
+// stockTools are the programs of the stock koordlet image (Ubuntu's
+// util-linux and libc-bin) that koordlet runs: lscpu for the node's CPU
+// topology, lsblk and findmnt for its storage, getconf for the clock tick.
+var stockTools = []string{"/usr/bin/lscpu", "/usr/bin/lsblk", "/usr/bin/findmnt", "/usr/bin/getconf"}
+
 // koordletImage is koordlet-yarn's image from bin/koordlet: /koordlet (the
-// stock image's ENTRYPOINT and the chart's command) and the libraries it
-// links at their host paths, the C library's loader among them.
+// stock image's ENTRYPOINT and the chart's command), the stock image's
+// tools koordlet runs, and the libraries they link at their host paths,
+// the C library's loader among them.
 func koordletImage(koordlet string) (v1.Image, error) {
 	bin, err := hostFile("koordlet", koordlet)
 	if err != nil {
 		return nil, err
 	}
-	libs, err := libraries(koordlet)
-	if err != nil {
-		return nil, err
-	}
 	files := []file{bin}
-	dirs := map[string]bool{}
+	seen := map[string]bool{}
+	var libs []string
+	for _, b := range append([]string{koordlet}, stockTools...) {
+		if b != koordlet {
+			f, err := hostFile(b, b)
+			if err != nil {
+				return nil, err
+			}
+			files = append(files, f)
+		}
+		ls, err := libraries(b)
+		if err != nil {
+			return nil, err
+		}
+		for _, l := range ls {
+			if !seen[l] {
+				seen[l] = true
+				libs = append(libs, l)
+			}
+		}
+	}
+	dirs := map[string]bool{"usr": true, "usr/bin": true}
+	files = append(files, file{path: "usr", dir: true, mode: 0o755}, file{path: "usr/bin", dir: true, mode: 0o755})
 	for _, l := range libs {
 		real, err := filepath.EvalSymlinks(l)
 		if err != nil {
