@@ -159,13 +159,24 @@ func kubeletPressure(t *testing.T, n *kubeletnode.Node, amID, execID string) {
 	b, err := kubeletnode.KoordletGet(koordletyarn.EvictionsPath)
 	require.NoError(t, err)
 	assert.Contains(t, string(b), growID, "koordlet-yarn's evictions name the executor")
-	events, err := n.Client.CoreV1().Events(kubeletnode.YARNNamespace).List(ctx, metav1.ListOptions{FieldSelector: "involvedObject.name=" + kubeletnode.NMPodName})
-	require.NoError(t, err)
 	var said []string
-	for _, e := range events.Items {
-		said = append(said, e.Reason+": "+e.Message)
+	assert.Eventually(t, func() bool {
+		events, err := n.Client.CoreV1().Events(kubeletnode.YARNNamespace).List(ctx, metav1.ListOptions{FieldSelector: "involvedObject.name=" + kubeletnode.NMPodName})
+		if err != nil {
+			return false
+		}
+		said = said[:0]
+		for _, e := range events.Items {
+			said = append(said, e.Reason+": "+e.Message)
+			if e.Reason == "YARNContainerEvicted" && strings.Contains(e.Message, growID) {
+				return true
+			}
+		}
+		return false
+	}, 30*time.Second, time.Second, "a YARNContainerEvicted Event on the NodeManager pod names the evicted container: %v", said)
+	if m, err := kubeletnode.KoordletGet("/metrics"); assert.NoError(t, err) {
+		assert.Regexp(t, `koordlet_yarn_container_evictions_total\{[^}]*reason="BEMemoryEvict"[^}]*result="succeeded"[^}]*\} 1`, string(m))
 	}
-	assert.True(t, strings.Contains(strings.Join(said, "\n"), growID), "an Event on the NodeManager pod names the evicted container: %v", said)
 	evictLines := 0
 	if b, err := os.ReadFile(n.KubeletLog()); err == nil {
 		evictLines = strings.Count(string(b), "eviction manager: attempting to reclaim")
