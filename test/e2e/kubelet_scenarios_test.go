@@ -203,3 +203,94 @@ func nmState(t *testing.T, id string) string {
 	}
 	return v.Container.State
 }
+
+// kubeletNMDeleted: the NodeManager pod deleted through the API (the
+// kubelet sends SIGTERM, the NodeManager stops its containers and removes
+// their cgroups and the hierarchy it made); nothing of YARN is left on the
+// node and koordlet-yarn's store empties.
+// ids are the containers whose cgroups must be gone too (those koordlet
+// made, under a hierarchy koordlet may keep: an empty directory).
+func kubeletNMDeleted(t *testing.T, n *kubeletnode.Node, ids ...string) {
+	ctx := context.Background()
+	require.NoError(t, n.Client.CoreV1().Pods(kubeletnode.YARNNamespace).Delete(ctx, kubeletnode.NMPodName, metav1.DeleteOptions{}))
+	require.NoError(t, nodebox.WaitFor(2*time.Minute, "the NodeManager pod gone", func() bool {
+		_, err := n.Client.CoreV1().Pods(kubeletnode.YARNNamespace).Get(ctx, kubeletnode.NMPodName, metav1.GetOptions{})
+		return err != nil
+	}))
+	if len(ids) == 0 {
+		assert.Eventually(t, func() bool {
+			_, err := os.Stat(filepath.Join("/sys/fs/cgroup", kubeletnode.YARNHierarchy))
+			return os.IsNotExist(err)
+		}, time.Minute, time.Second, "the YARN hierarchy is gone with its NodeManager")
+	}
+	for _, id := range ids {
+		assert.Eventually(t, func() bool {
+			_, err := os.Stat(filepath.Join("/sys/fs/cgroup", kubeletnode.YARNHierarchy, id))
+			return os.IsNotExist(err)
+		}, time.Minute, time.Second, "the cgroup koordlet-yarn made for %s is gone with it", id)
+	}
+	assert.Eventually(t, func() bool {
+		b, err := kubeletnode.KoordletGet(koordletyarn.ContainersPath)
+		if err != nil {
+			return false
+		}
+		var resp koordletyarn.ContainersResponse
+		return json.Unmarshal(b, &resp) == nil && len(resp.Containers) == 0
+	}, time.Minute, time.Second, "koordlet-yarn's store is empty")
+}
+
+// kubeletAdopt: Hadoop before 3.5 on a cgroup v2 node makes no container
+// cgroups; with YARNContainerCgroups (the operator's render: the gate
+// added to the isolation component's list, the DaemonSet rolled by the
+// controller) koordlet-yarn makes each container the cgroup the LCE would
+// and moves its processes there from the NodeManager pod's cgroup. The
+// kubelet's housekeeping, which removes the cgroups of pods it does not
+// know, never removes those (nor across its restart), and deleting the
+// NodeManager pod leaves none behind.
+func kubeletAdopt(t *testing.T, n *kubeletnode.Node) {
+	ctx := context.Background()
+	old := waitKoordletPod(t, n, "enforce")
+	_, err := n.ApplyFile(ctx, filepath.Join(kubeletPrepDir(), kubeletnode.AdoptManifest))
+	require.NoError(t, err)
+	require.NoError(t, nodebox.WaitFor(4*time.Minute, "the DaemonSet's new koordlet-yarn pod", func() bool {
+		p := koordletPod(n, "enforce")
+		return p != nil && p.UID != old.UID
+	}))
+	pod := waitKoordletPod(t, n, "enforce")
+	require.Contains(t, strings.Join(pod.Spec.Containers[0].Args, " "), "YARNContainerCgroups=true")
+
+	nm, err := n.CreatePod(ctx, n.NMPod(true), 3*time.Minute)
+	require.NoError(t, err)
+	am, err := kubeletnode.Launch(nmemu.Spec{AppID: 2, Attempt: 1, Sequence: 1, User: "hadoop", MemoryMB: 256, VCores: 1, Script: "exec sleep 3600"})
+	require.NoError(t, err)
+	ex, err := kubeletnode.Launch(nmemu.Spec{AppID: 2, Attempt: 1, Sequence: 2, User: "hadoop", MemoryMB: 512, VCores: 1, Script: "exec sleep 3600"})
+	require.NoError(t, err)
+	nmCgroup := containerCgroup(t, nm)
+	for _, id := range []string{am, ex} {
+		procs := filepath.Join("/sys/fs/cgroup", kubeletnode.YARNHierarchy, id, "cgroup.procs")
+		assert.Eventually(t, func() bool { return procsOf(procs) != "" },
+			time.Minute, time.Second, "koordlet-yarn made %s's cgroup and moved its processes there", id)
+	}
+	requireDiscovered(t, am, ex)
+	t.Logf("the NodeManager pod's cgroup %s keeps: %q", nmCgroup, readTrim(t, filepath.Join(nmCgroup, "cgroup.procs")))
+
+	n.StopKubelet()
+	require.NoError(t, n.StartKubelet())
+	require.NoError(t, n.WaitNodeReady(ctx, 3*time.Minute))
+	time.Sleep(20 * time.Second) // the kubelet's housekeeping, every 2 s
+	for _, id := range []string{am, ex} {
+		procs := filepath.Join("/sys/fs/cgroup", kubeletnode.YARNHierarchy, id, "cgroup.procs")
+		assert.NotEmpty(t, procsOf(procs), "after a kubelet restart %s's cgroup and processes are still there", id)
+	}
+	requireDiscovered(t, am, ex)
+	kubeletNMDeleted(t, n, am, ex)
+}
+
+// procsOf is a cgroup.procs file's pids, "" when it has none or is gone.
+func procsOf(path string) string {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return ""
+	}
+	return strings.TrimSpace(string(b))
+}

@@ -104,7 +104,7 @@ func TestKubelet(t *testing.T) {
 	require.True(t, ok, "the rest needs koordlet-yarn running")
 
 	ok = t.Run("NodeManager pod, containers discovered", func(t *testing.T) {
-		nm, err := n.CreatePod(ctx, n.NMPod(), 3*time.Minute)
+		nm, err := n.CreatePod(ctx, n.NMPod(false), 3*time.Minute)
 		require.NoError(t, err)
 		t.Logf("NodeManager pod %s (QoS %s)", nm.UID, nm.Status.QOSClass)
 		amID, err = kubeletnode.Launch(nmemu.Spec{AppID: 1, Attempt: 1, Sequence: 1, User: "hadoop", MemoryMB: 256, VCores: 1, Script: "exec sleep 3600"})
@@ -174,7 +174,14 @@ func TestKubelet(t *testing.T) {
 
 	t.Run("memory pressure: koordlet evicts before the kubelet", func(t *testing.T) { kubeletPressure(t, n, amID, execID) })
 
+	t.Run("NodeManager pod deleted: nothing left behind", func(t *testing.T) { kubeletNMDeleted(t, n) })
+
+	t.Run("no YARN cgroups (Hadoop 3.3 on v2), YARNContainerCgroups", func(t *testing.T) { kubeletAdopt(t, n) })
+
 	t.Run("kubelet log has no cgroup error", func(t *testing.T) {
+		b, err := os.ReadFile(n.KubeletLog())
+		require.NoError(t, err)
+		require.Contains(t, string(b), `CgroupDriver:cgroupfs`, "the kubelet's container manager started on the cgroupfs driver (its node config logged)")
 		errs := kubeletCgroupErrors(t, n.KubeletLog())
 		assert.Empty(t, errs, "the kubelet's cgroup errors with every YARN gate on")
 	})

@@ -45,7 +45,13 @@ func hostPath(name, path string) corev1.Volume {
 // BestEffort, privileged, host-network pod that mounts the host's cgroups
 // at /host-cgroup (Koordinator's hadoop-yarn chart's mount) and the host's
 // /usr (the containers' shell and tools).
-func (n *Node) NMPod() *corev1.Pod {
+// With noCgroups it launches as Hadoop before 3.5 does on cgroup v2: no
+// container cgroups, every container process in the pod's own cgroup.
+func (n *Node) NMPod(noCgroups bool) *corev1.Pod {
+	args := []string{"nodemanager", "-cgroup-root=/host-cgroup", "-hierarchy=" + YARNHierarchy}
+	if noCgroups {
+		args = append(args, "-no-container-cgroups")
+	}
 	return &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: NMPodName, Namespace: YARNNamespace,
 			Labels:      map[string]string{NMLabel: NMLabelValue},
@@ -54,7 +60,7 @@ func (n *Node) NMPod() *corev1.Pod {
 			NodeName: n.Name, HostNetwork: true, TerminationGracePeriodSeconds: ptr.To[int64](20),
 			Containers: []corev1.Container{{
 				Name: "nodemanager", Image: PodImage, ImagePullPolicy: corev1.PullIfNotPresent,
-				Args:            []string{"nodemanager", "-cgroup-root=/host-cgroup", "-hierarchy=" + YARNHierarchy},
+				Args:            args,
 				SecurityContext: &corev1.SecurityContext{Privileged: ptr.To(true)},
 				ReadinessProbe: &corev1.Probe{PeriodSeconds: 1, ProbeHandler: corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{
 					Path: "/ws/v1/node/info", Port: intstr.FromInt32(8042), Host: "127.0.0.1"}}},

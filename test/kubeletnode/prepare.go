@@ -15,8 +15,17 @@ import (
 const (
 	ObserveManifest = "observe.yaml"
 	EnforceManifest = "enforce.yaml"
-	PodbinFile      = "podbin"
+	// AdoptManifest is the enforcement render with YARNContainerCgroups
+	// added to the isolation component's gates, as docs/deploy.md has an
+	// operator do once the node's YARN makes no container cgroups (Hadoop
+	// before 3.5 on cgroup v2).
+	AdoptManifest = "enforce-container-cgroups.yaml"
+	PodbinFile    = "podbin"
 )
+
+// isolationGates is the isolation component's gate list, which the adopt
+// render extends.
+const isolationGates = "-feature-gates=YARNCPUQoS=true,YARNMemoryQoS=true,YARNResctrlQoS=true,YARNBECPUSuppress=true"
 
 // EnforceComponents are the components the enforcement render adds, in
 // order (docs/deploy.md's way: the enforcement DaemonSet, then each
@@ -36,7 +45,8 @@ func Prepare(top, dir string) error {
 	for _, r := range []struct {
 		file       string
 		components []string
-	}{{ObserveManifest, nil}, {EnforceManifest, EnforceComponents}} {
+		gates      string
+	}{{ObserveManifest, nil, ""}, {EnforceManifest, EnforceComponents, ""}, {AdoptManifest, EnforceComponents, ",YARNContainerCgroups=true"}} {
 		tree := filepath.Join(dir, "deploy-"+strings.TrimSuffix(r.file, ".yaml"), "koordlet")
 		_ = os.RemoveAll(filepath.Dir(tree))
 		if err := os.CopyFS(tree, os.DirFS(filepath.Join(top, "deploy/koordlet"))); err != nil {
@@ -52,6 +62,11 @@ func Prepare(top, dir string) error {
 				list += "  - ../components/" + c + "\n"
 			}
 			if err := edit(filepath.Join(overlay, "kustomization.yaml"), "# components:\n", list); err != nil {
+				return err
+			}
+		}
+		if r.gates != "" {
+			if err := edit(filepath.Join(tree, "components/isolation/kustomization.yaml"), isolationGates, isolationGates+r.gates); err != nil {
 				return err
 			}
 		}

@@ -34,6 +34,7 @@ func nodeManager(args []string) error {
 	root := fs.String("cgroup-root", "/host-cgroup", "the host's cgroup2 mount in this container")
 	hierarchy := fs.String("hierarchy", "kubepods/besteffort/hadoop-yarn", "the YARN hierarchy (yarn.nodemanager.linux-container-executor.cgroups.hierarchy), relative to cgroup-root")
 	nodeID := fs.String("node-id", "", "the NodeManager's node id (default: <hostname>:45454)")
+	noCgroups := fs.Bool("no-container-cgroups", false, "launch as Hadoop before 3.5 does on cgroup v2 (its LCE cgroups handlers are v1-only): no container cgroups, every container process in this pod's cgroup")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -47,7 +48,7 @@ func nodeManager(args []string) error {
 	}
 	nm := nmemu.New(nmemu.Config{
 		CgroupRoot: *root, Hierarchy: strings.Trim(*hierarchy, "/"), Controllers: []string{""},
-		PodCgroup: self, PodControllers: []string{""}, NodeID: *nodeID,
+		PodCgroup: self, PodControllers: []string{""}, NodeID: *nodeID, NoContainerCgroups: *noCgroups,
 		LaunchDelay: 200 * time.Millisecond,
 	})
 	defer nm.Close()
