@@ -40,9 +40,9 @@ var (
 	PodImage      = Registry + "/koordlet-yarn-test/podbin:test"
 )
 
-// serveRegistry starts the registry; the returned func stops it.
-func serveRegistry() (func(), error) {
-	ln, err := net.Listen("tcp", Registry)
+// serveRegistry starts a registry on addr; the returned func stops it.
+func serveRegistry(addr string) (func(), error) {
+	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, fmt.Errorf("listen for the image registry: %w", err)
 	}

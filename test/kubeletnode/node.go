@@ -78,12 +78,15 @@ type Node struct {
 }
 
 // InGuest reports whether this process may own the machine's kubepods:
-// PID 1 is the v2 guest's init, the kernel has cgroup v2 alone, and no
-// kubelet has ever made kubepods here.
+// PID 1 is the v2 guest's init (its configuration at /, the kernel booted
+// with its rdinit), the kernel has cgroup v2 alone, and no kubelet has
+// made kubepods here.
 func InGuest() error {
 	comm, _ := os.ReadFile("/proc/1/comm")
-	if strings.TrimSpace(string(comm)) != "init" {
-		return fmt.Errorf("PID 1 is %q, not the v2 guest's init: a real kubelet runs only in make test-kubelet's guest", strings.TrimSpace(string(comm)))
+	cmdline, _ := os.ReadFile("/proc/cmdline")
+	_, cfgErr := os.Stat("/v2guest.json")
+	if strings.TrimSpace(string(comm)) != "init" || !strings.Contains(string(cmdline), "rdinit=/init") || cfgErr != nil {
+		return fmt.Errorf("this is not the v2 guest (PID 1 %q, no /v2guest.json or rdinit=/init): a real kubelet runs only in make test-kubelet's guest", strings.TrimSpace(string(comm)))
 	}
 	if _, err := os.Stat("/sys/fs/cgroup/cgroup.subtree_control"); err != nil {
 		return fmt.Errorf("/sys/fs/cgroup is not cgroup v2: %w", err)
@@ -123,7 +126,7 @@ func Start(ctx context.Context, o Options) (n *Node, err error) {
 	if err := addresses(); err != nil {
 		return nil, err
 	}
-	if n.stopRegistry, err = serveRegistry(); err != nil {
+	if n.stopRegistry, err = serveRegistry(Registry); err != nil {
 		return nil, err
 	}
 	if err := pushImages(filepath.Join(o.Top, "bin/koordlet"), o.Podbin); err != nil {
