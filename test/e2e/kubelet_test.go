@@ -181,7 +181,10 @@ func TestKubelet(t *testing.T) {
 	t.Run("kubelet log has no cgroup error", func(t *testing.T) {
 		b, err := os.ReadFile(n.KubeletLog())
 		require.NoError(t, err)
-		require.Regexp(t, `CgroupDriver"?:"?cgroupfs`, string(b), "the kubelet's container manager started on the cgroupfs driver (its node config logged)")
+		// KubeletCgroupDriverFromCRI (GA): the kubelet takes the driver
+		// from containerd (runc's SystemdCgroup=false), not its config.
+		require.Contains(t, string(b), `"Using cgroup driver setting received from the CRI runtime" cgroupDriver="cgroupfs"`,
+			"the kubelet runs on the cgroupfs driver, as containerd says")
 		errs := kubeletCgroupErrors(t, n.KubeletLog())
 		assert.Empty(t, errs, "the kubelet's cgroup errors with every YARN gate on")
 	})
