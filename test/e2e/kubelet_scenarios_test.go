@@ -240,9 +240,9 @@ func kubeletNMDeleted(t *testing.T, n *kubeletnode.Node, ids ...string) {
 }
 
 // kubeletAdopt: Hadoop before 3.5 on a cgroup v2 node makes no container
-// cgroups; with YARNContainerCgroups (the operator's render: the gate
-// added to the isolation component's list, the DaemonSet rolled by the
-// controller) koordlet-yarn makes each container the cgroup the LCE would
+// cgroups; with YARNContainerCgroups (the operator's render with every
+// node-side gate on, kubeletnode.AllGatesManifest: the DaemonSet rolled by
+// the controller) koordlet-yarn makes each container the cgroup the LCE would
 // and moves its processes there from the NodeManager pod's cgroup. The
 // kubelet's housekeeping, which removes the cgroups of pods it does not
 // know, never removes those (nor across its restart), and deleting the
@@ -250,14 +250,17 @@ func kubeletNMDeleted(t *testing.T, n *kubeletnode.Node, ids ...string) {
 func kubeletAdopt(t *testing.T, n *kubeletnode.Node) {
 	ctx := context.Background()
 	old := waitKoordletPod(t, n, "enforce")
-	_, err := n.ApplyFile(ctx, filepath.Join(kubeletPrepDir(), kubeletnode.AdoptManifest))
+	_, err := n.ApplyFile(ctx, filepath.Join(kubeletPrepDir(), kubeletnode.AllGatesManifest))
 	require.NoError(t, err)
 	require.NoError(t, nodebox.WaitFor(4*time.Minute, "the DaemonSet's new koordlet-yarn pod", func() bool {
 		p := koordletPod(n, "enforce")
 		return p != nil && p.UID != old.UID
 	}))
 	pod := waitKoordletPod(t, n, "enforce")
-	require.Contains(t, strings.Join(pod.Spec.Containers[0].Args, " "), "YARNContainerCgroups=true")
+	args := strings.Join(pod.Spec.Containers[0].Args, " ")
+	for _, g := range strings.Split(strings.TrimPrefix(kubeletnode.AllGatesExtra, ","), ",") {
+		require.Contains(t, args, g)
+	}
 
 	nm, err := n.CreatePod(ctx, n.NMPod(true), 3*time.Minute)
 	require.NoError(t, err)

@@ -15,12 +15,16 @@ import (
 const (
 	ObserveManifest = "observe.yaml"
 	EnforceManifest = "enforce.yaml"
-	// AdoptManifest is the enforcement render with YARNContainerCgroups
-	// added to the isolation component's gates, as docs/deploy.md has an
-	// operator do once the node's YARN makes no container cgroups (Hadoop
-	// before 3.5 on cgroup v2).
-	AdoptManifest = "enforce-container-cgroups.yaml"
-	PodbinFile    = "podbin"
+	// AllGatesManifest is the enforcement render with every component but
+	// the ledger's (which needs a ResourceManager and koord-manager) and
+	// the node-side gates no component turns on added to the isolation
+	// component's list, as docs/deploy.md has an operator do once the
+	// node is set up for them: YARNContainerCgroups (the node's YARN makes
+	// no container cgroups: Hadoop before 3.5 on cgroup v2), the
+	// interference controller, memory relief, the memory evict trigger and
+	// the allocatable evict. YARNMemoryCgroup is cgroup v1's only.
+	AllGatesManifest = "enforce-all-gates.yaml"
+	PodbinFile       = "podbin"
 )
 
 // isolationGates is the isolation component's gate list, which the adopt
@@ -32,6 +36,12 @@ const isolationGates = "-feature-gates=YARNCPUQoS=true,YARNMemoryQoS=true,YARNRe
 // capability): CPU and Memory QoS and suppress, then memory eviction with
 // the NodeManager guard.
 var EnforceComponents = []string{"enforcement", "isolation", "memory-eviction"}
+
+// AllComponents are the all-gates render's components.
+var AllComponents = []string{"enforcement", "isolation", "memory-eviction", "cpu-eviction", "qos-policy"}
+
+// AllGatesExtra are the gates the all-gates render adds.
+const AllGatesExtra = ",YARNContainerCgroups=true,YARNInterferenceControl=true,YARNMemoryRelief=true,YARNMemoryEvictTrigger=true,YARNAllocatableEvict=true"
 
 // Prepare, on the host, renders deploy/koordlet as an operator does — a
 // copy with image.yaml's registry set to the node's registry, nothing
@@ -46,7 +56,7 @@ func Prepare(top, dir string) error {
 		file       string
 		components []string
 		gates      string
-	}{{ObserveManifest, nil, ""}, {EnforceManifest, EnforceComponents, ""}, {AdoptManifest, EnforceComponents, ",YARNContainerCgroups=true"}} {
+	}{{ObserveManifest, nil, ""}, {EnforceManifest, EnforceComponents, ""}, {AllGatesManifest, AllComponents, AllGatesExtra}} {
 		tree := filepath.Join(dir, "deploy-"+strings.TrimSuffix(r.file, ".yaml"), "koordlet")
 		_ = os.RemoveAll(filepath.Dir(tree))
 		if err := os.CopyFS(tree, os.DirFS(filepath.Join(top, "deploy/koordlet"))); err != nil {
