@@ -275,7 +275,17 @@ func kubeletAdopt(t *testing.T, n *kubeletnode.Node) {
 			time.Minute, time.Second, "koordlet-yarn made %s's cgroup and moved its processes there", id)
 	}
 	requireDiscovered(t, am, ex)
-	t.Logf("the NodeManager pod's cgroup %s keeps: %q", nmCgroup, readTrim(t, filepath.Join(nmCgroup, "cgroup.procs")))
+	for _, pid := range strings.Fields(procsOf(filepath.Join(nmCgroup, "cgroup.procs"))) {
+		cmd, _ := os.ReadFile("/proc/" + pid + "/cmdline")
+		env, _ := os.ReadFile("/proc/" + pid + "/environ")
+		cid := ""
+		for _, kv := range strings.Split(string(env), "\x00") {
+			if v, ok := strings.CutPrefix(kv, "CONTAINER_ID="); ok {
+				cid = v
+			}
+		}
+		t.Logf("left in the NodeManager pod's cgroup: pid %s %q CONTAINER_ID=%q", pid, strings.ReplaceAll(string(cmd), "\x00", " "), cid)
+	}
 
 	n.StopKubelet()
 	require.NoError(t, n.StartKubelet())
