@@ -275,17 +275,12 @@ func kubeletAdopt(t *testing.T, n *kubeletnode.Node) {
 			time.Minute, time.Second, "koordlet-yarn made %s's cgroup and moved its processes there", id)
 	}
 	requireDiscovered(t, am, ex)
-	for _, pid := range strings.Fields(procsOf(filepath.Join(nmCgroup, "cgroup.procs"))) {
-		cmd, _ := os.ReadFile("/proc/" + pid + "/cmdline")
-		env, _ := os.ReadFile("/proc/" + pid + "/environ")
-		cid := ""
-		for _, kv := range strings.Split(string(env), "\x00") {
-			if v, ok := strings.CutPrefix(kv, "CONTAINER_ID="); ok {
-				cid = v
-			}
-		}
-		t.Logf("left in the NodeManager pod's cgroup: pid %s %q CONTAINER_ID=%q", pid, strings.ReplaceAll(string(cmd), "\x00", " "), cid)
-	}
+	var left []string
+	assert.Eventually(t, func() bool {
+		left = containerProcsIn(nmCgroup)
+		return len(left) == 0
+	}, 30*time.Second, time.Second, "every container process moved out of the NodeManager pod's cgroup %s", nmCgroup)
+	t.Logf("container processes left in the NodeManager pod's cgroup: %v", left)
 
 	n.StopKubelet()
 	require.NoError(t, n.StartKubelet())
@@ -297,6 +292,22 @@ func kubeletAdopt(t *testing.T, n *kubeletnode.Node) {
 	}
 	requireDiscovered(t, am, ex)
 	kubeletNMDeleted(t, n, am, ex)
+}
+
+// containerProcsIn lists the processes of a cgroup that carry a YARN
+// container's CONTAINER_ID (pid, command, id).
+func containerProcsIn(cgroup string) []string {
+	var out []string
+	for _, pid := range strings.Fields(procsOf(filepath.Join(cgroup, "cgroup.procs"))) {
+		env, _ := os.ReadFile("/proc/" + pid + "/environ")
+		for _, kv := range strings.Split(string(env), "\x00") {
+			if id, ok := strings.CutPrefix(kv, "CONTAINER_ID="); ok {
+				cmd, _ := os.ReadFile("/proc/" + pid + "/cmdline")
+				out = append(out, fmt.Sprintf("%s %q %s", pid, strings.ReplaceAll(string(cmd), "\x00", " "), id))
+			}
+		}
+	}
+	return out
 }
 
 // procsOf is a cgroup.procs file's pids, "" when it has none or is gone.
