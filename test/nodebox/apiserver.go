@@ -23,9 +23,8 @@ type controlPlane struct {
 	url             string
 	kubeconfig      string
 	// certDir holds the apiserver's self-signed serving certificate
-	// (apiserver.crt: its certificate and the CA that signed it); saKey
-	// the service-account signing key.
-	certDir, saKey string
+	// (apiserver.crt: its certificate and the CA that signed it).
+	certDir string
 }
 
 // controlPlaneOptions change where the API server serves and what it
@@ -84,7 +83,6 @@ func startControlPlaneWith(dir, binDir string, o controlPlaneOptions, step func(
 
 	step("etcd")
 	key := filepath.Join(dir, "sa.key")
-	cp.saKey = key
 	if out, err := exec.Command("openssl", "genrsa", "-out", key, "2048").CombinedOutput(); err != nil {
 		cp.stop()
 		return nil, fmt.Errorf("openssl genrsa: %v: %s", err, out)

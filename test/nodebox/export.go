@@ -36,9 +36,6 @@ func StartControlPlane(dir, binDir string, o ControlPlaneOptions) (*ControlPlane
 	return startControlPlaneWith(dir, binDir, controlPlaneOptions{address: o.Address, port: o.Port, serviceAccounts: o.ServiceAccounts}, func(string) {})
 }
 
-// URL is the API server's address.
-func (cp *controlPlane) URL() string { return cp.url }
-
 // Kubeconfig is the path of an admin kubeconfig (a bearer token of
 // system:masters, the server's certificate not verified).
 func (cp *controlPlane) Kubeconfig() string { return cp.kubeconfig }
@@ -49,9 +46,6 @@ func (cp *controlPlane) RestConfig() *rest.Config { return cp.restConfig() }
 // ServingCA is the file with the API server's self-signed serving
 // certificate and its CA: the cluster's root CA for in-cluster clients.
 func (cp *controlPlane) ServingCA() string { return cp.certDir + "/apiserver.crt" }
-
-// ServiceAccountKey is the service-account signing key's file.
-func (cp *controlPlane) ServiceAccountKey() string { return cp.saKey }
 
 // Stop stops the API server, then etcd.
 func (cp *controlPlane) Stop() { cp.stop() }
@@ -73,9 +67,6 @@ func (p *proc) Exited() bool { return p.exited() }
 
 // Log is the path of the process's log.
 func (p *proc) Log() string { return p.log }
-
-// Pid is the process's pid.
-func (p *proc) Pid() int { return p.cmd.Process.Pid }
 
 // WaitFor polls cond every 50 ms until it is true or timeout passes.
 func WaitFor(timeout time.Duration, what string, cond func() bool) error {
