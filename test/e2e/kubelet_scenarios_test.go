@@ -96,12 +96,9 @@ func readTrim(t *testing.T, path string) string {
 // the NodeManager pod keeps running.
 func kubeletPressure(t *testing.T, n *kubeletnode.Node, amID, execID string) {
 	ctx := context.Background()
-	koord, err := koordclient.NewForConfig(n.RestConfig())
-	require.NoError(t, err)
-	slo := &slov1alpha1.NodeSLO{ObjectMeta: metav1.ObjectMeta{Name: n.Name}, Spec: slov1alpha1.NodeSLOSpec{
-		ResourceUsedThresholdWithBE: &slov1alpha1.ResourceThresholdStrategy{Enable: ptr.To(true), MemoryEvictThresholdPercent: ptr.To[int64](70)}}}
-	_, err = koord.SloV1alpha1().NodeSLOs().Create(ctx, slo, metav1.CreateOptions{})
-	require.NoError(t, err)
+	updateNodeSLO(t, n, func(s *slov1alpha1.NodeSLOSpec) {
+		s.ResourceUsedThresholdWithBE = &slov1alpha1.ResourceThresholdStrategy{Enable: ptr.To(true), MemoryEvictThresholdPercent: ptr.To[int64](70)}
+	})
 	nmBefore, err := n.Client.CoreV1().Pods(kubeletnode.YARNNamespace).Get(ctx, kubeletnode.NMPodName, metav1.GetOptions{})
 	require.NoError(t, err)
 	time.Sleep(5 * time.Second) // koordlet's informer sees the NodeSLO
@@ -317,4 +314,54 @@ func procsOf(path string) string {
 		return ""
 	}
 	return strings.TrimSpace(string(b))
+}
+
+// updateNodeSLO creates the node's NodeSLO, or changes it, with edit (what
+// koord-manager's slo-controller would write from slo-controller-config).
+func updateNodeSLO(t *testing.T, n *kubeletnode.Node, edit func(*slov1alpha1.NodeSLOSpec)) {
+	t.Helper()
+	ctx := context.Background()
+	koord, err := koordclient.NewForConfig(n.RestConfig())
+	require.NoError(t, err)
+	slo, err := koord.SloV1alpha1().NodeSLOs().Get(ctx, n.Name, metav1.GetOptions{})
+	if err != nil {
+		slo = &slov1alpha1.NodeSLO{ObjectMeta: metav1.ObjectMeta{Name: n.Name}}
+		edit(&slo.Spec)
+		_, err = koord.SloV1alpha1().NodeSLOs().Create(ctx, slo, metav1.CreateOptions{})
+	} else {
+		edit(&slo.Spec)
+		_, err = koord.SloV1alpha1().NodeSLOs().Update(ctx, slo, metav1.UpdateOptions{})
+	}
+	require.NoError(t, err)
+}
+
+// kubeletQoS: the isolation component's CPU and Memory QoS (YARNCPUQoS,
+// YARNMemoryQoS) from the NodeSLO's BE class land under the real kubelet:
+// the YARN root sched-idle, an executor's memory.min/low from its request
+// and memory.high set; the kubelet's besteffort QoS cgroup (whose
+// cpu.weight it writes) is never made idle.
+func kubeletQoS(t *testing.T, n *kubeletnode.Node, execID string, execMB int64) {
+	updateNodeSLO(t, n, func(s *slov1alpha1.NodeSLOSpec) {
+		policy := slov1alpha1.CPUQOSPolicyCoreSched
+		s.ResourceQOSStrategy = &slov1alpha1.ResourceQOSStrategy{
+			Policies: &slov1alpha1.ResourceQOSPolicies{CPUPolicy: &policy},
+			BEClass: &slov1alpha1.ResourceQOS{
+				CPUQOS: &slov1alpha1.CPUQOSCfg{Enable: ptr.To(true), CPUQOS: slov1alpha1.CPUQOS{SchedIdle: ptr.To[int64](1)}},
+				MemoryQOS: &slov1alpha1.MemoryQOSCfg{Enable: ptr.To(true), MemoryQOS: slov1alpha1.MemoryQOS{
+					MinLimitPercent: ptr.To[int64](10), LowLimitPercent: ptr.To[int64](20), ThrottlingPercent: ptr.To[int64](80)}}}}
+	})
+	root := filepath.Join("/sys/fs/cgroup", kubeletnode.YARNHierarchy)
+	dir := filepath.Join(root, execID)
+	page := func(v int64) string { return fmt.Sprint(v &^ (int64(os.Getpagesize()) - 1)) }
+	req := execMB << 20
+	state := func() string {
+		return fmt.Sprintf("YARN root cpu.idle %s; executor memory.min %s, memory.low %s, memory.high set %t",
+			readTrim(t, filepath.Join(root, "cpu.idle")), readTrim(t, filepath.Join(dir, "memory.min")),
+			readTrim(t, filepath.Join(dir, "memory.low")), readTrim(t, filepath.Join(dir, "memory.high")) != "max")
+	}
+	want := "YARN root cpu.idle 1; executor memory.min " + page(req/10) + ", memory.low " + page(req/5) + ", memory.high set true"
+	if !assert.Eventually(t, func() bool { return state() == want }, 90*time.Second, time.Second, "CPU and Memory QoS land") {
+		t.Fatalf("want %s, have %s", want, state())
+	}
+	assert.Equal(t, "0", readTrim(t, filepath.Join(filepath.Dir(root), "cpu.idle")), "the kubelet's besteffort QoS cgroup is never made idle")
 }

@@ -152,6 +152,8 @@ func TestKubelet(t *testing.T) {
 		requireDiscovered(t, amID, execID)
 	})
 
+	t.Run("CPU and Memory QoS", func(t *testing.T) { kubeletQoS(t, n, execID, 512) })
+
 	t.Run("koordlet-yarn pod recreated by the DaemonSet", func(t *testing.T) {
 		old := waitKoordletPod(t, n, "enforce")
 		require.NoError(t, n.Client.CoreV1().Pods(old.Namespace).Delete(ctx, old.Name, metav1.DeleteOptions{}))
