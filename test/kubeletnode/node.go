@@ -1,7 +1,8 @@
 // Package kubeletnode is a real Kubernetes node for make test-kubelet, in
 // the real-kubelet guest (test/v2guest, cgroup v2, a kernel of its own):
 // etcd, kube-apiserver, kube-controller-manager (the DaemonSet, service
-// account and root CA controllers), kube-scheduler, containerd with runc,
+// account, root CA and garbage collector controllers), kube-scheduler,
+// containerd with runc,
 // and the kubelet (cgroupfs driver) that owns the guest's kubepods. Pods
 // use the host network (no CNI). Images come from an OCI registry in the
 // test process, built from files on this machine (images.go).
