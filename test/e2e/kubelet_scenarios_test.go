@@ -341,18 +341,9 @@ func updateNodeSLO(t *testing.T, n *kubeletnode.Node, edit func(*slov1alpha1.Nod
 // and memory.high set; the kubelet's besteffort QoS cgroup (whose
 // cpu.weight it writes) is never made idle.
 func kubeletQoS(t *testing.T, n *kubeletnode.Node, execID string, execMB int64) {
-	updateNodeSLO(t, n, func(s *slov1alpha1.NodeSLOSpec) {
-		policy := slov1alpha1.CPUQOSPolicyCoreSched
-		s.ResourceQOSStrategy = &slov1alpha1.ResourceQOSStrategy{
-			Policies: &slov1alpha1.ResourceQOSPolicies{CPUPolicy: &policy},
-			BEClass: &slov1alpha1.ResourceQOS{
-				CPUQOS: &slov1alpha1.CPUQOSCfg{Enable: ptr.To(true), CPUQOS: slov1alpha1.CPUQOS{SchedIdle: ptr.To[int64](1)}},
-				MemoryQOS: &slov1alpha1.MemoryQOSCfg{Enable: ptr.To(true), MemoryQOS: slov1alpha1.MemoryQOS{
-					MinLimitPercent: ptr.To[int64](10), LowLimitPercent: ptr.To[int64](20), ThrottlingPercent: ptr.To[int64](80)}}}}
-	})
+	updateNodeSLO(t, n, func(s *slov1alpha1.NodeSLOSpec) { s.ResourceQOSStrategy = beQoSStrategy(true) })
 	root := filepath.Join("/sys/fs/cgroup", kubeletnode.YARNHierarchy)
 	dir := filepath.Join(root, execID)
-	page := func(v int64) string { return fmt.Sprint(v &^ (int64(os.Getpagesize()) - 1)) }
 	req := execMB << 20
 	state := func() string {
 		return fmt.Sprintf("YARN root cpu.idle %s; executor memory.min %s, memory.low %s, memory.high set %t",

@@ -44,6 +44,23 @@ const v2Gates = "--feature-gates=YARNCPUQoS=true,YARNMemoryQoS=true,BEMemoryEvic
 // pressure evicting the growing container through cgroup.kill with the AM
 // and the NodeManager alive, woken by the event trigger, with koordlet in a
 // private cgroup namespace as a containerd pod is; nothing left behind.
+// beQoSStrategy is the NodeSLO's BE class with sched-idle CPU QoS and
+// Memory QoS (memory.min 10%, memory.low 20% of the request, memory.high
+// at 80%) turned on or off.
+func beQoSStrategy(on bool) *slov1alpha1.ResourceQOSStrategy {
+	policy := slov1alpha1.CPUQOSPolicyCoreSched
+	return &slov1alpha1.ResourceQOSStrategy{
+		Policies: &slov1alpha1.ResourceQOSPolicies{CPUPolicy: &policy},
+		BEClass: &slov1alpha1.ResourceQOS{
+			CPUQOS: &slov1alpha1.CPUQOSCfg{Enable: ptr.To(on), CPUQOS: slov1alpha1.CPUQOS{SchedIdle: ptr.To[int64](1)}},
+			MemoryQOS: &slov1alpha1.MemoryQOSCfg{Enable: ptr.To(on), MemoryQOS: slov1alpha1.MemoryQOS{
+				MinLimitPercent: ptr.To[int64](10), LowLimitPercent: ptr.To[int64](20), ThrottlingPercent: ptr.To[int64](80)}}}}
+}
+
+// page is v as the kernel keeps memory.min/low/high, in pages: the value
+// read back is the one written rounded down to a page.
+func page(v int64) string { return fmt.Sprint(v &^ (int64(os.Getpagesize()) - 1)) }
+
 func TestV2(t *testing.T) {
 	if !nodebox.PureV2() {
 		kerneltest.Skip(t, "TestV2 needs a cgroup v2 host (cgroup2 with its controllers at /sys/fs/cgroup): make test-v2 runs it in a guest on a real v2 kernel")
@@ -285,13 +302,7 @@ func v2NodeWith(t *testing.T, l nodebox.Layout, wantDiscovery, moreGates string)
 	be := filepath.Dir(root)
 	setQoS := func(on bool) {
 		require.NoError(t, b.UpdateNodeSLO(context.Background(), func(s *slov1alpha1.NodeSLOSpec) {
-			policy := slov1alpha1.CPUQOSPolicyCoreSched
-			s.ResourceQOSStrategy = &slov1alpha1.ResourceQOSStrategy{
-				Policies: &slov1alpha1.ResourceQOSPolicies{CPUPolicy: &policy},
-				BEClass: &slov1alpha1.ResourceQOS{
-					CPUQOS: &slov1alpha1.CPUQOSCfg{Enable: ptr.To(on), CPUQOS: slov1alpha1.CPUQOS{SchedIdle: ptr.To[int64](1)}},
-					MemoryQOS: &slov1alpha1.MemoryQOSCfg{Enable: ptr.To(on), MemoryQOS: slov1alpha1.MemoryQOS{
-						MinLimitPercent: ptr.To[int64](10), LowLimitPercent: ptr.To[int64](20), ThrottlingPercent: ptr.To[int64](80)}}}}
+			s.ResourceQOSStrategy = beQoSStrategy(on)
 		}))
 	}
 	before := map[string]string{}
@@ -306,9 +317,6 @@ func v2NodeWith(t *testing.T, l nodebox.Layout, wantDiscovery, moreGates string)
 			readFile(filepath.Join(root, "cpu.idle")), idle, other, readFile(filepath.Join(dir(alloc), "memory.min")),
 			readFile(filepath.Join(dir(alloc), "memory.low")), readFile(filepath.Join(dir(alloc), "memory.high")) != "max")
 	}
-	// The kernel keeps memory.min/low/high in pages: the value read back is
-	// the one written rounded down to a page.
-	page := func(v int64) string { return fmt.Sprint(v &^ (int64(os.Getpagesize()) - 1)) }
 	// memory.min, memory.low and memory.high are three writes: all land,
 	// not only the first (the guest caught memory.low read between them).
 	// The burner's processes: the command, and where YARN makes no
