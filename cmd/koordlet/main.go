@@ -48,6 +48,7 @@ import (
 	metricsutil "github.com/koordinator-sh/koordinator/pkg/util/metrics"
 
 	koordletyarn "github.com/koordlet-yarn/koordlet-yarn"
+	yarnfeatures "github.com/koordlet-yarn/koordlet-yarn/framework/features"
 	"github.com/koordlet-yarn/koordlet-yarn/framework/version"
 )
 
@@ -75,9 +76,15 @@ func main() {
 		fmt.Fprintf(os.Stderr, "koordlet: invalid flag: %v\n", err)
 		os.Exit(2)
 	}
-	if err := features.DefaultMutableKoordletFeatureGate.SetFromMap(cfg.FeatureGates); err != nil {
+	// koordlet-yarn's acting gates are on only when named: AllAlpha=true
+	// (a customised release trying Koordinator's alpha features) leaves them off.
+	held, err := yarnfeatures.Apply(cfg.FeatureGates)
+	if err != nil {
 		fmt.Fprintf(os.Stderr, "koordlet: invalid --feature-gates: %v\n", err)
 		os.Exit(2)
+	}
+	if len(held) > 0 {
+		klog.Warningf("koordlet-yarn: AllAlpha/AllBeta does not turn on the YARN gates that act; name each in --feature-gates to turn it on; held off: %v", held)
 	}
 
 	if yarn.PreflightRequested() {

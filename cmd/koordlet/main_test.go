@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -10,6 +11,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/koordlet-yarn/koordlet-yarn/framework/features"
 )
 
 // built is the koordlet binary the tests of this package share (one build).
@@ -132,4 +135,52 @@ func TestBinaryPreflight(t *testing.T) {
 	assert.Contains(t, report, "--cgroup-root-dir /nonexistent-cgroup-root/")
 	assert.Contains(t, report, "fix: mount the host's /sys/fs/cgroup")
 	assert.Contains(t, report, "1 blocking problem(s)")
+}
+
+// TestBinaryAllAlphaActsOnNothing: a release that sets AllAlpha=true (to
+// try Koordinator's own alpha features) on top of the observe-only gates
+// turns on none of koordlet-yarn's acting gates: the preflight, which
+// reports every YARN gate on, names none of them, and koordlet says once
+// which it held off. A named acting gate is still on.
+func TestBinaryAllAlphaActsOnNothing(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the koordlet binary")
+	}
+	bin := buildKoordlet(t)
+	gatesOn := func(gates string) ([]string, string) {
+		t.Helper()
+		cmd := exec.Command(bin, "--yarn-preflight", "--yarn-preflight-output=json", "--feature-gates="+gates,
+			"--yarn-nm-endpoint=http://127.0.0.1:1")
+		cmd.Env = append(os.Environ(), "NODE_NAME=")
+		var stdout, stderr strings.Builder
+		cmd.Stdout, cmd.Stderr = &stdout, &stderr
+		err := cmd.Run()
+		var exitErr *exec.ExitError
+		if err != nil {
+			require.ErrorAs(t, err, &exitErr, "stderr: %s", stderr.String())
+		}
+		var report struct {
+			Gates []struct {
+				Gate string `json:"gate"`
+			} `json:"gates"`
+		}
+		require.NoError(t, json.Unmarshal([]byte(stdout.String()), &report), "stdout: %s\nstderr: %s", stdout.String(), stderr.String())
+		var on []string
+		for _, g := range report.Gates {
+			on = append(on, g.Gate)
+		}
+		return on, stderr.String()
+	}
+
+	on, logs := gatesOn("AllAlpha=true,BECPUEvict=true,BEMemoryEvict=true,YARNContainerInformer=true,YARNMetricsCollector=true")
+	for g, what := range features.Acts {
+		assert.NotContains(t, on, string(g), "AllAlpha=true turned on %s (%s)", g, what)
+	}
+	assert.Contains(t, on, string(features.YARNContainerInformer), "the observing gates are on")
+	assert.Contains(t, logs, "held off: [")
+	assert.Contains(t, logs, string(features.YARNBEMemoryEvict))
+
+	on, _ = gatesOn("AllAlpha=true,YARNBEMemoryEvict=true,BEMemoryEvict=true")
+	assert.Contains(t, on, string(features.YARNBEMemoryEvict), "a named acting gate is on")
+	assert.NotContains(t, on, string(features.YARNBECPUEvict))
 }
