@@ -150,7 +150,7 @@ func TestBinaryAllAlphaActsOnNothing(t *testing.T) {
 	gatesOn := func(gates string) ([]string, string) {
 		t.Helper()
 		cmd := exec.Command(bin, "--yarn-preflight", "--yarn-preflight-output=json", "--feature-gates="+gates,
-			"--yarn-nm-endpoint=http://127.0.0.1:1")
+			"--cgroup-root-dir=/sys/fs/cgroup/", "--yarn-nm-endpoint=http://127.0.0.1:1")
 		cmd.Env = append(os.Environ(), "NODE_NAME=")
 		var stdout, stderr strings.Builder
 		cmd.Stdout, cmd.Stderr = &stdout, &stderr
