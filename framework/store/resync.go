@@ -16,7 +16,9 @@ type Observation struct {
 	ScanOK bool
 	// NM is the NodeManager's container list; NMOK is false when the NM
 	// could not be asked (down, slow, garbage, not found), in which case
-	// the store keeps what it knew from the NM.
+	// the store keeps what it knew from the NM. The NM must have been asked
+	// after the previous Resync (NMSays takes an omission as the NM's word
+	// only for containers the store knew by then).
 	NM   []yarn.NMContainer
 	NMOK bool
 	// Started is when the observation began (before the scan); events
@@ -43,6 +45,7 @@ type Stats struct {
 func (s *Store) Resync(obs Observation, now time.Time) Stats {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.nm.note(obs.NMOK, now)
 
 	cands := s.cands[:0]
 	idx := s.candIdx

@@ -68,6 +68,8 @@ type Store struct {
 	candIdx map[yarn.ContainerID]int
 	// tombstones remember removals seen by event sources.
 	tombstones map[yarn.ContainerID]time.Time
+	// nm is what the resyncs had of the NodeManager (nmword.go).
+	nm nmAnswers
 }
 
 // New returns an empty store.

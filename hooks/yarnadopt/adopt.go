@@ -18,8 +18,9 @@
 // else stays where the runtime put it. Nothing is frozen or stopped; with
 // the gate off, or koordlet gone, the containers run on where they are.
 // The only processes koordlet ends are those left in a cgroup it made
-// when no NodeManager has listed their container for 10 minutes (its NM
-// crashed or was deleted; lifecycle.go). A directory is removed only when
+// when for 10 minutes no NodeManager has run their container (its NM
+// crashed or was deleted), on evidence alone: an NM that cannot be asked
+// is none (lifecycle.go). A directory is removed only when
 // it carries the marker, holds no process and its container is gone.
 package yarnadopt
 

@@ -23,12 +23,23 @@ import (
 // deleted NM ends nothing: its containers' processes run on in the cgroups
 // koordlet made. koordlet ends them (only the processes in that cgroup,
 // each verified by a pidfd: the eviction killer) and then removes the
-// cgroup, once no NodeManager has listed the container (no NM pod on the
-// node, or a NodeManager that answers without it or with it finished) for
-// orphanGrace: the ResourceManager's default NM liveness expiry, after
+// cgroup, once it has had evidence that no NodeManager runs the container
+// for orphanGrace: the ResourceManager's default NM liveness expiry, after
 // which it has declared such containers lost and asked for replacements.
-// A NodeManager back before then that lists the container keeps it; one
-// that cannot be asked changes nothing (the store keeps what it listed).
+//
+// Evidence is only ever one of: no NodeManager pod on the node, or the
+// NodeManager's latest answer, asked after koordlet knew the container,
+// without it or with it finished (store.NMGone). A NodeManager back before
+// the grace that lists the container keeps it. One that cannot be asked
+// is no evidence, however long: after a koordlet restart the store is
+// rebuilt from the cgroup scan, and a container the NodeManager has not
+// been asked about is not gone (store.NMNoWord). Nor is a stale omission:
+// while the NodeManager cannot be asked the count is held (it neither
+// starts, restarts nor ends anything), and only an answer that still
+// leaves the container out, or the pod gone, lets it end the container.
+// (YARN lists again only the containers a work-preserving restart
+// recovers, so an omission on both sides of the gap means the NodeManager
+// did not run the container in it; the RM's expiry ran on meanwhile.)
 
 // orphanGrace is how long a container must have been orphaned (see above)
 // before koordlet kills what runs on in its cgroup: the RM's default
@@ -37,9 +48,9 @@ const orphanGrace = 10 * time.Minute
 
 // leafState is what a sweep knows of one cgroup koordlet made.
 type leafState struct {
-	// Listed: the store has the container from the NodeManager, not
-	// finished.
-	Listed bool
+	// NM is what the NodeManager's answers say of the container (the
+	// store's word; with no NM pod on the node it is not read).
+	NM store.NMWord
 	// Busy: it holds processes.
 	Busy bool
 	// OrphanFor is how long it has been orphaned before this sweep.
@@ -54,19 +65,24 @@ const (
 	leafRemove            // empty: rmdir
 	leafOrphan            // orphaned: count the time, keep for now
 	leafKill              // orphaned for orphanGrace: kill what runs there
+	leafHold              // running, nothing to go by: keep, the count as it is
 )
 
 // decideLeaf decides, from data, about one cgroup koordlet made.
 // podKnown is false when no NodeManager pod runs on the node; adopting is
 // false with the gate off (nothing refills an empty cgroup then).
 func decideLeaf(s leafState, podKnown, adopting bool) leafAction {
-	// With no NM pod the store's NM view is stale: nothing is listed.
-	listed := s.Listed && podKnown
+	// With no NM pod the store's NM view is stale: nothing is listed, and
+	// that is evidence.
+	listed := podKnown && s.NM == store.NMRuns
+	gone := !podKnown || s.NM == store.NMGone
 	switch {
 	case listed && (s.Busy || adopting):
 		return leafKeep // an empty one is refilled at its next process
 	case !s.Busy:
 		return leafRemove
+	case !gone:
+		return leafHold // no word from a NodeManager that cannot be asked
 	case s.OrphanFor >= orphanGrace:
 		return leafKill
 	}
@@ -99,14 +115,13 @@ func (a *Adopter) sweep(h cgroups.Hierarchy, adopting bool) {
 	live := map[string]bool{}
 	for _, name := range ourLeaves(h) {
 		live[name] = true
-		s := leafState{Busy: leafBusy(h, name)}
-		if c, ok := a.opts.Store.Get(name); ok && c.Source&store.SourceNM != 0 && !yarn.IsTerminalState(c.State) {
-			s.Listed = true
-		}
+		_, word := a.opts.Store.NMSays(name)
+		s := leafState{NM: word, Busy: leafBusy(h, name)}
 		if t, ok := lc.since[name]; ok {
 			s.OrphanFor = now.Sub(t)
 		}
 		switch decideLeaf(s, podKnown, adopting) {
+		case leafHold:
 		case leafKeep:
 			delete(lc.since, name)
 		case leafRemove:
@@ -115,7 +130,7 @@ func (a *Adopter) sweep(h cgroups.Hierarchy, adopting bool) {
 		case leafOrphan:
 			if _, ok := lc.since[name]; !ok {
 				lc.since[name] = now
-				klog.Infof("yarn: YARN container %s runs on in the cgroup koordlet made for it, but no NodeManager lists it (NodeManager pod present: %t); its processes are ended in %v unless a NodeManager lists it again", name, podKnown, orphanGrace)
+				klog.Infof("yarn: YARN container %s runs on in the cgroup koordlet made for it, but no NodeManager runs it (%s); its processes are ended in %v unless a NodeManager lists it again", name, orphanReason(podKnown), orphanGrace)
 			}
 		case leafKill:
 			a.killOrphan(name)
@@ -126,6 +141,14 @@ func (a *Adopter) sweep(h cgroups.Hierarchy, adopting bool) {
 			delete(lc.since, name)
 		}
 	}
+}
+
+// orphanReason says what the evidence is.
+func orphanReason(podKnown bool) string {
+	if !podKnown {
+		return "no NodeManager pod on the node"
+	}
+	return "the NodeManager answers without it, or with it finished"
 }
 
 // killOrphan ends the processes of an orphaned container, in its own
@@ -217,7 +240,7 @@ func (a *Adopter) removeIfDone(h cgroups.Hierarchy, name string) {
 	if !yarn.IsCanonical(name) {
 		return
 	}
-	if c, ok := a.opts.Store.Get(name); ok && c.Source&store.SourceNM != 0 && !yarn.IsTerminalState(c.State) {
+	if _, word := a.opts.Store.NMSays(name); word == store.NMRuns {
 		return // the NodeManager still lists it running (an empty cgroup is refilled at its next process)
 	}
 	a.removeLeaf(h, name)

@@ -9,9 +9,12 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/koordlet-yarn/koordlet-yarn/framework/store"
 )
 
 func TestDecideLeaf(t *testing.T) {
+	runs, gone, none := store.NMRuns, store.NMGone, store.NMNoWord
 	for _, tc := range []struct {
 		name     string
 		s        leafState
@@ -19,17 +22,24 @@ func TestDecideLeaf(t *testing.T) {
 		adopting bool
 		want     leafAction
 	}{
-		{"listed and running: kept", leafState{Listed: true, Busy: true}, true, true, leafKeep},
-		{"listed, empty, the gate on: kept (refilled at its next process)", leafState{Listed: true}, true, true, leafKeep},
-		{"listed, empty, the gate off: removed (nothing refills it)", leafState{Listed: true}, true, false, leafRemove},
-		{"listed, running, the gate off: kept", leafState{Listed: true, Busy: true}, true, false, leafKeep},
-		{"finished and empty: removed", leafState{}, true, true, leafRemove},
-		{"no NM pod: the store's list is stale, orphaned", leafState{Listed: true, Busy: true}, false, true, leafOrphan},
-		{"no NM pod for the grace: killed", leafState{Listed: true, Busy: true, OrphanFor: orphanGrace}, false, true, leafKill},
+		{"listed and running: kept", leafState{NM: runs, Busy: true}, true, true, leafKeep},
+		{"listed, empty, the gate on: kept (refilled at its next process)", leafState{NM: runs}, true, true, leafKeep},
+		{"listed, empty, the gate off: removed (nothing refills it)", leafState{NM: runs}, true, false, leafRemove},
+		{"listed, running, the gate off: kept", leafState{NM: runs, Busy: true}, true, false, leafKeep},
+		{"finished and empty: removed", leafState{NM: gone}, true, true, leafRemove},
+		{"no word and empty: removed", leafState{NM: none}, true, true, leafRemove},
+		{"no NM pod: the store's list is stale, orphaned", leafState{NM: runs, Busy: true}, false, true, leafOrphan},
+		{"no NM pod for the grace: killed", leafState{NM: runs, Busy: true, OrphanFor: orphanGrace}, false, true, leafKill},
+		{"no NM pod, no word: killed all the same", leafState{NM: none, Busy: true, OrphanFor: orphanGrace}, false, true, leafKill},
 		{"no NM pod, the gate off: killed all the same", leafState{Busy: true, OrphanFor: orphanGrace}, false, false, leafKill},
-		{"a NodeManager that does not list it (restarted without recovery): orphaned", leafState{Busy: true}, true, true, leafOrphan},
-		{"a NodeManager that does not list it, for the grace: killed", leafState{Busy: true, OrphanFor: orphanGrace}, true, true, leafKill},
-		{"a NodeManager back that recovered it: kept", leafState{Listed: true, Busy: true, OrphanFor: time.Hour}, true, true, leafKeep},
+		{"a NodeManager that answers without it (restarted without recovery): orphaned", leafState{NM: gone, Busy: true}, true, true, leafOrphan},
+		{"a NodeManager that answers without it, for the grace: killed", leafState{NM: gone, Busy: true, OrphanFor: orphanGrace}, true, true, leafKill},
+		{"a NodeManager back that recovered it: kept", leafState{NM: runs, Busy: true, OrphanFor: time.Hour}, true, true, leafKeep},
+		// Issue 55 item 1: after a restart the store has the container from
+		// the cgroup scan alone until the NodeManager answers.
+		{"no word (the NodeManager not asked since the restart): held", leafState{NM: none, Busy: true}, true, true, leafHold},
+		{"no word, 10 minutes on: held, never killed", leafState{NM: none, Busy: true, OrphanFor: orphanGrace}, true, true, leafHold},
+		{"no word an hour on, the gate off: held", leafState{NM: none, Busy: true, OrphanFor: time.Hour}, true, false, leafHold},
 		{"orphaned and empty: removed", leafState{OrphanFor: time.Hour}, false, true, leafRemove},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
