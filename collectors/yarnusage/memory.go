@@ -180,8 +180,10 @@ func (c *Collector) processReader() *cgroups.ProcessMemoryReader {
 // chargedElsewhere measures a container whose processes were moved into its
 // memory cgroup holding memory that stayed charged to the cgroup they left
 // (recorded in Options.Charges), charge being its cgroup's usage now: by
-// its processes until its charge is its own (cgroups.TrueMemory), then the
-// record goes and later cycles read the cgroup alone. ok is false for a
+// its processes until its charge is its own (cgroups.TrueMemory), what is
+// left elsewhere bounded by the record and by what the cgroup they left is
+// charged now (originCharge), then the record goes and later cycles read
+// the cgroup alone. ok is false for a
 // container not recorded, or whose processes cannot be read now (the
 // charge alone is reported).
 func (c *Collector) chargedElsewhere(ct *store.Container, charge int64) (cgroups.ChargeTruth, bool) {
@@ -324,18 +326,17 @@ func (c *Collector) originCharge(ct *store.Container) int64 {
 // recordedOrigin returns the memory cgroup YARNMemoryCgroup recorded on
 // ct's memory cgroup as where its processes came from, when valid.
 func (c *Collector) recordedOrigin(ct *store.Container) (string, bool) {
-	r := c.processReader()
-	if r == nil {
+	abs, ok := c.memoryAbsDir(ct)
+	if !ok {
 		return "", false
 	}
-	h := r.Hierarchy()
 	buf := make([]byte, 4096)
-	n, err := unix.Getxattr(h.AbsDir(cgroups.Memory, ct.Cgroups[cgroups.Memory].Dir), yarnmemcg.FromMarker, buf)
+	n, err := unix.Getxattr(abs, yarnmemcg.FromMarker, buf)
 	if err != nil || n == 0 {
 		return "", false
 	}
 	from := string(buf[:n])
-	if !yarnmemcg.ValidOrigin(from, h.Dir) {
+	if !yarnmemcg.ValidOrigin(from, c.procMem.Hierarchy().Dir) {
 		return "", false
 	}
 	return strings.Trim(from, "/"), true
