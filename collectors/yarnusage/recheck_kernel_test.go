@@ -1,6 +1,7 @@
 package yarnusage
 
 import (
+	"context"
 	"fmt"
 	osexec "os/exec"
 	"testing"
@@ -10,11 +11,11 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	koordfeatures "github.com/koordinator-sh/koordinator/pkg/features"
 	"github.com/koordinator-sh/koordinator/pkg/koordlet/metriccache"
 
 	"github.com/koordlet-yarn/koordlet-yarn/framework/cgroups"
 	"github.com/koordlet-yarn/koordlet-yarn/framework/features"
+	"github.com/koordlet-yarn/koordlet-yarn/framework/store"
 	"github.com/koordlet-yarn/koordlet-yarn/test/kerneltest"
 )
 
@@ -31,18 +32,11 @@ const forkedMiB = 300
 // NodeManager. Before, it read the processes and reported 600 MiB.
 func TestRealKernelYARNMadeCgroupForkedWorker(t *testing.T) {
 	kerneltest.RequireCgroupV1(t, "cpu", "cpuacct", "memory")
-	if _, err := osexec.LookPath("python3"); err != nil {
-		kerneltest.Skip(t, "python3 (the forking workload) is not installed")
-	}
+	requirePython(t)
 	kerneltest.HoldBoxLock(t, 20*time.Minute)
 	kerneltest.UseHostRoots(t)
 	const id = "container_e17_1700000000000_0042_01_000002"
-	// Fill the pages (bytes * n is a memset), then fork: both processes map
-	// them until one writes.
-	script := fmt.Sprintf(`exec python3 -c 'import os, time
-b = bytearray(b"\x01") * (%d << 20)
-os.fork()
-time.sleep(3600)'`, forkedMiB)
+	script := "exec " + forkingPython(forkedMiB, false)
 	_, st, informer := startWorkloads(t, []string{"cpu", "cpuacct", "memory"}, []kernelWorkload{{id, script, forkedMiB, 2}})
 	h, ok := informer.Hierarchy()
 	require.True(t, ok)
@@ -66,25 +60,94 @@ time.sleep(3600)'`, forkedMiB)
 	}, 30*time.Second, 100*time.Millisecond, "the parent touches %d MiB and forks", forkedMiB)
 	t.Logf("cgroup charged %.1f MiB; processes' RssAnon + RssShmem %.1f MiB", float64(charge)/(1<<20), float64(byProcs)/(1<<20))
 
-	require.NoError(t, koordfeatures.DefaultMutableKoordletFeatureGate.SetFromMap(map[string]bool{string(features.YARNContainerCgroups): true}))
-	t.Cleanup(func() {
-		_ = koordfeatures.DefaultMutableKoordletFeatureGate.SetFromMap(map[string]bool{string(features.YARNContainerCgroups): false})
-	})
+	got, acc, charges := collectOnce(t, st, informer.Hierarchy, nil, id)
+	t.Logf("reported %.1f MiB; recorded as charged to the NodeManager %.1f MiB", got/(1<<20), float64(acc.ChargedToNodeManagerBytes)/(1<<20))
+	assert.InEpsilon(t, float64(charge), got, 0.05, "its cgroup's charge, not its processes' sum")
+	assert.Less(t, got, float64(forkedMiB<<20)*1.5)
+	assert.Zero(t, acc.ChargedToNodeManagerBytes)
+	assert.Zero(t, charges.Len(), "nothing recorded as left elsewhere")
+}
+
+// TestRealKernelAdoptedForkedWorkerBoundedByPod: a YARN container touches
+// 300 MiB in the NodeManager pod's stand-in cgroup, is adopted into memory
+// cgroups of its own (the pages stay charged to the pod), and then forks a
+// worker that maps the same pages copy-on-write: its processes' RssAnon
+// sums to 600 MiB, its cgroup is charged almost nothing, and the pod's
+// cgroup holds the 300 MiB. After a koordlet restart (no record) the
+// collector reads its processes once (the cgroup is koordlet's) and counts
+// as left elsewhere no more than the pod's cgroup holds: 300 MiB, not 600.
+func TestRealKernelAdoptedForkedWorkerBoundedByPod(t *testing.T) {
+	kerneltest.RequireCgroupV1(t, "cpu", "cpuacct", "memory")
+	requirePython(t)
+	kerneltest.HoldBoxLock(t, 20*time.Minute)
+	kerneltest.UseHostRoots(t)
+	a := adoptContainer(t, 3, forkedMiB, func(id string) string { return "exec env CONTAINER_ID=" + id + " " + forkingPython(forkedMiB, true) })
+	procs := cgroups.NewProcessMemoryReader(a.h).NoKeep()
+	require.Eventually(t, func() bool {
+		a.informer.Resync(context.Background())
+		pm, err := procs.Read(cgroups.CPU, a.h.ContainerRelDir(a.id))
+		return err == nil && pm.Processes >= 2 && pm.Usage() >= 2*forkedMiB<<20
+	}, 30*time.Second, 50*time.Millisecond, "the worker forks in the container's own cgroups")
+	cg := cgroups.NewUsageReader(kerneltest.CgroupRoot, false).NoKeep()
+	podStat, err := cg.MemoryStat(a.pod)
+	require.NoError(t, err)
+	ownStat, err := cg.MemoryStat(a.h.ContainerRelDir(a.id))
+	require.NoError(t, err)
+	pm, err := procs.Read(cgroups.CPU, a.h.ContainerRelDir(a.id))
+	require.NoError(t, err)
+	t.Logf("processes %.1f MiB; own cgroup charged %.1f MiB; the pod's %.1f MiB",
+		float64(pm.Usage())/(1<<20), float64(ownStat.Usage())/(1<<20), float64(podStat.Usage())/(1<<20))
+
+	// A restarted koordlet: no record.
+	got, acc, _ := collectOnce(t, a.st, a.informer.Hierarchy, a.nmPodCgroup, a.id)
+	t.Logf("after a restart: reported %.1f MiB, %.1f MiB of it charged to the pod", got/(1<<20), float64(acc.ChargedToNodeManagerBytes)/(1<<20))
+	assert.InEpsilon(t, float64(forkedMiB<<20), got, 0.1, "its %d MiB once, not once per process", forkedMiB)
+	assert.LessOrEqual(t, acc.ChargedToNodeManagerBytes, podStat.Usage()+cgroups.OwnChargeSlack, "no more left elsewhere than the pod's cgroup holds")
+}
+
+// requirePython skips (fails under KOORDLET_YARN_NO_SKIP) without python3,
+// the forking workload.
+func requirePython(t *testing.T) {
+	t.Helper()
+	if _, err := osexec.LookPath("python3"); err != nil {
+		kerneltest.Skip(t, "python3 (the forking workload) is not installed")
+	}
+}
+
+// forkingPython is a python3 command that fills mib MiB (bytes * n is a
+// memset) and forks once: both processes map the pages copy-on-write until
+// one writes (a PySpark daemon and its worker). afterMove waits until it is
+// in a memory cgroup below a hadoop-yarn hierarchy first.
+func forkingPython(mib int, afterMove bool) string {
+	wait := ""
+	if afterMove {
+		wait = `while "hadoop-yarn" not in [l for l in open("/proc/self/cgroup") if ":memory:" in l][0]:
+    time.sleep(0.05)
+`
+	}
+	return fmt.Sprintf(`python3 -c 'import os, time
+b = bytearray(b"\x01") * (%d << 20)
+%sos.fork()
+time.sleep(3600)'`, mib, wait)
+}
+
+// collectOnce runs one cycle of a collector as a restarted koordlet's (no
+// record, YARNContainerCgroups on) and returns what it reports for
+// container id, its status and its record of charges.
+func collectOnce(t *testing.T, st *store.Store, hierarchy func() (cgroups.Hierarchy, bool), nmPod func() (string, string, bool), id string) (float64, MemoryAccountingStatus, *cgroups.LeftCharges) {
+	t.Helper()
+	enableGate(t, features.YARNContainerCgroups)
 	mc := newMetricCache(t)
 	m, err := NewMetrics(prometheus.NewRegistry())
 	require.NoError(t, err)
 	charges := cgroups.NewLeftCharges()
 	c := New(Options{Store: st, MetricCache: func() metriccache.MetricCache { return mc }, Metrics: m, NodeName: "n1",
-		Interval: func() time.Duration { return time.Second }, CgroupHierarchy: informer.Hierarchy, Charges: charges})
+		Interval: func() time.Duration { return time.Second }, CgroupHierarchy: hierarchy, Charges: charges, NMPodCgroup: nmPod})
 	defer c.Close()
 	at := time.Now()
 	c.Collect(at)
 	got, ok := lastValue(t, mc, metriccache.ContainerMemUsageMetric, metriccache.MetricPropertiesFunc.Container(id), at.Add(-time.Millisecond), at.Add(time.Minute))
 	require.True(t, ok)
 	acc, _ := c.LastMemoryAccounting()
-	t.Logf("reported %.1f MiB; recorded as charged to the NodeManager %.1f MiB", got/(1<<20), float64(acc.ChargedToNodeManagerBytes)/(1<<20))
-	assert.InEpsilon(t, float64(charge), got, 0.05, "its cgroup's charge, not its processes' sum")
-	assert.Less(t, got, float64(forkedMiB<<20)*1.5)
-	assert.Zero(t, acc.ChargedToNodeManagerBytes)
-	assert.Zero(t, charges.Len(), "nothing recorded as left elsewhere")
+	return got, acc, charges
 }

@@ -78,10 +78,7 @@ func TestRecheckOnlyKoordletMadeCgroups(t *testing.T) {
 			want: 400 << 20, elsewhere: 100 << 20},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			require.NoError(t, koordfeatures.DefaultMutableKoordletFeatureGate.SetFromMap(map[string]bool{string(tt.gate): true}))
-			t.Cleanup(func() {
-				_ = koordfeatures.DefaultMutableKoordletFeatureGate.SetFromMap(map[string]bool{string(tt.gate): false})
-			})
+			enableGate(t, tt.gate)
 			n := newNode(t, false)
 			mc := newMetricCache(t)
 			m, err := NewMetrics(prometheus.NewRegistry())
@@ -123,4 +120,13 @@ func TestRecheckOnlyKoordletMadeCgroups(t *testing.T) {
 			assert.Equal(t, tt.elsewhere > 0, recorded, "recorded as holding memory charged elsewhere")
 		})
 	}
+}
+
+// enableGate turns gate on until the test ends.
+func enableGate(t *testing.T, gate featuregate.Feature) {
+	t.Helper()
+	require.NoError(t, koordfeatures.DefaultMutableKoordletFeatureGate.SetFromMap(map[string]bool{string(gate): true}))
+	t.Cleanup(func() {
+		_ = koordfeatures.DefaultMutableKoordletFeatureGate.SetFromMap(map[string]bool{string(gate): false})
+	})
 }
