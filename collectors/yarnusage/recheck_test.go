@@ -130,3 +130,49 @@ func enableGate(t *testing.T, gate featuregate.Feature) {
 		_ = koordfeatures.DefaultMutableKoordletFeatureGate.SetFromMap(map[string]bool{string(gate): false})
 	})
 }
+
+// TestLeftChargeBoundedByNodeManagerPod (fake root): the adopter recorded
+// 598 MiB left behind by a container (RSS summed over a daemon and its
+// already-forked worker, which share their pages); its processes sum to
+// 1200 MiB, its cgroup is charged 2 MiB, and the NodeManager pod's cgroup,
+// where the pages stay, holds 400 MiB: it is reported at 402 MiB, not
+// 600. Once the pod's cgroup holds no more than the slack, nothing can be
+// left there: the record settles and its cgroup alone counts.
+func TestLeftChargeBoundedByNodeManagerPod(t *testing.T) {
+	n := newNode(t, false)
+	mc := newMetricCache(t)
+	m, err := NewMetrics(prometheus.NewRegistry())
+	require.NoError(t, err)
+	charges := cgroups.NewLeftCharges()
+	c := New(Options{Store: n.st, MetricCache: func() metriccache.MetricCache { return mc }, Metrics: m, NodeName: "n1",
+		Interval: func() time.Duration { return time.Second }, Charges: charges,
+		NMPodCgroup: func() (string, string, bool) { return nmPod, "yarn/nodemanager-0", true }})
+	defer c.Close()
+
+	pids := []int{os.Getpid(), os.Getppid()}
+	n.set(exec, 5e9, 2<<20, 0, 100, 0)
+	n.cpuOnly(exec, pids, nil, 600<<10, 0, 0)
+	n.writeMemoryStat(nmPod, 400<<20)
+	id, err := yarn.ParseContainerID(exec)
+	require.NoError(t, err)
+	own := cgroups.Ref{Dir: n.dir(exec), Owned: true}
+	n.st.Resync(store.Observation{Scan: []cgroups.Container{{Name: exec, ID: id, Pids: pids,
+		Cgroups: cgroups.Cgroups{cgroups.CPU: own, cgroups.CPUAcct: own, cgroups.Memory: own}}}, ScanOK: true}, time.Now())
+	charges.Add(exec, 598<<20)
+
+	collect := func(at time.Time) float64 {
+		c.Collect(at)
+		v, ok := lastValue(t, mc, metriccache.ContainerMemUsageMetric, metriccache.MetricPropertiesFunc.Container(exec), at.Add(-time.Millisecond), at.Add(time.Minute))
+		require.True(t, ok)
+		return v
+	}
+	t0 := time.Now()
+	assert.Equal(t, float64(402<<20), collect(t0), "its charge and what the pod's cgroup holds")
+	st, _ := c.LastMemoryAccounting()
+	assert.Equal(t, ChargeSplit{UsageBytes: 402 << 20, ChargeBytes: 2 << 20, ElsewhereBytes: 400 << 20}, st.ChargedToNodeManager[exec])
+
+	n.writeMemoryStat(nmPod, 512<<10)
+	assert.Equal(t, float64(2<<20), collect(t0.Add(time.Second)))
+	_, ok := charges.Get(exec)
+	assert.False(t, ok, "settled: nothing can be left in a pod cgroup holding no more than the slack")
+}
