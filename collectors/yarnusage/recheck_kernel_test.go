@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	osexec "os/exec"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -16,6 +17,7 @@ import (
 	"github.com/koordlet-yarn/koordlet-yarn/framework/cgroups"
 	"github.com/koordlet-yarn/koordlet-yarn/framework/features"
 	"github.com/koordlet-yarn/koordlet-yarn/framework/store"
+	"github.com/koordlet-yarn/koordlet-yarn/hooks/yarnmemcg"
 	"github.com/koordlet-yarn/koordlet-yarn/test/kerneltest"
 )
 
@@ -103,6 +105,72 @@ func TestRealKernelAdoptedForkedWorkerBoundedByPod(t *testing.T) {
 	t.Logf("after a restart: reported %.1f MiB, %.1f MiB of it charged to the pod", got/(1<<20), float64(acc.ChargedToNodeManagerBytes)/(1<<20))
 	assert.InEpsilon(t, float64(forkedMiB<<20), got, 0.1, "its %d MiB once, not once per process", forkedMiB)
 	assert.LessOrEqual(t, acc.ChargedToNodeManagerBytes, podStat.Usage()+cgroups.OwnChargeSlack, "no more left elsewhere than the pod's cgroup holds")
+}
+
+// TestRealKernelMemcgLeafRechecked: a CPU-only YARN container (its memory
+// in the NodeManager pod's stand-in memory cgroup) touches 48 MiB and is
+// given a memory cgroup of its own by the real YARNMemoryCgroup applier,
+// which marks it and records where the process came from. This kernel
+// moves no charges (or does: then nothing is left), so after a koordlet
+// restart the collector, reading the applier's marker and origin, reports
+// the container at what it holds, counting as left elsewhere no more than
+// the origin is charged.
+func TestRealKernelMemcgLeafRechecked(t *testing.T) {
+	kerneltest.RequireCgroupV1(t, "cpu", "cpuacct", "memory")
+	kerneltest.HoldBoxLock(t, 20*time.Minute)
+	kerneltest.UseHostRoots(t)
+	const allocMiB = 48 // below the applier's 64 MiB
+	top := kerneltest.UniqueRoot(t)
+	pod := top + "/pod-nm/nm"
+	podMem := kerneltest.MakeCgroup(t, "memory", pod)
+	kerneltest.MakeCgroup(t, "memory", top)
+	t.Cleanup(func() {
+		kerneltest.RemoveCgroupTree(t, filepath.Join(kerneltest.CgroupRoot, "memory", top, "hadoop-yarn"))
+	})
+	h := cgroups.Hierarchy{CgroupRoot: kerneltest.CgroupRoot, ProcRoot: "/proc", Dir: top + "/hadoop-yarn",
+		NS: cgroups.NewNamespace("/proc", kerneltest.CgroupRoot, false)}
+	const id = "container_e17_1700000000000_0042_01_000002"
+	dirs := []string{podMem}
+	for _, c := range []string{"cpu", "cpuacct"} {
+		dirs = append(dirs, kerneltest.MakeCgroup(t, c, h.ContainerRelDir(id)))
+	}
+	p := kerneltest.Start(t, kerneltest.HelperScript(fmt.Sprintf("alloc=%d", allocMiB)), dirs...)
+	require.NoError(t, p.Release())
+	require.Eventually(t, func() bool {
+		rss, err := kerneltest.RssAnon(p.Pid())
+		return err == nil && rss >= allocMiB<<20
+	}, 30*time.Second, 50*time.Millisecond, "the container touches its %d MiB in the pod's memory cgroup", allocMiB)
+	st := store.New()
+	observe := func() {
+		res, err := cgroups.NewScanner(h).Scan()
+		require.NoError(t, err)
+		st.Resync(store.Observation{ScanOK: true, Scan: res.Containers}, time.Now())
+	}
+	observe()
+	ct, ok := st.Get(id)
+	require.True(t, ok)
+	require.Equal(t, cgroups.MemoryByProcesses, ct.Cgroups.MemoryAccounting())
+	a := yarnmemcg.New(yarnmemcg.Options{Store: st, Hierarchy: func() (cgroups.Hierarchy, bool) { return h, true }, Interval: time.Hour})
+	require.Equal(t, 1, a.Apply(ct), "the applier moves the process into the memory cgroup it makes")
+	observe()
+	ct, _ = st.Get(id)
+	require.Equal(t, cgroups.MemoryByCgroup, ct.Cgroups.MemoryAccounting())
+	pm, err := cgroups.NewProcessMemoryReader(h).NoKeep().Read(cgroups.CPU, h.ContainerRelDir(id))
+	require.NoError(t, err)
+	cg := cgroups.NewUsageReader(kerneltest.CgroupRoot, false).NoKeep()
+	own, err := cg.MemoryStat(h.ContainerRelDir(id))
+	require.NoError(t, err)
+	origin, err := cg.MemoryStat(pod)
+	require.NoError(t, err)
+	t.Logf("processes %.1f MiB; own memory cgroup charged %.1f MiB; the origin %.1f MiB",
+		float64(pm.Usage())/(1<<20), float64(own.Usage())/(1<<20), float64(origin.Usage())/(1<<20))
+
+	enableGate(t, features.YARNMemoryCgroup)
+	got, acc, _ := collectOnce(t, st, func() (cgroups.Hierarchy, bool) { return h, true }, nil, id)
+	t.Logf("after a restart: reported %.1f MiB, %.1f MiB of it charged to the origin", got/(1<<20), float64(acc.ChargedToNodeManagerBytes)/(1<<20))
+	assert.GreaterOrEqual(t, got, float64(allocMiB<<20), "what its process holds, not its new cgroup's charge")
+	assert.InDelta(t, float64(pm.Usage()), got, 8<<20, "(its runtime grows a little meanwhile)")
+	assert.LessOrEqual(t, acc.ChargedToNodeManagerBytes, origin.Usage()+cgroups.OwnChargeSlack)
 }
 
 // requirePython skips (fails under KOORDLET_YARN_NO_SKIP) without python3,
