@@ -2,6 +2,7 @@ package yarnusage
 
 import (
 	"context"
+	"fmt"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -11,7 +12,6 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	koordfeatures "github.com/koordinator-sh/koordinator/pkg/features"
 	"github.com/koordinator-sh/koordinator/pkg/koordlet/metriccache"
 
 	"github.com/koordlet-yarn/koordlet-yarn/framework/cgroups"
@@ -27,6 +27,77 @@ import (
 // adoptedMiB is what the adopted container holds before its move.
 const adoptedMiB = 600
 
+// adoptedContainer is a YARN container a test started in cgroups standing
+// for the NodeManager pod's and the adopter moved into cgroups of its own.
+type adoptedContainer struct {
+	h        cgroups.Hierarchy
+	pod, id  string
+	p        *kerneltest.Process
+	st       *store.Store
+	charges  *cgroups.LeftCharges
+	informer *yarninformer.Plugin
+}
+
+// nmPodCgroup is the container's NodeManager pod (Options.NMPodCgroup).
+func (a *adoptedContainer) nmPodCgroup() (string, string, bool) {
+	return a.pod, "test/nodemanager", true
+}
+
+// adoptContainer starts script(id) as YARN container seq in the pod's
+// stand-in cgroups, waits until its process holds mib MiB, lets the
+// adopter's scan (YARNContainerCgroups, as after a koordlet restart) move
+// it into memory, cpu and cpuacct cgroups of its own and the informer's
+// scan find them.
+func adoptContainer(t *testing.T, seq int64, mib int64, script func(id string) string) *adoptedContainer {
+	t.Helper()
+	top := kerneltest.UniqueRoot(t)
+	a := &adoptedContainer{pod: top + "/pod-nm", st: store.New(), charges: cgroups.NewLeftCharges(),
+		id: yarn.ContainerID{Epoch: 17, ClusterTimestamp: 1700000000000, AppID: 9, AttemptID: 1, Sequence: seq}.String()}
+	var podAbs []string
+	for _, c := range []string{"memory", "cpu", "cpuacct"} {
+		podAbs = append(podAbs, kerneltest.MakeCgroup(t, c, a.pod+"/nm"))
+		kerneltest.MakeCgroup(t, c, top)
+		t.Cleanup(func() { kerneltest.RemoveCgroupTree(t, filepath.Join(kerneltest.CgroupRoot, c, top, "hadoop-yarn")) })
+	}
+	a.h = cgroups.Hierarchy{CgroupRoot: kerneltest.CgroupRoot, ProcRoot: "/proc", Dir: top + "/hadoop-yarn"}
+	a.p = kerneltest.Start(t, script(a.id), podAbs...)
+	require.NoError(t, a.p.Release())
+	require.Eventually(t, func() bool {
+		rss, err := kerneltest.RssAnon(a.p.Pid())
+		return err == nil && rss >= mib<<20
+	}, 30*time.Second, 50*time.Millisecond, "the container touches its %d MiB in the pod's cgroup", mib)
+
+	ad := yarnadopt.New(yarnadopt.Options{Store: a.st, ScanInterval: time.Second, Charges: a.charges,
+		Hierarchy:   func() (cgroups.Hierarchy, bool) { return a.h, true },
+		NMPodCgroup: a.nmPodCgroup,
+		ListNM: func(context.Context) ([]yarn.NMContainer, error) {
+			cid, _ := yarn.ParseContainerID(a.id)
+			return []yarn.NMContainer{{ID: cid, State: yarn.StateRunning}}, nil
+		}})
+	require.Eventually(t, func() bool {
+		ad.Scan()
+		_, ok := ad.Status().Containers[a.id]
+		return ok
+	}, 10*time.Second, 50*time.Millisecond, "the scan adopts the container")
+	memDir := filepath.Join(kerneltest.CgroupRoot, "memory", a.h.ContainerRelDir(a.id))
+	require.Contains(t, kerneltest.Pids(memDir), a.p.Pid(), "the process is in the container's own memory cgroup")
+	rec := ad.Status().Containers[a.id]
+	t.Logf("adopted: %d processes moved, %d MiB charged to the pod's cgroup at the move", rec.ProcessesMoved, rec.MemoryChargedToNodeManagerBytes>>20)
+
+	cfg := config.NewDefault()
+	cfg.NMEndpoint = "http://127.0.0.1:1"
+	cfg.NMTimeout = 100 * time.Millisecond
+	cfg.CgroupHierarchy = a.h.Dir
+	a.informer = yarninformer.New(cfg, a.st, nil)
+	a.informer.Setup(nil, nil)
+	require.Eventually(t, func() bool {
+		a.informer.Resync(context.Background())
+		c, ok := a.st.Get(a.id)
+		return ok && c.Cgroups[cgroups.Memory].Owned && len(c.Pids) > 0
+	}, 10*time.Second, 50*time.Millisecond)
+	return a
+}
+
 // TestRealKernelAdoptedLargeContainer: a YARN container that allocated and
 // touched 600 MiB in a memory cgroup this test made (the NodeManager pod's
 // stand-in) is moved by the adopter (YARNContainerCgroups' scan, as after
@@ -41,55 +112,10 @@ func TestRealKernelAdoptedLargeContainer(t *testing.T) {
 	// thresholds are set on it (they hold the same lock).
 	kerneltest.HoldBoxLock(t, 20*time.Minute)
 	kerneltest.UseHostRoots(t)
-	top := kerneltest.UniqueRoot(t)
-	pod := top + "/pod-nm"
-	var podAbs []string
-	for _, c := range []string{"memory", "cpu", "cpuacct"} {
-		podAbs = append(podAbs, kerneltest.MakeCgroup(t, c, pod+"/nm"))
-		kerneltest.MakeCgroup(t, c, top)
-		t.Cleanup(func() { kerneltest.RemoveCgroupTree(t, filepath.Join(kerneltest.CgroupRoot, c, top, "hadoop-yarn")) })
-	}
-	h := cgroups.Hierarchy{CgroupRoot: kerneltest.CgroupRoot, ProcRoot: "/proc", Dir: top + "/hadoop-yarn"}
-	id := yarn.ContainerID{Epoch: 17, ClusterTimestamp: 1700000000000, AppID: 9, AttemptID: 1, Sequence: 2}.String()
-
-	script := strings.Replace(kerneltest.HelperScript("alloc=600"), "exec env ", "exec env CONTAINER_ID="+id+" ", 1)
-	p := kerneltest.Start(t, script, podAbs...)
-	require.NoError(t, p.Release())
-	require.Eventually(t, func() bool {
-		rss, err := kerneltest.RssAnon(p.Pid())
-		return err == nil && rss >= adoptedMiB<<20
-	}, 30*time.Second, 50*time.Millisecond, "the container touches its %d MiB in the pod's cgroup", adoptedMiB)
-
-	st := store.New()
-	charges := cgroups.NewLeftCharges()
-	a := yarnadopt.New(yarnadopt.Options{Store: st, ScanInterval: time.Second, Charges: charges,
-		Hierarchy:   func() (cgroups.Hierarchy, bool) { return h, true },
-		NMPodCgroup: func() (string, string, bool) { return pod, "test/nodemanager", true },
-		ListNM: func(context.Context) ([]yarn.NMContainer, error) {
-			cid, _ := yarn.ParseContainerID(id)
-			return []yarn.NMContainer{{ID: cid, State: yarn.StateRunning}}, nil
-		}})
-	require.Eventually(t, func() bool {
-		a.Scan()
-		_, ok := a.Status().Containers[id]
-		return ok
-	}, 10*time.Second, 50*time.Millisecond, "the scan adopts the container")
-	memDir := filepath.Join(kerneltest.CgroupRoot, "memory", h.ContainerRelDir(id))
-	require.Contains(t, kerneltest.Pids(memDir), p.Pid(), "the process is in the container's own memory cgroup")
-	ad := a.Status().Containers[id]
-	t.Logf("adopted: %d processes moved, %d MiB charged to the pod's cgroup at the move", ad.ProcessesMoved, ad.MemoryChargedToNodeManagerBytes>>20)
-
-	cfg := config.NewDefault()
-	cfg.NMEndpoint = "http://127.0.0.1:1"
-	cfg.NMTimeout = 100 * time.Millisecond
-	cfg.CgroupHierarchy = h.Dir
-	informer := yarninformer.New(cfg, st, nil)
-	informer.Setup(nil, nil)
-	require.Eventually(t, func() bool {
-		informer.Resync(context.Background())
-		c, ok := st.Get(id)
-		return ok && c.Cgroups[cgroups.Memory].Owned && len(c.Pids) > 0
-	}, 10*time.Second, 50*time.Millisecond)
+	a := adoptContainer(t, 2, adoptedMiB, func(id string) string {
+		return strings.Replace(kerneltest.HelperScript(fmt.Sprintf("alloc=%d", adoptedMiB)), "exec env ", "exec env CONTAINER_ID="+id+" ", 1)
+	})
+	h, id, st, charges, informer := a.h, a.id, a.st, a.charges, a.informer
 
 	mc := newMetricCache(t)
 	m, err := NewMetrics(prometheus.NewRegistry())
@@ -115,19 +141,17 @@ func TestRealKernelAdoptedLargeContainer(t *testing.T) {
 	// koordlet restarts: the record, kept in memory, is gone. With
 	// YARNContainerCgroups on, the new collector reads the processes of
 	// each container once at first sight and finds the memory left behind.
-	require.NoError(t, koordfeatures.DefaultMutableKoordletFeatureGate.SetFromMap(map[string]bool{string(features.YARNContainerCgroups): true}))
-	t.Cleanup(func() {
-		_ = koordfeatures.DefaultMutableKoordletFeatureGate.SetFromMap(map[string]bool{string(features.YARNContainerCgroups): false})
-	})
+	enableGate(t, features.YARNContainerCgroups)
 	m2, err := NewMetrics(prometheus.NewRegistry())
 	require.NoError(t, err)
 	restarted := New(Options{Store: st, MetricCache: func() metriccache.MetricCache { return mc }, Metrics: m2, NodeName: "n1",
-		Interval: func() time.Duration { return time.Second }, CgroupHierarchy: informer.Hierarchy, Charges: cgroups.NewLeftCharges()})
+		Interval: func() time.Duration { return time.Second }, CgroupHierarchy: informer.Hierarchy, Charges: cgroups.NewLeftCharges(),
+		NMPodCgroup: a.nmPodCgroup})
 	defer restarted.Close()
 	at = time.Now().Add(time.Second)
 	restarted.Collect(at)
 	got, ok = lastValue(t, mc, metriccache.ContainerMemUsageMetric, metriccache.MetricPropertiesFunc.Container(id), at.Add(-time.Millisecond), at.Add(time.Minute))
 	require.True(t, ok)
 	t.Logf("after a restart: reported %.1f MiB", got/(1<<20))
-	assert.GreaterOrEqual(t, got, float64(adoptedMiB<<20)*0.97, "after a restart too")
+	assert.GreaterOrEqual(t, got, float64(adoptedMiB<<20)*0.97, "after a restart too (the pod's cgroup still holds what it left)")
 }

@@ -66,6 +66,12 @@ type Options struct {
 	// none. Such a container is measured by cgroups.TrueMemory until its
 	// charge is its own.
 	Charges *cgroups.LeftCharges
+	// NMPodCgroup returns the NodeManager pod's cgroup relative to the
+	// mount root and the pod's name (the adopter's Options.NMPodCgroup);
+	// ok is false when no NodeManager pod is known; nil: none. Memory a
+	// container koordlet moved left behind is charged there, so what that
+	// cgroup is charged bounds it.
+	NMPodCgroup func() (dir, pod string, ok bool)
 }
 
 // appKey identifies an application's series.

@@ -3,14 +3,18 @@ package yarnusage
 import (
 	"maps"
 	"slices"
+	"strings"
 	"sync"
 
+	"golang.org/x/sys/unix"
 	"k8s.io/klog/v2"
 
 	"github.com/koordinator-sh/koordinator/pkg/koordlet/util/system"
 
 	"github.com/koordlet-yarn/koordlet-yarn/framework/cgroups"
 	"github.com/koordlet-yarn/koordlet-yarn/framework/store"
+	"github.com/koordlet-yarn/koordlet-yarn/hooks/yarnadopt"
+	"github.com/koordlet-yarn/koordlet-yarn/hooks/yarnmemcg"
 )
 
 // MemoryAccountingStatus says how the YARN containers' memory was measured
@@ -64,6 +68,9 @@ type memoryAccounting struct {
 	seen        map[cgroups.MemoryAccounting]bool
 	seenCharged map[string]bool
 	truncated   bool
+	// origins caches, for one cycle, what the memory cgroups that moved
+	// containers came from are charged (-1: unreadable).
+	origins map[string]int64
 }
 
 // LastMemoryAccounting returns how memory was measured at the last cycle;
@@ -122,6 +129,7 @@ func (c *Collector) publishMemoryAccounting() {
 	m.last, m.logged = m.cur, true
 	m.mu.Unlock()
 	m.cur = MemoryAccountingStatus{} // last keeps the ChargedTo it had
+	clear(m.origins)
 }
 
 // processMemory sums the memory of the processes of ct's own cpu cgroup;
@@ -172,8 +180,10 @@ func (c *Collector) processReader() *cgroups.ProcessMemoryReader {
 // chargedElsewhere measures a container whose processes were moved into its
 // memory cgroup holding memory that stayed charged to the cgroup they left
 // (recorded in Options.Charges), charge being its cgroup's usage now: by
-// its processes until its charge is its own (cgroups.TrueMemory), then the
-// record goes and later cycles read the cgroup alone. ok is false for a
+// its processes until its charge is its own (cgroups.TrueMemory), what is
+// left elsewhere bounded by the record and by what the cgroup they left is
+// charged now (originCharge), then the record goes and later cycles read
+// the cgroup alone. ok is false for a
 // container not recorded, or whose processes cannot be read now (the
 // charge alone is reported).
 func (c *Collector) chargedElsewhere(ct *store.Container, charge int64) (cgroups.ChargeTruth, bool) {
@@ -181,15 +191,20 @@ func (c *Collector) chargedElsewhere(ct *store.Container, charge int64) (cgroups
 	if !ok {
 		return cgroups.ChargeTruth{}, false
 	}
+	// No more can stay behind than the cgroup it was left in holds now.
+	bound := left
+	if oc := c.originCharge(ct); oc >= 0 && oc < bound {
+		bound = oc
+	}
 	var tr cgroups.ChargeTruth
-	if left <= cgroups.OwnChargeSlack {
-		tr = cgroups.TrueMemory(charge, 0, left)
+	if bound <= cgroups.OwnChargeSlack {
+		tr = cgroups.TrueMemory(charge, 0, bound)
 	} else {
 		pm, ok := c.processMemory(ct)
 		if !ok {
 			return tr, false
 		}
-		tr = cgroups.TrueMemory(charge, pm.Usage(), left)
+		tr = cgroups.TrueMemory(charge, pm.Usage(), bound)
 	}
 	if tr.Own {
 		c.opts.Charges.Settle(ct.Name, left)
@@ -214,18 +229,27 @@ func (c *Collector) chargedElsewhere(ct *store.Container, charge int64) (cgroups
 // YARNMemoryCgroup): a container koordlet moved before this koordlet started
 // (a restart; Charges lives in memory), or moved by YARNMemoryCgroup (which
 // records nothing, and moves containers holding up to 64 MiB), may hold
-// memory still charged to the cgroup it left. One read of its processes
-// tells; what they hold beyond the charge is recorded, and the container is
-// then measured as one just moved.
+// memory still charged to the cgroup it left. Only a memory cgroup koordlet
+// made can (madeByKoordlet); one YARN made had the container's processes
+// from their birth, and what their RSS sums beyond its charge is pages
+// counted once per process that maps them (copy-on-write after fork, shared
+// memory), not memory charged elsewhere. For one koordlet made, one read of
+// its processes tells; what they hold beyond the charge, up to what the
+// cgroup they came from is charged (originCharge: the per-process sum
+// counts shared pages more than once there too), is recorded, and the
+// container is then measured as one just moved.
 func (c *Collector) recheckMoved(ct *store.Container, charge int64) {
 	if _, ok := c.opts.Charges.Get(ct.Name); ok {
+		return
+	}
+	if !c.madeByKoordlet(ct) {
 		return
 	}
 	pm, ok := c.processMemory(ct)
 	if !ok {
 		return
 	}
-	if tr := cgroups.TrueMemory(charge, pm.Usage(), -1); !tr.Own {
+	if tr := cgroups.TrueMemory(charge, pm.Usage(), c.originCharge(ct)); !tr.Own {
 		c.opts.Charges.Add(ct.Name, tr.Elsewhere)
 		klog.V(2).Infof("yarn: YARN container %s holds %dKi more than its memory cgroup is charged (moved in holding it, before this koordlet started): measured by its processes until its charge is its own", ct.Name, tr.Elsewhere>>10)
 		return
@@ -233,4 +257,87 @@ func (c *Collector) recheckMoved(ct *store.Container, charge int64) {
 	if c.procMem != nil {
 		c.procMem.Forget(ct.Cgroups[cgroups.CPU].Dir)
 	}
+}
+
+// hookMarkerValue is the value of the marker xattr both hooks set on the
+// cgroups they make.
+const hookMarkerValue = "1"
+
+// madeByKoordlet reports whether ct's own memory cgroup is one koordlet
+// made: it carries the marker of the hook that made it (yarnadopt.Marker:
+// YARNContainerCgroups; yarnmemcg.Marker: YARNMemoryCgroup). The markers
+// are the record that outlives a koordlet (Charges and the adopter's
+// records live in its memory).
+func (c *Collector) madeByKoordlet(ct *store.Container) bool {
+	abs, ok := c.memoryAbsDir(ct)
+	if !ok {
+		return false
+	}
+	for _, marker := range []string{yarnadopt.Marker, yarnmemcg.Marker} {
+		if m, err := cgroups.Marked(abs, marker, hookMarkerValue); err == nil && m {
+			return true
+		}
+	}
+	return false
+}
+
+// memoryAbsDir returns ct's own memory cgroup's absolute directory; false
+// while the hierarchy is not known.
+func (c *Collector) memoryAbsDir(ct *store.Container) (string, bool) {
+	r := c.processReader()
+	if r == nil {
+		return "", false
+	}
+	return r.Hierarchy().AbsDir(cgroups.Memory, ct.Cgroups[cgroups.Memory].Dir), true
+}
+
+// originCharge is what the memory cgroup the processes of ct (moved by
+// koordlet into the memory cgroup it made) came from is charged now, anon +
+// unevictable like a container's charge: no more of its memory can be left
+// there. The origin is the one YARNMemoryCgroup recorded on the cgroup
+// (yarnmemcg.FromMarker), else the NodeManager pod's cgroup
+// (Options.NMPodCgroup), which the adopter takes processes from. -1 when
+// neither is known or it cannot be read. Read once per cycle per origin.
+func (c *Collector) originCharge(ct *store.Container) int64 {
+	origin, ok := c.recordedOrigin(ct)
+	if !ok && c.opts.NMPodCgroup != nil {
+		origin, _, ok = c.opts.NMPodCgroup()
+	}
+	if !ok || origin == "" {
+		return -1
+	}
+	m := &c.mem
+	if v, ok := m.origins[origin]; ok {
+		return v
+	}
+	v := int64(-1)
+	if stat, err := c.opts.Reader.MemoryStat(origin); err != nil {
+		klog.V(4).Infof("yarn: read the memory cgroup %s that YARN container %s was moved from: %v", origin, ct.Name, err)
+	} else {
+		v = stat.Usage()
+	}
+	if m.origins == nil {
+		m.origins = map[string]int64{}
+	}
+	m.origins[origin] = v
+	return v
+}
+
+// recordedOrigin returns the memory cgroup YARNMemoryCgroup recorded on
+// ct's memory cgroup as where its processes came from, when valid.
+func (c *Collector) recordedOrigin(ct *store.Container) (string, bool) {
+	abs, ok := c.memoryAbsDir(ct)
+	if !ok {
+		return "", false
+	}
+	buf := make([]byte, 4096)
+	n, err := unix.Getxattr(abs, yarnmemcg.FromMarker, buf)
+	if err != nil || n == 0 {
+		return "", false
+	}
+	from := string(buf[:n])
+	if !yarnmemcg.ValidOrigin(from, c.procMem.Hierarchy().Dir) {
+		return "", false
+	}
+	return strings.Trim(from, "/"), true
 }
