@@ -158,6 +158,9 @@ func install(fs *flag.FlagSet, reg prometheus.Registerer) (*Framework, error) {
 		// The NodeManager the informer's last resync resolved (configured
 		// or found among the node's pods).
 		NodeManagerPresent: func() bool { return fw.Informer.Status().NMEndpoint != "" },
+		// The NodeManager pod's cgroup bounds what a moved container left
+		// charged there (a restart's recheck).
+		NMPodCgroup: fw.nmPodCgroup,
 	})
 	// The series of the packages that do not label their own get the
 	// node label every other koordlet_yarn_* series carries.
