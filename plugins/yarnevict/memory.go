@@ -292,6 +292,9 @@ func (m *MemoryEvict) Cycle(now time.Time) []Victim {
 	if attempted && m.deps.Metrics != nil {
 		m.deps.Metrics.AddNeeded(m.deps.NodeName, ReasonBEMemoryEvict, "memory", need)
 	}
+	if attempted {
+		m.deps.Relief.Evicted(false) // the node changed: a throttle's hold is measured anew
+	}
 	if ReleasesLater(evicted) {
 		m.lastEvict = now
 	}
@@ -328,8 +331,10 @@ func (m *MemoryEvict) evictForHold(now time.Time, node *corev1.Node, esc Escalat
 	klog.Infof("yarn: memory evict below the threshold: %s; need to release %dMi of YARN containers; %d candidates, the plan covers %dMi",
 		esc.Why, esc.Release>>20, len(victims), covered>>20)
 	evicted, released, attempted := m.evict(node, victims, esc.Release, MemoryUsage)
+	// Measured anew even when nothing could be killed: asked again a bound
+	// later, not at every check.
+	m.deps.Relief.Evicted(attempted)
 	if attempted {
-		m.deps.Relief.Escalated()
 		if m.deps.Metrics != nil {
 			m.deps.Metrics.AddNeeded(m.deps.NodeName, ReasonBEMemoryEvict, "memory", esc.Release)
 		}

@@ -134,7 +134,8 @@ func v2Cgroups() bool { return system.GetCurrentCgroupVersion() == system.Cgroup
 
 // Check runs the rungs for the YARN root rel at the check's levels. It
 // returns the kill the strategy is to make below the threshold (none
-// mostly; see FloorHold): the strategy reports it done with Escalated.
+// mostly; see FloorHold): the strategy reports what it evicted with
+// Evicted.
 func (r *Relief) Check(rel string, lv Levels) Escalation {
 	if !r.Enabled() || rel == "" {
 		return Escalation{}
@@ -208,16 +209,21 @@ func (r *Relief) holdLocked(lv Levels, d ThrottleDecision) Escalation {
 	return Escalation{Release: need, Why: why}
 }
 
-// Escalated records that the strategy killed for the Escalation Check
-// returned: the hold is measured anew from now.
-func (r *Relief) Escalated() {
+// Evicted records that the strategy acted on node memory: for the
+// Escalation Check returned (forHold; also when it found nothing to kill,
+// so that it is not asked again at every check), or at the threshold. The
+// hold is measured anew from now.
+func (r *Relief) Evicted(forHold bool) {
 	if r == nil {
 		return
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	if r.hold.Since.IsZero() {
+		return // no hold under way
+	}
 	r.hold = r.hold.Killed(r.clock())
-	if r.episode != nil {
+	if forHold && r.episode != nil {
 		r.episode.floorKill = true
 	}
 }

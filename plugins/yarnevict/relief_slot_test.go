@@ -130,4 +130,22 @@ func TestMemoryEvictHeldAtTheFloorKills(t *testing.T) {
 	n, why := evictions()
 	require.Equal(t, 1, n, "the hold escalated to one kill")
 	assert.Contains(t, why, "held the YARN hierarchy at its floor")
+	assert.Contains(t, why, "over 31 checks")
+
+	// The kill released nothing (no process in the fake cgroup) and the
+	// root still presses: the next kill comes a bound later, not at the
+	// next check.
+	killedAt := s.clock
+	for i := 1; i <= 30; i++ {
+		s.clock = killedAt.Add(time.Duration(i) * time.Second)
+		anon += mib
+		s.root.charge(anon+32*mib, 32*mib)
+		s.slot.Cycle(s.clock)
+		if n, _ := evictions(); n > 1 {
+			break
+		}
+	}
+	n, _ = evictions()
+	assert.Equal(t, 2, n)
+	assert.Equal(t, 30*time.Second, s.clock.Sub(killedAt), "the second kill a bound after the first")
 }

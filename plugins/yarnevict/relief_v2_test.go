@@ -168,7 +168,7 @@ func TestReliefHeldAtTheFloorAsksTheRM(t *testing.T) {
 	require.Positive(t, esc.Release, "the RM did not release in its time: the kill")
 	assert.Equal(t, (19700-18000)*mib, esc.Release, "down to the throttle's start")
 	assert.Contains(t, esc.Why, "the ResourceManager, asked 20s ago, has not released")
-	r.Escalated()
+	r.Evicted(true)
 	esc = r.Check(reliefRoot, lv)
 	assert.Zero(t, esc.Release, "after a kill the hold is measured anew")
 }
