@@ -207,9 +207,15 @@ func install(fs *flag.FlagSet, reg prometheus.Registerer) (*Framework, error) {
 		RMReady: func() bool { return fw.rmSync.Enabled() && features.Enabled(features.YARNRMPreemption) },
 		// The ask is pushed at the sync's next step (within its interval
 		// and the RM's request timeout); the RM preempts after the
-		// over-commit timeout; the grace covers the NM's report.
+		// over-commit timeout; the grace covers the NM's report: the one
+		// the RM sync derived from the RM's node heartbeat for its last
+		// ask (--yarn-rm-preemption-grace until it has asked).
 		RMDelay: func() time.Duration {
-			return cfg.Ledger.RMSyncInterval + cfg.RM.Timeout + cfg.Ledger.RMPreemptionTimeout + cfg.Ledger.RMPreemptionGrace
+			grace := cfg.Ledger.RMPreemptionGrace
+			if g := fw.rmSync.Status().PreemptionGrace; g > 0 {
+				grace = g
+			}
+			return cfg.Ledger.RMSyncInterval + cfg.RM.Timeout + cfg.Ledger.RMPreemptionTimeout + grace
 		},
 		Allocated: func() int64 { v, _ := fw.Ledger.View(); return (v.YARNAllocated.MemoryBytes + 1<<20 - 1) >> 20 },
 		Audit:     fw.audit}

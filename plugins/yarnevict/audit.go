@@ -72,6 +72,9 @@ type ReliefEpisodeRecord struct {
 	// Floored: the throttle reached its floor.
 	Crossed bool `json:"crossed"`
 	Floored bool `json:"floored"`
+	// FloorKill: YARN containers were killed because the throttle held
+	// the YARN root at its floor past its bound (FloorHold).
+	FloorKill bool `json:"floorKill,omitempty"`
 	// Interrupted: koordlet stopped (or the rungs were turned off) during
 	// the episode; Outcome is what relieved it so far.
 	Interrupted bool `json:"interrupted,omitempty"`

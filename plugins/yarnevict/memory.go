@@ -214,36 +214,63 @@ func (m *MemoryEvict) CloseTrigger() {
 	}
 }
 
-// Cycle runs one evaluation; it returns what it evicted.
-func (m *MemoryEvict) Cycle(now time.Time) []Victim {
+// memoryCheck is one check's reading: node memory against NodeSLO's
+// thresholds, and what the relief rungs ask.
+type memoryCheck struct {
+	node              *corev1.Node
+	need, used, level int64
+	escalation        Escalation
+}
+
+// check reads node memory against NodeSLO's thresholds and runs the relief
+// rungs at those levels; ok is false when there is nothing to evict for
+// (no node or NodeSLO yet, BEMemoryEvict off in NodeSLO, no valid
+// threshold: the rungs give back what they hold).
+func (m *MemoryEvict) check() (c memoryCheck, ok bool) {
 	si := m.opts.StatesInformer
 	node, slo := si.GetNode(), si.GetNodeSLO()
 	if node == nil || slo == nil {
-		return nil
+		return c, false
 	}
 	if disabled, err := koordfeatures.IsFeatureDisabled(slo, koordfeatures.BEMemoryEvict); err != nil || disabled {
 		m.disarm()
 		m.relieve(0, 0, 0, 0)
-		return nil
+		return c, false
 	}
 	need, used, level, lowerLevel, err := m.need(slo.Spec.ResourceUsedThresholdWithBE, node)
 	if err != nil {
 		m.disarm()
 		m.relieve(0, 0, 0, 0)
 		klog.V(4).Infof("yarn: memory evict skipped: %v", err)
+		return c, false
+	}
+	esc := m.relieve(used, level, lowerLevel, node.Status.Capacity.Memory().Value())
+	return memoryCheck{node: node, need: need, used: used, level: level, escalation: esc}, true
+}
+
+// Relieve runs the relief rungs alone (YARNMemoryRelief): the slot calls
+// it at the checks of a kill's cooling, when no trigger may kill. The
+// rungs kill nothing themselves, and throttling as pressure rises, giving
+// memory.high back as headroom returns, must not wait for the cooling.
+func (m *MemoryEvict) Relieve(time.Time) { m.check() }
+
+// Cycle runs one evaluation; it returns what it evicted. The relief rungs
+// act at every check, its own cooling too (see also Relieve).
+func (m *MemoryEvict) Cycle(now time.Time) []Victim {
+	c, ok := m.check()
+	if !ok || now.Before(m.lastEvict.Add(m.cooling)) {
 		return nil
 	}
-	// The rungs before the kill act at every check, the cooling too.
-	m.relieve(used, level, lowerLevel, node.Status.Capacity.Memory().Value())
-	if now.Before(m.lastEvict.Add(m.cooling)) {
-		return nil
+	node, need, used, level := c.node, c.need, c.used, c.level
+	if need <= 0 && c.escalation.Release > 0 {
+		return m.evictForHold(now, node, c.escalation)
 	}
 	if need <= 0 {
 		m.arm(used, level)
 		return nil
 	}
 	decideStart := time.Now()
-	victims := m.victims(si.GetAllPods())
+	victims := m.victims(m.opts.StatesInformer.GetAllPods())
 	Rank(victims, MemoryUsage)
 	// Planned for the growth of what stays until the release is done and
 	// the next check (ProjectNeed): a grower spared now would take the
@@ -265,6 +292,9 @@ func (m *MemoryEvict) Cycle(now time.Time) []Victim {
 	if attempted && m.deps.Metrics != nil {
 		m.deps.Metrics.AddNeeded(m.deps.NodeName, ReasonBEMemoryEvict, "memory", need)
 	}
+	if attempted {
+		m.deps.Relief.Evicted(false) // the node changed: a throttle's hold is measured anew
+	}
 	if ReleasesLater(evicted) {
 		m.lastEvict = now
 	}
@@ -276,12 +306,46 @@ func (m *MemoryEvict) Cycle(now time.Time) []Victim {
 
 // relieve runs the memory relief rungs before the kill (YARNMemoryRelief):
 // at node usage used, the threshold and lower levels and capacity (0: no
-// threshold, the throttle given back).
-func (m *MemoryEvict) relieve(used, level, lower, capacity int64) {
+// threshold, the throttle given back). It returns the kill they ask for.
+func (m *MemoryEvict) relieve(used, level, lower, capacity int64) Escalation {
 	if m.deps.Relief == nil || m.deps.Hierarchy == nil {
-		return
+		return Escalation{}
 	}
-	m.deps.Relief.Check(m.deps.Hierarchy(), Levels{Used: used, Threshold: level, Lower: lower, Capacity: capacity})
+	return m.deps.Relief.Check(m.deps.Hierarchy(), Levels{Used: used, Threshold: level, Lower: lower, Capacity: capacity})
+}
+
+// evictForHold kills YARN containers, ranked and planned as at the
+// threshold, for the throttle's hold at its floor (Escalation): only YARN
+// containers (the throttle holds their root, and only their memory
+// relieves it), each victim's Why (its audit record and Event) saying so.
+func (m *MemoryEvict) evictForHold(now time.Time, node *corev1.Node, esc Escalation) []Victim {
+	var victims []Victim
+	for _, v := range m.victims(m.opts.StatesInformer.GetAllPods()) {
+		if v.Container != nil {
+			v.Trigger = esc.Why
+			victims = append(victims, v)
+		}
+	}
+	Rank(victims, MemoryUsage)
+	_, covered := PlanProtectingAMs(victims, esc.Release, MemoryUsage)
+	klog.Infof("yarn: memory evict below the threshold: %s; need to release %dMi of YARN containers; %d candidates, the plan covers %dMi",
+		esc.Why, esc.Release>>20, len(victims), covered>>20)
+	evicted, released, attempted := m.evict(node, victims, esc.Release, MemoryUsage)
+	// Measured anew even when nothing could be killed: asked again a bound
+	// later, not at every check.
+	m.deps.Relief.Evicted(attempted)
+	if attempted {
+		if m.deps.Metrics != nil {
+			m.deps.Metrics.AddNeeded(m.deps.NodeName, ReasonBEMemoryEvict, "memory", esc.Release)
+		}
+		if released < esc.Release {
+			klog.Warningf("yarn: memory evict for the throttle's hold released %dMi of the %dMi needed", released>>20, esc.Release>>20)
+		}
+	}
+	if ReleasesLater(evicted) {
+		m.lastEvict = now
+	}
+	return evicted
 }
 
 // ReleasesLater reports whether some of the evicted release their memory

@@ -165,6 +165,9 @@ func bestCoverable(pool []Victim, order []int, taken []bool, usage func(*Victim)
 // loses and the plan's reason.
 func explain(v *Victim, plan string) string {
 	var parts []string
+	if v.Trigger != "" {
+		parts = append(parts, v.Trigger)
+	}
 	level := fmt.Sprintf("priority %d", v.Priority)
 	if v.Label != "" {
 		level += " (" + v.Label + ")"

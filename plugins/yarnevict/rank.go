@@ -55,6 +55,10 @@ type Victim struct {
 	// Label names the victim's priority for explanations (a policy tier,
 	// the execution type); empty for pods.
 	Label string
+	// Trigger is what made the check evict when it is not the
+	// threshold's need (the throttle's hold at its floor), put first in
+	// Why; empty otherwise.
+	Trigger string
 	// Why explains, after Plan, why this victim was chosen.
 	Why string
 }

@@ -9,6 +9,7 @@ import (
 	"golang.org/x/sys/unix"
 	"k8s.io/klog/v2"
 
+	koordfeatures "github.com/koordinator-sh/koordinator/pkg/features"
 	"github.com/koordinator-sh/koordinator/pkg/koordlet/resourceexecutor"
 	"github.com/koordinator-sh/koordinator/pkg/koordlet/util/system"
 
@@ -29,7 +30,13 @@ import (
 //     (TestV1Guest).
 //
 // Every value goes through a RootFile (recorded, given back). A root whose
-// memory.high another writer changes is left to it from then on.
+// memory.high another writer changes is left to it from then on (the band
+// still frames the episode and the RM rung). A throttle that holds the
+// root at its floor while the root presses against it is bounded
+// (FloorHold): then the RM is asked, or the strategy kills (Check's
+// Escalation).
+//
+// The rungs run only inside koordlet's BE memory evict (see Enabled).
 type Relief struct {
 	// High and Soft write the root's memory.high (v2) and soft limit (v1).
 	High, Soft *cgroups.RootFile
@@ -48,6 +55,9 @@ type Relief struct {
 	RMReady   func() bool
 	RMDelay   func() time.Duration
 	Allocated func() int64
+	// FloorHoldLimit bounds the throttle's hold at its floor (0:
+	// DefaultFloorHoldLimit).
+	FloorHoldLimit time.Duration
 	// Audit keeps each episode's decision (a record of kind relief).
 	Audit *Audit
 	// now is the clock (nil: time.Now).
@@ -69,11 +79,27 @@ type Relief struct {
 	said    map[string]bool
 	// growth follows node memory at the checks (the RM rung).
 	growth GrowthTracker
+	// hold is the throttle's hold at its floor.
+	hold FloorHold
+}
+
+// Escalation is a kill the rungs ask of the memory strategy although node
+// memory is below the threshold: the throttle held the YARN root at its
+// floor past its bound (FloorHold).
+type Escalation struct {
+	// Release is the node memory to release by killing YARN containers,
+	// in bytes (0: none).
+	Release int64
+	// Why says why, for the decision line, the audit and the Event.
+	Why string
 }
 
 // reliefEpisode is one stay of node memory in the throttle band or above.
 type reliefEpisode struct {
 	crossed, floored bool
+	// floorKill: YARN containers were killed for the throttle's hold at
+	// its floor.
+	floorKill bool
 	// askedMB is the release asked of the RM (0: none).
 	askedMB int64
 	start   time.Time
@@ -93,21 +119,26 @@ type Levels struct {
 // growthWindow is how far back the RM rung reads node memory's growth.
 const growthWindow = 10 * time.Second
 
-// Enabled is the gate, with the YARN-aware BE memory evict that runs the
-// rungs.
+// Enabled is the gate, with what runs the rungs: the YARN-aware BE memory
+// evict, which koordlet's memory slot runs only with koordlet's own
+// BEMemoryEvict. With either off nothing of relief runs: what an earlier
+// koordlet left is given back at the start (ReliefRestorer) and counted
+// as pending (/yarn/restore).
 func (r *Relief) Enabled() bool {
-	return r != nil && features.Enabled(features.YARNMemoryRelief) && features.Enabled(features.YARNBEMemoryEvict)
+	return r != nil && features.Enabled(features.YARNMemoryRelief) && features.Enabled(features.YARNBEMemoryEvict) &&
+		koordfeatures.DefaultKoordletFeatureGate.Enabled(koordfeatures.BEMemoryEvict)
 }
 
 // v2 reports whether the node's cgroups are v2.
 func v2Cgroups() bool { return system.GetCurrentCgroupVersion() == system.CgroupVersionV2 }
 
 // Check runs the rungs for the YARN root rel at the check's levels. It
-// reports whether the throttle is at its floor (it cannot hold the node
-// below the threshold: the kill is next).
-func (r *Relief) Check(rel string, lv Levels) (atFloor bool) {
+// returns the kill the strategy is to make below the threshold (none
+// mostly; see FloorHold): the strategy reports what it evicted with
+// Evicted.
+func (r *Relief) Check(rel string, lv Levels) Escalation {
 	if !r.Enabled() || rel == "" {
-		return false
+		return Escalation{}
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -122,19 +153,98 @@ func (r *Relief) Check(rel string, lv Levels) (atFloor bool) {
 	}
 	r.rel = rel
 	var d ThrottleDecision
+	throttled := false
 	if v2Cgroups() {
-		d = r.throttleLocked(rel, lv.Used, lv.Threshold, lv.Capacity)
+		d, throttled = r.throttleLocked(rel, lv.Used, lv.Threshold, lv.Capacity)
 	} else {
 		r.softLimitLocked(rel)
-		// No throttle on v1: the band still frames the episode (and
-		// the RM rung).
-		d = ThrottlePlan(ThrottleInput{Used: lv.Used, Threshold: lv.Threshold, Band: lv.Capacity * r.BandPercent() / 100,
-			Throttled: r.episode != nil, Own: cgroups.MemoryUnlimited})
-		d.Floor = false
+	}
+	if !throttled {
+		// No throttle (v1, another writer's memory.high, a root that
+		// cannot be read or written): the band still frames the
+		// episode, and the RM rung.
+		d = r.bandLocked(lv)
 	}
 	r.askRMLocked(lv, d)
+	esc := r.holdLocked(lv, d)
 	r.noteEpisodeLocked(lv.Used, lv.Threshold, d)
-	return d.Floor && !d.Release
+	return esc
+}
+
+// bandLocked is the throttle band's frame of an episode without a
+// throttle: in it or not (Release), nothing written, never at a floor.
+func (r *Relief) bandLocked(lv Levels) ThrottleDecision {
+	d := ThrottlePlan(ThrottleInput{Used: lv.Used, Threshold: lv.Threshold, Band: lv.Capacity * r.BandPercent() / 100,
+		Throttled: r.episode != nil, Own: cgroups.MemoryUnlimited})
+	return ThrottleDecision{Release: d.Release, Start: d.Start}
+}
+
+// holdLocked bounds the throttle's hold at its floor (FloorHold): past the
+// bound it asks the RM (its rung on) or returns the kill, down to the
+// throttle's start (where it gives the root half the band to grow in).
+func (r *Relief) holdLocked(lv Levels, d ThrottleDecision) Escalation {
+	now := r.clock()
+	alloc := r.allocatedMB()
+	h, step := r.hold.Next(HoldInput{AtFloor: d.Floor && !d.Release, Held: d.Held, Now: now, Limit: r.FloorHoldLimit,
+		RM: r.rmReady() && alloc > 0, RMDelay: r.rmDelay()})
+	r.hold = h
+	if step == HoldWait {
+		return Escalation{}
+	}
+	need := max(lv.Used-d.Start, 0)
+	why := fmt.Sprintf("the memory throttle held the YARN hierarchy at its floor (memory.high %dMi, its memory pressing against it) for %v over %d checks, node memory staying in the band under the threshold (%dMi, threshold %dMi): its allocations stall",
+		d.High>>20, now.Sub(h.Since).Round(time.Second), h.Checks, lv.Used>>20, lv.Threshold>>20)
+	if step == HoldAskRM {
+		releaseMB := min((need+1<<20-1)>>20, alloc)
+		r.RM.AskUsage(alloc - releaseMB)
+		if r.episode != nil {
+			r.episode.askedMB = max(r.episode.askedMB, releaseMB)
+		}
+		klog.Infof("yarn: memory relief: %s; asking the ResourceManager to release %d MB of YARN's %d MB on the node (capacity at most %d MB)", why, releaseMB, alloc, alloc-releaseMB)
+		return Escalation{}
+	}
+	if !h.AskedAt.IsZero() {
+		why += fmt.Sprintf("; the ResourceManager, asked %v ago, has not released", now.Sub(h.AskedAt).Round(time.Second))
+	}
+	return Escalation{Release: need, Why: why}
+}
+
+// Evicted records that the strategy acted on node memory: for the
+// Escalation Check returned (forHold; also when it found nothing to kill,
+// so that it is not asked again at every check), or at the threshold. The
+// hold is measured anew from now.
+func (r *Relief) Evicted(forHold bool) {
+	if r == nil {
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.hold.Since.IsZero() {
+		return // no hold under way
+	}
+	r.hold = r.hold.Killed(r.clock())
+	if forHold && r.episode != nil {
+		r.episode.floorKill = true
+	}
+}
+
+// rmReady reports whether the RM rung can ask.
+func (r *Relief) rmReady() bool { return r.RM != nil && r.RMReady != nil && r.RMReady() }
+
+// rmDelay is how long the RM takes to release once asked (0: unknown).
+func (r *Relief) rmDelay() time.Duration {
+	if r.RMDelay == nil {
+		return 0
+	}
+	return r.RMDelay()
+}
+
+// allocatedMB is YARN's memory allocation on the node, MiB (0: unknown).
+func (r *Relief) allocatedMB() int64 {
+	if r.Allocated == nil {
+		return 0
+	}
+	return r.Allocated()
 }
 
 // clock is r.now, or time.Now.
@@ -149,7 +259,7 @@ func (r *Relief) clock() time.Time {
 // ResourceManager to release before the threshold is asked of it
 // (RMAskPlan); the ask is withdrawn when the episode ends.
 func (r *Relief) askRMLocked(lv Levels, d ThrottleDecision) {
-	if r.RM == nil || r.RMReady == nil || !r.RMReady() {
+	if !r.rmReady() {
 		return
 	}
 	now := r.clock()
@@ -169,14 +279,7 @@ func (r *Relief) askRMLocked(lv Levels, d ThrottleDecision) {
 	if !ok {
 		return
 	}
-	var delay time.Duration
-	if r.RMDelay != nil {
-		delay = r.RMDelay()
-	}
-	var alloc int64
-	if r.Allocated != nil {
-		alloc = r.Allocated()
-	}
+	delay, alloc := r.rmDelay(), r.allocatedMB()
 	a := RMAskPlan(RMAskInput{Used: lv.Used, Start: d.Start, Threshold: lv.Threshold, Lower: lv.Lower, Rate: rate, RMDelay: delay, AllocatedMB: alloc})
 	if !a.Ask {
 		return
@@ -228,16 +331,18 @@ func dirInode(dir string) (uint64, bool) {
 	return st.Ino, true
 }
 
-// throttleLocked decides and writes the root's memory.high.
-func (r *Relief) throttleLocked(rel string, used, threshold, capacity int64) ThrottleDecision {
+// throttleLocked decides and writes the root's memory.high; throttled is
+// false when the throttle does not act on the root (another writer's
+// memory.high, a root that cannot be read or written).
+func (r *Relief) throttleLocked(rel string, used, threshold, capacity int64) (d ThrottleDecision, throttled bool) {
 	if r.foreign || r.High == nil {
-		return ThrottleDecision{Release: true}
+		return d, false
 	}
 	reader := resourceexecutor.NewCgroupReader()
 	written, wrote := r.High.Written(rel)
 	// A record left by an earlier koordlet is a throttle of koordlet's
 	// too: released or taken over by this one.
-	throttled := wrote || r.High.Recorded(rel)
+	ours := wrote || r.High.Recorded(rel)
 	if wrote {
 		// The kernel keeps memory.high in pages: what it reads back
 		// may be up to a page below what was written.
@@ -245,15 +350,15 @@ func (r *Relief) throttleLocked(rel string, used, threshold, capacity int64) Thr
 		if err == nil && (now > written || written-now >= int64(os.Getpagesize())) {
 			r.foreign = true
 			r.High.Forget(rel) // its value now: a restore would overwrite it
-			klog.Warningf("yarn: memory relief: the memory.high of the YARN hierarchy %s is %d, not the %d koordlet wrote: another writer owns it; koordlet's throttle stays off on it", rel, now, written)
-			return ThrottleDecision{Release: true}
+			klog.Warningf("yarn: memory relief: the memory.high of the YARN hierarchy %s is %d, not the %d koordlet wrote: another writer owns it; koordlet's throttle stays off on it (the ResourceManager rung and the kill go on)", rel, now, written)
+			return d, false
 		}
 	}
-	in := ThrottleInput{Used: used, Threshold: threshold, Band: capacity * r.BandPercent() / 100, Throttled: throttled, Own: cgroups.MemoryUnlimited}
+	in := ThrottleInput{Used: used, Threshold: threshold, Band: capacity * r.BandPercent() / 100, Throttled: ours, Own: cgroups.MemoryUnlimited}
 	switch {
 	case wrote:
 		in.Written = written
-	case throttled:
+	case ours:
 		// An earlier koordlet's throttle (its record is there): the
 		// value on the file is the one to hold, not to chase past.
 		if now, err := r.High.Read(rel); err == nil && now < cgroups.MemoryUnlimited {
@@ -266,18 +371,18 @@ func (r *Relief) throttleLocked(rel string, used, threshold, capacity int64) Thr
 	cur, err := reader.ReadMemoryUsage(rel)
 	if err != nil {
 		r.sayOnce("read", "yarn: memory relief: cannot read the memory of the YARN hierarchy %s (%v); no throttle", rel, err)
-		return ThrottleDecision{Release: true}
+		return d, false
 	}
 	st, err := reader.ReadMemoryStat(rel)
 	if err != nil {
 		r.sayOnce("read", "yarn: memory relief: cannot read the memory of the YARN hierarchy %s (%v); no throttle", rel, err)
-		return ThrottleDecision{Release: true}
+		return d, false
 	}
 	in.Current, in.Reclaimable = int64(cur), st.ActiveFile+st.InactiveFile
-	d := ThrottlePlan(in)
+	d = ThrottlePlan(in)
 	d.High &^= int64(os.Getpagesize()) - 1 // as the kernel keeps it
 	switch {
-	case d.Release && throttled:
+	case d.Release && ours:
 		if restored, v, err := r.High.Restore(rel); err != nil {
 			klog.Warningf("yarn: memory relief: release the throttle of %s: %v", rel, err)
 		} else if restored {
@@ -287,9 +392,9 @@ func (r *Relief) throttleLocked(rel string, used, threshold, capacity int64) Thr
 	case !d.Release && (!wrote || written != d.High) && d.High > 0:
 		if err := r.High.Set(rel, d.High); err != nil {
 			r.sayOnce("write", "yarn: memory relief: cannot throttle the YARN hierarchy %s (%v)", rel, err)
-			return ThrottleDecision{Release: true}
+			return ThrottleDecision{}, false
 		}
-		if !throttled {
+		if !ours {
 			klog.Infof("yarn: memory relief: node memory %dMi at the throttle's start %dMi (threshold %dMi): the YARN hierarchy's memory.high %dMi (charged %dMi, %dMi page cache)",
 				used>>20, d.Start>>20, threshold>>20, d.High>>20, in.Current>>20, in.Reclaimable>>20)
 		} else {
@@ -297,7 +402,7 @@ func (r *Relief) throttleLocked(rel string, used, threshold, capacity int64) Thr
 		}
 		r.setGauge(d.High)
 	}
-	return d
+	return d, true
 }
 
 // noteEpisodeLocked follows the pressure episode and counts, at its end,
@@ -339,17 +444,17 @@ func (r *Relief) endEpisodeLocked(interrupted bool) {
 	r.episode = nil
 	by := "throttle"
 	switch {
-	case e.crossed:
+	case e.crossed || e.floorKill:
 		by = "evict"
 	case e.askedMB > 0:
 		by = "resourcemanager"
-	case !v2Cgroups():
-		by = "none" // v1: nothing of relief acts on the episode
+	case e.lowestHigh == 0:
+		by = "none" // no throttle written (v1, another writer's memory.high): nothing of relief acted
 	}
 	now := r.clock()
 	rec := &ReliefEpisodeRecord{Start: e.start, Duration: now.Sub(e.start).Round(time.Millisecond).String(),
 		PeakUsedBytes: e.peak, ThresholdBytes: e.threshold, LowestHighBytes: e.lowestHigh, AskedMB: e.askedMB,
-		Crossed: e.crossed, Floored: e.floored, Interrupted: interrupted}
+		Crossed: e.crossed, Floored: e.floored, FloorKill: e.floorKill, Interrupted: interrupted}
 	why := fmt.Sprintf("node memory peaked at %dMi (threshold %dMi) over %s", e.peak>>20, e.threshold>>20, rec.Duration)
 	if e.lowestHigh > 0 {
 		why += fmt.Sprintf("; the YARN hierarchy's memory.high down to %dMi", e.lowestHigh>>20)

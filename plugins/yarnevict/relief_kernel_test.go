@@ -34,14 +34,14 @@ func TestReliefSoftLimitRealKernel(t *testing.T) {
 	own := read()
 	on := func(v bool) {
 		require.NoError(t, koordfeatures.DefaultMutableKoordletFeatureGate.SetFromMap(map[string]bool{
-			string(features.YARNMemoryRelief): v, string(features.YARNBEMemoryEvict): v}))
+			string(features.YARNMemoryRelief): v, string(features.YARNBEMemoryEvict): v, string(koordfeatures.BEMemoryEvict): v}))
 	}
 	on(true)
 	t.Cleanup(func() { on(false) })
 
 	r := &Relief{High: cgroups.NewRootMemoryHigh(), Soft: cgroups.NewRootSoftLimit(), BandPercent: func() int64 { return 5 }}
 	const gib = int64(1) << 30
-	assert.False(t, r.Check(rel, Levels{Used: 30 * gib, Threshold: 20 * gib, Lower: 19 * gib, Capacity: 24 * gib}), "no throttle on v1, not at a floor")
+	assert.Zero(t, r.Check(rel, Levels{Used: 30 * gib, Threshold: 20 * gib, Lower: 19 * gib, Capacity: 24 * gib}), "no throttle on v1: never held at a floor")
 	assert.Equal(t, "0", read(), "batch's page cache is global reclaim's first")
 	assert.Equal(t, 1, r.Pending(rel))
 	// A restarted koordlet with the gate off gives the own value back.
@@ -76,10 +76,10 @@ func TestReliefSoftLimitRootMadeLater(t *testing.T) {
 	dir := filepath.Join(kerneltest.MakeCgroup(t, "memory", parent), "hadoop-yarn")
 	t.Cleanup(func() { _ = os.Remove(dir) })
 	require.NoError(t, koordfeatures.DefaultMutableKoordletFeatureGate.SetFromMap(map[string]bool{
-		string(features.YARNMemoryRelief): true, string(features.YARNBEMemoryEvict): true}))
+		string(features.YARNMemoryRelief): true, string(features.YARNBEMemoryEvict): true, string(koordfeatures.BEMemoryEvict): true}))
 	t.Cleanup(func() {
 		_ = koordfeatures.DefaultMutableKoordletFeatureGate.SetFromMap(map[string]bool{
-			string(features.YARNMemoryRelief): false, string(features.YARNBEMemoryEvict): false})
+			string(features.YARNMemoryRelief): false, string(features.YARNBEMemoryEvict): false, string(koordfeatures.BEMemoryEvict): false})
 	})
 	read := func() string {
 		b, err := os.ReadFile(filepath.Join(dir, "memory.soft_limit_in_bytes"))

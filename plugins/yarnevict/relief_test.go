@@ -27,10 +27,10 @@ func TestReliefAsksTheRM(t *testing.T) {
 	system.UseCgroupsV2.Store(false)
 	t.Cleanup(func() { system.UseCgroupsV2.Store(old) })
 	require.NoError(t, koordfeatures.DefaultMutableKoordletFeatureGate.SetFromMap(map[string]bool{
-		string(features.YARNMemoryRelief): true, string(features.YARNBEMemoryEvict): true}))
+		string(features.YARNMemoryRelief): true, string(features.YARNBEMemoryEvict): true, string(koordfeatures.BEMemoryEvict): true}))
 	t.Cleanup(func() {
 		_ = koordfeatures.DefaultMutableKoordletFeatureGate.SetFromMap(map[string]bool{
-			string(features.YARNMemoryRelief): false, string(features.YARNBEMemoryEvict): false})
+			string(features.YARNMemoryRelief): false, string(features.YARNBEMemoryEvict): false, string(koordfeatures.BEMemoryEvict): false})
 	})
 	const mib = int64(1 << 20)
 	lv := Levels{Threshold: 20000 * mib, Lower: 19000 * mib, Capacity: 40000 * mib} // band 5%: from 18000 MiB

@@ -129,9 +129,19 @@ func (s *Slot) beReason() string {
 	return ReasonBEMemoryEvict
 }
 
-// Cycle runs the enabled triggers once.
+// reliever is a BE trigger with rungs before the kill (MemoryEvict's
+// memory relief), run at every check, a cooling's too.
+type reliever interface{ Relieve(time.Time) }
+
+// Cycle runs the enabled triggers once. During the cooling no trigger
+// kills, but the BE trigger's relief rungs still act: they kill nothing,
+// and throttling as pressure rises (or giving memory.high back as headroom
+// returns) must not wait for a kill's cooling.
 func (s *Slot) Cycle(now time.Time) {
 	if now.Before(s.lastEvict.Add(s.cooling)) {
+		if r, ok := s.be.(reliever); ok && gateOn(s.gates[0]) {
+			r.Relieve(now)
+		}
 		return
 	}
 	si := s.opts.StatesInformer

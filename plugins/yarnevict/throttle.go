@@ -40,6 +40,12 @@ type ThrottleDecision struct {
 	// reclaim cannot take, plus a margin): it cannot keep the node below
 	// the threshold if the pressure grows on; the next rungs act.
 	Floor bool
+	// Held: at the floor, the value written is held below the floor the
+	// root needs now: the root's anon memory grew into the margin under
+	// the throttle, its allocators are slowed (memory.high kills nothing,
+	// and with no swap anon memory is never reclaimed). Left alone that is
+	// a stall without bound (see FloorHold).
+	Held bool
 	// Start is the node usage at which the throttle starts.
 	Start int64
 }
@@ -96,12 +102,13 @@ func ThrottlePlan(in ThrottleInput) ThrottleDecision {
 		high = floor
 	}
 	d.Floor = high <= floor
-	if d.Floor && in.Throttled && in.Written > 0 && in.Written < high {
-		high = in.Written // hold: the root grew past it under the throttle
-	}
 	own := in.Own
 	if own <= 0 {
 		own = cgroups.MemoryUnlimited
+	}
+	if d.Floor && in.Throttled && in.Written > 0 && in.Written < high {
+		high = in.Written // hold: the root grew past it under the throttle
+		d.Held = in.Written < own
 	}
 	d.High = min(high, own)
 	return d

@@ -25,6 +25,7 @@ func TestThrottlePlan(t *testing.T) {
 		release bool
 		high    int64
 		atFloor bool
+		held    bool
 	}{
 		{name: "far below the band: none", in: with(func(in *ThrottleInput) { in.Used = 10 * gib }), release: true},
 		{name: "just below the band, not throttled: none", in: with(func(in *ThrottleInput) { in.Used = 18*gib - 1 }), release: true},
@@ -38,7 +39,10 @@ func TestThrottlePlan(t *testing.T) {
 		{name: "throttled, past the hysteresis: released", in: with(func(in *ThrottleInput) { in.Used, in.Throttled = 18*gib-gib/2-1, true }), release: true},
 		{name: "at the floor, the root grown past the value written: held, not chased", in: with(func(in *ThrottleInput) {
 			in.Used, in.Throttled, in.Written = 19*gib+gib/2, true, floor-gib/2
-		}), high: floor - gib/2, atFloor: true},
+		}), high: floor - gib/2, atFloor: true, held: true},
+		{name: "at the floor, grown past the value written, the root's own memory.high lower: not koordlet's hold", in: with(func(in *ThrottleInput) {
+			in.Used, in.Throttled, in.Written, in.Own = 19*gib+gib/2, true, floor-gib/2, floor-gib
+		}), high: floor - gib, atFloor: true},
 		{name: "at the floor, the value written above it: lowered to it", in: with(func(in *ThrottleInput) {
 			in.Used, in.Throttled, in.Written = 19*gib+gib/2, true, floor+gib
 		}), high: floor, atFloor: true},
@@ -55,6 +59,7 @@ func TestThrottlePlan(t *testing.T) {
 			if !tc.release {
 				assert.Equal(t, tc.high, d.High)
 				assert.Equal(t, tc.atFloor, d.Floor)
+				assert.Equal(t, tc.held, d.Held)
 				if tc.in.Written == 0 {
 					assert.GreaterOrEqual(t, d.High, min(floor, tc.in.Own), "never written below the floor (unless the own value is lower)")
 				}
