@@ -60,7 +60,10 @@ type WriteFunc func(dir string, pid int) error
 //     until then), so it was made between the check and the write, where
 //     its creator was (see origin: its parent's cgroup for a process; From,
 //     where the number pointed at the check, when that cannot be told).
-//     MoveReverted.
+//     MoveReverted. The same holds when the process exits during an undo:
+//     a task that took its number and that an undo's write moved into
+//     From goes back where it was, MoveReverted (never MoveGone with the
+//     task left in From).
 //
 // The error, when not nil, says which write failed (a failed undo or
 // revert included); the caller logs it with its context.
@@ -94,6 +97,7 @@ func Move(h Hierarchy, p *Pinned, steps []Step, write WriteFunc) (MoveResult, er
 		}
 		written = append(written, s)
 	}
+	undone := map[int]bool{} // steps whose undo was written
 	if p.Alive() {
 		if werr == nil && in(h, p.ID, steps) {
 			return MoveMoved, nil
@@ -108,30 +112,37 @@ func Move(h Hierarchy, p *Pinned, steps []Step, write WriteFunc) (MoveResult, er
 			if cur, ok := h.PathOf(p.ID, s.Ctrl); !ok || cur != s.To {
 				continue
 			}
-			if err := write(h.AbsDir(s.Ctrl, s.From), p.ID); err != nil && p.Alive() {
-				werr = fmt.Errorf("%w; undoing the move in %s failed too (the next pass finishes it): %v", werr, s.Ctrl, err)
+			if err := write(h.AbsDir(s.Ctrl, s.From), p.ID); err != nil {
+				if p.Alive() {
+					werr = fmt.Errorf("%w; undoing the move in %s failed too (the next pass finishes it): %v", werr, s.Ctrl, err)
+				}
+				continue
 			}
+			undone[i] = true
 		}
-		if !p.Alive() {
-			return MoveGone, nil
+		if p.Alive() {
+			return MoveFailed, werr
 		}
-		return MoveFailed, werr
+		// It exited during the undo: its number may have been taken by a
+		// task that an undo's write then moved (into From). That task
+		// goes back too, as below.
 	}
 	if !p.Reused() {
 		return MoveGone, nil
 	}
 	// The checked process is gone and the number names another task: the
-	// writes may have moved it. Whatever of it sits in a To goes back.
+	// writes (the undo's included) may have moved it. Whatever of it sits
+	// where a write put it goes back where it was.
 	reverted := false
 	var rerr error
-	for _, s := range written {
+	for i, s := range written {
 		cur, ok := h.PathOf(p.ID, s.Ctrl)
-		if !ok || cur != s.To {
+		if !ok || (cur != s.To && !(undone[i] && cur == s.From)) {
 			continue
 		}
-		dir, stay := origin(h, p.ID, s)
-		if stay {
-			continue // born there: not moved by the write
+		dir := origin(h, p.ID, s)
+		if dir == cur {
+			continue // born there (or made where its creator is): not moved by a write
 		}
 		back := h.AbsDir(s.Ctrl, dir)
 		if err := write(back, p.ID); err != nil {
@@ -154,30 +165,31 @@ func Move(h Hierarchy, p *Pinned, steps []Step, write WriteFunc) (MoveResult, er
 }
 
 // origin is where the task that took the number of the checked process
-// was before the write of step s. It took the number after the check, so
+// was before the writes of step s. It took the number after the check, so
 // it was made between the check and the write, where its creator was:
-//   - a new process was born in its parent's cgroup: there (none to go to,
-//     stay false, when that is s.To: born there, it was not moved);
+//   - a new process was born in its parent's cgroup: there (s.To for a
+//     child of the moved process: the writes did not move it there, but
+//     an undo's write may have moved it out);
 //   - a new thread belongs to a process that cgroup.procs moved whole, its
 //     leader included, so the leader no longer tells: s.From, where the
 //     number pointed at the check, when the leader is in s.To;
 //   - creator unknown (an orphan's parent is its reaper, not its creator):
 //     s.From.
-func origin(h Hierarchy, id int, s Step) (dir string, stay bool) {
+func origin(h Hierarchy, id int, s Step) string {
 	c := Creator(h.ProcRoot, id)
 	if c <= 0 {
-		return s.From, false
+		return s.From
 	}
 	d, ok := h.PathOf(c, s.Ctrl)
 	switch {
 	case !ok:
-		return s.From, false
+		return s.From
 	case d != s.To:
-		return d, false
+		return d
 	case isThread(h.ProcRoot, id):
-		return s.From, false
+		return s.From
 	default:
-		return s.To, true
+		return s.To
 	}
 }
 
