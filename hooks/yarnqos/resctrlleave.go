@@ -7,7 +7,6 @@ import (
 	"golang.org/x/sys/unix"
 	"k8s.io/klog/v2"
 
-	"github.com/koordinator-sh/koordinator/pkg/koordlet/resourceexecutor"
 	"github.com/koordinator-sh/koordinator/pkg/koordlet/util/system"
 
 	"github.com/koordlet-yarn/koordlet-yarn/framework/cgroups"
@@ -87,18 +86,13 @@ func (a *Applier) leaveResctrl(c *store.Container) int {
 	h := a.hierarchy()
 	pinned := pinTasks(h, ours, cgroups.CPU, ref.Dir)
 	before := resctrlGroups()
-	u, err := resourceexecutor.CalculateResctrlL3TasksResource("", ids(pinned))
-	if err == nil {
-		_, err = a.executor.Update(false, u)
-	}
+	err = a.resctrlWrite("", ids(pinned))
 	if wrong := misplaced(h, pinned, cgroups.CPU, ref.Dir); len(wrong) > 0 {
 		for group, ws := range homeGroups(h.ProcRoot, before, wrong) {
 			if group == "" {
 				continue
 			}
-			if back, berr := resourceexecutor.CalculateResctrlL3TasksResource(group, ws); berr == nil {
-				_, _ = a.executor.Update(false, back)
-			}
+			_ = a.resctrlWrite(group, ws)
 		}
 		klog.Warningf("yarn: tasks %v were moved to the default resctrl group by a reused number while %s left %s; moved back to their creators' groups", wrong, c.Name, BEResctrlGroup)
 	}
