@@ -324,8 +324,8 @@ func TestOrigin(t *testing.T) {
 	n.task(201, 201, 999, 900, leafDir) // creator gone
 	n.task(202, 150, 1, 900, leafDir)   // a thread of 150
 	n.task(203, 203, 200, 900, leafDir) // a child of 200, in the leaf
-	s := Step{Ctrl: Memory, From: podDir, To: leafDir}
-	at := func(id int) string { return origin(n.h, id, s) }
+	s := Shift{Place: n.h.Place(Memory, nil), From: podDir, To: leafDir}
+	at := func(id int) string { return origin(n.h.ProcRoot, id, s) }
 	assert.Equal(t, lsDir, at(200), "its creator's")
 	assert.Equal(t, podDir, at(201), "creator unknown: where the checked process was")
 	assert.Equal(t, lsDir, at(202), "a thread whose leader was not moved: its leader's")

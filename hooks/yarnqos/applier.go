@@ -494,34 +494,26 @@ func (a *Applier) joinResctrl(c *store.Container) int {
 	if len(fresh) == 0 {
 		return 0
 	}
-	// The resctrl tasks file takes numbers: pin each task (pidfd, start
-	// time) and check it is the container's before the write, and that
-	// each number still named it after.
+	// The resctrl tasks file takes numbers: each task is moved by
+	// cgroups.MoveIn (pinned, checked to be the container's, written,
+	// verified), after the container is marked (a koordlet that dies
+	// midway leaves the marker, and the tasks can be moved back).
+	if !a.markResctrl(ref.Dir) {
+		return 0
+	}
 	h := a.hierarchy()
-	pinned := pinTasks(h, fresh, cgroups.CPU, ref.Dir)
-	if len(pinned) == 0 || !a.markResctrl(ref.Dir) {
-		misplaced(h, pinned, cgroups.CPU, ref.Dir) // closes the pidfds
-		return 0
-	}
-	before := resctrlGroups()
-	err = a.resctrlWrite(BEResctrlGroup, ids(pinned))
-	if wrong := misplaced(h, pinned, cgroups.CPU, ref.Dir); len(wrong) > 0 {
-		var berr error
-		for group, tasks := range homeGroups(h.ProcRoot, before, wrong) {
-			if group == BEResctrlGroup {
-				continue // its creator is BE work: it belongs there
-			}
-			if err := a.resctrlWrite(group, tasks); err != nil {
-				berr = err
-			}
+	place := resctrlPlace{procRoot: h.ProcRoot, write: a.resctrlWrite}
+	moved := 0
+	for _, id := range fresh {
+		from, ok := place.Of(int(id))
+		if !ok {
+			continue // gone
 		}
-		logMisplaced(c.Name, wrong, berr)
+		if a.moveResctrl(h, c.Name, ref.Dir, id, from, BEResctrlGroup) == cgroups.MoveMoved {
+			moved++
+		}
 	}
-	if err != nil {
-		klog.V(4).Infof("yarn: move %d tasks of %s to resctrl %s: %v", len(pinned), c.Name, BEResctrlGroup, err)
-		return 0
-	}
-	return len(pinned)
+	return moved
 }
 
 // writeResctrlTasks writes task ids to the tasks file of the resctrl
