@@ -54,6 +54,10 @@ type Place interface {
 	Path(group string) string
 	// String names the place in messages (a controller: "memory").
 	String() string
+	// Whole reports whether a write of a thread's number moves its whole
+	// thread group (cgroup.procs) rather than that thread alone (a
+	// resctrl tasks file).
+	Whole() bool
 }
 
 // Shift is one place's part of a move. A shift whose From is its To moves
@@ -83,6 +87,7 @@ func (c cgroupPlace) Of(id int) (string, bool)       { return c.h.PathOf(id, c.c
 func (c cgroupPlace) Put(group string, id int) error { return c.write(c.h.AbsDir(c.ctrl, group), id) }
 func (c cgroupPlace) Path(group string) string       { return c.h.AbsDir(c.ctrl, group) }
 func (c cgroupPlace) String() string                 { return c.ctrl.String() }
+func (c cgroupPlace) Whole() bool                    { return true }
 
 // Move moves the pinned process p from each step's From into its To, in
 // the order of steps, by writing its number into cgroup.procs (write,
@@ -224,9 +229,10 @@ func MoveIn(procRoot string, p *Pinned, shifts []Shift) (MoveResult, error) {
 //   - a new process was born in its parent's group: there (s.To for a
 //     child of the moved process: the writes did not move it there, but
 //     an undo's write may have moved it out);
-//   - a new thread belongs to a process that cgroup.procs moved whole, its
-//     leader included, so the leader no longer tells: s.From, where the
-//     number pointed at the check, when the leader is in s.To;
+//   - a new thread was made in its leader's group, but where the write
+//     moved its whole process (cgroup.procs: Place.Whole), the leader
+//     included, the leader no longer tells: s.From, where the number
+//     pointed at the check, when the leader is in s.To;
 //   - creator unknown (an orphan's parent is its reaper, not its creator):
 //     s.From.
 func origin(procRoot string, id int, s Shift) string {
@@ -240,7 +246,7 @@ func origin(procRoot string, id int, s Shift) string {
 		return s.From
 	case d != s.To:
 		return d
-	case isThread(procRoot, id):
+	case s.Place.Whole() && isThread(procRoot, id):
 		return s.From
 	default:
 		return s.To

@@ -330,6 +330,10 @@ func TestOrigin(t *testing.T) {
 	assert.Equal(t, podDir, at(201), "creator unknown: where the checked process was")
 	assert.Equal(t, lsDir, at(202), "a thread whose leader was not moved: its leader's")
 	assert.Equal(t, leafDir, at(203), "born in the leaf: stays")
+	n.task(204, 200, 1, 900, leafDir) // a thread of 200, which is in the leaf
+	assert.Equal(t, podDir, at(204), "a thread whose whole process the write moved: where the number pointed")
+	perTask := Shift{Place: perTaskPlace{n.h.Place(Memory, nil)}, From: podDir, To: leafDir}
+	assert.Equal(t, leafDir, origin(n.h.ProcRoot, 204, perTask), "a write that moves one thread: its leader's group tells")
 	assert.Equal(t, 150, Creator(n.h.ProcRoot, 202))
 	assert.Equal(t, 150, Creator(n.h.ProcRoot, 200))
 }
@@ -406,3 +410,9 @@ func TestMoveUndoThatMovedAStrangerRevertsIt(t *testing.T) {
 		})
 	}
 }
+
+// perTaskPlace is a Place whose writes move one thread (as a resctrl tasks
+// file does).
+type perTaskPlace struct{ Place }
+
+func (perTaskPlace) Whole() bool { return false }

@@ -105,6 +105,9 @@ func (r resctrlPlace) Path(group string) string { return system.GetResctrlTasksF
 
 func (r resctrlPlace) String() string { return "resctrl" }
 
+// Whole is false: a tasks file moves the one thread written.
+func (r resctrlPlace) Whole() bool { return false }
+
 // parseResctrlGroups returns the control group of a task's
 // cpu_resctrl_groups ("res:/" for the default group, "res:BE" for BE; ok
 // false when resctrl is not mounted: "res:").
