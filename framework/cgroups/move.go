@@ -40,43 +40,106 @@ type Step struct {
 // namespace; tests inject failures.
 type WriteFunc func(dir string, pid int) error
 
+// Place is a set of groups that a task is in exactly one of and that a
+// write of its number moves it between: a cgroup controller's hierarchy
+// (Hierarchy.Place), or the resctrl control groups (yarnqos). MoveIn's
+// check, verification, undo and revert rule are the same for every place;
+// a place supplies only where a task is and the write.
+type Place interface {
+	// Of returns the group task id is in (false: not known, e.g. gone).
+	Of(id int) (group string, ok bool)
+	// Put writes the number id into group.
+	Put(group string, id int) error
+	// Path names group in messages (its directory).
+	Path(group string) string
+	// String names the place in messages (a controller: "memory").
+	String() string
+	// Whole reports whether a write of a thread's number moves its whole
+	// thread group (cgroup.procs) rather than that thread alone (a
+	// resctrl tasks file).
+	Whole() bool
+}
+
+// Shift is one place's part of a move. A shift whose From is its To moves
+// nothing: it is checked before and verified after (the task must stay
+// there, e.g. in the container's cgroup while it joins a resctrl group).
+type Shift struct {
+	Place    Place
+	From, To string
+}
+
+// Place returns controller c of h as a Place whose groups are cgroup dirs
+// relative to c's mount root, written by write (WriteProcs when nil).
+func (h Hierarchy) Place(c Controller, write WriteFunc) Place {
+	if write == nil {
+		write = WriteProcs
+	}
+	return cgroupPlace{h: h, ctrl: c, write: write}
+}
+
+type cgroupPlace struct {
+	h     Hierarchy
+	ctrl  Controller
+	write WriteFunc
+}
+
+func (c cgroupPlace) Of(id int) (string, bool)       { return c.h.PathOf(id, c.ctrl) }
+func (c cgroupPlace) Put(group string, id int) error { return c.write(c.h.AbsDir(c.ctrl, group), id) }
+func (c cgroupPlace) Path(group string) string       { return c.h.AbsDir(c.ctrl, group) }
+func (c cgroupPlace) String() string                 { return c.ctrl.String() }
+func (c cgroupPlace) Whole() bool                    { return true }
+
 // Move moves the pinned process p from each step's From into its To, in
-// the order of steps, by writing its number into cgroup.procs, and
-// verifies it through the pin. It is the one mover of the module: every
-// hook that moves a process by number calls it.
+// the order of steps, by writing its number into cgroup.procs (write,
+// WriteProcs when nil), and verifies it through the pin: MoveIn with each
+// step a Shift of h.Place(step.Ctrl, write). It is the one cgroup mover of
+// the module: every hook that moves a process between cgroups by number
+// calls it.
+func Move(h Hierarchy, p *Pinned, steps []Step, write WriteFunc) (MoveResult, error) {
+	shifts := make([]Shift, len(steps))
+	for i, s := range steps {
+		shifts[i] = Shift{Place: h.Place(s.Ctrl, write), From: s.From, To: s.To}
+	}
+	return MoveIn(h.ProcRoot, p, shifts)
+}
+
+// MoveIn moves the pinned task p from each shift's From into its To, in
+// the order of shifts, by writing its number, and verifies it through the
+// pin. It is the one mover by number of the module (Move for cgroups,
+// yarnqos for resctrl groups); procRoot is where its creator is read.
 //
-//   - Check: the process must be in From (or already in To: a move an
+//   - Check: the task must be in From (or already in To: a move an
 //     earlier pass began, by a koordlet that died between two writes, is
-//     finished) in every step; anything else is MoveNotOwn.
-//   - Write the steps still to do, stopping at the first error. A process
+//     finished) in every shift; anything else is MoveNotOwn.
+//   - Write the shifts still to do, stopping at the first error. A task
 //     that stays alive but is not in To everywhere afterwards is put back
 //     in From where it was moved (undo), so that it is never left half
 //     moved (in the container's memory cgroup and the pod's cpu cgroup,
 //     which no later check accepts); MoveFailed. Where the undo fails too,
 //     the next pass finishes the move (the check accepts To).
-//   - Reuse: when the pinned process died around a write, its number may
+//   - Reuse: when the pinned task died around a write, its number may
 //     name another task, which the write moved. That task goes back where
 //     it was. It took the number after the check (the pin held the number
 //     until then), so it was made between the check and the write, where
-//     its creator was (see origin: its parent's cgroup for a process; From,
+//     its creator was (see origin: its parent's group for a process; From,
 //     where the number pointed at the check, when that cannot be told).
-//     MoveReverted.
+//     MoveReverted. The same holds when the task exits during an undo: a
+//     task that took its number and that an undo's write moved into From
+//     goes back where it was, MoveReverted (never MoveGone with the task
+//     left in From).
 //
 // The error, when not nil, says which write failed (a failed undo or
 // revert included); the caller logs it with its context.
-func Move(h Hierarchy, p *Pinned, steps []Step, write WriteFunc) (MoveResult, error) {
-	if write == nil {
-		write = WriteProcs
-	}
-	var todo []Step
-	for _, s := range steps {
-		cur, ok := h.PathOf(p.ID, s.Ctrl)
+func MoveIn(procRoot string, p *Pinned, shifts []Shift) (MoveResult, error) {
+	var todo []Shift
+	for _, s := range shifts {
+		cur, ok := s.Place.Of(p.ID)
 		if !p.Alive() {
 			return MoveGone, nil
 		}
 		switch {
 		case ok && cur == s.To:
-			// moved already (a move an earlier pass began)
+			// moved already (a move an earlier pass began), or to stay
 		case ok && cur == s.From:
 			todo = append(todo, s)
 		default:
@@ -85,99 +148,108 @@ func Move(h Hierarchy, p *Pinned, steps []Step, write WriteFunc) (MoveResult, er
 	}
 	var (
 		werr    error
-		written []Step
+		written []Shift
 	)
 	for _, s := range todo {
-		if err := write(h.AbsDir(s.Ctrl, s.To), p.ID); err != nil {
-			werr = fmt.Errorf("move %d into %s: %w", p.ID, h.AbsDir(s.Ctrl, s.To), err)
+		if err := s.Place.Put(s.To, p.ID); err != nil {
+			werr = fmt.Errorf("move %d into %s: %w", p.ID, s.Place.Path(s.To), err)
 			break
 		}
 		written = append(written, s)
 	}
+	undone := map[int]bool{} // shifts whose undo was written
 	if p.Alive() {
-		if werr == nil && in(h, p.ID, steps) {
+		if werr == nil && in(p.ID, shifts) {
 			return MoveMoved, nil
 		}
 		if werr == nil {
-			werr = fmt.Errorf("process %d is not in %s after the move", p.ID, describe(steps))
+			werr = fmt.Errorf("task %d is not in %s after the move", p.ID, describe(shifts))
 		}
-		// Undo: the process is whole where it was, or (a failed undo)
-		// half moved in a way the next pass finishes.
+		// Undo: the task is whole where it was, or (a failed undo) half
+		// moved in a way the next pass finishes.
 		for i := len(written) - 1; i >= 0; i-- {
 			s := written[i]
-			if cur, ok := h.PathOf(p.ID, s.Ctrl); !ok || cur != s.To {
+			if cur, ok := s.Place.Of(p.ID); !ok || cur != s.To {
 				continue
 			}
-			if err := write(h.AbsDir(s.Ctrl, s.From), p.ID); err != nil && p.Alive() {
-				werr = fmt.Errorf("%w; undoing the move in %s failed too (the next pass finishes it): %v", werr, s.Ctrl, err)
+			if err := s.Place.Put(s.From, p.ID); err != nil {
+				if p.Alive() {
+					werr = fmt.Errorf("%w; undoing the move in %s failed too (the next pass finishes it): %v", werr, s.Place, err)
+				}
+				continue
 			}
+			undone[i] = true
 		}
-		if !p.Alive() {
-			return MoveGone, nil
+		if p.Alive() {
+			return MoveFailed, werr
 		}
-		return MoveFailed, werr
+		// It exited during the undo: its number may have been taken by a
+		// task that an undo's write then moved (into From). That task
+		// goes back too, as below.
 	}
 	if !p.Reused() {
 		return MoveGone, nil
 	}
-	// The checked process is gone and the number names another task: the
-	// writes may have moved it. Whatever of it sits in a To goes back.
+	// The checked task is gone and the number names another task: the
+	// writes (the undo's included) may have moved it. Whatever of it sits
+	// where a write put it goes back where it was.
 	reverted := false
 	var rerr error
-	for _, s := range written {
-		cur, ok := h.PathOf(p.ID, s.Ctrl)
-		if !ok || cur != s.To {
+	for i, s := range written {
+		cur, ok := s.Place.Of(p.ID)
+		if !ok || (cur != s.To && !(undone[i] && cur == s.From)) {
 			continue
 		}
-		dir, stay := origin(h, p.ID, s)
-		if stay {
-			continue // born there: not moved by the write
+		back := origin(procRoot, p.ID, s)
+		if back == cur {
+			continue // born there (made where its creator is): not moved by a write
 		}
-		back := h.AbsDir(s.Ctrl, dir)
-		if err := write(back, p.ID); err != nil {
+		if err := s.Place.Put(back, p.ID); err != nil {
 			if errors.Is(err, unix.ESRCH) {
 				continue // gone too
 			}
-			rerr = errors.Join(rerr, fmt.Errorf("move %d back to %s: %w", p.ID, back, err))
+			rerr = errors.Join(rerr, fmt.Errorf("move %d back to %s: %w", p.ID, s.Place.Path(back), err))
 			continue
 		}
 		reverted = true
 	}
 	if rerr != nil {
-		return MoveFailed, fmt.Errorf("pid %d was reused during the move into %s (the checked process exited): %w: %w", p.ID, describe(steps), ErrNotMovedBack, rerr)
+		return MoveFailed, fmt.Errorf("pid %d was reused during the move into %s (the checked task exited): %w: %w", p.ID, describe(shifts), ErrNotMovedBack, rerr)
 	}
 	if reverted {
-		klog.Warningf("yarn: pid %d was reused during the move into %s (the checked process exited); the new task was moved back where it was", p.ID, describe(steps))
+		klog.Warningf("yarn: pid %d was reused during the move into %s (the checked task exited); the new task was moved back where it was", p.ID, describe(shifts))
 		return MoveReverted, nil
 	}
 	return MoveGone, nil
 }
 
-// origin is where the task that took the number of the checked process
-// was before the write of step s. It took the number after the check, so
-// it was made between the check and the write, where its creator was:
-//   - a new process was born in its parent's cgroup: there (none to go to,
-//     stay false, when that is s.To: born there, it was not moved);
-//   - a new thread belongs to a process that cgroup.procs moved whole, its
-//     leader included, so the leader no longer tells: s.From, where the
-//     number pointed at the check, when the leader is in s.To;
+// origin is where the task that took the number of the checked task was
+// before the writes of shift s. It took the number after the check, so it
+// was made between the check and the write, where its creator was:
+//   - a new process was born in its parent's group: there (s.To for a
+//     child of the moved process: the writes did not move it there, but
+//     an undo's write may have moved it out);
+//   - a new thread was made in its leader's group, but where the write
+//     moved its whole process (cgroup.procs: Place.Whole), the leader
+//     included, the leader no longer tells: s.From, where the number
+//     pointed at the check, when the leader is in s.To;
 //   - creator unknown (an orphan's parent is its reaper, not its creator):
 //     s.From.
-func origin(h Hierarchy, id int, s Step) (dir string, stay bool) {
-	c := Creator(h.ProcRoot, id)
+func origin(procRoot string, id int, s Shift) string {
+	c := Creator(procRoot, id)
 	if c <= 0 {
-		return s.From, false
+		return s.From
 	}
-	d, ok := h.PathOf(c, s.Ctrl)
+	d, ok := s.Place.Of(c)
 	switch {
 	case !ok:
-		return s.From, false
+		return s.From
 	case d != s.To:
-		return d, false
-	case isThread(h.ProcRoot, id):
-		return s.From, false
+		return d
+	case s.Place.Whole() && isThread(procRoot, id):
+		return s.From
 	default:
-		return s.To, true
+		return s.To
 	}
 }
 
@@ -196,26 +268,26 @@ func isThread(procRoot string, id int) bool {
 	return err == nil && st.TGID > 0 && st.TGID != id
 }
 
-// in reports whether task id is in every step's To.
-func in(h Hierarchy, id int, steps []Step) bool {
-	for _, s := range steps {
-		if cur, ok := h.PathOf(id, s.Ctrl); !ok || cur != s.To {
+// in reports whether task id is in every shift's To.
+func in(id int, shifts []Shift) bool {
+	for _, s := range shifts {
+		if cur, ok := s.Place.Of(id); !ok || cur != s.To {
 			return false
 		}
 	}
 	return true
 }
 
-func describe(steps []Step) string {
-	if len(steps) == 1 {
-		return steps[0].To
+func describe(shifts []Shift) string {
+	if len(shifts) == 1 {
+		return shifts[0].Place.Path(shifts[0].To)
 	}
 	out := ""
-	for i, s := range steps {
+	for i, s := range shifts {
 		if i > 0 {
 			out += ", "
 		}
-		out += s.Ctrl.String() + ":" + s.To
+		out += s.Place.String() + ":" + s.To
 	}
 	return out
 }

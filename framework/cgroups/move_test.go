@@ -324,15 +324,16 @@ func TestOrigin(t *testing.T) {
 	n.task(201, 201, 999, 900, leafDir) // creator gone
 	n.task(202, 150, 1, 900, leafDir)   // a thread of 150
 	n.task(203, 203, 200, 900, leafDir) // a child of 200, in the leaf
-	s := Step{Ctrl: Memory, From: podDir, To: leafDir}
-	at := func(id int) string {
-		d, stay := origin(n.h, id, s)
-		return fmt.Sprintf("%s %t", d, stay)
-	}
-	assert.Equal(t, lsDir+" false", at(200), "its creator's")
-	assert.Equal(t, podDir+" false", at(201), "creator unknown: where the checked process was")
-	assert.Equal(t, lsDir+" false", at(202), "a thread whose leader was not moved: its leader's")
-	assert.Equal(t, leafDir+" true", at(203), "born in the leaf: stays")
+	s := Shift{Place: n.h.Place(Memory, nil), From: podDir, To: leafDir}
+	at := func(id int) string { return origin(n.h.ProcRoot, id, s) }
+	assert.Equal(t, lsDir, at(200), "its creator's")
+	assert.Equal(t, podDir, at(201), "creator unknown: where the checked process was")
+	assert.Equal(t, lsDir, at(202), "a thread whose leader was not moved: its leader's")
+	assert.Equal(t, leafDir, at(203), "born in the leaf: stays")
+	n.task(204, 200, 1, 900, leafDir) // a thread of 200, which is in the leaf
+	assert.Equal(t, podDir, at(204), "a thread whose whole process the write moved: where the number pointed")
+	perTask := Shift{Place: perTaskPlace{n.h.Place(Memory, nil)}, From: podDir, To: leafDir}
+	assert.Equal(t, leafDir, origin(n.h.ProcRoot, 204, perTask), "a write that moves one thread: its leader's group tells")
 	assert.Equal(t, 150, Creator(n.h.ProcRoot, 202))
 	assert.Equal(t, 150, Creator(n.h.ProcRoot, 200))
 }
@@ -355,3 +356,63 @@ func TestPinGoneAndRelease(t *testing.T) {
 	p.Release()
 	assert.False(t, p.Alive())
 }
+
+// TestMoveUndoThatMovedAStrangerRevertsIt (issue 55 item 14): the second
+// write fails, the checked process is alive, and the undo puts it back;
+// but it exits exactly before the undo's write, and a new task takes its
+// number, so the undo's write moves that stranger into the pod's cgroup.
+// Move returned MoveGone and left it there. The stranger goes back where
+// it was (cgroups.Move's one revert rule: where its creator is) and the
+// result says so.
+func TestMoveUndoThatMovedAStrangerRevertsIt(t *testing.T) {
+	for _, tc := range []struct {
+		name       string
+		creatorDir string // "" : its creator is gone
+		want       string
+	}{
+		{name: "a process of an LS pod goes back to its parent's cgroup", creatorDir: lsDir, want: lsDir},
+		{name: "born in the container's cgroup: back there", creatorDir: leafDir, want: leafDir},
+		{name: "creator unknown: where the number pointed at the check", want: podDir},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			n := newMoveNode(t)
+			pid, exit := sleeper(t)
+			n.task(pid, pid, 1, 500, podDir)
+			const creator = 4242
+			if tc.creatorDir != "" {
+				n.task(creator, creator, 1, 100, tc.creatorDir)
+			}
+			p := pinIt(t, n, pid)
+			n.fail = func(c Controller, rel string, id int) error {
+				switch {
+				case c == CPU && rel == leafDir:
+					return unix.EINVAL // the second write fails: undo
+				case c == Memory && rel == podDir:
+					// The undo's write: the checked process exited after
+					// Move found it alive, and a new task took its number.
+					exit()
+					if tc.creatorDir == "" {
+						n.task(id, id, 99999, 900, tc.want)
+					} else {
+						n.task(id, id, creator, 900, tc.creatorDir)
+					}
+				}
+				return nil
+			}
+			r, err := Move(n.h, p, podToLeaf(), n.write)
+			require.NoError(t, err)
+			if tc.want == podDir {
+				assert.Equal(t, MoveGone, r, "nothing of the stranger moved")
+			} else {
+				assert.Equal(t, MoveReverted, r)
+			}
+			assert.Equal(t, tc.want, n.paths[pid][Memory], "the stranger is where it was")
+		})
+	}
+}
+
+// perTaskPlace is a Place whose writes move one thread (as a resctrl tasks
+// file does).
+type perTaskPlace struct{ Place }
+
+func (perTaskPlace) Whole() bool { return false }

@@ -95,6 +95,9 @@ type Applier struct {
 	rootSaid bool
 	// writes counts changed files by resource (resctrl: tasks moved).
 	writes *prometheus.CounterVec
+	// resctrlWrite writes task ids to a resctrl group's tasks file
+	// (writeResctrlTasks; tests put a fake kernel in).
+	resctrlWrite func(group string, ids []int32) error
 }
 
 // ResctrlTasksResource is the resource label of the tasks the applier moves
@@ -107,6 +110,7 @@ func New(opts Options) *Applier {
 		writes: prometheus.NewCounterVec(prometheus.CounterOpts{Subsystem: koordmetrics.KoordletSubsystem, Name: "yarn_qos_writes_total",
 			Help: "QoS values the YARN appliers changed, by resource (a cgroup file such as cpu.idle or memory.min; resctrl_tasks: tasks moved into the resctrl BE group; sched_policy: YARN tasks given SCHED_IDLE or back SCHED_OTHER). Unchanged values are not written again."},
 			[]string{"resource"})}
+	a.resctrlWrite = a.writeResctrlTasks
 	if opts.Registerer != nil {
 		if err := opts.Registerer.Register(a.writes); err != nil {
 			var are prometheus.AlreadyRegisteredError
@@ -490,43 +494,38 @@ func (a *Applier) joinResctrl(c *store.Container) int {
 	if len(fresh) == 0 {
 		return 0
 	}
-	// The resctrl tasks file takes numbers: pin each task (pidfd, start
-	// time) and check it is the container's before the write, and that
-	// each number still named it after.
-	h := a.hierarchy()
-	pinned := pinTasks(h, fresh, cgroups.CPU, ref.Dir)
-	if len(pinned) == 0 || !a.markResctrl(ref.Dir) {
-		misplaced(h, pinned, cgroups.CPU, ref.Dir) // closes the pidfds
+	// The resctrl tasks file takes numbers: each task is moved by
+	// cgroups.MoveIn (pinned, checked to be the container's, written,
+	// verified), after the container is marked (a koordlet that dies
+	// midway leaves the marker, and the tasks can be moved back).
+	if !a.markResctrl(ref.Dir) {
 		return 0
 	}
-	before := resctrlGroups()
-	u, err := resourceexecutor.CalculateResctrlL3TasksResource(BEResctrlGroup, ids(pinned))
+	h := a.hierarchy()
+	place := resctrlPlace{procRoot: h.ProcRoot, write: a.resctrlWrite}
+	moved := 0
+	for _, id := range fresh {
+		from, ok := place.Of(int(id))
+		if !ok {
+			continue // gone
+		}
+		if a.moveResctrl(h, c.Name, ref.Dir, id, from, BEResctrlGroup) == cgroups.MoveMoved {
+			moved++
+		}
+	}
+	return moved
+}
+
+// writeResctrlTasks writes task ids to the tasks file of the resctrl
+// group ("": the default group) through koordlet's executor (one write per
+// id, as the kernel takes them).
+func (a *Applier) writeResctrlTasks(group string, ids []int32) error {
+	u, err := resourceexecutor.CalculateResctrlL3TasksResource(group, ids)
 	if err != nil {
-		misplaced(h, pinned, cgroups.CPU, ref.Dir)
-		return 0
+		return err
 	}
 	_, err = a.executor.Update(false, u)
-	if wrong := misplaced(h, pinned, cgroups.CPU, ref.Dir); len(wrong) > 0 {
-		var berr error
-		for group, tasks := range homeGroups(h.ProcRoot, before, wrong) {
-			if group == BEResctrlGroup {
-				continue // its creator is BE work: it belongs there
-			}
-			back, err := resourceexecutor.CalculateResctrlL3TasksResource(group, tasks)
-			if err == nil {
-				_, err = a.executor.Update(false, back)
-			}
-			if err != nil {
-				berr = err
-			}
-		}
-		logMisplaced(c.Name, wrong, berr)
-	}
-	if err != nil {
-		klog.V(4).Infof("yarn: move %d tasks of %s to resctrl %s: %v", len(pinned), c.Name, BEResctrlGroup, err)
-		return 0
-	}
-	return len(pinned)
+	return err
 }
 
 // cgroupReader returns koordlet's cgroup reader. The caller holds a.mu.

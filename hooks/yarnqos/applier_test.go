@@ -6,7 +6,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
-	"strings"
 	"testing"
 	"time"
 
@@ -257,12 +256,8 @@ func TestMisplacedAfterReuse(t *testing.T) {
 func TestApplyResctrlOnFakeRoot(t *testing.T) {
 	gates(t, string(features.YARNResctrlQoS))
 	helper, _, a, c := fakeNode(t, false, beSpec(slov1alpha1.CPUQOSPolicyGroupIdentity))
-	tasks := filepath.Join(helper.TempDir, "fs", "resctrl", "BE", "tasks")
 	// No BE group yet: skipped with one log line.
 	assert.Equal(t, 0, a.Apply(c))
-	require.NoError(t, os.MkdirAll(filepath.Dir(tasks), 0o755))
-	require.NoError(t, os.WriteFile(tasks, []byte("11\n"), 0o644))
-	delete(a.unsupported, "resctrl")
 	// Real live tasks (the pidfd pins them) whose fake /proc says: a and b
 	// are the container's; the number of r, listed a moment ago, now names
 	// a task of another cgroup (reused): never moved.
@@ -270,14 +265,13 @@ func TestApplyResctrlOnFakeRoot(t *testing.T) {
 	for id, dir := range map[int]string{a1: c.Cgroups[cgroups.CPU].Dir, b1: c.Cgroups[cgroups.CPU].Dir, r: "kubepods/pod-ls/c1"} {
 		fakeTask(t, id, 1000+int64(id), dir)
 	}
+	fk := newFakeResctrl(t, helper, map[string][]int32{"": {1, int32(a1), int32(b1), int32(r)}, BEResctrlGroup: {11}})
+	a.resctrlWrite = fk.write
+	delete(a.unsupported, "resctrl")
 	helper.WriteCgroupFileContents(c.Cgroups[cgroups.CPU].Dir, system.CPUTasks, fmt.Sprintf("11\n%d\n%d\n%d\n", a1, b1, r))
 	assert.Equal(t, 2, a.Apply(c), "the tasks not yet in the BE group join it")
-	b, err := os.ReadFile(tasks)
-	require.NoError(t, err)
-	// (a regular file stands for the resctrl tasks file: each id is one write)
-	assert.True(t, strings.Contains(string(b), strconv.Itoa(a1)) && strings.Contains(string(b), strconv.Itoa(b1)), string(b))
-	assert.NotContains(t, string(b), strconv.Itoa(r), "a number that names another cgroup's task is never written")
-	require.NoError(t, os.WriteFile(tasks, []byte(fmt.Sprintf("11\n%d\n%d\n", a1, b1)), 0o644)) // as the kernel lists them
+	assert.Equal(t, []int32{11, int32(a1), int32(b1)}, fk.sorted(BEResctrlGroup))
+	assert.NotContains(t, fk.written, int32(r), "a number that names another cgroup's task is never written")
 	assert.Equal(t, 0, a.Apply(c), "tasks already in the group are not written again")
 }
 

@@ -1,7 +1,10 @@
 package yarnqos
 
 import (
+	"errors"
 	"os"
+	"path/filepath"
+	"strconv"
 	"strings"
 
 	"k8s.io/klog/v2"
@@ -46,25 +49,8 @@ func misplaced(h cgroups.Hierarchy, pinned []*cgroups.Pinned, ctrl cgroups.Contr
 	return wrong
 }
 
-func ids(pinned []*cgroups.Pinned) []int32 {
-	out := make([]int32, len(pinned))
-	for i, p := range pinned {
-		out[i] = int32(p.ID)
-	}
-	return out
-}
-
-func logMisplaced(container string, wrong []int32, err error) {
-	if err != nil {
-		klog.Errorf("yarn: tasks %v were moved to resctrl %s by a reused number while joining %s, and moving them back failed: %v", wrong, BEResctrlGroup, container, err)
-		return
-	}
-	klog.Warningf("yarn: tasks %v were moved to resctrl %s by a reused number while joining %s; moved back to the group they came from", wrong, BEResctrlGroup, container)
-}
-
 // resctrlGroups reads the tasks of every resctrl control group ("" is the
-// default group): where each task was before a write, so that a task moved
-// by a reused number goes back to its own group.
+// default group).
 func resctrlGroups() map[string]map[int32]struct{} {
 	out := map[string]map[int32]struct{}{}
 	if m, err := system.ReadResctrlTasksMap(""); err == nil {
@@ -92,20 +78,72 @@ func GroupOf(groups map[string]map[int32]struct{}, id int32) (string, bool) {
 	return "", false
 }
 
-// homeGroups returns, for each task moved into a group by a reused number,
-// the group it was in: cgroups.Move's rule (the task took the number after
-// the check, so it was made where its creator was: the group its creator
-// was in before the write), else the default group.
-func homeGroups(procRoot string, before map[string]map[int32]struct{}, wrong []int32) map[string][]int32 {
-	out := map[string][]int32{}
-	for _, id := range wrong {
-		g := ""
-		if c := cgroups.Creator(procRoot, int(id)); c > 0 {
-			if cg, ok := GroupOf(before, int32(c)); ok {
-				g = cg
-			}
+// resctrlPlace is the resctrl control groups as a cgroups.Place, so that a
+// task joins or leaves a group by cgroups.MoveIn, the one mover by number
+// (pinned, checked, written, verified, a reused number's task moved back
+// where its creator is). A group is its directory name under the resctrl
+// root ("": the default group); a task is in exactly one.
+type resctrlPlace struct {
+	procRoot string
+	write    func(group string, ids []int32) error
+}
+
+// Of reads the task's group from /proc/<id>/cpu_resctrl_groups (Linux
+// 5.0), else from the groups' tasks files.
+func (r resctrlPlace) Of(id int) (string, bool) {
+	if b, err := os.ReadFile(filepath.Join(r.procRoot, strconv.Itoa(id), "cpu_resctrl_groups")); err == nil {
+		if g, ok := parseResctrlGroups(string(b)); ok {
+			return g, true
 		}
-		out[g] = append(out[g], id)
 	}
-	return out
+	return GroupOf(resctrlGroups(), int32(id))
+}
+
+func (r resctrlPlace) Put(group string, id int) error { return r.write(group, []int32{int32(id)}) }
+
+func (r resctrlPlace) Path(group string) string { return system.GetResctrlTasksFilePath(group) }
+
+func (r resctrlPlace) String() string { return "resctrl" }
+
+// Whole is false: a tasks file moves the one thread written.
+func (r resctrlPlace) Whole() bool { return false }
+
+// parseResctrlGroups returns the control group of a task's
+// cpu_resctrl_groups ("res:/" for the default group, "res:BE" for BE; ok
+// false when resctrl is not mounted: "res:").
+func parseResctrlGroups(content string) (string, bool) {
+	for _, line := range strings.Split(content, "\n") {
+		v, ok := strings.CutPrefix(line, "res:")
+		if !ok {
+			continue
+		}
+		if v == "" {
+			return "", false
+		}
+		return strings.Trim(v, "/"), true
+	}
+	return "", false
+}
+
+// moveResctrl moves task id of the container whose cpu cgroup is cpuDir
+// from resctrl group from to group to by cgroups.MoveIn: the task must be
+// in the container's cgroup (checked before and after, never written) and
+// in from. A reverted task is logged by MoveIn.
+func (a *Applier) moveResctrl(h cgroups.Hierarchy, container, cpuDir string, id int32, from, to string) cgroups.MoveResult {
+	p, err := cgroups.Pin(h.ProcRoot, int(id))
+	if err != nil {
+		return cgroups.MoveGone
+	}
+	defer p.Release()
+	r, err := cgroups.MoveIn(h.ProcRoot, p, []cgroups.Shift{
+		{Place: h.Place(cgroups.CPU, nil), From: cpuDir, To: cpuDir},
+		{Place: resctrlPlace{procRoot: h.ProcRoot, write: a.resctrlWrite}, From: from, To: to},
+	})
+	switch {
+	case errors.Is(err, cgroups.ErrNotMovedBack):
+		klog.Warningf("yarn: resctrl group of task %d of %s: %v", id, container, err)
+	case err != nil:
+		klog.V(4).Infof("yarn: resctrl group of task %d of %s: %v", id, container, err)
+	}
+	return r
 }

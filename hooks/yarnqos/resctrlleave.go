@@ -7,7 +7,6 @@ import (
 	"golang.org/x/sys/unix"
 	"k8s.io/klog/v2"
 
-	"github.com/koordinator-sh/koordinator/pkg/koordlet/resourceexecutor"
 	"github.com/koordinator-sh/koordinator/pkg/koordlet/util/system"
 
 	"github.com/koordlet-yarn/koordlet-yarn/framework/cgroups"
@@ -42,9 +41,8 @@ func (a *Applier) markResctrl(rel string) bool {
 
 // leaveResctrl moves the tasks of a container koordlet moved into the BE
 // group (marked) back to the default group, and returns how many it moved.
-// Each task is pinned and checked as for joining; a number that named
-// another task by the write goes back to its creator's group. The caller
-// holds a.mu.
+// Each task is moved as for joining (cgroups.MoveIn); the marker goes only
+// when none failed. The caller holds a.mu.
 func (a *Applier) leaveResctrl(c *store.Container) int {
 	ref := c.Cgroups[cgroups.CPU]
 	if !ref.Owned {
@@ -85,29 +83,19 @@ func (a *Applier) leaveResctrl(c *store.Container) int {
 		return 0
 	}
 	h := a.hierarchy()
-	pinned := pinTasks(h, ours, cgroups.CPU, ref.Dir)
-	before := resctrlGroups()
-	u, err := resourceexecutor.CalculateResctrlL3TasksResource("", ids(pinned))
-	if err == nil {
-		_, err = a.executor.Update(false, u)
-	}
-	if wrong := misplaced(h, pinned, cgroups.CPU, ref.Dir); len(wrong) > 0 {
-		for group, ws := range homeGroups(h.ProcRoot, before, wrong) {
-			if group == "" {
-				continue
-			}
-			if back, berr := resourceexecutor.CalculateResctrlL3TasksResource(group, ws); berr == nil {
-				_, _ = a.executor.Update(false, back)
-			}
+	moved, failed := 0, false
+	for _, id := range ours {
+		switch a.moveResctrl(h, c.Name, ref.Dir, id, BEResctrlGroup, "") {
+		case cgroups.MoveMoved:
+			moved++
+		case cgroups.MoveFailed:
+			failed = true
 		}
-		klog.Warningf("yarn: tasks %v were moved to the default resctrl group by a reused number while %s left %s; moved back to their creators' groups", wrong, c.Name, BEResctrlGroup)
 	}
-	if err != nil {
-		klog.V(4).Infof("yarn: move %d tasks of %s out of resctrl %s: %v", len(pinned), c.Name, BEResctrlGroup, err)
-		return 0
+	if !failed {
+		unmark() // else the marker stays: the next pass moves the rest back
 	}
-	unmark()
-	return len(pinned)
+	return moved
 }
 
 // leaveResctrlDisabled moves the tasks of every marked container under the

@@ -236,3 +236,31 @@ func TestRealKernelTriggerOpensARootMadeLater(t *testing.T) {
 	require.NoError(t, kerneltest.Start(t, kerneltest.HelperScript("grow=256@512"), dir).Release())
 	assert.True(t, waitFire(tr.C(), 5*time.Second), "the threshold on the root made later fires")
 }
+
+// TestRealKernelTriggerFollowsARootRemovedAndMadeAgain (issue 55 item 16,
+// on this v1 host): a YARN root the trigger watches from the start is
+// removed (Arm fails while it is gone, and says which cgroup) and made
+// again; the next Arm registers on the new cgroup and a process allocating
+// in a child of it wakes the trigger.
+func TestRealKernelTriggerFollowsARootRemovedAndMadeAgain(t *testing.T) {
+	kerneltest.RequireCgroupV1(t, "memory")
+	parent := kerneltest.UniqueRoot(t)
+	dir := kerneltest.MakeCgroup(t, "memory", parent)
+	tr := New(Options{CgroupRoot: kerneltest.CgroupRoot, ProcRoot: filepath.Join(t.TempDir(), "no-proc"), MemoryDirs: []string{parent}})
+	t.Cleanup(func() { _ = tr.Close() })
+	require.Equal(t, []string{KindThreshold + " on " + parent}, tr.Kinds())
+	mi, err := koordletutil.GetMemInfo()
+	require.NoError(t, err)
+	used := int64(mi.MemUsageBytes())
+	require.NoError(t, tr.Arm(used, used+64<<20))
+
+	require.NoError(t, unix.Rmdir(dir))
+	assert.ErrorContains(t, tr.Arm(used, used+64<<20), parent, "gone: the error names it")
+	require.NoError(t, os.Mkdir(dir, 0o755))
+	waitFire(tr.C(), 0) // drop the removal's signal, if it came already
+	require.NoError(t, tr.Arm(used, used+64<<20))
+	require.Equal(t, []string{KindThreshold + " on " + parent}, tr.Kinds(), "the same source, on the new cgroup")
+	child := kerneltest.MakeCgroup(t, "memory", parent+"/child")
+	require.NoError(t, kerneltest.Start(t, kerneltest.HelperScript("grow=256@512"), child).Release())
+	assert.True(t, waitFire(tr.C(), 5*time.Second), "a crossing under the root made again wakes the trigger")
+}

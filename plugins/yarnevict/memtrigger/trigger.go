@@ -115,7 +115,10 @@ func (t *Trigger) kind() string {
 
 // open makes the usage source of the memory cgroup d (relative to the
 // memory controller's mount); missing is true when the cgroup does not
-// exist (yet), as opposed to a kernel that takes no threshold there.
+// exist (yet), as opposed to a kernel that takes no threshold there. A
+// cgroup removed between the stat and the opening of its files (the
+// NodeManager making the YARN root again) is missing too, not unusable:
+// it is tried again at each Arm, so the one made again is watched.
 func (t *Trigger) open(d string) (src source, missing bool, err error) {
 	dir := filepath.Join(t.opts.CgroupRoot, "memory", d)
 	if t.opts.V2 {
@@ -128,6 +131,9 @@ func (t *Trigger) open(d string) (src source, missing bool, err error) {
 		src, err = NewWatch(dir, DefaultWatchInterval, t.fire)
 	} else {
 		src, err = NewThreshold(dir, t.fire)
+	}
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, true, nil
 	}
 	return src, false, err
 }

@@ -147,3 +147,25 @@ func TestTriggerOpensARootMadeLater(t *testing.T) {
 		t.Fatal("the trigger did not wake at a crossing in the YARN root made later")
 	}
 }
+
+// TestTriggerReopensARootRemovedWhileOpened (issue 55 item 16): the YARN
+// root is there when the trigger stats it but gone by the time its usage
+// file is opened (the NodeManager removing it to make it again; the fake
+// shows the same as a directory without memory.current). That was taken
+// for a cgroup that takes no usage source and dropped for good, so the
+// root made again was never watched. It is missing, like a root not made
+// yet: opened at the first Arm after it is there again.
+func TestTriggerReopensARootRemovedWhileOpened(t *testing.T) {
+	root := t.TempDir()
+	yarnRoot := filepath.Join(root, "hadoop-yarn")
+	require.NoError(t, os.Mkdir(yarnRoot, 0o755)) // no memory.current: removed after the stat
+	tr := New(Options{CgroupRoot: root, ProcRoot: filepath.Join(root, "no-proc"), V2: true, MemoryDirs: []string{"hadoop-yarn"}})
+	defer tr.Close()
+	require.Empty(t, tr.Kinds())
+	require.NoError(t, tr.Arm(2<<30, 2<<30+4096))
+	require.Empty(t, tr.Kinds(), "still gone")
+
+	setCurrent(t, yarnRoot, 1<<20) // made again
+	require.NoError(t, tr.Arm(2<<30, 2<<30+4096))
+	assert.Equal(t, []string{KindWatch + " on hadoop-yarn"}, tr.Kinds(), "the root made again is watched")
+}
