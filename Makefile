@@ -145,7 +145,10 @@ test-v2-engines: deps deps-v2 deps-yarn e2e-tools build
 # cgroup2 at /sys/fs/cgroup/unified for the unified rows). The kernel is
 # fetched into build/v2guest/kernel-<suite> through an apt configuration of
 # its own (test/v2guest/run -kernel-suite); the test binaries are built on
-# the host. About 7 minutes under TCG; not in make test or CI.
+# the host. About 7 minutes under TCG; not in make test or CI. Left out:
+# TestRealKernelEBPFFilterKeysOnHierarchy, whose 5 s for the watcher to
+# start is shorter than the eBPF source's start under TCG (it fails so on
+# bookworm's 6.1 in this guest too; it runs in make test on the host).
 KERNEL_SUITE ?= bullseye
 KERNEL_TEST_PKGS = collectors/lswait hooks/yarnadopt collectors/cgroupwatch
 KERNEL_TEST_BIN = build/kernel-$(KERNEL_SUITE)/bin
@@ -156,7 +159,7 @@ test-kernel-510: deps deps-v2
 	$(GO) run ./test/v2guest/run -kernel-suite $(KERNEL_SUITE) -cgroup-v1 -ro $(CURDIR) -dir $(CURDIR) \
 		-env KOORDLET_YARN_NO_SKIP=1 -timeout 20m -- /bin/sh -c 'echo "kernel $$(uname -r)"; rc=0; \
 		for p in $(KERNEL_TEST_PKGS); do echo "== $$p"; \
-			(cd $$p && $(CURDIR)/$(KERNEL_TEST_BIN)/$${p##*/}.test -test.run "^TestRealKernel" -test.count=1 -test.v) || rc=1; \
+			(cd $$p && $(CURDIR)/$(KERNEL_TEST_BIN)/$${p##*/}.test -test.run "^TestRealKernel" -test.skip "^TestRealKernelEBPFFilterKeysOnHierarchy$$" -test.count=1 -test.v) || rc=1; \
 		done; exit $$rc'
 
 # The measurements on a real cgroup v2 kernel, in make test-v2's guest
