@@ -42,11 +42,25 @@ const KernelPackage = "linux-image-amd64"
 // extracted (apt-get download and dpkg-deb -x: nothing is installed on the
 // host, no maintainer script runs) and returns it. A kernel already there is
 // reused.
-func FetchKernel(dir string) (Kernel, error) {
+func FetchKernel(dir string) (Kernel, error) { return FetchSuiteKernel(dir, "") }
+
+// FetchSuiteKernel is FetchKernel for the kernel of Debian's suite (a
+// codename: bullseye's is 5.10), or the host's apt sources' with "". A
+// suite's packages are looked up through an apt configuration of their own
+// in apt-<suite> beside dir (see suiteSources): the host's sources, lists
+// and pins are not touched.
+func FetchSuiteKernel(dir, suite string) (Kernel, error) {
 	if k, err := FindKernel(dir); err == nil {
 		return k, nil
 	}
-	out, err := exec.Command("apt-cache", "depends", KernelPackage).Output()
+	var aptArgs []string
+	if suite != "" {
+		var err error
+		if aptArgs, err = suiteApt(filepath.Join(filepath.Dir(dir), "apt-"+suite), suite); err != nil {
+			return Kernel{}, err
+		}
+	}
+	out, err := exec.Command("apt-cache", append(aptArgs, "depends", KernelPackage)...).Output()
 	if err != nil {
 		return Kernel{}, fmt.Errorf("apt-cache depends %s (run apt-get update first): %w", KernelPackage, err)
 	}
@@ -65,7 +79,7 @@ func FetchKernel(dir string) (Kernel, error) {
 		return Kernel{}, err
 	}
 	defer os.RemoveAll(dl)
-	get := exec.Command("apt-get", "download", pkg)
+	get := exec.Command("apt-get", append(aptArgs, "download", pkg)...)
 	get.Dir = dl
 	if b, err := get.CombinedOutput(); err != nil {
 		return Kernel{}, fmt.Errorf("apt-get download %s: %w\n%s", pkg, err, b)
@@ -99,6 +113,80 @@ func FetchKernel(dir string) (Kernel, error) {
 		return Kernel{}, err
 	}
 	return FindKernel(dir)
+}
+
+// debianKeyring holds the Debian archive's keys, those of older releases
+// too (package debian-archive-keyring).
+const debianKeyring = "/usr/share/keyrings/debian-archive-keyring.gpg"
+
+// suiteApt makes dir an apt configuration of its own for Debian's suite
+// (sources, lists, cache; no pins, no dpkg status), brings its lists up to
+// date, and returns the options that make apt-get and apt-cache use it.
+func suiteApt(dir, suite string) ([]string, error) {
+	targets, err := exec.Command("apt-get", "indextargets", "--format", "$(REPO_URI) $(ORIGIN) $(RELEASE)", "Identifier: Packages").Output()
+	if err != nil {
+		return nil, fmt.Errorf("apt-get indextargets (the host's Debian mirrors): %w", err)
+	}
+	sources, err := suiteSources(string(targets), suite)
+	if err != nil {
+		return nil, err
+	}
+	for _, d := range []string{"lists/partial", "cache/archives/partial", "sources.list.d", "preferences.d"} {
+		if err := os.MkdirAll(filepath.Join(dir, d), 0o755); err != nil {
+			return nil, err
+		}
+	}
+	list := filepath.Join(dir, "sources.list")
+	if err := os.WriteFile(list, []byte(sources), 0o644); err != nil {
+		return nil, err
+	}
+	var args []string
+	for _, o := range []string{
+		"Dir::Etc::SourceList=" + list,
+		"Dir::Etc::SourceParts=" + filepath.Join(dir, "sources.list.d"),
+		"Dir::Etc::Preferences=" + filepath.Join(dir, "preferences"),
+		"Dir::Etc::PreferencesParts=" + filepath.Join(dir, "preferences.d"),
+		"Dir::State::Lists=" + filepath.Join(dir, "lists"),
+		"Dir::Cache=" + filepath.Join(dir, "cache"),
+		"Dir::State::status=/dev/null",
+		// The download goes to a directory _apt cannot write.
+		"APT::Sandbox::User=root",
+	} {
+		args = append(args, "-o", o)
+	}
+	if b, err := exec.Command("apt-get", append(args, "update")...).CombinedOutput(); err != nil {
+		return nil, fmt.Errorf("apt-get update for Debian %s (%s): %w\n%s", suite, list, err, b)
+	}
+	return args, nil
+}
+
+// suiteSources is a sources.list for Debian's suite on the host's Debian
+// mirrors: targets is apt-get indextargets' "REPO_URI ORIGIN RELEASE" for
+// the host's Packages indexes, and each Debian release there (bookworm,
+// bookworm-security, bookworm-updates) gives one line for the same
+// release of suite (bullseye, bullseye-security, bullseye-updates), main.
+func suiteSources(targets, suite string) (string, error) {
+	var b strings.Builder
+	seen := map[string]bool{}
+	for _, line := range strings.Split(targets, "\n") {
+		f := strings.Fields(line)
+		if len(f) != 3 || f[1] != "Debian" {
+			continue
+		}
+		release := suite
+		if _, part, ok := strings.Cut(f[2], "-"); ok {
+			release += "-" + part
+		}
+		entry := fmt.Sprintf("deb [signed-by=%s] %s %s main\n", debianKeyring, f[0], release)
+		if !seen[entry] {
+			seen[entry] = true
+			b.WriteString(entry)
+		}
+	}
+	if b.Len() == 0 {
+		return "", fmt.Errorf("the host's apt sources name no Debian mirror (apt-get indextargets):\n%s", targets)
+	}
+	return b.String(), nil
 }
 
 // lookDepmod finds depmod (package kmod), also in the sbin directories a

@@ -112,3 +112,37 @@ func TestInitramfs(t *testing.T) {
 	assert.Equal(t, []string{"/modules/00-a.ko", "/modules/01-b.ko"}, cfg.Modules)
 	assert.Equal(t, []string{"/bin/true"}, cfg.Argv)
 }
+
+// TestSuiteSources: each of the host's Debian releases gives the same
+// release of the suite on the same mirror, main, once; other origins are
+// left out.
+func TestSuiteSources(t *testing.T) {
+	key := "[signed-by=" + debianKeyring + "]"
+	for _, tc := range []struct {
+		name, targets, want, err string
+	}{
+		{
+			name: "bookworm host",
+			targets: "http://mirror.example/debian/ Debian bookworm\n" +
+				"http://mirror.example/debian/ Debian bookworm-updates\n" +
+				"http://mirror.example/debian/ Debian bookworm\n" +
+				"http://mirror.example/debian-security/ Debian bookworm-security\n" +
+				"https://vendor.example/apt Vendor nodistro\n",
+			want: "deb " + key + " http://mirror.example/debian/ bullseye main\n" +
+				"deb " + key + " http://mirror.example/debian/ bullseye-updates main\n" +
+				"deb " + key + " http://mirror.example/debian-security/ bullseye-security main\n",
+		},
+		{name: "no Debian mirror", targets: "https://vendor.example/apt Vendor nodistro\n", err: "name no Debian mirror"},
+		{name: "no targets", targets: "", err: "name no Debian mirror"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := suiteSources(tc.targets, "bullseye")
+			if tc.err != "" {
+				assert.ErrorContains(t, err, tc.err)
+				return
+			}
+			require.NoError(t, err)
+			assert.Equal(t, tc.want, got)
+		})
+	}
+}

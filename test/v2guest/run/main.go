@@ -29,6 +29,7 @@ func main() {
 		v1      = flag.Bool("cgroup-v1", false, "boot the guest with cgroup v1 (a hybrid host, cpu and cpuacct apart) instead of v2: a baseline on the same kernel and emulator")
 		scratch = flag.Int("scratch", 0, "a scratch disk of this many MiB (ext4, mounted at /scratch, its path in $KOORDLET_YARN_SCRATCH): files whose page cache the kernel can reclaim")
 		box     = flag.Bool("box", false, "share what the node in a box needs (this repository, built on the host, and koordinator's CRDs) and tell the command where they are")
+		suite   = flag.String("kernel-suite", "", "boot the kernel of this Debian suite (a codename, e.g. bullseye: 5.10; kept in <work>/kernel-<suite>) instead of the host's apt sources' (<work>/kernel)")
 	)
 	flag.Parse()
 	if flag.NArg() == 0 {
@@ -50,7 +51,7 @@ func main() {
 		ros = append(ros, top, crds)
 		envs = append(envs, v2guest.TopEnv+"="+top, v2guest.PrebuiltEnv+"=1", nodebox.CRDDirEnv+"="+crds)
 	}
-	rc, err := run(*work, v2guest.Options{ReadOnly: ros, Dir: *dir, Env: envs, Timeout: *timeout, MemoryMiB: *mem, CPUs: *cpus,
+	rc, err := run(*work, *suite, v2guest.Options{ReadOnly: ros, Dir: *dir, Env: envs, Timeout: *timeout, MemoryMiB: *mem, CPUs: *cpus,
 		CgroupV1: *v1, ScratchMiB: *scratch, Argv: flag.Args()})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "v2guest:", err)
@@ -66,8 +67,9 @@ func split(s string) []string {
 	return strings.Split(s, ",")
 }
 
-// run boots the guest for o, its kernel, init and run directory under work.
-func run(work string, o v2guest.Options) (int, error) {
+// run boots the guest for o on the kernel of Debian's suite ("": the host
+// apt sources'), its kernel, init and run directory under work.
+func run(work, suite string, o v2guest.Options) (int, error) {
 	work, err := filepath.Abs(work)
 	if err != nil {
 		return 0, err
@@ -75,7 +77,11 @@ func run(work string, o v2guest.Options) (int, error) {
 	if err := os.MkdirAll(work, 0o755); err != nil {
 		return 0, err
 	}
-	k, err := v2guest.FetchKernel(filepath.Join(work, "kernel"))
+	kernelDir := filepath.Join(work, "kernel")
+	if suite != "" {
+		kernelDir += "-" + suite
+	}
+	k, err := v2guest.FetchSuiteKernel(kernelDir, suite)
 	if err != nil {
 		return 0, err
 	}
