@@ -122,19 +122,23 @@ func (r *RMSync) loadOwn() {
 	}
 }
 
-// saveOwn writes the record; a failure is logged once (the capacity is
-// still given back on a clean stop, from memory). The caller holds pushMu.
+// saveOwn writes an update of the record (a drift, a timeout sent); a
+// failure is logged once (the record written before the first push stays,
+// with the capacity it holds). The caller holds pushMu.
 func (r *RMSync) saveOwn() {
 	if err := writeRecord(r.record(), *r.own); err != nil && !r.saidRecord {
 		r.saidRecord = true
-		klog.Errorf("yarn: cannot record YARN's own capacity in %s (logged once): %v; it is given back on a clean stop, not after a crash", r.record(), err)
+		klog.Errorf("yarn: cannot update the record of YARN's own capacity in %s (logged once): %v", r.record(), err)
 	}
 }
 
 // learnOwn makes sure YARN's own capacity for nodeID is known and recorded
 // before a push changes it: read from the RM (the NodeManager's resource
 // as it registered) the first time; timeout says the push carries an
-// over-commit timeout. The caller holds pushMu.
+// over-commit timeout. Until it is read and recorded nothing is pushed (an
+// error): a capacity read after a push of koordlet's, by this koordlet or
+// the next, would be koordlet's own and given back as YARN's ever after.
+// The caller holds pushMu.
 func (r *RMSync) learnOwn(ctx context.Context, client *yarn.RMClient, nodeID string, timeout bool) error {
 	r.loadOwn()
 	if r.own != nil && r.own.NodeID != nodeID {
@@ -146,22 +150,19 @@ func (r *RMSync) learnOwn(ctx context.Context, client *yarn.RMClient, nodeID str
 		has, err := client.NodeResource(cctx, nodeID)
 		cancel()
 		if err != nil {
-			// Pushed all the same (an RM that does not list the node
-			// refuses the push too): nothing recorded to give back.
-			if !r.saidRecord {
-				r.saidRecord = true
-				klog.Warningf("yarn: cannot read YARN's own capacity for node %s before the first push (logged once; nothing to give back until it is read): %v", nodeID, err)
-			}
-			return nil
+			// An RM that does not list the node refuses the push too.
+			return fmt.Errorf("read YARN's own capacity for node %s before the first push (nothing is pushed until it is read): %w", nodeID, err)
 		}
-		r.own = &capacityRecord{NodeID: nodeID, Own: has, Since: time.Now()}
-		klog.Infof("yarn: YARN's own capacity for node %s at the ResourceManager: %d MB, %d vcores (recorded; given back when %s is turned off and on a clean stop)",
+		own := capacityRecord{NodeID: nodeID, Own: has, Since: time.Now(), TimeoutSent: timeout}
+		if err := writeRecord(r.record(), own); err != nil {
+			return fmt.Errorf("record YARN's own capacity for node %s in %s (nothing is pushed until it is recorded): %w", nodeID, r.record(), err)
+		}
+		r.own = &own
+		klog.Infof("yarn: YARN's own capacity for node %s at the ResourceManager: %d MB, %d vcores (recorded; given back at a start with %s off)",
 			nodeID, has.MemoryMB, has.VCores, "YARNRMNodeResourceSync")
 		r.mu.Lock()
 		r.st.Own = &has
 		r.mu.Unlock()
-		r.own.TimeoutSent = timeout
-		r.saveOwn()
 		return nil
 	}
 	if timeout && !r.own.TimeoutSent {
@@ -175,15 +176,41 @@ func (r *RMSync) learnOwn(ctx context.Context, client *yarn.RMClient, nodeID str
 // RM resets a node to what the NodeManager registers with, and the
 // NodeManager keeps a pushed resource across an RM restart or failover, so
 // a drift means the NodeManager restarted with its yarn-site capacity (or
-// someone else set one). The caller holds pushMu.
+// someone else set one). A value koordlet sent since the RM last confirmed
+// what it holds is koordlet's (a push the RM took whose answer was lost),
+// never YARN's own. The caller holds pushMu.
 func (r *RMSync) noteOwn(nodeID string, has yarn.NodeResource) {
-	if r.own == nil || r.own.NodeID != nodeID || r.own.Own == has {
+	if r.own == nil || r.own.NodeID != nodeID || r.own.Own == has || r.sent.has(nodeID, has) {
 		return
 	}
 	r.own.Own = has
 	r.st.Own = &has
 	r.saveOwn()
 }
+
+// sentValues are the capacities pushed to one node since the RM last
+// confirmed what it holds (a push answered, a read-back): the RM may hold
+// any of them. The caller holds pushMu.
+type sentValues struct {
+	node   string
+	values map[yarn.NodeResource]bool
+}
+
+// add notes a push of v to node.
+func (s *sentValues) add(node string, v yarn.NodeResource) {
+	if s.node != node || s.values == nil {
+		s.node, s.values = node, map[yarn.NodeResource]bool{}
+	}
+	s.values[v] = true
+}
+
+// has: v was pushed to node since the last confirmation.
+func (s *sentValues) has(node string, v yarn.NodeResource) bool {
+	return s.node == node && s.values[v]
+}
+
+// confirmed: the RM answered what it holds; earlier pushes are over.
+func (s *sentValues) confirmed() { s.values = nil }
 
 // preemptionGrace is the grace for an ask: derived from the RM's node
 // heartbeat interval (rmrelease.GraceFor) where its /conf answers, at least

@@ -30,10 +30,15 @@ func startRMEmu(t *testing.T) (*rmemu.Server, *yarn.RMClient) {
 // keep arriving on an over-committed node, so YARN's capacity moves at
 // every sync. Each push sends the RM the time left to the first deadline
 // (the RM restarts its timer at every push that changes the node), and
-// koordlet's own deadline stays the first one.
+// koordlet's own deadline stays the first one. YARN's own capacity is the
+// one the NodeManager registered with, never one of the pushes (issue 55,
+// item 6: the RM did not list the node here, the read before the first push
+// failed, the push went all the same and the second read recorded it).
 func TestRMSyncDeadlineHoldsWhileCapacityMoves(t *testing.T) {
 	setRMPreemption(t, true)
 	rm, client := startRMEmu(t)
+	own := yarn.NodeResource{MemoryMB: 8192, VCores: 8}
+	rm.RegisterNode("nm:45454", own)
 	origin := Batch{MilliCPU: 8000, MemoryBytes: 8 << 30}
 	yarnAlloc := Batch{MilliCPU: 3000, MemoryBytes: 2304 << 20}
 	k8s := Batch{MilliCPU: 6000, MemoryBytes: 6656 << 20}
@@ -60,6 +65,8 @@ func TestRMSyncDeadlineHoldsWhileCapacityMoves(t *testing.T) {
 	assert.WithinDuration(t, now.Add(3*time.Second+rmrelease.DefaultGrace), ask.Deadline(), 500*time.Millisecond, "koordlet's deadline is the first push's")
 	_, pending = w.Pending(now.Add(3*time.Second + rmrelease.DefaultGrace + time.Second))
 	assert.False(t, pending, "past the first deadline the evictor acts, however often the capacity moved")
+	require.NotNil(t, s.Status().Own)
+	assert.Equal(t, own, *s.Status().Own, "YARN's own capacity is the registered one, not a push")
 }
 
 // TestRMSyncGraceFromASlowRM (item 11): an RM whose node heartbeat is 10 s
@@ -70,6 +77,7 @@ func TestRMSyncGraceFromASlowRM(t *testing.T) {
 	setRMPreemption(t, true)
 	rm, client := startRMEmu(t)
 	rm.SetConf(yarn.ConfNMHeartbeatInterval, "10000")
+	rm.RegisterNode("nm:45454", yarn.NodeResource{MemoryMB: 8192, VCores: 8})
 	view := Compute(Batch{MilliCPU: 8000, MemoryBytes: 8 << 30}, true, Batch{MilliCPU: 6000, MemoryBytes: 6656 << 20}, Batch{MilliCPU: 3000, MemoryBytes: 2304 << 20})
 	var w rmrelease.Window
 	s := NewRMSync(RMSyncOptions{Client: func() *yarn.RMClient { return client }, NodeID: func() string { return "nm:45454" },
@@ -89,6 +97,7 @@ func TestRMSyncGraceFromASlowRM(t *testing.T) {
 
 	// An RM whose /conf does not answer: the configured grace.
 	rm2, client2 := startRMEmu(t)
+	rm2.RegisterNode("nm:45454", yarn.NodeResource{MemoryMB: 8192, VCores: 8})
 	var w2 rmrelease.Window
 	s2 := NewRMSync(RMSyncOptions{Client: func() *yarn.RMClient { return client2 }, NodeID: func() string { return "nm:45454" },
 		View: func() View { return view }, Release: &w2, PreemptionTimeout: func() time.Duration { return 3 * time.Second },
