@@ -12,6 +12,7 @@ import (
 
 	"k8s.io/klog/v2"
 
+	"github.com/koordlet-yarn/koordlet-yarn/framework/features"
 	"github.com/koordlet-yarn/koordlet-yarn/framework/rmrelease"
 	"github.com/koordlet-yarn/koordlet-yarn/framework/yarn"
 )
@@ -251,14 +252,19 @@ func (r *RMSync) preemptionGrace(ctx context.Context, client *yarn.RMClient) tim
 	return grace
 }
 
-// Restore gives YARN's own capacity back to the RM (the give-back on a clean
-// stop, and at a start with the gate off): the recorded capacity, with the
-// longest timeout the RM takes if one of ours was sent, then the record is
-// removed. After it the sync pushes nothing. It reports whether a capacity
-// was given back.
+// Restore gives YARN's own capacity back to the RM (at a start with the
+// gate off, and on a clean stop when no record file keeps it): the recorded
+// capacity, with the longest timeout the RM takes if one of ours was sent,
+// then the record is removed. After it the sync pushes nothing. It reports
+// whether a capacity was given back.
 func (r *RMSync) Restore(ctx context.Context) (bool, error) {
 	r.pushMu.Lock()
 	defer r.pushMu.Unlock()
+	return r.restore(ctx)
+}
+
+// restore is Restore; the caller holds pushMu.
+func (r *RMSync) restore(ctx context.Context) (bool, error) {
 	r.closed = true
 	r.loadOwn()
 	if r.own == nil {
@@ -298,17 +304,30 @@ func (r *RMSync) Restore(ctx context.Context) (bool, error) {
 	return true, nil
 }
 
-// Stop ends the sync on a clean stop of koordlet and gives YARN's own
-// capacity back when the sync ran (the gate on); it returns at once when
-// it did not.
+// Stop ends the sync on a clean stop of koordlet: nothing is pushed after
+// it. The capacity pushed stays at the RM (a rollout's next koordlet
+// continues from the record; one started with the gate off gives YARN's
+// own back): given back here, the RM would place containers up to YARN's
+// full capacity until the next koordlet's first push, which would then
+// find YARN over its capacity and have it preempted. Only without a record
+// file (--yarn-rm-capacity-record empty), where the next koordlet could not
+// tell YARN's own capacity from koordlet's push, is it given back here.
 func (r *RMSync) Stop(ctx context.Context) {
 	r.mu.Lock()
 	ran := r.st.Enabled
 	r.mu.Unlock()
-	if !ran {
+	r.pushMu.Lock()
+	defer r.pushMu.Unlock()
+	r.closed = true
+	if !ran || r.own == nil {
 		return
 	}
-	if _, err := r.Restore(ctx); err != nil {
+	if r.record() != "" {
+		klog.Infof("yarn: koordlet stops: the ResourceManager keeps node %s's capacity as pushed; YARN's own (%d MB, %d vcores, in %s) goes back at a start with %s off",
+			r.own.NodeID, r.own.Own.MemoryMB, r.own.Own.VCores, r.record(), features.YARNRMNodeResourceSync)
+		return
+	}
+	if _, err := r.restore(ctx); err != nil {
 		klog.Errorf("yarn: %v", err)
 	}
 }

@@ -122,7 +122,7 @@ type RMSyncStatus struct {
 	RMHeartbeat     time.Duration `json:"rmHeartbeatNanos,omitempty"`
 	PreemptionGrace time.Duration `json:"preemptionGraceNanos,omitempty"`
 	// Own is YARN's own capacity for the node (what the RM held before the
-	// first push), given back when the gate goes off and on a clean stop.
+	// first push), given back at a start with the gate off.
 	Own *yarn.NodeResource `json:"own,omitempty"`
 }
 

@@ -112,7 +112,9 @@ func TestRMSyncGraceFromASlowRM(t *testing.T) {
 // before koordlet's first push is recorded in a file; a koordlet that
 // crashed after shrinking it and starts again with the gate off gives it
 // back (with the longest timeout the RM takes, since ours stays at the RM
-// otherwise) and removes the record; a clean stop gives it back too.
+// otherwise) and removes the record. A clean stop gives it back only
+// without a record file (TestRMSyncRolloutKeepsTheCapacity: with one, it
+// keeps the capacity).
 func TestRMSyncGivesYARNsCapacityBack(t *testing.T) {
 	setRMPreemption(t, true)
 	rm, client := startRMEmu(t)
@@ -144,17 +146,75 @@ func TestRMSyncGivesYARNsCapacityBack(t *testing.T) {
 	assert.ErrorIs(t, err, os.ErrNotExist, "the record is gone once given back")
 	assert.Equal(t, 0, newSync().RestoreDisabled(), "nothing recorded: nothing sent")
 
-	// A clean stop gives it back as well.
-	s = newSync()
-	s.Step(context.Background(), time.Now())
-	got, _ = rm.Node(node)
-	require.NotEqual(t, own, got)
-	ok, err := s.Restore(context.Background())
-	require.NoError(t, err)
-	assert.True(t, ok)
+	// Without a record file, a clean stop gives it back: the next koordlet
+	// could not tell YARN's own capacity from koordlet's push.
+	record = ""
+	s, stop := newSync(), make(chan struct{})
+	s.Run(stop)
+	require.Eventually(t, func() bool { got, _ := rm.Node(node); return got != own }, 10*time.Second, 10*time.Millisecond)
+	close(stop)
+	s.Stop(context.Background())
 	got, _ = rm.Node(node)
 	assert.Equal(t, own, got)
 	before := len(rm.Calls())
 	s.Step(context.Background(), time.Now())
 	assert.Len(t, rm.Calls(), before, "nothing pushed after the give-back")
+}
+
+// TestRMSyncRolloutKeepsTheCapacity (issue 55, item 7): a rollout stops
+// koordlet and starts the next one with the gate on. Between the two the RM
+// must keep the capacity koordlet pushed: the code before gave YARN's own
+// capacity back at every clean stop, the RM placed a container in the gap
+// up to it, and the next koordlet found YARN over its capacity and asked
+// the RM to preempt (a fleet rollout as a wave of preemptions). The
+// capacity is given back only by a koordlet started with the gate off.
+func TestRMSyncRolloutKeepsTheCapacity(t *testing.T) {
+	setRMPreemption(t, true)
+	rm, client := startRMEmu(t)
+	const node = "nm:45454"
+	own := yarn.NodeResource{MemoryMB: 8192, VCores: 8}
+	rm.RegisterNode(node, own)
+	record := filepath.Join(t.TempDir(), "yarn-rm-node-resource.json")
+	origin := Batch{MilliCPU: 8000, MemoryBytes: 8 << 30}
+	k8s := Batch{MilliCPU: 2000, MemoryBytes: 2 << 30} // YARN's capacity: 6 GiB, 6 vcores
+	yarnAlloc := Batch{MilliCPU: 3000, MemoryBytes: 4 << 30}
+	newSync := func() *RMSync {
+		return NewRMSync(RMSyncOptions{Client: func() *yarn.RMClient { return client }, NodeID: func() string { return node },
+			View: func() View { return Compute(origin, true, k8s, yarnAlloc) }, Release: &rmrelease.Window{},
+			PreemptionTimeout: func() time.Duration { return 3 * time.Second }, Record: func() string { return record }})
+	}
+	pushed := yarn.NodeResource{MemoryMB: 6 << 10, VCores: 6}
+
+	old, stop := newSync(), make(chan struct{})
+	old.Run(stop) // the gate on: the sync runs
+	require.Eventually(t, func() bool { got, _ := rm.Node(node); return got == pushed }, 10*time.Second, 10*time.Millisecond)
+	close(stop) // the rollout's SIGTERM: koordlet's daemon returns, then its shutdown
+	old.Stop(context.Background())
+
+	// The gap: the RM places a 3 GiB container if the node has room for it.
+	held, _ := rm.Node(node)
+	assert.Equal(t, pushed, held, "the RM keeps koordlet's capacity while no koordlet runs")
+	if held.MemoryMB-yarnAlloc.MemoryBytes>>20 >= 3<<10 {
+		yarnAlloc = yarnAlloc.Add(Batch{MilliCPU: 1000, MemoryBytes: 3 << 30})
+	}
+
+	// The next koordlet, gate on: it continues from the record.
+	calls := len(rm.Calls())
+	next := newSync()
+	next.Step(context.Background(), time.Now())
+	for _, c := range rm.Calls()[calls:] {
+		assert.EqualValues(t, -1, c.OverCommitTimeout, "nothing over YARN's capacity: no preemption asked")
+	}
+	assert.LessOrEqual(t, yarnAlloc.MemoryBytes>>20, pushed.MemoryMB, "no container placed in the gap beyond YARN's capacity")
+	held, _ = rm.Node(node)
+	assert.Equal(t, pushed, held)
+	require.NotNil(t, next.Status().Own)
+	assert.Equal(t, own, *next.Status().Own, "YARN's own capacity from the record")
+
+	// Turning the gate off gives it back, at that koordlet's start.
+	next.Stop(context.Background())
+	n := newSync().RestoreDisabled()
+	assert.Equal(t, 1, n)
+	held, _ = rm.Node(node)
+	assert.Equal(t, own, held)
 }
