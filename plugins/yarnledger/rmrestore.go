@@ -12,6 +12,7 @@ import (
 
 	"k8s.io/klog/v2"
 
+	"github.com/koordlet-yarn/koordlet-yarn/framework/backoff"
 	"github.com/koordlet-yarn/koordlet-yarn/framework/features"
 	"github.com/koordlet-yarn/koordlet-yarn/framework/rmrelease"
 	"github.com/koordlet-yarn/koordlet-yarn/framework/yarn"
@@ -275,8 +276,8 @@ func (r *RMSync) restore(ctx context.Context) (bool, error) {
 		client = r.opts.Client()
 	}
 	if client == nil {
-		return false, fmt.Errorf("YARN's own capacity for node %s (%d MB, %d vcores) is recorded but no ResourceManager is configured (--yarn-rm-endpoints): it is not given back",
-			r.own.NodeID, r.own.Own.MemoryMB, r.own.Own.VCores)
+		return false, fmt.Errorf("YARN's own capacity for node %s (%d MB, %d vcores) is recorded but %w: it is not given back",
+			r.own.NodeID, r.own.Own.MemoryMB, r.own.Own.VCores, errNoRM)
 	}
 	timeout := time.Duration(-1)
 	if r.own.TimeoutSent {
@@ -332,22 +333,6 @@ func (r *RMSync) Stop(ctx context.Context) {
 	}
 }
 
-// RestoreDisabled gives YARN's own capacity back at a start with the gate
-// off (or without an RM endpoint), when a koordlet that pushed left a
-// record (it crashed, or its give-back on stop failed).
-func (r *RMSync) RestoreDisabled() int {
-	ctx, cancel := context.WithTimeout(context.Background(), 2*r.opts.Timeout)
-	defer cancel()
-	ok, err := r.Restore(ctx)
-	if err != nil {
-		klog.Errorf("yarn: %v", err)
-	}
-	if ok {
-		return 1
-	}
-	return 0
-}
-
 // RestorePending is 1 while a record of YARN's own capacity is on the node (or
 // unreadable): a capacity koordlet pushed to the ResourceManager that was
 // not given back yet; 0 otherwise. For koordlet_yarn_restore_pending and
@@ -358,4 +343,77 @@ func (r *RMSync) RestorePending() int {
 		return 1
 	}
 	return 0
+}
+
+// errNoRM: a record of YARN's own capacity, and no ResourceManager
+// configured to give it back to.
+var errNoRM = errors.New("no ResourceManager is configured (--yarn-rm-endpoints)")
+
+// GiveBack gives YARN's own capacity back to the RM in the background when
+// koordlet runs without the sync (YARNRMNodeResourceSync off, or no RM
+// endpoint) after a koordlet that pushed left the record: it retries with
+// backoff until the RM takes it or koordlet stops, so that neither a slow
+// nor a down RM holds up koordlet's start (koordlet runs its strategies'
+// Run one after another). RMSync.RestorePending counts it until done.
+type GiveBack struct {
+	Sync *RMSync
+	// Retry is the first wait after a failure (doubled up to 5 minutes);
+	// default: the sync interval.
+	Retry time.Duration
+
+	// done is closed when the give-back ended (tests).
+	done chan struct{}
+}
+
+// Name names the loop in koordlet's log.
+func (g *GiveBack) Name() string { return "YARN ResourceManager capacity give-back" }
+
+// Enabled is true while the sync does not run.
+func (g *GiveBack) Enabled() bool { return !g.Sync.Enabled() }
+
+// Run starts the give-back and returns; it ends when the capacity is given
+// back (or nothing is recorded) or when stopCh closes (the record stays).
+func (g *GiveBack) Run(stopCh <-chan struct{}) {
+	g.done = make(chan struct{})
+	go func() {
+		defer close(g.done)
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		go func() {
+			select {
+			case <-stopCh:
+				cancel()
+			case <-ctx.Done():
+			}
+		}()
+		initial := g.Retry
+		if initial <= 0 {
+			initial = g.Sync.opts.Interval()
+		}
+		bo := backoff.New(maxRMBackoff)
+		logged := false
+		for {
+			ok, err := g.Sync.Restore(ctx)
+			switch {
+			case err == nil:
+				if ok {
+					klog.Infof("yarn: %s is off: YARN's own capacity is back at the ResourceManager", features.YARNRMNodeResourceSync)
+				}
+				return
+			case ctx.Err() != nil:
+				return
+			case errors.Is(err, errNoRM):
+				klog.Errorf("yarn: %v", err)
+				return
+			case !logged:
+				logged = true
+				klog.Errorf("yarn: %v (retried with backoff, logged once)", err)
+			}
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(bo.Fail(initial)):
+			}
+		}
+	}()
 }

@@ -16,6 +16,16 @@ import (
 	"github.com/koordlet-yarn/koordlet-yarn/test/rmemu"
 )
 
+// giveBack runs the give-back of a koordlet started with the gate off to
+// its end.
+func giveBack(s *RMSync) {
+	g := &GiveBack{Sync: s, Retry: time.Millisecond}
+	stop := make(chan struct{})
+	defer close(stop)
+	g.Run(stop)
+	<-g.done
+}
+
 func startRMEmu(t *testing.T) (*rmemu.Server, *yarn.RMClient) {
 	t.Helper()
 	rm, err := rmemu.Start()
@@ -136,15 +146,16 @@ func TestRMSyncGivesYARNsCapacityBack(t *testing.T) {
 	require.NoError(t, err, "YARN's own capacity recorded before the push")
 
 	// koordlet crashes here; the next one starts with the gate off.
-	n := newSync().RestoreDisabled()
-	assert.Equal(t, 1, n)
+	giveBack(newSync())
 	got, _ = rm.Node(node)
 	assert.Equal(t, own, got, "YARN's own capacity given back")
 	calls := rm.Calls()
 	assert.EqualValues(t, math.MaxInt32, calls[len(calls)-1].OverCommitTimeout, "the RM's stale over-commit deadline moved out of the way")
 	_, err = os.Stat(record)
 	assert.ErrorIs(t, err, os.ErrNotExist, "the record is gone once given back")
-	assert.Equal(t, 0, newSync().RestoreDisabled(), "nothing recorded: nothing sent")
+	n := len(rm.Calls())
+	giveBack(newSync())
+	assert.Len(t, rm.Calls(), n, "nothing recorded: nothing sent")
 
 	// Without a record file, a clean stop gives it back: the next koordlet
 	// could not tell YARN's own capacity from koordlet's push.
@@ -213,8 +224,42 @@ func TestRMSyncRolloutKeepsTheCapacity(t *testing.T) {
 
 	// Turning the gate off gives it back, at that koordlet's start.
 	next.Stop(context.Background())
-	n := newSync().RestoreDisabled()
-	assert.Equal(t, 1, n)
+	giveBack(newSync())
 	held, _ = rm.Node(node)
 	assert.Equal(t, own, held)
+}
+
+// TestGiveBackRetries (issue 55, item 5): the gate-off give-back goes on in
+// the background, retried with backoff while the RM fails, until the RM
+// takes it; the record counts it pending until then. Without an RM
+// configured it ends at once (nothing can change before the next start),
+// keeping the record.
+func TestGiveBackRetries(t *testing.T) {
+	rm, client := startRMEmu(t)
+	const node = "nm:45454"
+	own := yarn.NodeResource{MemoryMB: 8192, VCores: 8}
+	rm.RegisterNode(node, yarn.NodeResource{MemoryMB: 4096, VCores: 4})
+	record := filepath.Join(t.TempDir(), "yarn-rm-node-resource.json")
+	require.NoError(t, writeRecord(record, capacityRecord{NodeID: node, Own: own, Since: time.Now()}))
+	rm.SetMode(rmemu.ModeError, "")
+
+	s := NewRMSync(RMSyncOptions{Client: func() *yarn.RMClient { return client }, NodeID: func() string { return node },
+		View: func() View { return View{} }, Record: func() string { return record }})
+	g := &GiveBack{Sync: s, Retry: time.Millisecond}
+	stop := make(chan struct{})
+	defer close(stop)
+	g.Run(stop)
+	require.Eventually(t, func() bool { return len(rm.Calls()) >= 2 }, 10*time.Second, time.Millisecond, "tried again after a failure")
+	assert.Equal(t, 1, s.RestorePending(), "pending while the RM fails")
+	rm.SetMode(rmemu.ModeActive, "")
+	<-g.done
+	got, _ := rm.Node(node)
+	assert.Equal(t, own, got, "given back once the RM takes it")
+	assert.Equal(t, 0, s.RestorePending())
+
+	require.NoError(t, writeRecord(record, capacityRecord{NodeID: node, Own: own, Since: time.Now()}))
+	none := &GiveBack{Sync: NewRMSync(RMSyncOptions{Client: func() *yarn.RMClient { return nil }, Record: func() string { return record }})}
+	none.Run(stop)
+	<-none.done
+	assert.Equal(t, 1, none.Sync.RestorePending(), "no RM: the record stays for a start with one")
 }
