@@ -317,10 +317,13 @@ func (r *RMSync) Stop(ctx context.Context) {
 	r.mu.Lock()
 	ran := r.st.Enabled
 	r.mu.Unlock()
+	if !ran {
+		return
+	}
 	r.pushMu.Lock()
 	defer r.pushMu.Unlock()
 	r.closed = true
-	if !ran || r.own == nil {
+	if r.own == nil {
 		return
 	}
 	if r.record() != "" {
