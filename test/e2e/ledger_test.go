@@ -92,7 +92,7 @@ func TestBatchLedger(t *testing.T) {
 	// no push for a node it does not list, and koordlet reads that capacity
 	// before its first push).
 	for _, rm := range []*rmemu.Server{rm1, rm2} {
-		rm.RegisterNode(nodebox.NMNodeID, yarn.NodeResource{MemoryMB: 32 << 10, VCores: 16})
+		rm.RegisterNode(nodebox.NMNodeID, yarn.NodeResource{MemoryMB: 48 << 10, VCores: 24})
 	}
 	b := startBox(t, nodebox.Options{
 		Pods: []nodebox.PodSpec{batchPod("spark-driver", 4000, "8Gi")},
