@@ -333,7 +333,7 @@ func (fw *Framework) Shutdown(timeout time.Duration) {
 		fw.relief.Release("koordlet stops", false)
 	}
 	rmDone := make(chan struct{})
-	go func() { // YARN's own capacity back to the RM, beside the kills
+	go func() { // the RM sync ends, beside the kills (the capacity stays pushed: RMSync.Stop)
 		defer close(rmDone)
 		if fw.rmSync != nil {
 			ctx, cancel := context.WithTimeout(context.Background(), timeout)

@@ -70,7 +70,7 @@ func (fw *Framework) installLedger(reg prometheus.Registerer) error {
 	})
 	fw.Informer.AfterResync = fw.Ledger.Notify
 	fw.staleEntry = &yarnledger.StaleEntry{Client: fw.Handles.KubeClient, NodeName: os.Getenv("NODE_NAME")}
-	fw.loops = append(fw.loops, fw.Ledger, fw.rmSync, fw.staleEntry)
+	fw.loops = append(fw.loops, fw.Ledger, fw.rmSync, &yarnledger.GiveBack{Sync: fw.rmSync}, fw.staleEntry)
 	options.RegisterHTTPHandler(LedgerPath, fw.ledgerHandler)
 	return nil
 }

@@ -23,7 +23,11 @@ type Loop interface {
 
 // Restorer is a loop that, while disabled, undoes once what it wrote when
 // it was enabled (a koordlet restarted with its gate off): RestoreDisabled
-// returns how many values it changed.
+// returns how many values it changed. It runs inside koordlet's start-up
+// (Run), so it touches the node only: a give-back that waits on a remote
+// service is a loop of its own, enabled while the gate is off, that retries
+// in the background (yarnledger.GiveBack for the ResourceManager,
+// yarnledger.StaleEntry for the API server).
 type Restorer interface {
 	RestoreDisabled() int
 }

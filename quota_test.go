@@ -1,11 +1,13 @@
 package koordletyarn
 
 import (
+	"flag"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"golang.org/x/sys/unix"
@@ -17,8 +19,10 @@ import (
 	"github.com/koordinator-sh/koordinator/pkg/koordlet/util/system"
 
 	"github.com/koordlet-yarn/koordlet-yarn/collectors/lswait"
+	"github.com/koordlet-yarn/koordlet-yarn/framework/cgroups"
 	"github.com/koordlet-yarn/koordlet-yarn/framework/config"
 	"github.com/koordlet-yarn/koordlet-yarn/framework/features"
+	"github.com/koordlet-yarn/koordlet-yarn/framework/features/featurestest"
 	"github.com/koordlet-yarn/koordlet-yarn/plugins/yarninterference"
 	"github.com/koordlet-yarn/koordlet-yarn/plugins/yarnsuppress"
 )
@@ -132,4 +136,74 @@ func TestLoopRunnerRestoresBeforeStarting(t *testing.T) {
 	r.Run(make(chan struct{}))
 	require.True(t, l.started)
 	assert.True(t, l.startedAfterRestore, "the restorer ran before the loop started")
+}
+
+// TestQuotaRestoredWhenKoordletsSuppressIsOff (issue 55, item 4): the YARN
+// root outside besteffort, capped at its last share of the BE budget, with
+// the record of its own quota; koordlet restarts with YARNBECPUSuppress on
+// but koordlet's own BECPUSuppress off. Upstream then never runs the
+// cpuSuppress slot, so nothing divides the budget: the quota is YARN's to
+// have back at the start, and /yarn/restore counts it pending before. The
+// code before restored only with YARNBECPUSuppress off (and the
+// interference controller only with it off), and counted nothing while a
+// YARN gate was on: the root stayed capped indefinitely.
+func TestQuotaRestoredWhenKoordletsSuppressIsOff(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		gates map[string]bool
+	}{
+		{"YARNBECPUSuppress on", map[string]bool{string(features.YARNBECPUSuppress): true}},
+		{"and YARNInterferenceControl on", map[string]bool{string(features.YARNBECPUSuppress): true, string(features.YARNInterferenceControl): true}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Setenv("NODE_NAME", "")
+			helper := system.NewFileTestUtil(t)
+			t.Cleanup(helper.Cleanup)
+			helper.SetCgroupsV2(false)
+			fw, err := install(flag.NewFlagSet("koordlet", flag.ContinueOnError), prometheus.NewRegistry())
+			require.NoError(t, err)
+			const h = "hadoop-yarn" // outside besteffort
+			fw.Config.CgroupHierarchy = h
+			helper.WriteCgroupFileContents(h, system.CPUCFSQuota, "120000") // the last share of the BE budget
+			root := filepath.Dir(system.GetCgroupFilePath(h, system.CPUCFSQuota))
+			require.NoError(t, unix.Setxattr(root, cgroups.PriorQuotaXattr, []byte("300000"), 0))
+			fw.Informer.Setup(nil, nil)
+			require.Equal(t, h, fw.Informer.HierarchyDir())
+
+			gates := map[string]bool{string(koordfeatures.BECPUSuppress): false}
+			for g, on := range tc.gates {
+				gates[g] = on
+			}
+			featurestest.Set(t, gates)
+
+			quotaKind := func() RestoreKind {
+				for _, k := range fw.restoreStatus().Kinds {
+					if k.Kind == "cpu-quota" {
+						return k
+					}
+				}
+				t.Fatal("no cpu-quota kind")
+				return RestoreKind{}
+			}
+			before := quotaKind()
+			assert.True(t, before.Off, "nothing divides the BE budget: the quota is to be restored")
+			assert.Equal(t, 1, before.Pending, "and counted before the start")
+
+			// The start: the framework's loops that write the root's quota.
+			var loops []Loop
+			for _, l := range fw.loops {
+				if n := l.Name(); n == "YARN BE CPU suppress restore" || n == "YARN interference control" {
+					loops = append(loops, l)
+				}
+			}
+			require.Len(t, loops, 2)
+			stop := make(chan struct{})
+			t.Cleanup(func() { close(stop) })
+			(&loopRunner{fw: &Framework{loops: loops}}).Run(stop)
+			assert.Equal(t, "300000", strings.TrimSpace(helper.ReadCgroupFileContents(h, system.CPUCFSQuota)), "YARN's own quota back")
+			_, err = unix.Getxattr(root, cgroups.PriorQuotaXattr, make([]byte, 32))
+			assert.ErrorIs(t, err, unix.ENODATA, "the record is gone")
+			assert.Equal(t, 0, quotaKind().Pending)
+		})
+	}
 }

@@ -12,8 +12,11 @@ import (
 	"k8s.io/component-base/featuregate"
 	"k8s.io/klog/v2"
 
+	koordfeatures "github.com/koordinator-sh/koordinator/pkg/features"
+
 	"github.com/koordlet-yarn/koordlet-yarn/framework/cgroups"
 	"github.com/koordlet-yarn/koordlet-yarn/framework/features"
+	"github.com/koordlet-yarn/koordlet-yarn/plugins/yarnsuppress"
 )
 
 // RestorePath is the debug endpoint that says, per kind of value koordlet
@@ -79,8 +82,8 @@ func (fw *Framework) restoreKinds() []restoreKind {
 			counts: "YARN container memory cgroups whose Memory QoS values are not back to their prior values (xattr trusted.koordlet-yarn.memory-qos-prior)"},
 		{kind: "resctrl", gates: []featuregate.Feature{features.YARNResctrlQoS}, pending: fw.QoS.PendingResctrl,
 			counts: "YARN containers whose tasks koordlet moved into the resctrl BE group (xattr trusted.koordlet-yarn.resctrl)"},
-		{kind: "cpu-quota", gates: []featuregate.Feature{features.YARNBECPUSuppress, features.YARNInterferenceControl}, pending: rootQuota,
-			counts: "1 while the YARN root's own CFS quota is not back (xattr trusted.koordlet-yarn.prior-cfs-quota)"},
+		{kind: "cpu-quota", gates: []featuregate.Feature{features.YARNBECPUSuppress, koordfeatures.BECPUSuppress}, off: func() bool { return !yarnsuppress.Runs() },
+			pending: rootQuota, counts: "1 while the YARN root's own CFS quota is not back (xattr trusted.koordlet-yarn.prior-cfs-quota); restored unless BE suppress runs YARN-aware (both gates on)"},
 		{kind: "memory-relief", gates: []featuregate.Feature{features.YARNMemoryRelief}, off: func() bool { return !fw.relief.Enabled() },
 			pending: func() int { return fw.relief.Pending(fw.Informer.HierarchyDir()) },
 			counts:  "the YARN root's memory.high (v2) and memory soft limit (v1) koordlet's memory relief set and did not give back (xattrs trusted.koordlet-yarn.prior-memory-high, trusted.koordlet-yarn.prior-memory-soft-limit)"},

@@ -12,6 +12,7 @@ import (
 	"k8s.io/klog/v2"
 
 	slov1alpha1 "github.com/koordinator-sh/koordinator/apis/slo/v1alpha1"
+	koordfeatures "github.com/koordinator-sh/koordinator/pkg/features"
 	"github.com/koordinator-sh/koordinator/pkg/koordlet/resourceexecutor"
 	koordletutil "github.com/koordinator-sh/koordinator/pkg/koordlet/util"
 
@@ -19,6 +20,7 @@ import (
 	"github.com/koordlet-yarn/koordlet-yarn/framework/cgroups"
 	"github.com/koordlet-yarn/koordlet-yarn/framework/config"
 	"github.com/koordlet-yarn/koordlet-yarn/framework/features"
+	"github.com/koordlet-yarn/koordlet-yarn/plugins/yarnsuppress"
 )
 
 // NodeSLOExtension is the NodeSLO's spec.extensions key of the controller's
@@ -144,7 +146,7 @@ func (c *Controller) RestoreDisabled() int {
 
 // divided: BE suppress divides its budget onto the YARN root's quota.
 func (c *Controller) divided(h string) bool {
-	return cgroups.OutsideBestEffort(h) && features.Enabled(features.YARNBECPUSuppress)
+	return cgroups.OutsideBestEffort(h) && yarnsuppress.Runs()
 }
 
 // quota is the YARN root's writer.
@@ -246,9 +248,9 @@ func (c *Controller) Step() {
 		}
 		c.given = h
 	}
-	if !features.Enabled(features.YARNBECPUSuppress) {
-		c.sayOnce("nosuppress", "yarn: interference control does nothing: it moves the threshold of BE suppress's formula, which runs YARN-aware with %s, and that gate is off", features.YARNBECPUSuppress)
-		c.stand("YARNBECPUSuppress is off")
+	if !yarnsuppress.Runs() {
+		c.sayOnce("nosuppress", "yarn: interference control does nothing: it moves the threshold of BE suppress's formula, which runs YARN-aware with %s and koordlet's %s, and one is off", features.YARNBECPUSuppress, koordfeatures.BECPUSuppress)
+		c.stand("BE suppress does not run YARN-aware")
 		return
 	}
 	delete(c.said, "nosuppress")

@@ -13,6 +13,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	slov1alpha1 "github.com/koordinator-sh/koordinator/apis/slo/v1alpha1"
+	koordfeatures "github.com/koordinator-sh/koordinator/pkg/features"
 	"github.com/koordinator-sh/koordinator/pkg/koordlet/resourceexecutor"
 	koordletutil "github.com/koordinator-sh/koordinator/pkg/koordlet/util"
 	"github.com/koordinator-sh/koordinator/pkg/koordlet/util/system"
@@ -234,6 +235,34 @@ func TestControllerGivesBackAnOldRootQuota(t *testing.T) {
 	assert.Equal(t, 1, later.RestoreDisabled())
 	assert.Equal(t, "300000", n.rootQuota(t))
 	assert.Equal(t, 0, later.RestoreDisabled(), "once")
+}
+
+// TestControllerGivesBackWithoutKoordletsSuppress (issue 55, item 4): the
+// YARN root outside besteffort with a quota koordlet left (its record:
+// YARN's own 3 CPUs), YARNBECPUSuppress on but koordlet's BECPUSuppress
+// off: upstream never runs the cpuSuppress slot, nothing divides the
+// budget, so the root's quota is YARN's again, and there is no formula
+// whose threshold the controller could move. The code before took the
+// YARN gate alone for the division and left the cap.
+func TestControllerGivesBackWithoutKoordletsSuppress(t *testing.T) {
+	const outside = "hadoop-yarn"
+	n := newFakeNode(t, "-1")
+	for file, v := range map[system.Resource]string{system.CPUCFSQuota: "300000", system.CPUCFSPeriod: "100000", system.CPUAcctUsage: "0"} {
+		n.helper.WriteCgroupFileContents(outside, file, v)
+	}
+	require.NoError(t, cgroups.NewRootQuota().Set(outside, 120000))
+	featurestest.Set(t, map[string]bool{string(koordfeatures.BECPUSuppress): false})
+	c, err := New(Options{Hierarchy: func() string { return outside }, Signal: n.c.opts.Signal, Node: n.c.opts.Node, NodeSLO: n.c.opts.NodeSLO,
+		Config: n.c.opts.Config, Reader: resourceexecutor.NewCgroupReader(), Quota: cgroups.NewRootQuota()})
+	require.NoError(t, err)
+	assert.Equal(t, 1, c.RestoreDisabled(), "given back at a start")
+	assert.Equal(t, "300000", n.helper.ReadCgroupFileContents(outside, system.CPUCFSQuota))
+
+	require.NoError(t, cgroups.NewRootQuota().Set(outside, 120000))
+	n.wait(5 * time.Millisecond)
+	c.Step()
+	assert.Equal(t, "300000", n.helper.ReadCgroupFileContents(outside, system.CPUCFSQuota), "and at the first step")
+	assert.Equal(t, int64(80), c.Threshold(80), "no formula to move: the NodeSLO's threshold")
 }
 
 func TestTargetFromNodeSLO(t *testing.T) {

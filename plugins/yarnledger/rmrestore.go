@@ -12,6 +12,8 @@ import (
 
 	"k8s.io/klog/v2"
 
+	"github.com/koordlet-yarn/koordlet-yarn/framework/backoff"
+	"github.com/koordlet-yarn/koordlet-yarn/framework/features"
 	"github.com/koordlet-yarn/koordlet-yarn/framework/rmrelease"
 	"github.com/koordlet-yarn/koordlet-yarn/framework/yarn"
 )
@@ -122,19 +124,23 @@ func (r *RMSync) loadOwn() {
 	}
 }
 
-// saveOwn writes the record; a failure is logged once (the capacity is
-// still given back on a clean stop, from memory). The caller holds pushMu.
+// saveOwn writes an update of the record (a drift, a timeout sent); a
+// failure is logged once (the record written before the first push stays,
+// with the capacity it holds). The caller holds pushMu.
 func (r *RMSync) saveOwn() {
 	if err := writeRecord(r.record(), *r.own); err != nil && !r.saidRecord {
 		r.saidRecord = true
-		klog.Errorf("yarn: cannot record YARN's own capacity in %s (logged once): %v; it is given back on a clean stop, not after a crash", r.record(), err)
+		klog.Errorf("yarn: cannot update the record of YARN's own capacity in %s (logged once): %v", r.record(), err)
 	}
 }
 
 // learnOwn makes sure YARN's own capacity for nodeID is known and recorded
 // before a push changes it: read from the RM (the NodeManager's resource
 // as it registered) the first time; timeout says the push carries an
-// over-commit timeout. The caller holds pushMu.
+// over-commit timeout. Until it is read and recorded nothing is pushed (an
+// error): a capacity read after a push of koordlet's, by this koordlet or
+// the next, would be koordlet's own and given back as YARN's ever after.
+// The caller holds pushMu.
 func (r *RMSync) learnOwn(ctx context.Context, client *yarn.RMClient, nodeID string, timeout bool) error {
 	r.loadOwn()
 	if r.own != nil && r.own.NodeID != nodeID {
@@ -146,22 +152,19 @@ func (r *RMSync) learnOwn(ctx context.Context, client *yarn.RMClient, nodeID str
 		has, err := client.NodeResource(cctx, nodeID)
 		cancel()
 		if err != nil {
-			// Pushed all the same (an RM that does not list the node
-			// refuses the push too): nothing recorded to give back.
-			if !r.saidRecord {
-				r.saidRecord = true
-				klog.Warningf("yarn: cannot read YARN's own capacity for node %s before the first push (logged once; nothing to give back until it is read): %v", nodeID, err)
-			}
-			return nil
+			// An RM that does not list the node refuses the push too.
+			return fmt.Errorf("read YARN's own capacity for node %s before the first push (nothing is pushed until it is read): %w", nodeID, err)
 		}
-		r.own = &capacityRecord{NodeID: nodeID, Own: has, Since: time.Now()}
-		klog.Infof("yarn: YARN's own capacity for node %s at the ResourceManager: %d MB, %d vcores (recorded; given back when %s is turned off and on a clean stop)",
+		own := capacityRecord{NodeID: nodeID, Own: has, Since: time.Now(), TimeoutSent: timeout}
+		if err := writeRecord(r.record(), own); err != nil {
+			return fmt.Errorf("record YARN's own capacity for node %s in %s (nothing is pushed until it is recorded): %w", nodeID, r.record(), err)
+		}
+		r.own = &own
+		klog.Infof("yarn: YARN's own capacity for node %s at the ResourceManager: %d MB, %d vcores (recorded; given back at a start with %s off)",
 			nodeID, has.MemoryMB, has.VCores, "YARNRMNodeResourceSync")
 		r.mu.Lock()
 		r.st.Own = &has
 		r.mu.Unlock()
-		r.own.TimeoutSent = timeout
-		r.saveOwn()
 		return nil
 	}
 	if timeout && !r.own.TimeoutSent {
@@ -175,15 +178,41 @@ func (r *RMSync) learnOwn(ctx context.Context, client *yarn.RMClient, nodeID str
 // RM resets a node to what the NodeManager registers with, and the
 // NodeManager keeps a pushed resource across an RM restart or failover, so
 // a drift means the NodeManager restarted with its yarn-site capacity (or
-// someone else set one). The caller holds pushMu.
+// someone else set one). A value koordlet sent since the RM last confirmed
+// what it holds is koordlet's (a push the RM took whose answer was lost),
+// never YARN's own. The caller holds pushMu.
 func (r *RMSync) noteOwn(nodeID string, has yarn.NodeResource) {
-	if r.own == nil || r.own.NodeID != nodeID || r.own.Own == has {
+	if r.own == nil || r.own.NodeID != nodeID || r.own.Own == has || r.sent.has(nodeID, has) {
 		return
 	}
 	r.own.Own = has
 	r.st.Own = &has
 	r.saveOwn()
 }
+
+// sentValues are the capacities pushed to one node since the RM last
+// confirmed what it holds (a push answered, a read-back): the RM may hold
+// any of them. The caller holds pushMu.
+type sentValues struct {
+	node   string
+	values map[yarn.NodeResource]bool
+}
+
+// add notes a push of v to node.
+func (s *sentValues) add(node string, v yarn.NodeResource) {
+	if s.node != node || s.values == nil {
+		s.node, s.values = node, map[yarn.NodeResource]bool{}
+	}
+	s.values[v] = true
+}
+
+// has: v was pushed to node since the last confirmation.
+func (s *sentValues) has(node string, v yarn.NodeResource) bool {
+	return s.node == node && s.values[v]
+}
+
+// confirmed: the RM answered what it holds; earlier pushes are over.
+func (s *sentValues) confirmed() { s.values = nil }
 
 // preemptionGrace is the grace for an ask: derived from the RM's node
 // heartbeat interval (rmrelease.GraceFor) where its /conf answers, at least
@@ -224,14 +253,19 @@ func (r *RMSync) preemptionGrace(ctx context.Context, client *yarn.RMClient) tim
 	return grace
 }
 
-// Restore gives YARN's own capacity back to the RM (the give-back on a clean
-// stop, and at a start with the gate off): the recorded capacity, with the
-// longest timeout the RM takes if one of ours was sent, then the record is
-// removed. After it the sync pushes nothing. It reports whether a capacity
-// was given back.
+// Restore gives YARN's own capacity back to the RM (at a start with the
+// gate off, and on a clean stop when no record file keeps it): the recorded
+// capacity, with the longest timeout the RM takes if one of ours was sent,
+// then the record is removed. After it the sync pushes nothing. It reports
+// whether a capacity was given back.
 func (r *RMSync) Restore(ctx context.Context) (bool, error) {
 	r.pushMu.Lock()
 	defer r.pushMu.Unlock()
+	return r.restore(ctx)
+}
+
+// restore is Restore; the caller holds pushMu.
+func (r *RMSync) restore(ctx context.Context) (bool, error) {
 	r.closed = true
 	r.loadOwn()
 	if r.own == nil {
@@ -242,8 +276,8 @@ func (r *RMSync) Restore(ctx context.Context) (bool, error) {
 		client = r.opts.Client()
 	}
 	if client == nil {
-		return false, fmt.Errorf("YARN's own capacity for node %s (%d MB, %d vcores) is recorded but no ResourceManager is configured (--yarn-rm-endpoints): it is not given back",
-			r.own.NodeID, r.own.Own.MemoryMB, r.own.Own.VCores)
+		return false, fmt.Errorf("YARN's own capacity for node %s (%d MB, %d vcores) is recorded but %w: it is not given back",
+			r.own.NodeID, r.own.Own.MemoryMB, r.own.Own.VCores, errNoRM)
 	}
 	timeout := time.Duration(-1)
 	if r.own.TimeoutSent {
@@ -271,9 +305,14 @@ func (r *RMSync) Restore(ctx context.Context) (bool, error) {
 	return true, nil
 }
 
-// Stop ends the sync on a clean stop of koordlet and gives YARN's own
-// capacity back when the sync ran (the gate on); it returns at once when
-// it did not.
+// Stop ends the sync on a clean stop of koordlet: nothing is pushed after
+// it. The capacity pushed stays at the RM (a rollout's next koordlet
+// continues from the record; one started with the gate off gives YARN's
+// own back): given back here, the RM would place containers up to YARN's
+// full capacity until the next koordlet's first push, which would then
+// find YARN over its capacity and have it preempted. Only without a record
+// file (--yarn-rm-capacity-record empty), where the next koordlet could not
+// tell YARN's own capacity from koordlet's push, is it given back here.
 func (r *RMSync) Stop(ctx context.Context) {
 	r.mu.Lock()
 	ran := r.st.Enabled
@@ -281,25 +320,20 @@ func (r *RMSync) Stop(ctx context.Context) {
 	if !ran {
 		return
 	}
-	if _, err := r.Restore(ctx); err != nil {
+	r.pushMu.Lock()
+	defer r.pushMu.Unlock()
+	r.closed = true
+	if r.own == nil {
+		return
+	}
+	if r.record() != "" {
+		klog.Infof("yarn: koordlet stops: the ResourceManager keeps node %s's capacity as pushed; YARN's own (%d MB, %d vcores, in %s) goes back at a start with %s off",
+			r.own.NodeID, r.own.Own.MemoryMB, r.own.Own.VCores, r.record(), features.YARNRMNodeResourceSync)
+		return
+	}
+	if _, err := r.restore(ctx); err != nil {
 		klog.Errorf("yarn: %v", err)
 	}
-}
-
-// RestoreDisabled gives YARN's own capacity back at a start with the gate
-// off (or without an RM endpoint), when a koordlet that pushed left a
-// record (it crashed, or its give-back on stop failed).
-func (r *RMSync) RestoreDisabled() int {
-	ctx, cancel := context.WithTimeout(context.Background(), 2*r.opts.Timeout)
-	defer cancel()
-	ok, err := r.Restore(ctx)
-	if err != nil {
-		klog.Errorf("yarn: %v", err)
-	}
-	if ok {
-		return 1
-	}
-	return 0
 }
 
 // RestorePending is 1 while a record of YARN's own capacity is on the node (or
@@ -312,4 +346,77 @@ func (r *RMSync) RestorePending() int {
 		return 1
 	}
 	return 0
+}
+
+// errNoRM: a record of YARN's own capacity, and no ResourceManager
+// configured to give it back to.
+var errNoRM = errors.New("no ResourceManager is configured (--yarn-rm-endpoints)")
+
+// GiveBack gives YARN's own capacity back to the RM in the background when
+// koordlet runs without the sync (YARNRMNodeResourceSync off, or no RM
+// endpoint) after a koordlet that pushed left the record: it retries with
+// backoff until the RM takes it or koordlet stops, so that neither a slow
+// nor a down RM holds up koordlet's start (koordlet runs its strategies'
+// Run one after another). RMSync.RestorePending counts it until done.
+type GiveBack struct {
+	Sync *RMSync
+	// Retry is the first wait after a failure (doubled up to 5 minutes);
+	// default: the sync interval.
+	Retry time.Duration
+
+	// done is closed when the give-back ended (tests).
+	done chan struct{}
+}
+
+// Name names the loop in koordlet's log.
+func (g *GiveBack) Name() string { return "YARN ResourceManager capacity give-back" }
+
+// Enabled is true while the sync does not run.
+func (g *GiveBack) Enabled() bool { return !g.Sync.Enabled() }
+
+// Run starts the give-back and returns; it ends when the capacity is given
+// back (or nothing is recorded) or when stopCh closes (the record stays).
+func (g *GiveBack) Run(stopCh <-chan struct{}) {
+	g.done = make(chan struct{})
+	go func() {
+		defer close(g.done)
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		go func() {
+			select {
+			case <-stopCh:
+				cancel()
+			case <-ctx.Done():
+			}
+		}()
+		initial := g.Retry
+		if initial <= 0 {
+			initial = g.Sync.opts.Interval()
+		}
+		bo := backoff.New(maxRMBackoff)
+		logged := false
+		for {
+			ok, err := g.Sync.Restore(ctx)
+			switch {
+			case err == nil:
+				if ok {
+					klog.Infof("yarn: %s is off: YARN's own capacity is back at the ResourceManager", features.YARNRMNodeResourceSync)
+				}
+				return
+			case ctx.Err() != nil:
+				return
+			case errors.Is(err, errNoRM):
+				klog.Errorf("yarn: %v", err)
+				return
+			case !logged:
+				logged = true
+				klog.Errorf("yarn: %v (retried with backoff, logged once)", err)
+			}
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(bo.Fail(initial)):
+			}
+		}
+	}()
 }

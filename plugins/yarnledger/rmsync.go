@@ -86,6 +86,8 @@ type RMSync struct {
 	// until known. ownLoaded: the record file was read once.
 	own       *capacityRecord
 	ownLoaded bool
+	// sent: what was pushed since the RM last confirmed what it holds.
+	sent sentValues
 	// saidGrace: the grace's source was logged.
 	saidGrace, saidRecord bool
 }
@@ -120,7 +122,7 @@ type RMSyncStatus struct {
 	RMHeartbeat     time.Duration `json:"rmHeartbeatNanos,omitempty"`
 	PreemptionGrace time.Duration `json:"preemptionGraceNanos,omitempty"`
 	// Own is YARN's own capacity for the node (what the RM held before the
-	// first push), given back when the gate goes off and on a clean stop.
+	// first push), given back at a start with the gate off.
 	Own *yarn.NodeResource `json:"own,omitempty"`
 }
 
@@ -302,12 +304,14 @@ func (r *RMSync) Step(ctx context.Context, now time.Time) {
 		r.rmHolds(has, true)
 		r.st.ReadBacks++
 		if has == want {
+			r.sent.confirmed()
 			r.mu.Unlock()
 			return
 		}
 		r.st.Drifts++
 		r.count("drift")
 		r.noteOwn(nodeID, has)
+		r.sent.confirmed()
 		klog.Warningf("yarn: the ResourceManager %s holds %d MB, %d vcores for node %s, not the %d MB, %d vcores pushed (an RM restart, a failover or the NodeManager registering again); pushing again",
 			r.st.Active, has.MemoryMB, has.VCores, nodeID, want.MemoryMB, want.VCores)
 		r.mu.Unlock()
@@ -324,6 +328,7 @@ func (r *RMSync) Step(ctx context.Context, now time.Time) {
 		grace = r.preemptionGrace(ctx, client)
 	}
 	start := time.Now()
+	r.sent.add(nodeID, want)
 	cctx, cancel := context.WithTimeout(ctx, r.opts.Timeout)
 	err := client.UpdateNodeResourceWithTimeout(cctx, nodeID, want, timeout)
 	cancel()
@@ -342,6 +347,7 @@ func (r *RMSync) Step(ctx context.Context, now time.Time) {
 		klog.Infof("yarn: the ResourceManager %s accepts YARN's capacity again", r.st.Active)
 	}
 	r.bo.Reset()
+	r.sent.confirmed()
 	r.errKinds, r.st.LastError, r.st.NextTry = map[string]bool{}, "", time.Time{}
 	r.st.Pushed, r.st.LastPush, r.st.LastChange = &want, end, end
 	r.st.RMHas, r.st.LastReadBack = &want, now

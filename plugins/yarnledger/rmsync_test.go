@@ -47,6 +47,7 @@ func TestRMSyncAsksTheRMToPreempt(t *testing.T) {
 			t.Cleanup(func() { _ = rm.Close() })
 			client, err := yarn.NewRMClient(yarn.RMOptions{Endpoints: []string{rm.URL}, User: "yarn", Timeout: 300 * time.Millisecond})
 			require.NoError(t, err)
+			rm.RegisterNode("nm:45454", yarn.NodeResource{MemoryMB: 8192, VCores: 8})
 			origin := Batch{MilliCPU: 8000, MemoryBytes: 8 << 30}
 			yarnAlloc := Batch{MilliCPU: 3000, MemoryBytes: 2304 << 20}
 			view := Compute(origin, true, Batch{MilliCPU: 2000, MemoryBytes: 2 << 30}, yarnAlloc)
@@ -117,6 +118,10 @@ func TestRMSync(t *testing.T) {
 	t.Cleanup(func() { _ = rm2.Close() })
 	client, err := yarn.NewRMClient(yarn.RMOptions{Endpoints: []string{rm1.URL, rm2.URL}, User: "yarn", Timeout: 300 * time.Millisecond})
 	require.NoError(t, err)
+	// The NodeManager registered (an RM takes no push for a node it does
+	// not list; the standby learns it at the fail-over).
+	rm1.RegisterNode("nm-host:45454", yarn.NodeResource{MemoryMB: 16 << 10, VCores: 8})
+	rm2.RegisterNode("nm-host:45454", yarn.NodeResource{MemoryMB: 16 << 10, VCores: 8})
 
 	view := View{}
 	nodeID := ""
@@ -255,6 +260,7 @@ func TestRMSyncForgetsWhatTheRMHoldsOnError(t *testing.T) {
 	require.NoError(t, err)
 	client, err := yarn.NewRMClient(yarn.RMOptions{Endpoints: []string{rm.URL}, User: "yarn", Timeout: 300 * time.Millisecond})
 	require.NoError(t, err)
+	rm.RegisterNode("nm:45454", yarn.NodeResource{MemoryMB: 8192, VCores: 8})
 	origin := Batch{MilliCPU: 8000, MemoryBytes: 8 << 30}
 	view := Compute(origin, true, Batch{MilliCPU: 2000, MemoryBytes: 2 << 30}, Batch{})
 	var w rmrelease.Window

@@ -3,6 +3,8 @@ package yarnsuppress
 import (
 	"k8s.io/klog/v2"
 
+	koordfeatures "github.com/koordinator-sh/koordinator/pkg/features"
+
 	"github.com/koordlet-yarn/koordlet-yarn/framework/cgroups"
 	"github.com/koordlet-yarn/koordlet-yarn/framework/features"
 )
@@ -14,6 +16,17 @@ import (
 // earlier interference controller, which wrote the root's quota, shared). When the division ends (upstream's
 // suppress off, the hierarchy below besteffort again, the gate off, even
 // after a koordlet restart) that quota goes back and the record goes.
+
+// Runs reports whether koordlet runs the YARN-aware BE suppress, which
+// divides the BE budget onto the YARN root and so owns its cfs quota:
+// YARNBECPUSuppress on (this strategy in koordlet's cpuSuppress slot) and
+// koordlet's own BECPUSuppress on (upstream runs the slot's strategy only
+// then). Otherwise the root's quota is YARN's: a value koordlet left there
+// is given back (Restorer, the interference controller) and /yarn/restore
+// counts it.
+func Runs() bool {
+	return features.Enabled(features.YARNBECPUSuppress) && features.Enabled(koordfeatures.BECPUSuppress)
+}
 
 // rootQuota is the writer in use: the one given, or (a restorer built
 // without one) a fresh one, which restores from the record alone.
@@ -39,8 +52,9 @@ func restoreRoot(q *cgroups.RootQuota, rel, why string) bool {
 }
 
 // Restorer gives the YARN hierarchy root its own CFS quota back when
-// koordlet runs with YARNBECPUSuppress off after a koordlet that divided the
-// BE budget (a framework loop that is never enabled; see the framework's
+// koordlet runs without the YARN-aware BE suppress (Runs: YARNBECPUSuppress
+// off, or koordlet's BECPUSuppress off) after a koordlet that divided the BE
+// budget (a framework loop that is never enabled; see the framework's
 // Restorer).
 type Restorer struct {
 	// Hierarchy returns the YARN hierarchy dir ("" when unknown).
@@ -58,18 +72,22 @@ func (r *Restorer) Enabled() bool { return false }
 // Run does nothing.
 func (r *Restorer) Run(<-chan struct{}) {}
 
-// RestoreDisabled restores the quota when the gate is off (the interference
-// controller moves suppress's threshold and writes no quota: nothing else
-// owns the root's).
+// RestoreDisabled restores the quota when BE suppress does not own it (the
+// interference controller moves suppress's threshold and writes no quota:
+// nothing else owns the root's).
 func (r *Restorer) RestoreDisabled() int {
-	if features.Enabled(features.YARNBECPUSuppress) || r.Hierarchy == nil {
+	if Runs() || r.Hierarchy == nil {
 		return 0
 	}
 	h := r.Hierarchy()
 	if h == "" {
 		return 0
 	}
-	if restoreRoot(r.Quota, h, string(features.YARNBECPUSuppress)+" is off") {
+	why := string(features.YARNBECPUSuppress) + " is off"
+	if features.Enabled(features.YARNBECPUSuppress) {
+		why = "koordlet's " + string(koordfeatures.BECPUSuppress) + " is off (BE suppress does not run)"
+	}
+	if restoreRoot(r.Quota, h, why) {
 		return 1
 	}
 	return 0

@@ -1,6 +1,7 @@
 package yarnsuppress
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -14,6 +15,7 @@ import (
 	"github.com/koordinator-sh/koordinator/pkg/koordlet/util/system"
 
 	"github.com/koordlet-yarn/koordlet-yarn/framework/features"
+	"github.com/koordlet-yarn/koordlet-yarn/framework/features/featurestest"
 )
 
 // TestYARNRootQuotaRestored: the YARN root had its own CFS quota (YARN's
@@ -76,6 +78,41 @@ func TestYARNRootQuotaRestoredV2(t *testing.T) {
 			_, err = unix.Getxattr(dir, "trusted.koordlet-yarn.prior-cfs-quota", make([]byte, 32))
 			assert.ErrorIs(t, err, unix.ENODATA, "the record is gone")
 			assert.Equal(t, 0, r.RestoreDisabled(), "once")
+		})
+	}
+}
+
+// TestRestorerFollowsTheStrategy (issue 55, item 4): the root's own quota
+// goes back unless the YARN-aware BE suppress runs, which takes both
+// YARNBECPUSuppress and koordlet's BECPUSuppress (upstream runs the
+// cpuSuppress slot only with it). The code before restored only with
+// YARNBECPUSuppress off.
+func TestRestorerFollowsTheStrategy(t *testing.T) {
+	for _, tc := range []struct {
+		yarn, koordlet bool
+		restored       int
+	}{
+		{yarn: false, koordlet: true, restored: 1},
+		{yarn: true, koordlet: false, restored: 1},
+		{yarn: false, koordlet: false, restored: 1},
+		{yarn: true, koordlet: true, restored: 0},
+	} {
+		t.Run(fmt.Sprintf("YARNBECPUSuppress=%v,BECPUSuppress=%v", tc.yarn, tc.koordlet), func(t *testing.T) {
+			helper := system.NewFileTestUtil(t)
+			t.Cleanup(helper.Cleanup)
+			helper.SetCgroupsV2(false)
+			helper.WriteCgroupFileContents(outside, system.CPUCFSQuota, "120000")
+			dir := filepath.Dir(system.GetCgroupFilePath(outside, system.CPUCFSQuota))
+			require.NoError(t, unix.Setxattr(dir, "trusted.koordlet-yarn.prior-cfs-quota", []byte("300000"), 0))
+			featurestest.Set(t, map[string]bool{string(features.YARNBECPUSuppress): tc.yarn, string(koordfeatures.BECPUSuppress): tc.koordlet})
+			assert.Equal(t, tc.yarn && tc.koordlet, Runs())
+			r := &Restorer{Hierarchy: func() string { return outside }}
+			assert.Equal(t, tc.restored, r.RestoreDisabled())
+			want := "120000"
+			if tc.restored == 1 {
+				want = "300000"
+			}
+			assert.Equal(t, want, strings.TrimSpace(helper.ReadCgroupFileContents(outside, system.CPUCFSQuota)))
 		})
 	}
 }

@@ -88,6 +88,12 @@ func TestBatchLedger(t *testing.T) {
 	rm1, rm2 := startRM(t), startRM(t)
 	rm1.RequireUser(true)
 	rm2.RequireUser(true)
+	// The NodeManager registered with its yarn-site capacity (an RM takes
+	// no push for a node it does not list, and koordlet reads that capacity
+	// before its first push).
+	for _, rm := range []*rmemu.Server{rm1, rm2} {
+		rm.RegisterNode(nodebox.NMNodeID, yarn.NodeResource{MemoryMB: 48 << 10, VCores: 24})
+	}
 	b := startBox(t, nodebox.Options{
 		Pods: []nodebox.PodSpec{batchPod("spark-driver", 4000, "8Gi")},
 		KoordletArgs: []string{"--feature-gates=YARNBatchLedger=true,YARNRMNodeResourceSync=true",

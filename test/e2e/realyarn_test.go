@@ -616,14 +616,21 @@ func realYARNLedger(t *testing.T, nm yarnNM) {
 	drift, _ := value(scrape(t, y.box), "koordlet_yarn_rm_node_resource_updates_total", map[string]string{"result": "drift"})
 	say(t, "drifts koordlet's read-backs found across the RM restart: %.0f", drift)
 
-	// A clean stop gives the RM YARN's own capacity back: the NM's 4096 MB
-	// and 8 vcores, as the RM held them before koordlet's first push
-	// (issue 31, item 10).
+	// A clean stop (a rollout) keeps the pushed capacity at the RM, so that
+	// it places no container beyond it before the next koordlet (issue 55,
+	// item 7); a koordlet started with the gate off gives the RM YARN's own
+	// capacity back: the NM's 4096 MB and 8 vcores, as the RM held them
+	// before koordlet's first push (issue 31, item 10).
 	y.box.StopKoordlet()
+	mb, vc, ok := capacity()
+	require.True(t, ok)
+	assert.Equal(t, []int64{24 << 10, 12}, []int64{mb, vc}, "the pushed capacity stays at the RM after koordlet's clean stop")
+	y.box.SetKoordletArgs([]string{"--yarn-rm-endpoints=http://" + y.peer.RMWeb, "--yarn-rm-user=yarn", "--yarn-rm-timeout=2s"})
+	require.NoError(t, y.box.StartKoordlet())
 	require.Eventually(t, func() bool {
 		mb, vc, ok := capacity()
 		return ok && mb == 4096 && vc == 8
-	}, 30*time.Second, 250*time.Millisecond, "the NM's own capacity back at the RM after koordlet's clean stop")
+	}, 30*time.Second, 250*time.Millisecond, "the NM's own capacity back at the RM after a start with the gate off")
 	require.NoError(t, app.Finish())
 }
 
