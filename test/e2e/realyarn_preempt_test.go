@@ -11,6 +11,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
 	apiext "github.com/koordinator-sh/koordinator/apis/extension"
@@ -203,6 +204,9 @@ func nothingWithinCapacity(t *testing.T, y *realYARN, app yarnpeer.Submitted, ex
 	if ev, err := y.box.Evictions(); assert.NoError(t, err) {
 		assert.Zero(t, ev.Total, "no eviction in koordlet's audit: %+v", ev.Records)
 	}
+	pod, err := y.box.Kube.CoreV1().Pods("default").Get(ctx, "spark-driver", metav1.GetOptions{})
+	require.NoError(t, err)
+	assert.Nil(t, pod.DeletionTimestamp, "the batch pod is not evicted either")
 	for _, id := range executors {
 		_, done := completion(app, id)
 		require.False(t, done, "%s runs while YARN fits its capacity", id)
