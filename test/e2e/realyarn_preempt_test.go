@@ -4,17 +4,20 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
 	apiext "github.com/koordinator-sh/koordinator/apis/extension"
 	slov1alpha1 "github.com/koordinator-sh/koordinator/apis/slo/v1alpha1"
 
+	koordletyarn "github.com/koordlet-yarn/koordlet-yarn"
 	"github.com/koordlet-yarn/koordlet-yarn/plugins/yarnledger"
 	"github.com/koordlet-yarn/koordlet-yarn/test/nodebox"
 	"github.com/koordlet-yarn/koordlet-yarn/test/yarnpeer"
@@ -49,11 +52,7 @@ func realYARNOverCommit(t *testing.T, nm yarnNM, preempt bool) {
 	am := strings.Fields(st)[3]
 	// The AM's 256 MB and the executors' 2 × 1024 MB.
 	waitEntry(t, y.box, yarnledger.Batch{MilliCPU: 3000, MemoryBytes: 2304 << 20}, 60*time.Second, "the ledger entry is the real NM's allocations")
-	time.Sleep(2 * time.Second) // several evict intervals within the capacity: nothing happens
-	for _, id := range executors {
-		_, done := completion(app, id)
-		require.False(t, done, "%s runs while YARN fits its capacity", id)
-	}
+	nothingWithinCapacity(t, y, app, executors)
 
 	// The batch memory shrinks to 4 GiB: the driver's 2 GiB leave YARN
 	// 2048 MB, 256 MB below its 2304.
@@ -164,6 +163,54 @@ func realYARNOverCommit(t *testing.T, nm yarnNM, preempt bool) {
 		assert.True(t, kills, "koordlet's allocatable evict released it")
 	}
 	require.NoError(t, app.Finish())
+}
+
+// nothingWithinCapacity: while YARN fits its batch capacity koordlet acts
+// on none of its containers. Asserted on what koordlet decided, not after a
+// sleep: the ledger sees YARN within the origin, the real RM holds the
+// capacity koordlet pushed with no over-commit timeout (so it preempts
+// nothing), and koordlet's memory evict slot, which runs the allocatable
+// trigger, has run three whole checks since, none of which killed a
+// container or asked the RM to preempt. A kill is counted before its check
+// returns, and a preempting push when it is made, so a wrong decision in
+// the window fails here, however long the AM would take to hear of it.
+func nothingWithinCapacity(t *testing.T, y *realYARN, app yarnpeer.Submitted, executors []string) {
+	t.Helper()
+	ctx := context.Background()
+	var lr koordletyarn.LedgerResponse
+	require.Eventually(t, func() bool {
+		var err error
+		lr, err = y.box.Ledger()
+		return err == nil && lr.OriginKnown && lr.RM.Pushed != nil && *lr.RM.Pushed == yarnledger.Capacity(lr.YARNCapacity)
+	}, 30*time.Second, 100*time.Millisecond, "koordlet pushed YARN's capacity to the real RM")
+	require.Equal(t, yarnledger.Batch{}, lr.OverCommit, "YARN fits its capacity: %+v", lr.View)
+	assert.Nil(t, lr.RM.PushedTimeout, "pushed without an over-commit timeout")
+	var node string
+	require.Eventually(t, func() bool {
+		out, err := y.peer.Do(ctx, "node")
+		node = out
+		f := strings.Fields(out)
+		return err == nil && len(f) >= 3 && f[1] == strconv.FormatInt(lr.RM.Pushed.MemoryMB, 10) && f[2] == strconv.FormatInt(lr.RM.Pushed.VCores, 10)
+	}, 30*time.Second, 250*time.Millisecond, "the real RM holds the pushed %+v", *lr.RM.Pushed)
+	say(t, "YARN within its capacity: %d MB allocated of %d MB; the real RM's node: %s",
+		lr.YARNAllocated.MemoryBytes>>20, lr.YARNCapacity.MemoryBytes>>20, node)
+
+	afterMemoryEvictChecks(t, y.box, 3, 30*time.Second)
+	fams := scrape(t, y.box)
+	evicted, _ := total(fams, "koordlet_yarn_container_evictions_total", map[string]string{"node": nodebox.NodeName})
+	assert.Zero(t, evicted, "koordlet evicts nothing while YARN fits its capacity")
+	preempts, _ := total(fams, "koordlet_yarn_rm_node_resource_updates_total", map[string]string{"node": nodebox.NodeName, "result": "preempt"})
+	assert.Zero(t, preempts, "koordlet asks the RM to preempt nothing while YARN fits its capacity")
+	if ev, err := y.box.Evictions(); assert.NoError(t, err) {
+		assert.Zero(t, ev.Total, "no eviction in koordlet's audit: %+v", ev.Records)
+	}
+	pod, err := y.box.Kube.CoreV1().Pods("default").Get(ctx, "spark-driver", metav1.GetOptions{})
+	require.NoError(t, err)
+	assert.Nil(t, pod.DeletionTimestamp, "the batch pod is not evicted either")
+	for _, id := range executors {
+		_, done := completion(app, id)
+		require.False(t, done, "%s runs while YARN fits its capacity", id)
+	}
 }
 
 // rmGetJSON decodes GET path of the real RM's REST API at web (host:port).
