@@ -102,6 +102,7 @@ func TestReliefRMDelayFromTheRMsHeartbeat(t *testing.T) {
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = rm.Close() })
 	rm.SetConf(yarn.ConfNMHeartbeatInterval, "10000")
+	rm.RegisterNode("nm:45454", yarn.NodeResource{MemoryMB: 8192, VCores: 8})
 	client, err := yarn.NewRMClient(yarn.RMOptions{Endpoints: []string{rm.URL}, User: "yarn", Timeout: time.Second})
 	require.NoError(t, err)
 	cfg := fw.Config
@@ -120,4 +121,35 @@ func TestReliefRMDelayFromTheRMsHeartbeat(t *testing.T) {
 	grace := rmrelease.GraceFor(10*time.Second, cfg.ResyncInterval, cfg.Ledger.RMPreemptionGrace)
 	require.Equal(t, 31*time.Second, grace, "2 × 10 s + the 10 s resync + 1 s")
 	assert.Equal(t, fixed+grace, fw.relief.RMDelay(), "the grace derived from the RM's 10 s heartbeat")
+}
+
+// TestReliefRMDelayKnowsTheRMBeforeItsFirstAsk: with YARNRMPreemption on,
+// the RM sync derives the grace from the RM's node heartbeat at its first
+// push, before any over-commit, so that relief's first ask already judges
+// a slow-heartbeat RM (10 s) by the time it really takes.
+func TestReliefRMDelayKnowsTheRMBeforeItsFirstAsk(t *testing.T) {
+	t.Setenv("NODE_NAME", "n1")
+	fw, err := install(flag.NewFlagSet("koordlet", flag.ContinueOnError), prometheus.NewRegistry())
+	require.NoError(t, err)
+	setKoordletGates(t, map[string]bool{string(features.YARNRMPreemption): true})
+	rm, err := rmemu.Start()
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = rm.Close() })
+	rm.SetConf(yarn.ConfNMHeartbeatInterval, "10000")
+	rm.RegisterNode("nm:45454", yarn.NodeResource{MemoryMB: 8192, VCores: 8})
+	client, err := yarn.NewRMClient(yarn.RMOptions{Endpoints: []string{rm.URL}, User: "yarn", Timeout: time.Second})
+	require.NoError(t, err)
+	cfg := fw.Config
+	// YARN fits its capacity: the push carries no over-commit.
+	view := yarnledger.Compute(yarnledger.Batch{MilliCPU: 8000, MemoryBytes: 8 << 30}, true,
+		yarnledger.Batch{MilliCPU: 2000, MemoryBytes: 2 << 30}, yarnledger.Batch{MilliCPU: 1000, MemoryBytes: 1 << 30})
+	fw.rmSync = yarnledger.NewRMSync(yarnledger.RMSyncOptions{Client: func() *yarn.RMClient { return client }, NodeID: func() string { return "nm:45454" },
+		View: func() yarnledger.View { return view }, Release: fw.rmRelease, PreemptionTimeout: func() time.Duration { return cfg.Ledger.RMPreemptionTimeout },
+		PreemptionGrace: func() time.Duration { return cfg.Ledger.RMPreemptionGrace }, NMResync: func() time.Duration { return cfg.ResyncInterval }})
+	fixed := cfg.Ledger.RMSyncInterval + cfg.RM.Timeout + cfg.Ledger.RMPreemptionTimeout
+	fw.rmSync.Step(context.Background(), time.Now())
+	require.NotNil(t, fw.rmSync.Status().Pushed, "pushed: %+v", fw.rmSync.Status())
+	assert.Nil(t, fw.rmSync.Status().PushedTimeout, "no over-commit")
+	grace := rmrelease.GraceFor(10*time.Second, cfg.ResyncInterval, cfg.Ledger.RMPreemptionGrace)
+	assert.Equal(t, fixed+grace, fw.relief.RMDelay(), "the grace derived from the RM's 10 s heartbeat, before any ask")
 }

@@ -118,7 +118,9 @@ type RMSyncStatus struct {
 	// Preemption is the release asked of the RM (YARNRMPreemption).
 	Preemption *rmrelease.Status `json:"preemption,omitempty"`
 	// RMHeartbeat is the RM's node heartbeat interval as its /conf said
-	// (0: not read) and PreemptionGrace the grace the last ask carried.
+	// (0: not read) and PreemptionGrace the grace derived from it at the
+	// last push that read it (every ask, and the first push with
+	// YARNRMPreemption on): the grace an ask carries.
 	RMHeartbeat     time.Duration `json:"rmHeartbeatNanos,omitempty"`
 	PreemptionGrace time.Duration `json:"preemptionGraceNanos,omitempty"`
 	// Own is YARN's own capacity for the node (what the RM held before the
@@ -323,8 +325,15 @@ func (r *RMSync) Step(ctx context.Context, now time.Time) {
 		r.mu.Unlock()
 		return
 	}
+	// The grace is derived from the RM's node heartbeat for every ask, and
+	// once at the first push with YARNRMPreemption on, so that relief's RM
+	// rung (which reads it to judge whether the RM can release in time)
+	// knows a slow-heartbeat RM before the first ask.
 	grace := time.Duration(0)
-	if timeout >= 0 && r.opts.Release != nil {
+	r.mu.Lock()
+	firstGrace := r.st.PreemptionGrace == 0 && features.Enabled(features.YARNRMPreemption) && r.opts.PreemptionTimeout != nil
+	r.mu.Unlock()
+	if r.opts.Release != nil && (timeout >= 0 || firstGrace) {
 		grace = r.preemptionGrace(ctx, client)
 	}
 	start := time.Now()
@@ -353,12 +362,14 @@ func (r *RMSync) Step(ctx context.Context, now time.Time) {
 	r.st.RMHas, r.st.LastReadBack = &want, now
 	r.rmHolds(want, true)
 	r.st.Pushes++
+	if grace > 0 {
+		r.st.PreemptionGrace = grace
+	}
 	r.st.PushedTimeout = nil
 	if timeout >= 0 {
 		r.st.PushedTimeout = &timeout
 		if r.opts.Release != nil {
 			r.opts.Release.Start(rmrelease.Ask{At: at, Timeout: timeout, Grace: grace, MemoryMB: over.MemoryMB, VCores: over.VCores})
-			r.st.PreemptionGrace = grace
 		}
 		r.count("preempt")
 		klog.Infof("yarn: pushed node %s resource %d MB, %d vcores to the ResourceManager %s, %d MB and %d vcores below YARN's allocation: the RM asks the ApplicationMasters for containers back and preempts them after %v",
