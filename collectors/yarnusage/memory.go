@@ -6,15 +6,12 @@ import (
 	"strings"
 	"sync"
 
-	"golang.org/x/sys/unix"
 	"k8s.io/klog/v2"
 
 	"github.com/koordinator-sh/koordinator/pkg/koordlet/util/system"
 
 	"github.com/koordlet-yarn/koordlet-yarn/framework/cgroups"
 	"github.com/koordlet-yarn/koordlet-yarn/framework/store"
-	"github.com/koordlet-yarn/koordlet-yarn/hooks/yarnadopt"
-	"github.com/koordlet-yarn/koordlet-yarn/hooks/yarnmemcg"
 )
 
 // MemoryAccountingStatus says how the YARN containers' memory was measured
@@ -259,13 +256,9 @@ func (c *Collector) recheckMoved(ct *store.Container, charge int64) {
 	}
 }
 
-// hookMarkerValue is the value of the marker xattr both hooks set on the
-// cgroups they make.
-const hookMarkerValue = "1"
-
 // madeByKoordlet reports whether ct's own memory cgroup is one koordlet
-// made: it carries the marker of the hook that made it (yarnadopt.Marker:
-// YARNContainerCgroups; yarnmemcg.Marker: YARNMemoryCgroup). The markers
+// made: it carries the marker of the hook that made it (cgroups.ContainerCgroupMarker:
+// YARNContainerCgroups; cgroups.MemcgMarker: YARNMemoryCgroup). The markers
 // are the record that outlives a koordlet (Charges and the adopter's
 // records live in its memory).
 func (c *Collector) madeByKoordlet(ct *store.Container) bool {
@@ -273,12 +266,7 @@ func (c *Collector) madeByKoordlet(ct *store.Container) bool {
 	if !ok {
 		return false
 	}
-	for _, marker := range []string{yarnadopt.Marker, yarnmemcg.Marker} {
-		if m, err := cgroups.Marked(abs, marker, hookMarkerValue); err == nil && m {
-			return true
-		}
-	}
-	return false
+	return cgroups.MadeByKoordlet(abs)
 }
 
 // memoryAbsDir returns ct's own memory cgroup's absolute directory; false
@@ -295,7 +283,7 @@ func (c *Collector) memoryAbsDir(ct *store.Container) (string, bool) {
 // koordlet into the memory cgroup it made) came from is charged now, anon +
 // unevictable like a container's charge: no more of its memory can be left
 // there. The origin is the one YARNMemoryCgroup recorded on the cgroup
-// (yarnmemcg.FromMarker), else the NodeManager pod's cgroup
+// (cgroups.MemcgFromMarker), else the NodeManager pod's cgroup
 // (Options.NMPodCgroup), which the adopter takes processes from. -1 when
 // neither is known or it cannot be read. Read once per cycle per origin.
 func (c *Collector) originCharge(ct *store.Container) int64 {
@@ -330,13 +318,8 @@ func (c *Collector) recordedOrigin(ct *store.Container) (string, bool) {
 	if !ok {
 		return "", false
 	}
-	buf := make([]byte, 4096)
-	n, err := unix.Getxattr(abs, yarnmemcg.FromMarker, buf)
-	if err != nil || n == 0 {
-		return "", false
-	}
-	from := string(buf[:n])
-	if !yarnmemcg.ValidOrigin(from, c.procMem.Hierarchy().Dir) {
+	from, ok := cgroups.RecordedOrigin(abs)
+	if !ok || !cgroups.ValidOrigin(from, c.procMem.Hierarchy().Dir) {
 		return "", false
 	}
 	return strings.Trim(from, "/"), true

@@ -22,8 +22,6 @@ import (
 	"github.com/koordlet-yarn/koordlet-yarn/framework/features"
 	"github.com/koordlet-yarn/koordlet-yarn/framework/store"
 	"github.com/koordlet-yarn/koordlet-yarn/framework/yarn"
-	"github.com/koordlet-yarn/koordlet-yarn/hooks/yarnadopt"
-	"github.com/koordlet-yarn/koordlet-yarn/hooks/yarnmemcg"
 )
 
 // nmPod is the NodeManager pod's cgroup on the fake root.
@@ -51,7 +49,7 @@ func TestRecheckOnlyKoordletMadeCgroups(t *testing.T) {
 		name   string
 		gate   featuregate.Feature
 		marker string // xattr on the container's memory cgroup ("": YARN made it)
-		from   string // yarnmemcg.FromMarker on it
+		from   string // cgroups.MemcgFromMarker on it
 		// charge is the container's memory cgroup's, procs its processes'
 		// (each), pod the NodeManager pod's and origin's the recorded origin's.
 		charge, procs int64
@@ -65,15 +63,15 @@ func TestRecheckOnlyKoordletMadeCgroups(t *testing.T) {
 			charge: 300 << 20, procs: 300 << 20, nprocs: 2, pod: 2 << 30, podKnown: true, want: 300 << 20},
 		{name: "YARN made, YARNMemoryCgroup on", gate: features.YARNMemoryCgroup,
 			charge: 300 << 20, procs: 600 << 20, nprocs: 1, pod: 2 << 30, podKnown: true, want: 300 << 20},
-		{name: "adopted before a restart", gate: features.YARNContainerCgroups, marker: yarnadopt.Marker,
+		{name: "adopted before a restart", gate: features.YARNContainerCgroups, marker: cgroups.ContainerCgroupMarker,
 			charge: 2 << 20, procs: 600 << 20, nprocs: 1, pod: 2 << 30, podKnown: true, want: 600 << 20, elsewhere: 598 << 20},
-		{name: "adopted, the NodeManager pod not known: unbounded", gate: features.YARNContainerCgroups, marker: yarnadopt.Marker,
+		{name: "adopted, the NodeManager pod not known: unbounded", gate: features.YARNContainerCgroups, marker: cgroups.ContainerCgroupMarker,
 			charge: 300 << 20, procs: 600 << 20, nprocs: 2, want: 1200 << 20, elsewhere: 900 << 20},
-		{name: "adopted, forked workers: no more than the NodeManager pod holds", gate: features.YARNContainerCgroups, marker: yarnadopt.Marker,
+		{name: "adopted, forked workers: no more than the NodeManager pod holds", gate: features.YARNContainerCgroups, marker: cgroups.ContainerCgroupMarker,
 			charge: 300 << 20, procs: 600 << 20, nprocs: 2, pod: 400 << 20, podKnown: true, want: 700 << 20, elsewhere: 400 << 20},
-		{name: "memory cgroup made by YARNMemoryCgroup", gate: features.YARNMemoryCgroup, marker: yarnmemcg.Marker,
+		{name: "memory cgroup made by YARNMemoryCgroup", gate: features.YARNMemoryCgroup, marker: cgroups.MemcgMarker,
 			charge: 2 << 20, procs: 60 << 20, nprocs: 1, pod: 2 << 30, podKnown: true, want: 60 << 20, elsewhere: 58 << 20},
-		{name: "YARNMemoryCgroup: no more than its recorded origin holds", gate: features.YARNMemoryCgroup, marker: yarnmemcg.Marker,
+		{name: "YARNMemoryCgroup: no more than its recorded origin holds", gate: features.YARNMemoryCgroup, marker: cgroups.MemcgMarker,
 			from: origin, fromMem: 100 << 20, charge: 300 << 20, procs: 600 << 20, nprocs: 1, pod: 2 << 30, podKnown: true,
 			want: 400 << 20, elsewhere: 100 << 20},
 	} {
@@ -98,7 +96,7 @@ func TestRecheckOnlyKoordletMadeCgroups(t *testing.T) {
 				require.NoError(t, unix.Setxattr(memDir, tt.marker, []byte("1"), 0))
 			}
 			if tt.from != "" {
-				require.NoError(t, unix.Setxattr(memDir, yarnmemcg.FromMarker, []byte(tt.from), 0))
+				require.NoError(t, unix.Setxattr(memDir, cgroups.MemcgFromMarker, []byte(tt.from), 0))
 				n.writeMemoryStat(tt.from, tt.fromMem)
 			}
 			id, err := yarn.ParseContainerID(exec)

@@ -15,9 +15,9 @@ import (
 // Marker is the trusted xattr on every cgroup directory koordlet makes for
 // a YARN container (and on the YARN hierarchy when koordlet made it): a
 // directory without it is YARN's or someone else's and is never removed.
-const Marker = "trusted.koordlet-yarn.container-cgroup"
+const Marker = cgroups.ContainerCgroupMarker
 
-const markerValue = "1"
+const markerValue = cgroups.MarkerValue
 
 // leafControllers are the controllers a container's cgroup is made in: on
 // cgroup v1 cpu, cpuacct and memory (what the LinuxContainerExecutor makes

@@ -37,10 +37,10 @@ import (
 )
 
 // Marker is the trusted xattr set on every directory koordlet creates here.
-const Marker = "trusted.koordlet-yarn.memcg"
+const Marker = cgroups.MemcgMarker
 
 // markerValue is the marker's value.
-const markerValue = "1"
+const markerValue = cgroups.MarkerValue
 
 // DefaultMaxResidentWithoutChargeMove: on kernels that no longer move
 // charges (Linux 6.8+ rejects memory.move_charge_at_immigrate != 0) the

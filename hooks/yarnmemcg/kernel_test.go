@@ -362,6 +362,6 @@ func TestValidOrigin(t *testing.T) {
 		{"hadoop-yarn", false},
 		{"kubepods/../hadoop-yarn/x", false},
 	} {
-		assert.Equal(t, tc.ok, ValidOrigin(tc.from, "/hadoop-yarn"), tc.from)
+		assert.Equal(t, tc.ok, cgroups.ValidOrigin(tc.from, "/hadoop-yarn"), tc.from)
 	}
 }

@@ -17,7 +17,7 @@ import (
 // memory cgroup (relative to the memory mount) its first process came from:
 // the NodeManager pod's. Turning YARNMemoryCgroup off moves the leaf's
 // processes back there and removes the leaf.
-const FromMarker = "trusted.koordlet-yarn.memcg-from"
+const FromMarker = cgroups.MemcgFromMarker
 
 // recordFrom records from on leaf once.
 func recordFrom(leaf, from string) {
@@ -27,27 +27,6 @@ func recordFrom(leaf, from string) {
 	if err := unix.Setxattr(leaf, FromMarker, []byte(from), 0); err != nil {
 		klog.V(4).Infof("yarn: record %s on %s: %v", FromMarker, leaf, err)
 	}
-}
-
-// readFrom returns the recorded origin of leaf.
-func readFrom(leaf string) (string, bool) {
-	buf := make([]byte, 4096)
-	n, err := unix.Getxattr(leaf, FromMarker, buf)
-	if err != nil || n == 0 {
-		return "", false
-	}
-	return string(buf[:n]), true
-}
-
-// ValidOrigin reports whether from (a recorded origin) may take processes
-// back: a clean relative path that is not inside the YARN hierarchy dir.
-func ValidOrigin(from, hierarchy string) bool {
-	c := filepath.Clean("/" + from)
-	if c != "/"+strings.Trim(from, "/") || strings.Contains(from, "..") {
-		return false
-	}
-	h := "/" + strings.Trim(filepath.Clean("/"+hierarchy), "/")
-	return c != h && !strings.HasPrefix(c, h+"/")
 }
 
 // RestoreDisabled, with YARNMemoryCgroup off, moves the processes of every
@@ -80,8 +59,8 @@ func (a *Applier) RestoreDisabled() int {
 		if m, err := marked(leaf); err != nil || !m {
 			continue // YARN's: never touched
 		}
-		from, ok := readFrom(leaf)
-		if !ok || !ValidOrigin(from, h.Dir) {
+		from, ok := cgroups.RecordedOrigin(leaf)
+		if !ok || !cgroups.ValidOrigin(from, h.Dir) {
 			if len(kernelPids(leaf)) > 0 {
 				klog.Warningf("yarn: YARNMemoryCgroup is off but the memory cgroup %s koordlet made does not record where its processes came from; they stay", leaf)
 				continue
