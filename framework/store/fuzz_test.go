@@ -72,6 +72,15 @@ func checkNMResponse(t *testing.T, body []byte) {
 		return
 	}
 	checkInvariants(t, s, list)
+	// Every id taken is spelled in the body exactly as it is kept: an id
+	// that only parses to a container (more leading zeros) is not it.
+	if !bytes.ContainsRune(body, '\\') {
+		for _, n := range list {
+			if !bytes.Contains(body, []byte(`"`+n.ID.String()+`"`)) {
+				t.Fatalf("decoded container %s is not spelled so in the body", n.ID)
+			}
+		}
+	}
 	// The same observation again changes nothing.
 	if st := s.Resync(obs, now.Add(time.Second)); st != (Stats{}) {
 		t.Fatalf("resync is not idempotent: %+v", st)

@@ -345,3 +345,28 @@ func TestIsTerminalState(t *testing.T) {
 		assert.False(t, IsTerminalState(s), s)
 	}
 }
+
+// nonCanonicalBody lists exec 2 and then exec 2's id with one more leading
+// zero, carrying another user's data.
+const nonCanonicalBody = `{"containers":{"container":[
+	{"id":"container_1700000000000_0001_01_000002","state":"RUNNING","user":"alice","totalVCoresNeeded":1,"totalMemoryNeededMB":2048,"executionType":"GUARANTEED"},
+	{"id":"container_1700000000000_0001_01_0000002","state":"RUNNING","user":"mallory","totalVCoresNeeded":64,"totalMemoryNeededMB":65536,"executionType":"OPPORTUNISTIC"}]}}`
+
+// TestDecodeRejectsNonCanonicalID: an id that is not the canonical form of
+// the container it parses to is not that container; its entry is dropped
+// (one log line naming it) and cannot overwrite the real container's data.
+func TestDecodeRejectsNonCanonicalID(t *testing.T) {
+	logs := captureKlog(t)
+	got, err := DecodeContainers(strings.NewReader(nonCanonicalBody))
+	require.NoError(t, err)
+	require.Len(t, got, 1)
+	assert.Equal(t, "container_1700000000000_0001_01_000002", got[0].ID.String())
+	assert.Equal(t, "alice", got[0].User)
+	assert.Equal(t, int64(1), got[0].TotalVCoresNeeded)
+	assert.Equal(t, int64(2048), got[0].TotalMemoryNeededMB)
+	assert.Equal(t, ExecutionGuaranteed, got[0].ExecutionType)
+	lines := logLines(logs.String())
+	require.Len(t, lines, 1, "%q", lines)
+	assert.Contains(t, lines[0], "container_1700000000000_0001_01_0000002")
+	assert.Contains(t, lines[0], "not canonical")
+}
