@@ -78,6 +78,10 @@ var ErrTooManyContainers = errors.New("too many container entries")
 // not an NM's answer and would cost a token each.
 const maxStructureKeys = 64
 
+// maxEntryKeys caps the keys of the single-object entry, read key by key
+// (an NM writes about a dozen).
+const maxEntryKeys = 256
+
 // maxEntryLogs caps the per-entry log lines of one document.
 const maxEntryLogs = 16
 
@@ -110,6 +114,8 @@ type stream struct {
 	dec    *json.Decoder
 	max    int
 	report decodeReport
+	// whole is set while one window spans a whole value (see entry).
+	whole bool
 	// logged and unlogged bound the per-entry log lines.
 	logged, unlogged int
 }
@@ -130,23 +136,30 @@ func (st *stream) flushLogs() {
 	}
 }
 
+// window starts a window for the next call, unless one spans a whole value.
+func (st *stream) window() {
+	if !st.whole {
+		st.g.window()
+	}
+}
+
 // token reads the next token in its own window.
 func (st *stream) token() (json.Token, error) {
-	st.g.window()
+	st.window()
 	return st.dec.Token()
 }
 
 // more reports whether the list or object being read has another element,
 // in its own window.
 func (st *stream) more() bool {
-	st.g.window()
+	st.window()
 	return st.dec.More()
 }
 
 // value decodes the next value into v in its own window: json.Decoder
 // skips what v does not take (unknown fields) without allocating.
 func (st *stream) value(v any) error {
-	st.g.window()
+	st.window()
 	return st.dec.Decode(v)
 }
 
@@ -303,9 +316,17 @@ func (st *stream) containerList() ([]NMContainer, error) {
 	return list, err
 }
 
-// entry decodes one container object after its '{'; n is its number of keys.
+// entry decodes one container object after its '{' field by field (the
+// single-object shape); n is its number of keys. One window spans the
+// whole object, so it is bounded as a list entry is.
 func (st *stream) entry() (rc rawContainer, n int, err error) {
+	st.g.window()
+	st.whole = true
+	defer func() { st.whole = false }()
 	for ; st.more(); n++ {
+		if n >= maxEntryKeys {
+			return rc, n, fmt.Errorf("more than %d fields in a container entry", maxEntryKeys)
+		}
 		key, err := st.entryKey()
 		if err != nil {
 			return rc, n, err

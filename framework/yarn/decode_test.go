@@ -294,6 +294,7 @@ func TestDecodeHostileBodyAllocationBounded(t *testing.T) {
 		{"nulls", hostile(list, `null`, `]}}`), ErrTooManyContainers},
 		{"minimal valid containers", hostile(list, `{"id":"container_1_0001_01_000001"}`, `]}}`), ErrTooManyContainers},
 		{"ids in one entry's unknown field", hostile(`{"containers":{"container":[{"id":"container_1_0001_01_000001","x":[`, `"id"`, `]}]}}`), ErrResponseTooLarge},
+		{"ids in the single object's unknown fields", hostile(`{"containers":{"container":{"id":"container_1_0001_01_000001",`, `"x":1`, `}}}`), nil},
 		{"ids in unknown fields of the document", hostile(`{"x":[`, `"id"`, `],"containers":{"container":{"id":"container_1_0001_01_000001"}}}`), ErrResponseTooLarge},
 	}
 	for _, tt := range tests {
