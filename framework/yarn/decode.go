@@ -33,14 +33,16 @@ import (
 // Logging is bounded: at most maxEntryLogs such lines per document, then one
 // line with the count of the rest. Only a malformed document, an NM error
 // document (RemoteException), a list of more than MaxNMContainers entries
-// (ErrTooManyContainers) or a JSON value longer than MaxNMValueBytes
-// (ErrResponseTooLarge) is an error.
+// (ErrTooManyContainers), a value (an entry, a string, an unknown field's
+// value) longer than MaxNMValueBytes (ErrResponseTooLarge) or an object of
+// the document's structure with a flood of keys is an error.
 //
-// The body is decoded as a stream (json.Decoder tokens): nothing holds the
-// body, unknown fields are skipped token by token, and what the decoder
-// holds is bounded by the entries it keeps (at most MaxNMContainers, each
-// string field cut to maxKeptString) and one value of at most
-// MaxNMValueBytes, whatever the body's size or shape.
+// The body is decoded as a stream: json.Decoder tokens for the document's
+// structure and one Decode per list entry (which skips unknown fields by
+// scanning), each in a window of at most MaxNMValueBytes, so nothing holds
+// the body. What decoding holds is bounded by the entries it keeps (at most
+// MaxNMContainers, each string field cut to maxKeptString) and one value,
+// whatever the body's size or shape.
 func DecodeContainers(r io.Reader) ([]NMContainer, error) {
 	list, _, err := decodeContainers(r, MaxNMContainers)
 	return list, err
@@ -58,9 +60,10 @@ func DecodeContainers(r io.Reader) ([]NMContainer, error) {
 // gone).
 const MaxNMContainers = 1 << 14
 
-// MaxNMValueBytes caps one JSON value (a string, a number) of an NM answer.
-// The longest an NM writes is a finished container's diagnostics (a stack
-// trace with the tail of its stderr, yarn.nodemanager.container.stderr.tail.bytes,
+// MaxNMValueBytes caps one value json.Decoder reads whole from an NM answer:
+// a list entry, a string, an unknown field's value. The longest an NM
+// writes is an entry with a finished container's diagnostics (a stack trace
+// with the tail of its stderr, yarn.nodemanager.container.stderr.tail.bytes,
 // 4 KiB by default): kilobytes. A longer value fails the answer with
 // ErrResponseTooLarge; it would otherwise be buffered whole.
 const MaxNMValueBytes = 1 << 20
