@@ -39,6 +39,7 @@ import (
 	"github.com/koordlet-yarn/koordlet-yarn/framework/rmrelease"
 	"github.com/koordlet-yarn/koordlet-yarn/framework/store"
 	"github.com/koordlet-yarn/koordlet-yarn/framework/version"
+	"github.com/koordlet-yarn/koordlet-yarn/framework/yarn"
 	"github.com/koordlet-yarn/koordlet-yarn/hooks/yarnadopt"
 	"github.com/koordlet-yarn/koordlet-yarn/hooks/yarnmemcg"
 	"github.com/koordlet-yarn/koordlet-yarn/hooks/yarnqos"
@@ -165,6 +166,9 @@ func install(fs *flag.FlagSet, reg prometheus.Registerer) (*Framework, error) {
 	// The series of the packages that do not label their own get the
 	// node label every other koordlet_yarn_* series carries.
 	nodeReg := prometheus.WrapRegistererWith(prometheus.Labels{"node": os.Getenv("NODE_NAME")}, reg)
+	if fw.Informer.NMMetrics, err = yarn.NewNMMetrics(nodeReg); err != nil {
+		return nil, fmt.Errorf("register NodeManager answer metrics: %w", err)
+	}
 	fw.QoS = yarnqos.New(yarnqos.Options{Store: fw.Store, StatesInformer: fw.Handles.StatesInformer,
 		Hierarchy: fw.Informer.HierarchyDir, Locate: fw.Informer.Hierarchy, Interval: cfg.QoSReconcileInterval, Registerer: nodeReg,
 		Policy: fw.policy})

@@ -120,14 +120,11 @@ func (s *Scanner) Scan() (ScanResult, error) {
 			}
 			i, seen := s.index[name]
 			if !seen {
+				// The one id rule: a name that only resembles a
+				// container's (more leading zeros) is not its cgroup.
 				id, err := yarn.ParseContainerID(name)
 				if err != nil {
 					klog.V(2).Infof("yarn: ignoring cgroup %s/%s: %v", s.h.RootDir(c), name, err)
-					continue
-				}
-				var buf [64]byte
-				if string(id.AppendTo(buf[:0])) != name {
-					klog.V(2).Infof("yarn: ignoring cgroup %s/%s: not the canonical form of %s", s.h.RootDir(c), name, id)
 					continue
 				}
 				i = len(res.Containers)

@@ -16,13 +16,11 @@ import (
 
 // nmResponseAllocBound is what the NM response path (decode and resync) may
 // allocate for a body of n bytes. The costs are per list entry, and entries
-// are capped at yarn.MaxNMContainers: a kept container costs about 3.3 KiB
-// (decode, store entry, the resync's growing scratch) for at least 37 body
-// bytes (about 90 B per body byte, measured up to 65,536 containers), a
-// dropped entry about 0.6 KiB for at least 11 bytes (about 55 B per byte).
-// The old decoder's pre-size from the body's shape cost 220 to 350 B per
-// body byte on lists of nulls or empty objects; anything superlinear breaks
-// the bound too.
+// are capped at yarn.MaxNMContainers: a kept container costs a few KiB
+// (token-streamed decode, store entry, the resync's growing scratch) for at
+// least 37 body bytes, a dropped entry well under 1 KiB for at least 11
+// bytes; a value over yarn.MaxNMValueBytes fails before it is buffered.
+// Anything superlinear in the body breaks the bound.
 func nmResponseAllocBound(n int) uint64 { return 1<<20 + 160*uint64(n) }
 
 // FuzzNMResponse drives the whole NM response path: an NM body is decoded
@@ -72,6 +70,15 @@ func checkNMResponse(t *testing.T, body []byte) {
 		return
 	}
 	checkInvariants(t, s, list)
+	// Every id taken is spelled in the body exactly as it is kept: an id
+	// that only parses to a container (more leading zeros) is not it.
+	if !bytes.ContainsRune(body, '\\') {
+		for _, n := range list {
+			if !bytes.Contains(body, []byte(`"`+n.ID.String()+`"`)) {
+				t.Fatalf("decoded container %s is not spelled so in the body", n.ID)
+			}
+		}
+	}
 	// The same observation again changes nothing.
 	if st := s.Resync(obs, now.Add(time.Second)); st != (Stats{}) {
 		t.Fatalf("resync is not idempotent: %+v", st)

@@ -1,6 +1,7 @@
 package store
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -64,4 +65,27 @@ func TestResyncNMOnlyKeepsWhatALaterEventAdded(t *testing.T) {
 			assert.Equal(t, cgroups.Cgroups{}, c.Cgroups)
 		})
 	}
+}
+
+// TestResyncNonCanonicalNMIDKeepsTheContainer: the NM lists exec 2 and
+// then exec 2's id with one more leading zero carrying another user's data;
+// the store keeps exec 2's own data.
+func TestResyncNonCanonicalNMIDKeepsTheContainer(t *testing.T) {
+	const exec2 = "container_e17_1700000000000_0042_01_000002"
+	body := `{"containers":{"container":[
+		{"id":"` + exec2 + `","state":"RUNNING","user":"alice","totalVCoresNeeded":2,"totalMemoryNeededMB":2048,"executionType":"GUARANTEED"},
+		{"id":"container_e17_1700000000000_0042_01_0000002","state":"RUNNING","user":"mallory","totalVCoresNeeded":64,"totalMemoryNeededMB":65536,"executionType":"OPPORTUNISTIC"}]}}`
+	list, err := yarn.DecodeContainers(strings.NewReader(body))
+	require.NoError(t, err)
+	s := New()
+	s.Resync(Observation{Scan: []cgroups.Container{scanned(2, 20)}, ScanOK: true, NM: list, NMOK: true}, t0)
+	require.Equal(t, 1, s.Len())
+	c, ok := s.Get(exec2)
+	require.True(t, ok)
+	assert.Equal(t, "alice", c.User)
+	assert.Equal(t, int64(2000), c.RequestMilliCPU)
+	assert.Equal(t, int64(2048)<<20, c.RequestMemoryBytes)
+	assert.Equal(t, yarn.ExecutionGuaranteed, c.ExecutionType)
+	_, ok = s.Get("container_e17_1700000000000_0042_01_0000002")
+	assert.False(t, ok, "a non-canonical name does not find exec 2")
 }

@@ -9,7 +9,6 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
-	"sync"
 	"time"
 )
 
@@ -34,9 +33,8 @@ type NMClient struct {
 	MaxResponseBytes int64
 	// HTTPClient is used for requests; nil means a client without its own timeout.
 	HTTPClient *http.Client
-
-	// bufs recycles response buffers between requests.
-	bufs sync.Pool
+	// Metrics counts rejected ids and answers (nil: not counted).
+	Metrics *NMMetrics
 }
 
 // NewNMClient returns a client for the NM at endpoint (scheme://host:port).
@@ -65,29 +63,29 @@ func ValidateEndpoint(endpoint string) error {
 	return nil
 }
 
-// ListContainers fetches and decodes GET /ws/v1/node/containers.
+// ListContainers fetches and decodes GET /ws/v1/node/containers. The body
+// is decoded as it arrives (see DecodeContainers), never held: an answer
+// larger than MaxResponseBytes fails with ErrResponseTooLarge, one listing
+// more than MaxNMContainers entries with ErrTooManyContainers, and either
+// costs what the capped decoding holds, not what the NM sent. A failed
+// answer returns no containers, so the caller keeps its last good view.
 func (c *NMClient) ListContainers(ctx context.Context) ([]NMContainer, error) {
-	buf, _ := c.bufs.Get().(*bytes.Buffer)
-	if buf == nil {
-		buf = new(bytes.Buffer)
-	}
-	defer func() {
-		buf.Reset()
-		c.bufs.Put(buf)
-	}()
-	body, err := c.get(ctx, containersPath, buf)
+	body, done, err := c.open(ctx, containersPath)
 	if err != nil {
 		return nil, err
 	}
-	list, err := decodeContainers(body)
+	defer done()
+	list, report, err := decodeContainers(body, MaxNMContainers)
+	c.Metrics.observe(report, err)
 	if err != nil {
 		return nil, fmt.Errorf("NM %s: %w", c.Endpoint, err)
 	}
 	return list, nil
 }
 
-// get fetches path into buf and returns its bytes.
-func (c *NMClient) get(ctx context.Context, path string, buf *bytes.Buffer) ([]byte, error) {
+// open sends GET path and returns the body of its 200 answer, capped at the
+// client's MaxResponseBytes, and the function that ends the request.
+func (c *NMClient) open(ctx context.Context, path string) (io.Reader, func(), error) {
 	timeout := c.Timeout
 	if timeout <= 0 {
 		timeout = DefaultNMTimeout
@@ -97,11 +95,11 @@ func (c *NMClient) get(ctx context.Context, path string, buf *bytes.Buffer) ([]b
 		limit = DefaultNMMaxResponseBytes
 	}
 	ctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
 	target := strings.TrimRight(c.Endpoint, "/") + path
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, target, nil)
 	if err != nil {
-		return nil, fmt.Errorf("build NM request %s: %w", target, err)
+		cancel()
+		return nil, nil, fmt.Errorf("build NM request %s: %w", target, err)
 	}
 	req.Header.Set("Accept", "application/json")
 	hc := c.HTTPClient
@@ -110,21 +108,72 @@ func (c *NMClient) get(ctx context.Context, path string, buf *bytes.Buffer) ([]b
 	}
 	resp, err := hc.Do(req)
 	if err != nil {
-		return nil, fmt.Errorf("GET %s: %w", target, err)
+		cancel()
+		return nil, nil, fmt.Errorf("GET %s: %w", target, err)
 	}
-	defer resp.Body.Close()
-	if resp.ContentLength > 0 && resp.ContentLength <= limit {
-		buf.Grow(int(resp.ContentLength))
-	}
-	if _, err := buf.ReadFrom(io.LimitReader(resp.Body, limit+1)); err != nil {
-		return nil, fmt.Errorf("GET %s: read body: %w", target, err)
-	}
-	body := buf.Bytes()
-	if int64(len(body)) > limit {
-		return nil, fmt.Errorf("GET %s: %w (%d bytes)", target, ErrResponseTooLarge, limit)
+	done := func() {
+		// Closing without draining: a capped or failed answer's rest is
+		// never read (the connection is not reused).
+		resp.Body.Close()
+		cancel()
 	}
 	if resp.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("GET %s: HTTP %d: %.200s", target, resp.StatusCode, body)
+		head, _ := io.ReadAll(io.LimitReader(resp.Body, 200))
+		done()
+		return nil, nil, fmt.Errorf("GET %s: HTTP %d: %s", target, resp.StatusCode, head)
 	}
-	return body, nil
+	if resp.ContentLength > limit {
+		done()
+		return nil, nil, fmt.Errorf("GET %s: %w: Content-Length %d, the cap is %d bytes (--yarn-nm-max-response-bytes)",
+			target, ErrResponseTooLarge, resp.ContentLength, limit)
+	}
+	return &cappedReader{r: resp.Body, left: limit, limit: limit, what: "GET " + target}, done, nil
+}
+
+// cappedReader reads at most left bytes of r and fails with an error
+// wrapping ErrResponseTooLarge when r holds more.
+type cappedReader struct {
+	r    io.Reader
+	left int64
+	// limit is the cap, what names the read in the error.
+	limit int64
+	what  string
+}
+
+func (c *cappedReader) Read(p []byte) (int, error) {
+	if c.left < 0 {
+		return 0, c.tooLarge()
+	}
+	if int64(len(p)) > c.left+1 {
+		p = p[:c.left+1] // one byte more tells a body of exactly the cap from a larger one
+	}
+	n, err := c.r.Read(p)
+	c.left -= int64(n)
+	if c.left < 0 {
+		return n + int(c.left), c.tooLarge()
+	}
+	return n, err
+}
+
+func (c *cappedReader) tooLarge() error {
+	return fmt.Errorf("%s: %w: more than %d bytes (--yarn-nm-max-response-bytes)", c.what, ErrResponseTooLarge, c.limit)
+}
+
+// readCapped reads all of r, at most limit bytes, growing its buffer only
+// as the body arrives (sized from sizeHint when that is known and within
+// the cap); more than limit bytes fail with an error wrapping
+// ErrResponseTooLarge. It is for the small documents read whole (the NM's
+// node info, the RM's answers).
+func readCapped(r io.Reader, limit, sizeHint int64) ([]byte, error) {
+	var buf bytes.Buffer
+	if sizeHint > 0 && sizeHint <= limit {
+		buf.Grow(int(sizeHint))
+	}
+	if _, err := buf.ReadFrom(io.LimitReader(r, limit+1)); err != nil {
+		return nil, fmt.Errorf("read body: %w", err)
+	}
+	if int64(buf.Len()) > limit {
+		return nil, fmt.Errorf("%w (%d bytes)", ErrResponseTooLarge, limit)
+	}
+	return buf.Bytes(), nil
 }

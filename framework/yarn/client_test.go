@@ -2,12 +2,15 @@ package yarn
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -95,5 +98,64 @@ func TestValidateEndpoint(t *testing.T) {
 	}
 	for _, bad := range []string{"", "127.0.0.1:8042", "ftp://h:1", "http://", "http://h:8042/ws/v1", "http://h:8042?x=1", "://x"} {
 		assert.Error(t, ValidateEndpoint(bad), bad)
+	}
+}
+
+// TestNMClientMetrics: the client counts the entries it drops for their id
+// and the answers it rejects whole.
+func TestNMClientMetrics(t *testing.T) {
+	reg := prometheus.NewPedanticRegistry()
+	m, err := NewNMMetrics(reg)
+	require.NoError(t, err)
+	var body string
+	s := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { _, _ = w.Write([]byte(body)) }))
+	defer s.Close()
+	c, err := NewNMClient(s.URL, time.Minute, 1<<20)
+	require.NoError(t, err)
+	c.Metrics = m
+
+	body = nonCanonicalBody
+	got, err := c.ListContainers(context.Background())
+	require.NoError(t, err)
+	require.Len(t, got, 1)
+	body = `{"containers":{"container":[{"id":"container_1_0001_01_000001"},{"id":"bogus"},{"id":"container_1_0001_01_0000001"}]}}`
+	_, err = c.ListContainers(context.Background())
+	require.NoError(t, err)
+	body = `{"containers":{"container":[` + strings.Repeat(`null,`, MaxNMContainers) + `null]}}`
+	_, err = c.ListContainers(context.Background())
+	assert.ErrorIs(t, err, ErrTooManyContainers)
+	body = `{"containers":"` + strings.Repeat("x", 2<<20) + `"}`
+	_, err = c.ListContainers(context.Background())
+	assert.ErrorIs(t, err, ErrResponseTooLarge)
+
+	assert.Equal(t, 2.0, testutil.ToFloat64(m.ids.WithLabelValues(RejectNonCanonical)))
+	assert.Equal(t, 1.0, testutil.ToFloat64(m.ids.WithLabelValues(RejectInvalid)))
+	assert.Equal(t, 1.0, testutil.ToFloat64(m.answers.WithLabelValues(RejectTooManyContainer)))
+	assert.Equal(t, 1.0, testutil.ToFloat64(m.answers.WithLabelValues(RejectTooLarge)))
+	n, err := testutil.GatherAndCount(reg)
+	require.NoError(t, err)
+	assert.Equal(t, 4, n, "both reasons of both series exist from the start")
+}
+
+// BenchmarkDecodeContainers decodes an answer of 500 containers as the
+// NodeManager writes them.
+func BenchmarkDecodeContainers(b *testing.B) {
+	var sb strings.Builder
+	sb.WriteString(`{"containers":{"container":[`)
+	for i := 0; i < 500; i++ {
+		if i > 0 {
+			sb.WriteString(",")
+		}
+		fmt.Fprintf(&sb, realEntry, i+1, i+1)
+	}
+	sb.WriteString(`]}}`)
+	body := sb.String()
+	b.SetBytes(int64(len(body)))
+	b.ReportAllocs()
+	for b.Loop() {
+		got, err := DecodeContainers(strings.NewReader(body))
+		if err != nil || len(got) != 500 {
+			b.Fatalf("%d containers, %v", len(got), err)
+		}
 	}
 }

@@ -1,8 +1,8 @@
 package yarn
 
 import (
-	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -19,7 +19,9 @@ import (
 // containers", numbers rendered as strings, and unknown extra fields.
 //
 // Bad entries never fail the document:
-//   - an entry whose id is not a valid container id is dropped;
+//   - an entry whose id is not a container id YARN prints (see
+//     ParseContainerID: an id with more leading zeros only resembles
+//     another container and must not stand for it) is dropped;
 //   - a container whose number field (totalVCoresNeeded,
 //     totalMemoryNeededMB, exitCode) is not a finite number in range (see
 //     MaxVCores, MaxMemoryMB; requests must be >= 0, the exit code an int32)
@@ -30,94 +32,413 @@ import (
 //
 // Logging is bounded: at most maxEntryLogs such lines per document, then one
 // line with the count of the rest. Only a malformed document, an NM error
-// document (RemoteException) or a list of more than MaxNMContainers entries
-// is an error. Memory is bounded by the valid containers kept, never by the
-// body's shape: entries are decoded one at a time.
+// document (RemoteException), a list of more than MaxNMContainers entries
+// (ErrTooManyContainers), a value (an entry, a string, an unknown field's
+// value) longer than MaxNMValueBytes (ErrResponseTooLarge) or an object of
+// the document's structure with a flood of keys is an error.
+//
+// The body is decoded as a stream: json.Decoder tokens for the document's
+// structure and one Decode per list entry (which skips unknown fields by
+// scanning), each in a window of at most MaxNMValueBytes, so nothing holds
+// the body. What decoding holds is bounded by the entries it keeps (at most
+// MaxNMContainers, each string field cut to maxKeptString) and one value,
+// whatever the body's size or shape.
 func DecodeContainers(r io.Reader) ([]NMContainer, error) {
-	body, err := io.ReadAll(r)
-	if err != nil {
-		return nil, fmt.Errorf("read NM containers body: %w", err)
-	}
-	return decodeContainers(body)
+	list, _, err := decodeContainers(r, MaxNMContainers)
+	return list, err
 }
 
 // MaxNMContainers caps the entries of one NM containers document. An NM lists
-// its running containers (bounded by the node's vcores and memory over the
-// scheduler's minimum allocation: hundreds, a few thousand on the largest
-// nodes) and the stopped ones it still tracks
-// (yarn.nodemanager.duration-to-track-stopped-containers, 10 minutes by
-// default: thousands under heavy churn); 65,536 is far above both. A longer
-// list is not an NM's and fails the document, so the store keeps what it
-// knew instead of trusting a truncated view.
-const MaxNMContainers = 1 << 16
+// the containers of its context: the running ones (bounded by the node's
+// vcores and memory over the scheduler's minimum allocation: hundreds, a few
+// thousand on the largest nodes) and the finished ones until the RM has
+// acknowledged them (a heartbeat or two); 16,384 is far above both. A longer
+// list is not an NM's: decoding stops at the cap (so a 50,000-entry answer
+// never costs more than the cap) and fails the document with
+// ErrTooManyContainers, so the store keeps what it knew instead of trusting
+// a truncated view (a container missing from a truncated list would read as
+// gone).
+const MaxNMContainers = 1 << 14
+
+// MaxNMValueBytes caps one value json.Decoder reads whole from an NM answer:
+// a list entry, a string, an unknown field's value. The longest an NM
+// writes is an entry with a finished container's diagnostics (a stack trace
+// with the tail of its stderr, yarn.nodemanager.container.stderr.tail.bytes,
+// 4 KiB by default): kilobytes. A longer value fails the answer with
+// ErrResponseTooLarge; it would otherwise be buffered whole.
+const MaxNMValueBytes = 1 << 20
+
+// maxKeptString caps each string field kept from an entry (diagnostics,
+// user, state, execution type); a longer one is cut.
+const maxKeptString = 1 << 10
+
+// ErrTooManyContainers is returned for an NM answer that lists more than
+// MaxNMContainers entries.
+var ErrTooManyContainers = errors.New("too many container entries")
+
+// maxStructureKeys caps the keys of the document's object and of its
+// "containers" object: an NM writes one or two; a flood of unknown keys is
+// not an NM's answer and would cost a token each.
+const maxStructureKeys = 64
+
+// maxEntryKeys caps the keys of the single-object entry, read key by key
+// (an NM writes about a dozen).
+const maxEntryKeys = 256
 
 // maxEntryLogs caps the per-entry log lines of one document.
 const maxEntryLogs = 16
 
-func decodeContainers(body []byte) ([]NMContainer, error) {
-	d := &decoder{}
-	var doc struct {
-		Containers      containersField `json:"containers"`
-		RemoteException *struct {
-			Exception string `json:"exception"`
-			Message   string `json:"message"`
-		} `json:"RemoteException"`
-	}
-	doc.Containers.d = d
-	err := json.Unmarshal(body, &doc)
-	d.flushLogs()
-	if err != nil {
-		return nil, fmt.Errorf("decode NM containers document: %w", err)
-	}
-	if doc.RemoteException != nil {
-		return nil, fmt.Errorf("NM returned %s: %s", doc.RemoteException.Exception, doc.RemoteException.Message)
-	}
-	if doc.Containers.list == nil {
-		return []NMContainer{}, nil
-	}
-	return doc.Containers.list, nil
+// decodeReport counts what decoding one document rejected, for metrics.
+type decodeReport struct {
+	// invalidIDs counts entries dropped for an id that is not a container
+	// id, nonCanonical those whose id only resembles one.
+	invalidIDs, nonCanonical int
 }
 
-// decoder turns raw entries into NMContainers and bounds the log lines of
-// one document.
-type decoder struct {
+// decodeContainers decodes a containers document from r, taking at most
+// maxEntries list entries.
+func decodeContainers(r io.Reader, maxEntries int) ([]NMContainer, decodeReport, error) {
+	g := &valueGuard{r: r, max: MaxNMValueBytes + guardChunk}
+	st := &stream{g: g, dec: json.NewDecoder(g), max: maxEntries}
+	list, err := st.document()
+	st.flushLogs()
+	if err != nil {
+		return nil, st.report, fmt.Errorf("decode NM containers document: %w", err)
+	}
+	if list == nil {
+		list = []NMContainer{}
+	}
+	return list, st.report, nil
+}
+
+// stream decodes one document token by token.
+type stream struct {
+	g      *valueGuard
+	dec    *json.Decoder
+	max    int
+	report decodeReport
+	// whole is set while one window spans a whole value (see entry).
+	whole bool
+	// logged and unlogged bound the per-entry log lines.
 	logged, unlogged int
 }
 
-func (d *decoder) logf(format string, args ...any) {
-	if d.logged >= maxEntryLogs {
-		d.unlogged++
+func (st *stream) logf(format string, args ...any) {
+	if st.logged >= maxEntryLogs {
+		st.unlogged++
 		return
 	}
-	d.logged++
+	st.logged++
 	klog.Warningf(format, args...)
 }
 
-func (d *decoder) flushLogs() {
-	if d.unlogged > 0 {
-		klog.Warningf("yarn: %d more NM container entries were dropped or had invalid fields (not logged one by one)", d.unlogged)
-		d.unlogged = 0
+func (st *stream) flushLogs() {
+	if st.unlogged > 0 {
+		klog.Warningf("yarn: %d more NM container entries were dropped or had invalid fields (not logged one by one)", st.unlogged)
+		st.unlogged = 0
 	}
+}
+
+// window starts a window for the next call, unless one spans a whole value.
+func (st *stream) window() {
+	if !st.whole {
+		st.g.window()
+	}
+}
+
+// token reads the next token in its own window.
+func (st *stream) token() (json.Token, error) {
+	st.window()
+	return st.dec.Token()
+}
+
+// more reports whether the list or object being read has another element,
+// in its own window.
+func (st *stream) more() bool {
+	st.window()
+	return st.dec.More()
+}
+
+// value decodes the next value into v in its own window: json.Decoder
+// skips what v does not take (unknown fields) without allocating.
+func (st *stream) value(v any) error {
+	st.window()
+	return st.dec.Decode(v)
+}
+
+// document decodes the top level: an object with "containers" (and maybe
+// "RemoteException"), or null.
+func (st *stream) document() ([]NMContainer, error) {
+	tok, err := st.token()
+	if err != nil {
+		if errors.Is(err, io.EOF) {
+			return nil, io.ErrUnexpectedEOF
+		}
+		return nil, err
+	}
+	var list []NMContainer
+	var remote *remoteException
+	switch tok {
+	case nil:
+	case json.Delim('{'):
+		for n := 0; st.more(); n++ {
+			key, err := st.key(n)
+			if err != nil {
+				return nil, err
+			}
+			switch {
+			case strings.EqualFold(key, "containers"):
+				if list, err = st.containers(); err != nil {
+					return nil, err
+				}
+			case strings.EqualFold(key, "RemoteException"):
+				remote = nil
+				if err := st.value(&remote); err != nil {
+					return nil, err
+				}
+			default:
+				if err := st.skip(); err != nil {
+					return nil, err
+				}
+			}
+		}
+		if _, err := st.token(); err != nil { // '}'
+			return nil, err
+		}
+	default:
+		return nil, fmt.Errorf("the document must be an object, got %s", describeToken(tok))
+	}
+	if _, err := st.token(); !errors.Is(err, io.EOF) {
+		if err == nil {
+			return nil, errors.New("data after the document")
+		}
+		return nil, err
+	}
+	if remote != nil {
+		return nil, fmt.Errorf("NM returned %.200s: %.1000s", remote.Exception, remote.Message)
+	}
+	return list, nil
+}
+
+// key reads key n of an object of the document's structure (not an
+// entry's); more than maxStructureKeys fail the document.
+func (st *stream) key(n int) (string, error) {
+	if n >= maxStructureKeys {
+		return "", fmt.Errorf("more than %d fields in an object of the document", maxStructureKeys)
+	}
+	return st.entryKey()
+}
+
+// entryKey reads an object key.
+func (st *stream) entryKey() (string, error) {
+	tok, err := st.token()
+	if err != nil {
+		return "", err
+	}
+	k, ok := tok.(string)
+	if !ok {
+		return "", fmt.Errorf("object key %s", describeToken(tok))
+	}
+	return k, nil
+}
+
+// containers decodes the value of "containers": null, "", {}, or
+// {"container": <list or single object or null or "">}.
+func (st *stream) containers() ([]NMContainer, error) {
+	tok, err := st.token()
+	if err != nil {
+		return nil, err
+	}
+	switch tok {
+	case nil, "":
+		return nil, nil
+	case json.Delim('{'):
+	default:
+		return nil, fmt.Errorf("\"containers\" must be an object, got %s", describeToken(tok))
+	}
+	var list []NMContainer
+	for n := 0; st.more(); n++ {
+		key, err := st.key(n)
+		if err != nil {
+			return nil, err
+		}
+		if !strings.EqualFold(key, "container") {
+			if err := st.skip(); err != nil {
+				return nil, err
+			}
+			continue
+		}
+		if list, err = st.containerList(); err != nil {
+			return nil, err
+		}
+	}
+	_, err = st.token() // '}'
+	return list, err
+}
+
+// containerList decodes the value of "container": a list, a single object,
+// or an empty value. It takes at most st.max entries.
+func (st *stream) containerList() ([]NMContainer, error) {
+	tok, err := st.token()
+	if err != nil {
+		return nil, err
+	}
+	switch tok {
+	case nil, "":
+		return nil, nil
+	case json.Delim('{'):
+		rc, n, err := st.entry()
+		if err != nil || n == 0 { // {}: no containers
+			return nil, err
+		}
+		if nc, ok := st.convert(0, &rc); ok {
+			return []NMContainer{nc}, nil
+		}
+		return nil, nil
+	case json.Delim('['):
+	default:
+		return nil, fmt.Errorf("\"container\" must be a list or an object, got %s", describeToken(tok))
+	}
+	var list []NMContainer
+	for i := 0; st.more(); i++ {
+		if i >= st.max {
+			return nil, fmt.Errorf("%w: more than %d", ErrTooManyContainers, st.max)
+		}
+		// One Decode per entry: json.Decoder skips unknown fields by
+		// scanning, and the window bounds the entry. null is an entry
+		// without id; anything but an object fails the document.
+		var rc rawContainer
+		if err := st.value(&rc); err != nil {
+			return nil, fmt.Errorf("container entry %d: %w", i, err)
+		}
+		if nc, ok := st.convert(i, &rc); ok {
+			list = append(list, nc)
+		}
+	}
+	_, err = st.token() // ']'
+	return list, err
+}
+
+// entry decodes one container object after its '{' field by field (the
+// single-object shape); n is its number of keys. One window spans the
+// whole object, so it is bounded as a list entry is.
+func (st *stream) entry() (rc rawContainer, n int, err error) {
+	st.g.window()
+	st.whole = true
+	defer func() { st.whole = false }()
+	for ; st.more(); n++ {
+		if n >= maxEntryKeys {
+			return rc, n, fmt.Errorf("more than %d fields in a container entry", maxEntryKeys)
+		}
+		key, err := st.entryKey()
+		if err != nil {
+			return rc, n, err
+		}
+		switch {
+		case strings.EqualFold(key, "id"):
+			rc.ID, err = st.str(key)
+		case strings.EqualFold(key, "state"):
+			rc.State, err = st.str(key)
+		case strings.EqualFold(key, "user"):
+			rc.User, err = st.str(key)
+		case strings.EqualFold(key, "diagnostics"):
+			rc.Diagnostics, err = st.str(key)
+		case strings.EqualFold(key, "executionType"):
+			rc.ExecutionType, err = st.str(key)
+		case strings.EqualFold(key, "exitCode"):
+			rc.ExitCode, err = st.num()
+		case strings.EqualFold(key, "totalMemoryNeededMB"):
+			rc.TotalMemoryNeededMB, err = st.num()
+		case strings.EqualFold(key, "totalVCoresNeeded"):
+			rc.TotalVCoresNeeded, err = st.num()
+		default:
+			err = st.skip()
+		}
+		if err != nil {
+			return rc, n, err
+		}
+	}
+	_, err = st.token() // '}'
+	return rc, n, err
+}
+
+// str reads a string field (null is "").
+func (st *stream) str(field string) (string, error) {
+	var v string
+	if err := st.value(&v); err != nil {
+		return "", fmt.Errorf("field %q: %w", field, err)
+	}
+	return v, nil
+}
+
+// cut shortens a kept string field to maxKeptString bytes.
+func cut(s string) string {
+	if len(s) <= maxKeptString {
+		return s
+	}
+	return strings.ToValidUTF8(s[:maxKeptString], "") + "..."
+}
+
+// num reads a number field: a number, a number as a string, or anything
+// else kept as invalid (see flexNum).
+func (st *stream) num() (flexNum, error) {
+	var n flexNum
+	err := st.value(&n)
+	return n, err
+}
+
+// skipValue takes any JSON value and keeps nothing.
+type skipValue struct{}
+
+func (*skipValue) UnmarshalJSON([]byte) error { return nil }
+
+// skip skips one value.
+func (st *stream) skip() error {
+	return st.value(&skipValue{})
+}
+
+// remoteException is the NM's error document's RemoteException.
+type remoteException struct {
+	Exception string `json:"exception"`
+	Message   string `json:"message"`
+}
+
+// describeToken names a token for an error, shortened and quoted.
+func describeToken(tok json.Token) string {
+	switch v := tok.(type) {
+	case nil:
+		return "null"
+	case json.Delim:
+		return string(v)
+	case string:
+		return strconv.Quote(shorten([]byte(v)))
+	}
+	return shorten([]byte(fmt.Sprint(tok)))
 }
 
 // convert validates one raw entry (entry i of its list); ok is false when
 // the entry is dropped.
-func (d *decoder) convert(i int, rc *rawContainer) (NMContainer, bool) {
+func (st *stream) convert(i int, rc *rawContainer) (NMContainer, bool) {
 	if rc.ID == "" {
-		d.logf("yarn: dropping NM container entry %d: no id", i)
+		st.logf("yarn: dropping NM container entry %d: no id", i)
 		return NMContainer{}, false
 	}
 	id, err := ParseContainerID(rc.ID)
 	if err != nil {
-		d.logf("yarn: dropping NM container entry %d: %v", i, err)
+		if errors.Is(err, ErrNonCanonicalContainerID) {
+			st.report.nonCanonical++
+		} else {
+			st.report.invalidIDs++
+		}
+		st.logf("yarn: dropping NM container entry %d: %.300s", i, err) // the id is quoted in err
 		return NMContainer{}, false
 	}
 	c := NMContainer{
 		ID:            id,
-		State:         rc.State,
-		User:          rc.User,
-		Diagnostics:   rc.Diagnostics,
-		ExecutionType: rc.ExecutionType,
+		State:         cut(rc.State),
+		User:          cut(rc.User),
+		Diagnostics:   cut(rc.Diagnostics),
+		ExecutionType: cut(rc.ExecutionType),
 	}
 	var bad [3]string
 	nbad := 0
@@ -138,11 +459,12 @@ func (d *decoder) convert(i int, rc *rawContainer) (NMContainer, bool) {
 	}
 	c.ExitCode = int(exit)
 	if nbad > 0 {
-		d.logf("yarn: NM container %s: invalid %s; treated as unknown", id, strings.Join(bad[:nbad], ", "))
+		st.logf("yarn: NM container %s: invalid %s; treated as unknown", id, strings.Join(bad[:nbad], ", "))
 	}
 	return c, true
 }
 
+// rawContainer is one entry's fields as the NM wrote them.
 type rawContainer struct {
 	ID                  string  `json:"id"`
 	State               string  `json:"state"`
@@ -154,157 +476,39 @@ type rawContainer struct {
 	ExecutionType       string  `json:"executionType"`
 }
 
-// containersField is the value of "containers": null, "", {}, or
-// {"container": <list or single object or null or "">}.
-type containersField struct {
-	d    *decoder
-	list []NMContainer
+// valueGuard bounds what json.Decoder buffers: the stream starts a window
+// before each Token or Decode call, and a window that reads more than max
+// bytes fails with an error wrapping ErrResponseTooLarge. Each read is at
+// most guardChunk bytes, so a call reads at most its value's length and
+// one chunk more: a value of up to MaxNMValueBytes never fails, a longer one
+// fails before the decoder has buffered much more than it.
+type valueGuard struct {
+	r   io.Reader
+	max int
+	// n is what the current window read.
+	n   int
+	err error
 }
 
-func (c *containersField) UnmarshalJSON(b []byte) error {
-	c.list = nil
-	if isEmptyValue(b) {
-		return nil
-	}
-	if b[0] != '{' {
-		return fmt.Errorf("\"containers\" must be an object, got %.20s", b)
-	}
-	var inner struct {
-		Container containerList `json:"container"`
-	}
-	inner.Container.d = c.d
-	if err := json.Unmarshal(b, &inner); err != nil {
-		return err
-	}
-	c.list = inner.Container.list
-	return nil
-}
+// guardChunk caps one read of the guard.
+const guardChunk = 64 << 10
 
-// containerList is the value of "container": a list, a single object, or
-// an empty value.
-type containerList struct {
-	d    *decoder
-	list []NMContainer
-}
+// window starts a window.
+func (g *valueGuard) window() { g.n = 0 }
 
-func (c *containerList) UnmarshalJSON(b []byte) error {
-	c.list = nil
-	if isEmptyValue(b) {
-		return nil
+func (g *valueGuard) Read(p []byte) (int, error) {
+	if g.err != nil {
+		return 0, g.err
 	}
-	if c.d == nil {
-		c.d = &decoder{}
+	if len(p) > guardChunk {
+		p = p[:guardChunk]
 	}
-	var rc rawContainer
-	switch b[0] {
-	case '[':
-		// Count the entries first (no allocation), then decode them one
-		// at a time, in place, keeping only valid ones: memory is bounded
-		// by the entries the list holds (at most MaxNMContainers), not by
-		// how the body looks, and nothing copies the body.
-		n := 0
-		if err := forEachElement(b, func([]byte) error {
-			if n++; n > MaxNMContainers {
-				return fmt.Errorf("more than %d container entries", MaxNMContainers)
-			}
-			return nil
-		}); err != nil {
-			return err
-		}
-		c.list = make([]NMContainer, 0, n)
-		i := 0
-		return forEachElement(b, func(elem []byte) error {
-			rc = rawContainer{}
-			if string(elem) != "null" { // null: an entry without id
-				if err := json.Unmarshal(elem, &rc); err != nil {
-					return err
-				}
-			}
-			if nc, ok := c.d.convert(i, &rc); ok {
-				c.list = append(c.list, nc)
-			}
-			i++
-			return nil
-		})
-	case '{':
-		if err := json.Unmarshal(b, &rc); err != nil {
-			return err
-		}
-		if nc, ok := c.d.convert(0, &rc); ok {
-			c.list = []NMContainer{nc}
-		}
-		return nil
+	n, err := g.r.Read(p)
+	if g.n += n; g.n > g.max {
+		g.err = fmt.Errorf("%w: a JSON value longer than %d bytes", ErrResponseTooLarge, MaxNMValueBytes)
+		return n, g.err
 	}
-	return fmt.Errorf("\"container\" must be a list or an object, got %.20s", b)
-}
-
-// forEachElement calls fn with each element of the JSON array b, in order.
-// b is normally valid (json.Unmarshal checks the whole document before it
-// calls an UnmarshalJSON); on invalid input the elements it finds are
-// garbage that fn's json.Unmarshal rejects, and it always ends.
-func forEachElement(b []byte, fn func(elem []byte) error) error {
-	i := 1 // after '['
-	for {
-		i = skipSpace(b, i)
-		if i >= len(b) || b[i] == ']' {
-			return nil
-		}
-		end := valueEnd(b, i)
-		if err := fn(bytes.TrimRight(b[i:end], " \t\r\n")); err != nil {
-			return err
-		}
-		i = end
-		if i < len(b) && b[i] == ',' {
-			i++
-		} else if i < len(b) && b[i] != ']' {
-			return fmt.Errorf("malformed list at offset %d", i)
-		}
-	}
-}
-
-func skipSpace(b []byte, i int) int {
-	for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\r' || b[i] == '\n') {
-		i++
-	}
-	return i
-}
-
-// valueEnd returns the index just after the value starting at b[i]: the
-// first ',', ']' or '}' outside strings and nested values, or len(b).
-func valueEnd(b []byte, i int) int {
-	depth := 0
-	for ; i < len(b); i++ {
-		switch b[i] {
-		case '"':
-			for i++; i < len(b) && b[i] != '"'; i++ {
-				if b[i] == '\\' {
-					i++
-				}
-			}
-		case '[', '{':
-			depth++
-		case ']', '}':
-			if depth == 0 {
-				return i
-			}
-			depth--
-		case ',':
-			if depth == 0 {
-				return i
-			}
-		}
-	}
-	return len(b)
-}
-
-// isEmptyValue reports whether b (a JSON value without surrounding space) is
-// null, "" or {}.
-func isEmptyValue(b []byte) bool {
-	switch string(b) {
-	case "null", `""`, "{}":
-		return true
-	}
-	return len(b) > 1 && b[0] == '{' && len(bytes.TrimSpace(b[1:len(b)-1])) == 0
+	return n, err
 }
 
 // flexNum is a number field of an NM entry: a JSON number or a number
@@ -328,28 +532,43 @@ const (
 	numInvalid
 )
 
+// UnmarshalJSON decodes a number, a number as a string, null or anything
+// else (kept as invalid); it never fails.
 func (n *flexNum) UnmarshalJSON(b []byte) error {
-	*n = flexNum{}
 	s := b
 	if len(s) >= 2 && s[0] == '"' && s[len(s)-1] == '"' {
 		s = s[1 : len(s)-1]
 	}
-	if len(s) == 0 || string(s) == "null" {
+	if string(s) == "null" {
+		*n = flexNum{}
 		return nil
 	}
-	if v, err := strconv.ParseInt(string(s), 10, 64); err == nil {
+	n.parse(string(s))
+	if n.state == numInvalid {
+		n.raw = shorten(b)
+	}
+	return nil
+}
+
+// parse sets n from the text of a number (a JSON number, or the contents
+// of a string holding one); "" is absent.
+func (n *flexNum) parse(s string) {
+	*n = flexNum{}
+	if s == "" {
+		return
+	}
+	if v, err := strconv.ParseInt(s, 10, 64); err == nil {
 		n.state, n.i = numInt, v
-		return nil
+		return
 	}
 	// ParseFloat also accepts "NaN", "Inf" and hex floats; inRange rejects
 	// what is not finite. Out-of-range exponents fail here.
-	if v, err := strconv.ParseFloat(string(s), 64); err == nil {
+	if v, err := strconv.ParseFloat(s, 64); err == nil {
 		n.state, n.f = numFloat, v
-		return nil
+		return
 	}
 	n.state = numInvalid
-	n.raw = shorten(b)
-	return nil
+	n.raw = shorten([]byte(s))
 }
 
 // inRange returns the value truncated toward zero when it lies in [lo, hi]

@@ -108,6 +108,8 @@ func TestDecodeMalformed(t *testing.T) {
 		"top-level list":      `[]`,
 		"containers a number": `{"containers":5}`,
 		"container a number":  `{"containers":{"container":5}}`,
+		"a flood of fields":   `{` + strings.Repeat(`"x":1,`, maxStructureKeys) + `"containers":null}`,
+		"data after":          `{"containers":null} {}`,
 		"remote exception":    `{"RemoteException":{"exception":"NotFoundException","message":"java.lang.Exception: not found","javaClassName":"org.apache.hadoop.yarn.webapp.NotFoundException"}}`,
 	} {
 		t.Run(name, func(t *testing.T) {
@@ -273,48 +275,54 @@ func hostile(prefix, entry, suffix string) []byte {
 }
 
 // TestDecodeHostileBodyAllocationBounded: what a body can make the decoder
-// allocate is bounded by what it holds, not by how many "id" it spells.
+// allocate is bounded by what it holds, not by how many "id" it spells:
+// lists of junk entries stop at MaxNMContainers, a value longer than
+// MaxNMValueBytes (an unknown field full of "id") fails the answer before
+// it is buffered.
 func TestDecodeHostileBodyAllocationBounded(t *testing.T) {
 	if testing.Short() {
 		t.Skip("decodes 32 MiB bodies")
 	}
 	const list = `{"containers":{"container":[`
 	tests := []struct {
-		name  string
-		body  []byte
-		valid bool
+		name string
+		body []byte
+		err  error
 	}{
-		{"id strings", hostile(list, `"id"`, `]}}`), false},
-		{"empty objects", hostile(list, `{}`, `]}}`), false},
-		{"nulls", hostile(list, `null`, `]}}`), false},
-		{"minimal valid containers", hostile(list, `{"id":"container_1_0001_01_000001"}`, `]}}`), false},
-		{"ids in one entry's unknown field", hostile(`{"containers":{"container":[{"id":"container_1_0001_01_000001","x":[`, `"id"`, `]}]}}`), true},
-		{"ids in unknown fields of the document", hostile(`{"x":[`, `"id"`, `],"containers":{"container":{"id":"container_1_0001_01_000001"}}}`), true},
+		{"id strings", hostile(list, `"id"`, `]}}`), nil},
+		{"empty objects", hostile(list, `{}`, `]}}`), ErrTooManyContainers},
+		{"nulls", hostile(list, `null`, `]}}`), ErrTooManyContainers},
+		{"minimal valid containers", hostile(list, `{"id":"container_1_0001_01_000001"}`, `]}}`), ErrTooManyContainers},
+		{"ids in one entry's unknown field", hostile(`{"containers":{"container":[{"id":"container_1_0001_01_000001","x":[`, `"id"`, `]}]}}`), ErrResponseTooLarge},
+		{"ids in the single object's unknown fields", hostile(`{"containers":{"container":{"id":"container_1_0001_01_000001",`, `"x":1`, `}}}`), nil},
+		{"ids in unknown fields of the document", hostile(`{"x":[`, `"id"`, `],"containers":{"container":{"id":"container_1_0001_01_000001"}}}`), ErrResponseTooLarge},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			var before, after runtime.MemStats
 			runtime.GC()
 			runtime.ReadMemStats(&before)
-			got, err := decodeContainers(tt.body)
+			got, err := DecodeContainers(bytes.NewReader(tt.body))
 			runtime.ReadMemStats(&after)
-			if tt.valid {
-				assert.NoError(t, err)
-				assert.Len(t, got, 1)
+			require.Error(t, err)
+			if tt.err != nil {
+				assert.ErrorIs(t, err, tt.err)
 			}
+			assert.Nil(t, got)
 			alloc := after.TotalAlloc - before.TotalAlloc
 			t.Logf("%d MiB body: %d MiB allocated, err %v", len(tt.body)>>20, alloc>>20, err)
-			assert.LessOrEqual(t, alloc, uint64(2*len(tt.body)), "allocation bounded by the body")
+			assert.LessOrEqual(t, alloc, uint64(len(tt.body)), "allocation bounded by the body")
 		})
 	}
 }
 
 // TestDecodeFullListAllocation: the longest list accepted, each entry a
-// valid container, costs what its containers need.
+// valid container, costs what its containers need; one entry more fails
+// the document.
 func TestDecodeFullListAllocation(t *testing.T) {
 	var b strings.Builder
 	b.WriteString(`{"containers":{"container":[`)
-	for i := 0; i < 1<<16; i++ {
+	for i := 0; i < MaxNMContainers; i++ {
 		if i > 0 {
 			b.WriteString(",")
 		}
@@ -325,16 +333,20 @@ func TestDecodeFullListAllocation(t *testing.T) {
 	var before, after runtime.MemStats
 	runtime.GC()
 	runtime.ReadMemStats(&before)
-	got, err := decodeContainers(body)
+	got, err := DecodeContainers(bytes.NewReader(body))
 	runtime.ReadMemStats(&after)
 	require.NoError(t, err)
-	assert.Len(t, got, 1<<16)
+	assert.Len(t, got, MaxNMContainers)
 	alloc := after.TotalAlloc - before.TotalAlloc
 	t.Logf("%d KiB body, %d containers: %d MiB allocated", len(body)>>10, len(got), alloc>>20)
-	assert.LessOrEqual(t, alloc, uint64(48<<20))
+	// Token streaming allocates each token it reads (about 1.4 KiB per
+	// such entry in all); what it holds is the containers.
+	assert.LessOrEqual(t, alloc, uint64(MaxNMContainers*2<<10))
 
-	_, err = decodeContainers([]byte(strings.Replace(b.String(), "]}}", `,{"id":"container_1_0001_01_999999"}]}}`, 1)))
-	assert.ErrorContains(t, err, "more than 65536 container entries")
+	got, err = DecodeContainers(strings.NewReader(strings.Replace(b.String(), "]}}", `,{"id":"container_1_0001_01_999999"}]}}`, 1)))
+	assert.ErrorIs(t, err, ErrTooManyContainers)
+	assert.ErrorContains(t, err, fmt.Sprintf("more than %d", MaxNMContainers))
+	assert.Nil(t, got)
 }
 
 func TestIsTerminalState(t *testing.T) {
@@ -344,4 +356,29 @@ func TestIsTerminalState(t *testing.T) {
 	for _, s := range []string{StateNew, StateLocalizing, StateLocalized, StateRunning, StateKilling, StateContainerResourcesCleaningUp} {
 		assert.False(t, IsTerminalState(s), s)
 	}
+}
+
+// nonCanonicalBody lists exec 2 and then exec 2's id with one more leading
+// zero, carrying another user's data.
+const nonCanonicalBody = `{"containers":{"container":[
+	{"id":"container_1700000000000_0001_01_000002","state":"RUNNING","user":"alice","totalVCoresNeeded":1,"totalMemoryNeededMB":2048,"executionType":"GUARANTEED"},
+	{"id":"container_1700000000000_0001_01_0000002","state":"RUNNING","user":"mallory","totalVCoresNeeded":64,"totalMemoryNeededMB":65536,"executionType":"OPPORTUNISTIC"}]}}`
+
+// TestDecodeRejectsNonCanonicalID: an id that is not the canonical form of
+// the container it parses to is not that container; its entry is dropped
+// (one log line naming it) and cannot overwrite the real container's data.
+func TestDecodeRejectsNonCanonicalID(t *testing.T) {
+	logs := captureKlog(t)
+	got, err := DecodeContainers(strings.NewReader(nonCanonicalBody))
+	require.NoError(t, err)
+	require.Len(t, got, 1)
+	assert.Equal(t, "container_1700000000000_0001_01_000002", got[0].ID.String())
+	assert.Equal(t, "alice", got[0].User)
+	assert.Equal(t, int64(1), got[0].TotalVCoresNeeded)
+	assert.Equal(t, int64(2048), got[0].TotalMemoryNeededMB)
+	assert.Equal(t, ExecutionGuaranteed, got[0].ExecutionType)
+	lines := logLines(logs.String())
+	require.Len(t, lines, 1, "%q", lines)
+	assert.Contains(t, lines[0], "container_1700000000000_0001_01_0000002")
+	assert.Contains(t, lines[0], "not canonical")
 }

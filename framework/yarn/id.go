@@ -16,6 +16,16 @@ const (
 	minAppDigits      = 4
 	minAttemptDigits  = 2
 	minSequenceDigits = 6
+
+	// The largest values YARN's ContainerId can hold and print back: the
+	// application and attempt ids are Java ints, the container id is a long
+	// whose lower 40 bits are the sequence and whose upper bits the epoch
+	// (epoch << 40 stays positive below 2^23). A larger number would print
+	// as another id, so it is not any container's.
+	maxAppID    = 1<<31 - 1
+	maxAttempt  = 1<<31 - 1
+	maxSequence = 1<<40 - 1
+	maxEpoch    = 1<<23 - 1
 )
 
 // ContainerID is a parsed YARN container id:
@@ -31,12 +41,40 @@ type ContainerID struct {
 // ErrInvalidContainerID is wrapped by every error ParseContainerID returns.
 var ErrInvalidContainerID = errors.New("invalid YARN container id")
 
-// ParseContainerID parses s strictly. Only ASCII digits, the "container_"
-// prefix, an optional "e<epoch>" field and underscores are accepted, so a
-// string that parses can never name a path outside its directory. Each number
-// must have at least its minimum width (epoch 2, appId 4, attempt 2,
-// sequence 6) and may be wider.
+// ErrNonCanonicalContainerID is wrapped (with ErrInvalidContainerID) by the
+// error for a string that parses to an id but is not how YARN prints it.
+var ErrNonCanonicalContainerID = errors.New("not canonical")
+
+// ParseContainerID parses s strictly: it accepts exactly the strings YARN's
+// ContainerId.toString prints, and so is the one rule for every id koordlet
+// takes in (the NM's list, cgroup directory names, a process's CONTAINER_ID,
+// the RM's answers). Only ASCII digits, the "container_" prefix, an optional
+// "e<epoch>" field and underscores are accepted, so a string that parses can
+// never name a path outside its directory. Each number has its minimum width
+// (epoch 2, appId 4, attempt 2, sequence 6; the cluster timestamp none) and
+// is wider only when its value needs the digits: a string with more leading
+// zeros ("..._0000002", "e00", "e017") only resembles a container and is
+// rejected with ErrNonCanonicalContainerID, as is a number YARN's id cannot
+// hold (an application or attempt id beyond int32, a sequence beyond 40
+// bits, an epoch beyond 23). So s is accepted if and only if
+// ParseContainerID(s).String() == s.
 func ParseContainerID(s string) (ContainerID, error) {
+	id, err := parseContainerID(s)
+	if err != nil {
+		return ContainerID{}, err
+	}
+	if id.AppID > maxAppID || id.AttemptID > maxAttempt || id.Sequence > maxSequence || id.Epoch > maxEpoch {
+		return ContainerID{}, fmt.Errorf("%w %q: %w: a number beyond what YARN's container id holds", ErrInvalidContainerID, s, ErrNonCanonicalContainerID)
+	}
+	var buf [96]byte
+	if canon := id.AppendTo(buf[:0]); string(canon) != s {
+		return ContainerID{}, fmt.Errorf("%w %q: %w (YARN writes %s)", ErrInvalidContainerID, s, ErrNonCanonicalContainerID, canon)
+	}
+	return id, nil
+}
+
+// parseContainerID parses the fields of s, allowing extra leading zeros.
+func parseContainerID(s string) (ContainerID, error) {
 	var id ContainerID
 	if len(s) <= len(containerPrefix) || s[:len(containerPrefix)] != containerPrefix {
 		return id, fmt.Errorf("%w %q: missing %q prefix", ErrInvalidContainerID, s, containerPrefix)
@@ -160,15 +198,12 @@ func (id ContainerID) IsApplicationMaster() bool {
 }
 
 // IsCanonical reports whether s is exactly the canonical form of a valid
-// container id (no extra leading zeros, no "e00" epoch). Paths are only ever
-// built from canonical names.
+// container id (no extra leading zeros, no "e00" epoch): whether
+// ParseContainerID accepts it. Paths are only ever built from canonical
+// names.
 func IsCanonical(s string) bool {
-	id, err := ParseContainerID(s)
-	if err != nil {
-		return false
-	}
-	var buf [64]byte
-	return string(id.AppendTo(buf[:0])) == s
+	_, err := ParseContainerID(s)
+	return err == nil
 }
 
 func appendPadded(b []byte, v int64, width int) []byte {

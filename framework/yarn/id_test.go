@@ -36,20 +36,42 @@ func TestParseContainerIDValid(t *testing.T) {
 	}
 }
 
+// TestParseContainerIDNonCanonical: YARN (ContainerId.toString) pads the
+// application id to at least 4 digits, the attempt and the epoch to at least
+// 2, the sequence to at least 6, and never beyond; the cluster timestamp is
+// not padded. A string with more leading zeros, or a number YARN's id cannot
+// hold (so it would print otherwise), is not the container it resembles:
+// rejected, so it can never stand for (and overwrite) that container.
 func TestParseContainerIDNonCanonical(t *testing.T) {
-	// Leading zeros beyond the minimum width parse (Hadoop's own parser
-	// accepts them) but are not canonical, so they never name a path.
 	for _, s := range []string{
-		"container_e00_1700000000000_0042_01_000007",
-		"container_1700000000000_00042_01_000007",
-		"container_01700000000000_0042_01_000007",
+		"container_1700000000000_0001_01_0000002",      // exec 2 with one more zero
+		"container_1700000000000_0001_01_0000000002",   // and more
+		"container_e00_1700000000000_0042_01_000007",   // epoch 0 is not printed
+		"container_e017_1700000000000_0042_01_000007",  // epoch padded beyond 2
+		"container_1700000000000_00042_01_000007",      // app padded beyond 4
+		"container_1700000000000_010000_01_000007",     // app 10000 has 5 digits, no padding
+		"container_1700000000000_0042_001_000007",      // attempt padded beyond 2
+		"container_01700000000000_0042_01_000007",      // timestamp is never padded
+		"container_1700000000000_2147483648_01_000007", // app id beyond YARN's int
+		"container_1700000000000_0042_2147483648_000007",
+		"container_1700000000000_0042_01_1099511627776",      // sequence beyond its 40 bits
+		"container_e8388608_1700000000000_0042_01_000007",    // epoch beyond its 23 bits
+		"container_e2147483648_1700000000000_0042_01_000007", // beyond YARN's int
+	} {
+		_, err := ParseContainerID(s)
+		assert.ErrorIs(t, err, ErrInvalidContainerID, s)
+		assert.False(t, IsCanonical(s), s)
+	}
+	// The widest values YARN prints are canonical.
+	for _, s := range []string{
+		"container_1700000000000_10000_01_000001",
+		"container_1700000000000_2147483647_2147483647_1099511627775",
+		"container_e8388607_1700000000000_0042_01_1234567",
+		"container_0_0000_00_000000",
 	} {
 		id, err := ParseContainerID(s)
 		require.NoError(t, err, s)
-		assert.False(t, IsCanonical(s), s)
-		again, err := ParseContainerID(id.String())
-		require.NoError(t, err)
-		assert.Equal(t, id, again)
+		assert.Equal(t, s, id.String())
 	}
 }
 
@@ -89,6 +111,7 @@ func FuzzParseContainerID(f *testing.F) {
 	f.Add("container_e17_1700000000000_0042_01_000007")
 	f.Add("container_1700000000000_0042_01_000001")
 	f.Add("container_../x_0042_01_000001")
+	f.Add("container_1700000000000_0001_01_0000002")
 	f.Fuzz(func(t *testing.T, s string) {
 		id, err := ParseContainerID(s)
 		if err != nil {
@@ -96,6 +119,9 @@ func FuzzParseContainerID(f *testing.F) {
 		}
 		if strings.ContainsAny(s, "/.\x00 ") {
 			t.Fatalf("accepted a path-like id %q", s)
+		}
+		if id.String() != s {
+			t.Fatalf("accepted %q, which is not the canonical %q", s, id.String())
 		}
 		again, err := ParseContainerID(id.String())
 		if err != nil || again != id {

@@ -1,7 +1,6 @@
 package yarn
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -49,13 +48,21 @@ func DecodeNodeInfo(body []byte) (NodeInfo, error) {
 
 // NodeInfo fetches and decodes the NM's GET /ws/v1/node/info.
 func (c *NMClient) NodeInfo(ctx context.Context) (NodeInfo, error) {
-	body, err := c.get(ctx, nodeInfoPath, new(bytes.Buffer))
+	body, done, err := c.open(ctx, nodeInfoPath)
 	if err != nil {
 		return NodeInfo{}, err
 	}
-	info, err := DecodeNodeInfo(body)
+	defer done()
+	b, err := readCapped(body, maxNodeInfoBytes, 0)
+	if err != nil {
+		return NodeInfo{}, fmt.Errorf("NM %s node info: %w", c.Endpoint, err)
+	}
+	info, err := DecodeNodeInfo(b)
 	if err != nil {
 		return NodeInfo{}, fmt.Errorf("NM %s: %w", c.Endpoint, err)
 	}
 	return info, nil
 }
+
+// maxNodeInfoBytes caps the NM's node info document (a few hundred bytes).
+const maxNodeInfoBytes = 1 << 20

@@ -190,13 +190,9 @@ func (c *RMClient) try(ctx context.Context, endpoint, method, path string, body 
 		return nil, fmt.Errorf("%s %s: %w", method, target, err)
 	}
 	defer resp.Body.Close()
-	var buf bytes.Buffer
-	if _, err := buf.ReadFrom(io.LimitReader(resp.Body, c.limit+1)); err != nil {
-		return nil, fmt.Errorf("%s %s: read body: %w", method, target, err)
-	}
-	out := buf.Bytes()
-	if int64(len(out)) > c.limit {
-		return nil, fmt.Errorf("%s %s: %w (%d bytes)", method, target, ErrResponseTooLarge, c.limit)
+	out, err := readCapped(resp.Body, c.limit, resp.ContentLength)
+	if err != nil {
+		return nil, fmt.Errorf("%s %s: %w", method, target, err)
 	}
 	switch {
 	case resp.StatusCode >= 300 && resp.StatusCode < 400,

@@ -28,3 +28,24 @@ func TestDecodeRMNodeResource(t *testing.T) {
 		assert.Equal(t, tc.want, got, tc.name)
 	}
 }
+
+// TestRMAppAMContainerIDCanonical: the RM's AM container is read with the
+// one id rule: a look-alike id (one more leading zero) names no container.
+func TestRMAppAMContainerIDCanonical(t *testing.T) {
+	for _, tc := range []struct {
+		logs string
+		want string
+	}{
+		{"http://nm:8042/node/containerlogs/container_e17_1700000000000_0042_01_000001/alice", "container_e17_1700000000000_0042_01_000001"},
+		{"http://nm:8042/node/containerlogs/container_e17_1700000000000_0042_01_0000001/alice", ""},
+		{"http://nm:8042/node/containerlogs/container_e017_1700000000000_0042_01_000001/alice", ""},
+		{"", ""},
+	} {
+		app := RMApp{AMContainerLogs: tc.logs}
+		id, ok := app.AMContainerID()
+		assert.Equal(t, tc.want != "", ok, tc.logs)
+		if ok {
+			assert.Equal(t, tc.want, id.String())
+		}
+	}
+}

@@ -355,6 +355,26 @@ func TestRealKernelClaimByDescent(t *testing.T) {
 	require.True(t, n.h.Contains(child, cgroups.CPU, n.h.ContainerRelDir(c2)))
 }
 
+// TestRealKernelLookAlikeClaimLeftAlone: a process whose CONTAINER_ID is
+// a listed container's id with one more leading zero is not that
+// container's: it stays in the NM pod while the container's own process
+// is moved. Before, the id was normalised to c2 and the process adopted.
+func TestRealKernelLookAlikeClaimLeftAlone(t *testing.T) {
+	n := newNode(t)
+	a := n.running(t)
+	c2 := containerName(2)
+	n.nm.add(c2)
+	i := strings.LastIndexByte(c2, '_') + 1
+	lookAlike := c2[:i] + "0" + c2[i:]
+	pl := n.launch(t, lookAlike, "exec sleep 3600")
+	p2 := n.launch(t, c2, "exec sleep 3600")
+	require.Eventually(t, func() bool { return n.h.Contains(p2.Pid(), cgroups.CPU, n.h.ContainerRelDir(c2)) }, 10*time.Second, 10*time.Millisecond,
+		"c2's own process moved; status %+v", a.Status())
+	a.Scan()
+	assert.Equal(t, []int{p2.Pid()}, kerneltest.Pids(n.h.AbsDir(cgroups.CPU, n.h.ContainerRelDir(c2))), "c2 holds its own process only")
+	assert.False(t, n.h.Contains(pl.Pid(), cgroups.CPU, n.h.ContainerRelDir(c2)), "the look-alike %s is not c2", lookAlike)
+}
+
 // TestRealKernelSlowNMBlocksNothing: the NodeManager's list is asked for
 // outside the adopter's loop and lock. The NM here (an HTTP server) blocks
 // until Status() has returned and a container the store knows, launched

@@ -275,12 +275,12 @@ func (a *Adopter) observe(h cgroups.Hierarchy, pfs procfs.FS, pid int, ctrls []c
 			// known, so nothing below it is decided now.
 			return &observed{proc: Proc{Pid: pid, PPid: st.PPid, UID: -1, Unread: true}}
 		}
-		if id != "" && !yarn.IsCanonical(id) {
-			if cid, perr := yarn.ParseContainerID(id); perr != nil {
-				klog.V(4).Infof("yarn: process %d names CONTAINER_ID %q, not a YARN container id: left alone", pid, id)
+		// The one id rule: a CONTAINER_ID that only resembles a
+		// container's (more leading zeros) does not claim that container.
+		if id != "" {
+			if _, perr := yarn.ParseContainerID(id); perr != nil {
+				klog.V(4).Infof("yarn: process %d names CONTAINER_ID %q: left alone: %v", pid, id, perr)
 				id = ""
-			} else {
-				id = cid.String()
 			}
 		}
 		if !p.Alive() {

@@ -42,6 +42,6 @@ func (p *Plugin) ListNM(ctx context.Context) ([]yarn.NMContainer, error) {
 		}
 		endpoint = nm.Endpoint
 	}
-	c := &yarn.NMClient{Endpoint: endpoint, Timeout: p.cfg.NMTimeout, MaxResponseBytes: p.cfg.NMMaxResponseBytes, HTTPClient: p.client}
+	c := &yarn.NMClient{Endpoint: endpoint, Timeout: p.cfg.NMTimeout, MaxResponseBytes: p.cfg.NMMaxResponseBytes, HTTPClient: p.client, Metrics: p.NMMetrics}
 	return c.ListContainers(ctx)
 }

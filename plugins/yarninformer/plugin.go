@@ -80,6 +80,10 @@ type Plugin struct {
 	// resyncReq holds a resync asked for by RequestResync (one at most).
 	resyncReq chan struct{}
 
+	// NMMetrics counts what the NM clients reject from the NodeManager's
+	// answers (nil: not counted). Set before Start.
+	NMMetrics *yarn.NMMetrics
+
 	// LocateInterval is how often, between resyncs, koordlet's pod list is
 	// looked at for the NodeManager pod: when its endpoint appears or
 	// changes the NM is asked at once (see nmatonce.go). 0 turns it off.
@@ -322,6 +326,7 @@ func (p *Plugin) listNM(ctx context.Context) ([]yarn.NMContainer, nmPod, error) 
 			Timeout:          p.cfg.NMTimeout,
 			MaxResponseBytes: p.cfg.NMMaxResponseBytes,
 			HTTPClient:       p.client,
+			Metrics:          p.NMMetrics,
 		}
 	}
 	list, err := p.nm.ListContainers(ctx)

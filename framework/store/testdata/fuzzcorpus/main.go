@@ -83,6 +83,12 @@ func main() {
 	if len(os.Args) > 1 {
 		dir = os.Args[1]
 	}
+	// c1, then look-alikes of c1..c4 (more leading zeros) with another user's data.
+	nonCanonical := list(entry(c1, "RUNNING", 2, 2048),
+		`{"id":"container_e17_1700000000000_0042_01_0000001","state":"RUNNING","user":"mallory","totalVCoresNeeded":64,"totalMemoryNeededMB":65536,"executionType":"OPPORTUNISTIC"}`,
+		`{"id":"container_e017_1700000000000_0042_01_000002","state":"RUNNING","user":"mallory","totalVCoresNeeded":64,"totalMemoryNeededMB":65536}`,
+		`{"id":"container_e17_1700000000000_00042_01_000003","state":"RUNNING","user":"mallory"}`,
+		`{"id":"container_e17_1700000000000_0042_001_000004","state":"RUNNING","user":"mallory"}`)
 	seeds := map[string]string{
 		"documented":                     documented,
 		"list_of_one":                    list(entry(c1, "RUNNING", 2, 2048)),
@@ -105,6 +111,7 @@ func main() {
 		"event_container_nm_only":        list(entry(c4, "RUNNING", 1, 1024)),
 		"duplicate_ids":                  list(entry(c5, "RUNNING", 1, 1024), entry(c5, "DONE", 2, 2048), entry(c5, "RUNNING", 3, 3072)),
 		"invalid_ids":                    list(entry("container_../../etc/passwd", "RUNNING", 1, 1), entry("pod_1", "RUNNING", 1, 1), `{"state":"RUNNING"}`, entry("container_1700000000000_00042_001_0000005", "RUNNING", 1, 1), entry("container_e00_1700000000000_0042_01_000006", "NEW", 1, 1), entry("container_e17_1700000000000_0042_01_00007", "NEW", 1, 1), entry("container_1_0001_01_99999999999999999999", "NEW", 1, 1)),
+		"non_canonical_ids":              nonCanonical,
 		"escaped_id":                     one(`{"id":"container_\u0031700000000000_0042_01_000005","state":"RUNNING"}`),
 		"negative_numbers":               list(entry(c5, "RUNNING", -1, -2048), entry(c1, "RUNNING", `"-4"`, `"-1"`), entry(c4, "RUNNING", -0.5, -1e3)),
 		"nan_and_inf":                    list(entry(c5, "RUNNING", `"NaN"`, `"Inf"`), entry(c1, "RUNNING", `"-Infinity"`, `"nan"`), `{"id":"`+c4+`","state":"RUNNING","exitCode":"NaN"}`),
@@ -122,7 +129,7 @@ func main() {
 		"hostile_id_strings":             repeat(`{"containers":{"container":[`, `"id"`, `]}}`, 16384),
 		"hostile_ids_in_entry":           repeat(`{"containers":{"container":[{"id":"`+c5+`","state":"RUNNING","x":[`, `"id"`, `]}]}}`, 16384),
 		"hostile_nulls":                  repeat(`{"containers":{"container":[`, `null`, `]}}`, 4096),
-		"hostile_empty_objects_over_cap": repeat(`{"containers":{"container":[`, `{}`, `]}}`, 65537),
+		"hostile_empty_objects_over_cap": repeat(`{"containers":{"container":[`, `{}`, `]}}`, 16385), // yarn.MaxNMContainers+1
 		"hostile_minimal_valid":          repeat(`{"containers":{"container":[`, `{"id":"container_1_0001_01_000001"}`, `]}}`, 2048),
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
