@@ -94,25 +94,10 @@ func TestReliefRestoredWithKoordletsGateOff(t *testing.T) {
 // grace the RM sync derived from the RM's node heartbeat (10 s here: two
 // heartbeats, the NodeManager resync and a second), not the flag's 5 s.
 func TestReliefRMDelayFromTheRMsHeartbeat(t *testing.T) {
-	t.Setenv("NODE_NAME", "n1")
-	fw, err := install(flag.NewFlagSet("koordlet", flag.ContinueOnError), prometheus.NewRegistry())
-	require.NoError(t, err)
-	setKoordletGates(t, map[string]bool{string(features.YARNRMPreemption): true})
-	rm, err := rmemu.Start()
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = rm.Close() })
-	rm.SetConf(yarn.ConfNMHeartbeatInterval, "10000")
-	rm.RegisterNode("nm:45454", yarn.NodeResource{MemoryMB: 8192, VCores: 8})
-	client, err := yarn.NewRMClient(yarn.RMOptions{Endpoints: []string{rm.URL}, User: "yarn", Timeout: time.Second})
-	require.NoError(t, err)
+	// One push of a capacity below YARN's allocation (relief's ask).
+	fw, rm := installWithRMSync(t, yarnledger.Compute(yarnledger.Batch{MilliCPU: 8000, MemoryBytes: 8 << 30}, true,
+		yarnledger.Batch{MilliCPU: 4000, MemoryBytes: 4 << 30}, yarnledger.Batch{MilliCPU: 3000, MemoryBytes: 3 << 30}))
 	cfg := fw.Config
-	// The RM sync as install builds it, on the emulator: one push of a
-	// capacity below YARN's allocation (relief's ask).
-	view := yarnledger.Compute(yarnledger.Batch{MilliCPU: 8000, MemoryBytes: 8 << 30}, true,
-		yarnledger.Batch{MilliCPU: 4000, MemoryBytes: 4 << 30}, yarnledger.Batch{MilliCPU: 3000, MemoryBytes: 3 << 30})
-	fw.rmSync = yarnledger.NewRMSync(yarnledger.RMSyncOptions{Client: func() *yarn.RMClient { return client }, NodeID: func() string { return "nm:45454" },
-		View: func() yarnledger.View { return view }, Release: fw.rmRelease, PreemptionTimeout: func() time.Duration { return cfg.Ledger.RMPreemptionTimeout },
-		PreemptionGrace: func() time.Duration { return cfg.Ledger.RMPreemptionGrace }, NMResync: func() time.Duration { return cfg.ResyncInterval }})
 	fixed := cfg.Ledger.RMSyncInterval + cfg.RM.Timeout + cfg.Ledger.RMPreemptionTimeout
 	assert.Equal(t, fixed+cfg.Ledger.RMPreemptionGrace, fw.relief.RMDelay(), "before any ask: the flag's grace")
 	fw.rmRelease.AskUsage(2 << 10) // relief asks for YARN's capacity at 2 GiB
@@ -123,11 +108,11 @@ func TestReliefRMDelayFromTheRMsHeartbeat(t *testing.T) {
 	assert.Equal(t, fixed+grace, fw.relief.RMDelay(), "the grace derived from the RM's 10 s heartbeat")
 }
 
-// TestReliefRMDelayKnowsTheRMBeforeItsFirstAsk: with YARNRMPreemption on,
-// the RM sync derives the grace from the RM's node heartbeat at its first
-// push, before any over-commit, so that relief's first ask already judges
-// a slow-heartbeat RM (10 s) by the time it really takes.
-func TestReliefRMDelayKnowsTheRMBeforeItsFirstAsk(t *testing.T) {
+// installWithRMSync installs the plugin set with YARNRMPreemption on and
+// its RM sync, as install builds it, on an RM emulator whose node
+// heartbeat is 10 s and which knows the node, with the ledger's view v.
+func installWithRMSync(t *testing.T, v yarnledger.View) (*Framework, *rmemu.Server) {
+	t.Helper()
 	t.Setenv("NODE_NAME", "n1")
 	fw, err := install(flag.NewFlagSet("koordlet", flag.ContinueOnError), prometheus.NewRegistry())
 	require.NoError(t, err)
@@ -140,12 +125,21 @@ func TestReliefRMDelayKnowsTheRMBeforeItsFirstAsk(t *testing.T) {
 	client, err := yarn.NewRMClient(yarn.RMOptions{Endpoints: []string{rm.URL}, User: "yarn", Timeout: time.Second})
 	require.NoError(t, err)
 	cfg := fw.Config
-	// YARN fits its capacity: the push carries no over-commit.
-	view := yarnledger.Compute(yarnledger.Batch{MilliCPU: 8000, MemoryBytes: 8 << 30}, true,
-		yarnledger.Batch{MilliCPU: 2000, MemoryBytes: 2 << 30}, yarnledger.Batch{MilliCPU: 1000, MemoryBytes: 1 << 30})
 	fw.rmSync = yarnledger.NewRMSync(yarnledger.RMSyncOptions{Client: func() *yarn.RMClient { return client }, NodeID: func() string { return "nm:45454" },
-		View: func() yarnledger.View { return view }, Release: fw.rmRelease, PreemptionTimeout: func() time.Duration { return cfg.Ledger.RMPreemptionTimeout },
+		View: func() yarnledger.View { return v }, Release: fw.rmRelease, PreemptionTimeout: func() time.Duration { return cfg.Ledger.RMPreemptionTimeout },
 		PreemptionGrace: func() time.Duration { return cfg.Ledger.RMPreemptionGrace }, NMResync: func() time.Duration { return cfg.ResyncInterval }})
+	return fw, rm
+}
+
+// TestReliefRMDelayKnowsTheRMBeforeItsFirstAsk: with YARNRMPreemption on,
+// the RM sync derives the grace from the RM's node heartbeat at its first
+// push, before any over-commit, so that relief's first ask already judges
+// a slow-heartbeat RM (10 s) by the time it really takes.
+func TestReliefRMDelayKnowsTheRMBeforeItsFirstAsk(t *testing.T) {
+	// YARN fits its capacity: the push carries no over-commit.
+	fw, _ := installWithRMSync(t, yarnledger.Compute(yarnledger.Batch{MilliCPU: 8000, MemoryBytes: 8 << 30}, true,
+		yarnledger.Batch{MilliCPU: 2000, MemoryBytes: 2 << 30}, yarnledger.Batch{MilliCPU: 1000, MemoryBytes: 1 << 30}))
+	cfg := fw.Config
 	fixed := cfg.Ledger.RMSyncInterval + cfg.RM.Timeout + cfg.Ledger.RMPreemptionTimeout
 	fw.rmSync.Step(context.Background(), time.Now())
 	require.NotNil(t, fw.rmSync.Status().Pushed, "pushed: %+v", fw.rmSync.Status())

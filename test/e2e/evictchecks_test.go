@@ -13,29 +13,11 @@ import (
 // total sums the counters (or gauges) of family name whose labels include
 // want, over every such series; found is false when there is none.
 func total(fams map[string]*dto.MetricFamily, name string, want map[string]string) (sum float64, found bool) {
-	f, ok := fams[name]
-	if !ok {
-		return 0, false
+	ms := series(fams, name, want)
+	for _, m := range ms {
+		sum += sampleValue(m)
 	}
-next:
-	for _, m := range f.Metric {
-		got := map[string]string{}
-		for _, l := range m.Label {
-			got[l.GetName()] = l.GetValue()
-		}
-		for k, v := range want {
-			if got[k] != v {
-				continue next
-			}
-		}
-		if m.Counter != nil {
-			sum += m.GetCounter().GetValue()
-		} else {
-			sum += m.GetGauge().GetValue()
-		}
-		found = true
-	}
-	return sum, found
+	return sum, len(ms) > 0
 }
 
 // memoryEvictChecks is how many checks koordlet's memory evict slot has

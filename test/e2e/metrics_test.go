@@ -60,12 +60,23 @@ func polled(t *testing.T, b *nodebox.Box, name string, want map[string]string) (
 	return value(fams, name, want)
 }
 
-// value returns the gauge of family name whose labels include want.
+// value returns the gauge (or counter) of the first series of family name
+// whose labels include want.
 func value(fams map[string]*dto.MetricFamily, name string, want map[string]string) (float64, bool) {
-	f, ok := fams[name]
-	if !ok {
+	ms := series(fams, name, want)
+	if len(ms) == 0 {
 		return 0, false
 	}
+	return sampleValue(ms[0]), true
+}
+
+// series returns the series of family name whose labels include want.
+func series(fams map[string]*dto.MetricFamily, name string, want map[string]string) []*dto.Metric {
+	f, ok := fams[name]
+	if !ok {
+		return nil
+	}
+	var out []*dto.Metric
 next:
 	for _, m := range f.Metric {
 		got := map[string]string{}
@@ -77,12 +88,17 @@ next:
 				continue next
 			}
 		}
-		if m.Counter != nil {
-			return m.GetCounter().GetValue(), true
-		}
-		return m.GetGauge().GetValue(), true
+		out = append(out, m)
 	}
-	return 0, false
+	return out
+}
+
+// sampleValue is a counter's or a gauge's value.
+func sampleValue(m *dto.Metric) float64 {
+	if m.Counter != nil {
+		return m.GetCounter().GetValue()
+	}
+	return m.GetGauge().GetValue()
 }
 
 // TestMetrics: Prometheus on koordlet's endpoint shows per-container usage
