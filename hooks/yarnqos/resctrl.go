@@ -49,13 +49,10 @@ func misplaced(h cgroups.Hierarchy, pinned []*cgroups.Pinned, ctrl cgroups.Contr
 	return wrong
 }
 
-// resctrlGroups reads the tasks of every resctrl control group ("" is the
-// default group).
-func resctrlGroups() map[string]map[int32]struct{} {
+// namedResctrlGroups reads the tasks of every resctrl control group but
+// the default one (which lists every task in no other group).
+func namedResctrlGroups() map[string]map[int32]struct{} {
 	out := map[string]map[int32]struct{}{}
-	if m, err := system.ReadResctrlTasksMap(""); err == nil {
-		out[""] = m
-	}
 	entries, _ := os.ReadDir(system.GetResctrlGroupRootDirPath(""))
 	for _, e := range entries {
 		if !e.IsDir() || e.Name() == "info" || strings.HasPrefix(e.Name(), "mon_") {
@@ -68,14 +65,20 @@ func resctrlGroups() map[string]map[int32]struct{} {
 	return out
 }
 
-// GroupOf returns the group whose tasks hold id ("" and false: none).
-func GroupOf(groups map[string]map[int32]struct{}, id int32) (string, bool) {
-	for g, tasks := range groups {
+// GroupOf returns the control group of task id from the named groups'
+// tasks: the one that lists it, else the default group (""). The kernel
+// keeps every task in exactly one group, and the default group's tasks
+// file lists exactly the tasks no other group holds; so a task no named
+// group lists is in the default group (one that exited is told by its pin,
+// not here), and the default group's list, every task on the node, need
+// not be read.
+func GroupOf(named map[string]map[int32]struct{}, id int32) string {
+	for g, tasks := range named {
 		if _, ok := tasks[id]; ok {
-			return g, true
+			return g
 		}
 	}
-	return "", false
+	return ""
 }
 
 // resctrlPlace is the resctrl control groups as a cgroups.Place, so that a
@@ -89,14 +92,14 @@ type resctrlPlace struct {
 }
 
 // Of reads the task's group from /proc/<id>/cpu_resctrl_groups (Linux
-// 5.0), else from the groups' tasks files.
+// 5.0), else from the named groups' tasks files (GroupOf).
 func (r resctrlPlace) Of(id int) (string, bool) {
 	if b, err := os.ReadFile(filepath.Join(r.procRoot, strconv.Itoa(id), "cpu_resctrl_groups")); err == nil {
 		if g, ok := parseResctrlGroups(string(b)); ok {
 			return g, true
 		}
 	}
-	return GroupOf(resctrlGroups(), int32(id))
+	return GroupOf(namedResctrlGroups(), int32(id)), true
 }
 
 func (r resctrlPlace) Put(group string, id int) error { return r.write(group, []int32{int32(id)}) }

@@ -209,3 +209,17 @@ func TestParseResctrlGroups(t *testing.T) {
 		assert.Equal(t, tc.group, g, tc.in)
 	}
 }
+
+// TestGroupOf: a task is in the named group that lists it, else in the
+// default group (the kernel's default group lists every task no other
+// group holds), so its list, every task on the node, is never needed.
+func TestGroupOf(t *testing.T) {
+	named := map[string]map[int32]struct{}{"BE": {7: {}}, "LS": {9: {}}}
+	for _, tc := range []struct {
+		id   int32
+		want string
+	}{{7, "BE"}, {9, "LS"}, {8, ""}} {
+		assert.Equal(t, tc.want, GroupOf(named, tc.id), "task %d", tc.id)
+	}
+	assert.Equal(t, "", GroupOf(nil, 7), "no named group: the default")
+}
