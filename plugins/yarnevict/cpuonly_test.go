@@ -185,11 +185,13 @@ func memoryEvictWithoutMemoryCgroup(t *testing.T, unified bool) {
 	require.True(t, ok)
 	m.Setup(&qmframework.Context{Evictor: qmutil.NewEvictor(fakeclientset.NewSimpleClientset(), rec, "v1"), OnlyEvictByAPI: true})
 
-	// Decision-time values, once the allocators have touched their pages.
+	// Decision-time values, once the allocators have touched their pages
+	// and their runtime's (the want includes both: waiting for the pages
+	// alone let a runtime still growing fail the 3% below, under load).
 	require.Eventually(t, func() bool {
 		for _, w := range work[1:] {
 			c, _ := st.Get(w.name)
-			if v, ok := m.containerMemory(c, time.Second); !ok || v < w.want-baseline {
+			if v, ok := m.containerMemory(c, time.Second); !ok || float64(v) < float64(w.want)*0.97 {
 				return false
 			}
 		}
