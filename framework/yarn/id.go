@@ -66,9 +66,12 @@ func ParseContainerID(s string) (ContainerID, error) {
 	if id.AppID > maxAppID || id.AttemptID > maxAttempt || id.Sequence > maxSequence || id.Epoch > maxEpoch {
 		return ContainerID{}, fmt.Errorf("%w %q: %w: a number beyond what YARN's container id holds", ErrInvalidContainerID, s, ErrNonCanonicalContainerID)
 	}
+	// The canonical form is built on the stack: it is named in the error
+	// by id.String(), so that the buffer never escapes (this runs for every
+	// id of every resync).
 	var buf [96]byte
-	if canon := id.AppendTo(buf[:0]); string(canon) != s {
-		return ContainerID{}, fmt.Errorf("%w %q: %w (YARN writes %s)", ErrInvalidContainerID, s, ErrNonCanonicalContainerID, canon)
+	if string(id.AppendTo(buf[:0])) != s {
+		return ContainerID{}, fmt.Errorf("%w %q: %w (YARN writes %s)", ErrInvalidContainerID, s, ErrNonCanonicalContainerID, id.String())
 	}
 	return id, nil
 }
