@@ -17,7 +17,7 @@ var knownGates = []string{
 	string(features.YARNMemoryQoS), string(features.YARNMemoryCgroup), string(features.YARNContainerCgroups), string(features.YARNResctrlQoS),
 	string(features.YARNBatchLedger), string(features.YARNRMNodeResourceSync), string(features.YARNRMPreemption),
 	string(features.YARNQoSPolicy), string(features.YARNLSCPUWait), string(features.YARNInterferenceControl),
-	string(features.YARNMemoryRelief),
+	string(features.YARNMemoryRelief), string(features.YARNLSSLOControl), string(features.YARNSuppressLSPeak),
 }
 
 // gateOrder is knownGates, then any other gate of the plugin set by name.
@@ -167,6 +167,16 @@ func gateEffect(g string, f Facts) string {
 			return "nothing: it moves the threshold of the YARN-aware BE suppress, which is off"
 		}
 		return "moves BE suppress's cpuSuppressThresholdPercent from the LS pods' CPU wait against --yarn-interference-target (the budget halved above it, the threshold a step up well below it); the NodeSLO's threshold without a signal and when it stops"
+	case string(features.YARNLSSLOControl):
+		if !f.Gates[string(features.YARNBECPUSuppress)] || !f.Gates["BECPUSuppress"] {
+			return "nothing: it moves the threshold of the YARN-aware BE suppress, which is off"
+		}
+		return "moves BE suppress's cpuSuppressThresholdPercent from the latency SLO LS pods declare (annotation koordlet-yarn.io/latency-slo): batch off on a violation, shrunk under 5% slack, grown over 10%; static suppress while a declared SLO is unknown, exactly as without it while none is declared"
+	case string(features.YARNSuppressLSPeak):
+		if !f.Gates[string(features.YARNBECPUSuppress)] || !f.Gates["BECPUSuppress"] {
+			return "nothing: it changes the YARN-aware BE suppress, which is off"
+		}
+		return "BE suppress subtracts the LS pods' peak CPU usage over --yarn-suppress-ls-peak-window instead of the last period's (batch's budget does not lag LS's rise)"
 	case string(features.YARNMemoryRelief):
 		if !f.Gates[string(features.YARNBEMemoryEvict)] || !f.Gates["BEMemoryEvict"] {
 			return "nothing: its rungs run in the YARN-aware BE memory evict, which is off"

@@ -175,6 +175,27 @@ const (
 	// v1 the root's memory soft limit is 0 (global reclaim takes batch's
 	// page cache first).
 	YARNMemoryRelief featuregate.Feature = "YARNMemoryRelief"
+
+	// YARNLSSLOControl steers BE suppress's threshold by the latency the
+	// LS pods declare and report themselves (collectors/lsslo: the
+	// annotation koordlet-yarn.io/latency-slo names the pod's own
+	// Prometheus histogram and the SLO): Heracles' rule on the worst
+	// declared pod's slack, with the LS CPU wait and PSI as further
+	// constraints, the most conservative winning. With no pod declaring
+	// an SLO the controller is exactly as without this gate; with a
+	// declared SLO unknown (the endpoint down), static suppress at the
+	// NodeSLO's threshold. Needs YARNBECPUSuppress and BECPUSuppress.
+	// owner: koordlet-yarn
+	// alpha: v0.1
+	YARNLSSLOControl featuregate.Feature = "YARNLSSLOControl"
+
+	// YARNSuppressLSPeak makes the YARN-aware BE suppress subtract the LS
+	// pods' recent peak CPU usage (held over --yarn-suppress-ls-peak-window)
+	// instead of the last period's, so that batch's budget does not lag
+	// LS's rise. Needs YARNBECPUSuppress and BECPUSuppress.
+	// owner: koordlet-yarn
+	// alpha: v0.1
+	YARNSuppressLSPeak featuregate.Feature = "YARNSuppressLSPeak"
 )
 
 // Specs are the koordlet-yarn gates and their defaults.
@@ -200,6 +221,8 @@ var Specs = map[featuregate.Feature]featuregate.FeatureSpec{
 	YARNLSCPUWait:           {Default: true, PreRelease: featuregate.Beta},
 	YARNInterferenceControl: {Default: false, PreRelease: featuregate.Alpha},
 	YARNMemoryRelief:        {Default: false, PreRelease: featuregate.Alpha},
+	YARNLSSLOControl:        {Default: false, PreRelease: featuregate.Alpha},
+	YARNSuppressLSPeak:      {Default: false, PreRelease: featuregate.Alpha},
 }
 
 // Acts says, for each gate that acts on the node or the cluster when on,
@@ -227,6 +250,8 @@ var Acts = map[featuregate.Feature]string{
 	YARNRMPreemption:        "makes the ResourceManager preempt YARN containers above the node's capacity (over-commit timeout)",
 	YARNInterferenceControl: "moves BE suppress's CPU threshold (the BE budget) from the LS pods' CPU wait",
 	YARNMemoryRelief:        "writes the YARN hierarchy's memory.high (v2) or memory soft limit (v1)",
+	YARNLSSLOControl:        "moves BE suppress's CPU threshold (the BE budget) from the LS pods' declared latency SLO",
+	YARNSuppressLSPeak:      "makes BE suppress subtract the LS pods' recent peak CPU usage (a smaller BE budget)",
 }
 
 // Register adds the koordlet-yarn gates to koordlet's mutable feature gate.
