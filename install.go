@@ -30,6 +30,7 @@ import (
 
 	"github.com/koordlet-yarn/koordlet-yarn/collectors/cgroupwatch"
 	"github.com/koordlet-yarn/koordlet-yarn/collectors/lswait"
+	"github.com/koordlet-yarn/koordlet-yarn/collectors/lsslo"
 	"github.com/koordlet-yarn/koordlet-yarn/collectors/yarnusage"
 	"github.com/koordlet-yarn/koordlet-yarn/framework/cgroups"
 	"github.com/koordlet-yarn/koordlet-yarn/framework/config"
@@ -78,6 +79,10 @@ type Framework struct {
 	lsWait *lswait.Collector
 	// interference is the interference controller (YARNInterferenceControl).
 	interference *yarninterference.Controller
+	// sloSignal gives the LS pods' declared latency SLOs (collectors/lsslo,
+	// YARNLSSLOControl), a constraint of the interference controller (nil:
+	// not installed).
+	sloSignal func() (lsslo.Signal, bool)
 	// Policy is the YARN QoS policy loop; policy the resolver it binds,
 	// shared by the evict strategies, the QoS appliers and the endpoint.
 	Policy *yarnpolicy.Plugin
