@@ -56,6 +56,11 @@ type Deps struct {
 	// computes with when the NodeSLO's is base: the interference
 	// controller's (nil: the NodeSLO's).
 	Threshold func(base int64) int64
+	// LSPeakWindow is how long YARNSuppressLSPeak holds the LS pods' peak
+	// CPU usage (0: DefaultLSPeakWindow); LSPeakMetrics exports it (nil:
+	// none).
+	LSPeakWindow  time.Duration
+	LSPeakMetrics *LSPeakMetrics
 }
 
 // NewFactory returns the factory for koordlet's "cpuSuppress" slot: when
@@ -77,9 +82,34 @@ func NewFactory(deps Deps) qmframework.QOSStrategyFactory {
 		view := *opts
 		view.StatesInformer = &View{StatesInformer: opts.StatesInformer, Hierarchy: deps.Hierarchy, Threshold: deps.Threshold}
 		view.CgroupReader = &budgetReader{CgroupReader: s.reader, s: s}
+		if opts.MetricCache != nil && opts.StatesInformer != nil {
+			s.peak = newLSPeakCache(opts.MetricCache, opts.StatesInformer.GetAllPods, deps.lsPeakWindow(), s.lsPeakMaxGap(), deps.LSPeakMetrics)
+			view.MetricCache = s.peak
+		}
 		s.inner = cpusuppress.New(&view)
 		return s
 	}
+}
+
+func (d Deps) lsPeakWindow() time.Duration {
+	if d.LSPeakWindow > 0 {
+		return d.LSPeakWindow
+	}
+	return DefaultLSPeakWindow
+}
+
+// lsPeakMaxGap is how long an LS pod may go without a usage sample in
+// upstream's rounds before its peak starts empty: three rounds (or three
+// collections, when koordlet collects more slowly than it suppresses).
+func (s *Strategy) lsPeakMaxGap() time.Duration {
+	every := s.interval
+	if s.opts.MetricAdvisorConfig != nil && s.opts.MetricAdvisorConfig.CollectResUsedInterval > every {
+		every = s.opts.MetricAdvisorConfig.CollectResUsedInterval
+	}
+	if every <= 0 {
+		every = time.Second
+	}
+	return 3 * every
 }
 
 // View is koordlet's states informer with the YARN containers declared as a
@@ -184,6 +214,8 @@ type Strategy struct {
 	executor resourceexecutor.ResourceUpdateExecutor
 	reader   resourceexecutor.CgroupReader // the real one
 	once     sync.Once
+	// peak is the metric cache upstream's strategy reads (YARNSuppressLSPeak).
+	peak *lsPeakCache
 
 	mu sync.Mutex
 	// applied is the division last written; zero when none.
