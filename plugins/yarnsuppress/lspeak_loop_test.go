@@ -70,7 +70,7 @@ func newLoopNode(t *testing.T, allocatable string) *loopNode {
 
 func (n *loopNode) options() *qmframework.Options {
 	return &qmframework.Options{Config: qmframework.NewDefaultConfig(), StatesInformer: n.si, MetricCache: n.mc,
-		CgroupReader: resourceexecutor.NewCgroupReader(),
+		CgroupReader:        resourceexecutor.NewCgroupReader(),
 		MetricAdvisorConfig: &ma.Config{CollectResUsedInterval: time.Minute}} // the last sample stays the one read
 }
 
