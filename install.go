@@ -254,7 +254,12 @@ func install(fs *flag.FlagSet, reg prometheus.Registerer) (*Framework, error) {
 	}
 	qmplugins.StrategyPlugins[memoryevict.MemoryEvictName] = yarnevict.NewMemoryEvictFactory(evictDeps)
 	qmplugins.StrategyPlugins[cpuevict.CPUEvictName] = yarnevict.NewCPUEvictFactory(evictDeps)
-	qmplugins.StrategyPlugins[cpusuppress.CPUSuppressName] = yarnsuppress.NewFactory(yarnsuppress.Deps{Hierarchy: fw.Informer.HierarchyDir, Store: fw.Store, Quota: fw.quota, Threshold: fw.interference.Threshold})
+	lsPeakMetrics, err := yarnsuppress.NewLSPeakMetrics(nodeReg)
+	if err != nil {
+		return nil, fmt.Errorf("register the BE suppress LS peak metric: %w", err)
+	}
+	qmplugins.StrategyPlugins[cpusuppress.CPUSuppressName] = yarnsuppress.NewFactory(yarnsuppress.Deps{Hierarchy: fw.Informer.HierarchyDir, Store: fw.Store, Quota: fw.quota, Threshold: fw.interference.Threshold,
+		LSPeakWindow: cfg.Suppress.LSPeakWindow, LSPeakMetrics: lsPeakMetrics})
 	fw.loops = append(fw.loops, &yarnsuppress.Restorer{Hierarchy: fw.Informer.HierarchyDir, Quota: fw.quota},
 		&yarnevict.ReliefRestorer{Relief: fw.relief, Hierarchy: fw.Informer.HierarchyDir})
 	qmutil.SetCustomEvictionExecutorInitializer(yarnevict.GuardInitializer(evictDeps))

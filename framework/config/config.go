@@ -81,6 +81,8 @@ type Config struct {
 	// threshold, in percent of node memory, memory relief's throttle
 	// starts (gate YARNMemoryRelief).
 	MemoryThrottleBandPercent int64
+	// Suppress configures the YARN-aware BE suppress.
+	Suppress Suppress
 }
 
 // NewDefault returns the default configuration.
@@ -97,6 +99,7 @@ func NewDefault() *Config {
 		ContainerCgroupsScanInterval: time.Second,
 		ContainerMetrics:             ContainerMetricsContainer,
 		MemoryThrottleBandPercent:    DefaultMemoryThrottleBandPercent,
+		Suppress:                     Suppress{LSPeakWindow: DefaultSuppressLSPeakWindow},
 		RM:                           RM{Timeout: yarn.DefaultRMTimeout, MaxResponseBytes: yarn.DefaultRMMaxResponseBytes},
 		Interference: Interference{Interval: DefaultInterferenceInterval, Target: DefaultInterferenceTarget, Signal: DefaultInterferenceSignal,
 			MinPercent: DefaultInterferenceMinPercent, StepPercent: DefaultInterferenceStepPercent,
@@ -134,6 +137,7 @@ func (c *Config) InitFlags(fs *flag.FlagSet) {
 	c.RM.initFlags(fs)
 	c.Ledger.initFlags(fs)
 	c.Interference.initFlags(fs)
+	c.Suppress.initFlags(fs)
 	fs.StringVar(&c.ContainerMetrics, "yarn-container-metrics", c.ContainerMetrics,
 		"Prometheus series of YARN usage: container (a set per container: container_id, application_id, user, am; and the effective priority with queue, rule, tier), application (a set per application: application_id, user) or off (the node's YARN totals only). Per-container series come and go with every short-lived container; eviction reads koordlet's metric cache, which is written per container whatever this is.")
 	fs.StringVar(&c.QoSPolicyFile, "yarn-qos-policy-file", c.QoSPolicyFile,
@@ -192,6 +196,9 @@ func (c *Config) Validate() error {
 		return err
 	}
 	if err := c.Ledger.validate(); err != nil {
+		return err
+	}
+	if err := c.Suppress.validate(); err != nil {
 		return err
 	}
 	return nil

@@ -16,10 +16,6 @@ import (
 	"github.com/koordlet-yarn/koordlet-yarn/framework/features"
 )
 
-// DefaultLSPeakWindow is --yarn-suppress-ls-peak-window (docs/interference.md
-// says why).
-const DefaultLSPeakWindow = 30 * time.Second
-
 // lsPeakCache is the metric cache upstream's suppress reads on the View.
 // While YARNSuppressLSPeak is on, the LS term of upstream's formula is each
 // non-BE pod's peak CPU usage over the window instead of its last sample,

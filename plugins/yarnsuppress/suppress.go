@@ -38,6 +38,7 @@ import (
 
 	"github.com/koordlet-yarn/koordlet-yarn/collectors/yarnusage"
 	"github.com/koordlet-yarn/koordlet-yarn/framework/cgroups"
+	"github.com/koordlet-yarn/koordlet-yarn/framework/config"
 	"github.com/koordlet-yarn/koordlet-yarn/framework/features"
 	"github.com/koordlet-yarn/koordlet-yarn/framework/store"
 	"github.com/koordlet-yarn/koordlet-yarn/framework/yarn"
@@ -57,7 +58,7 @@ type Deps struct {
 	// controller's (nil: the NodeSLO's).
 	Threshold func(base int64) int64
 	// LSPeakWindow is how long YARNSuppressLSPeak holds the LS pods' peak
-	// CPU usage (0: DefaultLSPeakWindow); LSPeakMetrics exports it (nil:
+	// CPU usage (0: config.DefaultSuppressLSPeakWindow); LSPeakMetrics exports it (nil:
 	// none).
 	LSPeakWindow  time.Duration
 	LSPeakMetrics *LSPeakMetrics
@@ -95,7 +96,7 @@ func (d Deps) lsPeakWindow() time.Duration {
 	if d.LSPeakWindow > 0 {
 		return d.LSPeakWindow
 	}
-	return DefaultLSPeakWindow
+	return config.DefaultSuppressLSPeakWindow
 }
 
 // lsPeakMaxGap is how long an LS pod may go without a usage sample in
