@@ -53,10 +53,10 @@ type Rule struct {
 type State struct {
 	// Offset is the threshold's offset from the NodeSLO's, in percent
 	// points.
-	Offset float64
+	Offset float64 `json:"offset"`
 	// Quiet counts the quiet intervals in a row since the last step up,
 	// cut or interval in the hold band.
-	Quiet int
+	Quiet int `json:"quiet"`
 }
 
 // Action is what one step did.
