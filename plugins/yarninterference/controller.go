@@ -320,8 +320,8 @@ func (c *Controller) Step() {
 			why = "no signal" // the offset stays: the threshold comes back there with the signal
 		}
 	}
-	slo, mode := c.sloSignal()
-	c.enterStatic(mode == sloStatic, slo)
+	slo, sloOK, mode := c.sloSignal()
+	c.enterStatic(mode == sloStatic, slo, sloOK)
 	if mode != sloNone {
 		d.LSLoad = c.lsLoad(h, capacity, base)
 		d.SLOPods, d.SLOUnknown, d.SLOQuiet = slo.Declared, slo.Unknown, slo.Quiet
@@ -384,33 +384,39 @@ func (c *Controller) about(signal string, d Decision) string {
 		if d.Slack == nil {
 			return fmt.Sprintf("the %d declared LS SLOs quiet (too few requests)", d.SLOPods)
 		}
-		return fmt.Sprintf("LS pod %s p%g %v, SLO %v, slack %.1f%%, LS load %.0f%%", d.Pod, d.Quantile*100,
-			time.Duration(d.LatencySeconds*1e9), time.Duration(d.TargetSeconds*1e9), *d.Slack*100, d.LSLoad*100)
+		load := "unknown"
+		if d.LSLoad >= 0 {
+			load = fmt.Sprintf("%.0f%%", d.LSLoad*100)
+		}
+		return fmt.Sprintf("LS pod %s p%g %v, SLO %v, slack %.1f%%, LS load %s", d.Pod, d.Quantile*100,
+			time.Duration(d.LatencySeconds*1e9), time.Duration(d.TargetSeconds*1e9), *d.Slack*100, load)
 	}
-	return fmt.Sprintf("static suppress: %d of %d declared LS SLOs unknown or the signal stale", d.SLOUnknown, d.SLOPods)
+	return fmt.Sprintf("static suppress: %d of %d declared LS SLOs unknown, or their signal stale", d.SLOUnknown, d.SLOPods)
 }
 
 // sloSignal reads the declared SLOs (mode sloNone: the gate off, the
 // signal not installed, or no pod declares one).
-func (c *Controller) sloSignal() (lsslo.Signal, sloMode) {
+func (c *Controller) sloSignal() (lsslo.Signal, bool, sloMode) {
 	if c.opts.SLO == nil || !features.Enabled(features.YARNLSSLOControl) {
 		c.sloDeclared = 0
-		return lsslo.Signal{}, sloNone
+		return lsslo.Signal{}, false, sloNone
 	}
 	s, ok := c.opts.SLO()
 	mode := modeOf(s, ok, c.sloDeclared)
 	if ok {
 		c.sloDeclared = s.Declared
 	}
-	return s, mode
+	return s, ok, mode
 }
 
 // enterStatic logs once on entering and once on leaving static suppress
 // for a declared SLO unknown (caller holds mu).
-func (c *Controller) enterStatic(static bool, s lsslo.Signal) {
+func (c *Controller) enterStatic(static bool, s lsslo.Signal, ok bool) {
 	switch {
+	case static && !c.static && !ok:
+		klog.Infof("yarn: interference control: the declared LS SLOs' signal is stale (%d pods declared): static suppress, BE suppress's threshold at most the NodeSLO's until it is back", c.sloDeclared)
 	case static && !c.static:
-		klog.Infof("yarn: interference control: %d of %d declared LS SLOs unknown (or the SLO signal stale): static suppress, BE suppress's threshold at most the NodeSLO's until they are known", s.Unknown, max(s.Declared, c.sloDeclared))
+		klog.Infof("yarn: interference control: %d of %d declared LS SLOs unknown: static suppress, BE suppress's threshold at most the NodeSLO's until they are known", s.Unknown, s.Declared)
 	case !static && c.static:
 		klog.Infof("yarn: interference control: the declared LS SLOs are known again: static suppress ends")
 	}
