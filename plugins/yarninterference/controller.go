@@ -336,7 +336,7 @@ func (c *Controller) Step() {
 			w := slo.Worst
 			d.Pod, d.Quantile, d.LatencySeconds, d.TargetSeconds, d.Slack = w.Pod, w.Quantile, w.Latency.Seconds(), w.Target.Seconds(), &w.Slack
 		}
-		n, act := NewSLORule(float64(cfg.StepPercent), float64(cfg.MinPercent), int(cfg.GrowAfter)).Next(st, float64(base), budget, usage, in)
+		n, act := sloRule(cfg).Next(st, float64(base), budget, usage, in)
 		props = append(props, Proposal{Signal: SignalSLO, State: n, Action: act})
 	}
 	d.Proposals = props

@@ -1,5 +1,7 @@
 package yarninterference
 
+import "github.com/koordlet-yarn/koordlet-yarn/framework/config"
+
 // SLORule is Heracles' rule (Lo et al., ISCA 2015) on the slack of the
 // declared LS pod with the least of it, slack = (target − latency) ÷
 // target, as a move of the threshold's offset from the NodeSLO's:
@@ -46,6 +48,14 @@ const (
 func NewSLORule(step, floor float64, growAfter int) SLORule {
 	return SLORule{ShrinkBelow: DefaultSLOShrinkBelow, GrowAbove: DefaultSLOGrowAbove, MaxLoad: DefaultSLOMaxLoad,
 		Step: step, Floor: floor, GrowAfter: growAfter}
+}
+
+// sloRule is the rule of the flags (a band of 0: Heracles', the default).
+func sloRule(cfg *config.Interference) SLORule {
+	r := NewSLORule(float64(cfg.StepPercent), float64(cfg.MinPercent), int(cfg.GrowAfter))
+	shrink, grow, load := cfg.SLOBands()
+	r.ShrinkBelow, r.GrowAbove, r.MaxLoad = float64(shrink)/100, float64(grow)/100, float64(load)/100
+	return r
 }
 
 // SLOInput is what the rule reads of the declared SLOs at one step.
