@@ -28,6 +28,15 @@ func (n *fakeNode) known(s float64) {
 	n.decl, n.declOK = lsslo.Signal{At: n.clock, Declared: 1, Worst: w, Pods: []lsslo.PodSLO{w}}, true
 }
 
+// violate: a step known with slack, then a violation: the floor.
+func (n *fakeNode) violate(t *testing.T) {
+	n.known(0.5)
+	n.step(t)
+	n.known(-0.5)
+	n.step(t)
+	require.Equal(t, int64(55), n.threshold(), "the floor: 5% of the node above LS's 50%")
+}
+
 func (n *fakeNode) dominant(sig string) float64 {
 	return testutil.ToFloat64(n.c.metrics.dominant.WithLabelValues(sig))
 }
@@ -214,21 +223,13 @@ func TestSLOWinner(t *testing.T) {
 // from the offset in force.
 func TestSLOGateOff(t *testing.T) {
 	n := newSLONode(t, false)
-	n.known(0.5)
-	n.step(t)
-	n.known(-0.5)
-	n.step(t)
-	require.Equal(t, int64(55), n.threshold())
+	n.violate(t)
 	featurestest.Set(t, map[string]bool{string(features.YARNLSSLOControl): false})
 	assert.Equal(t, int64(80), n.threshold())
 
 	m := newSLONode(t, true)
 	m.wait(800 * time.Microsecond) // the wait's hold band
-	m.known(0.5)
-	m.step(t)
-	m.known(-0.5)
-	m.step(t)
-	require.Equal(t, int64(55), m.threshold())
+	m.violate(t)
 	featurestest.Set(t, map[string]bool{string(features.YARNLSSLOControl): false})
 	assert.Equal(t, int64(55), m.threshold())
 	m.wait(100 * time.Microsecond)
@@ -242,11 +243,7 @@ func TestSLOGateOff(t *testing.T) {
 // offset kept; back, the SLO steers from where it was.
 func TestSLOOffsetKeptThroughGap(t *testing.T) {
 	n := newSLONode(t, false)
-	n.known(0.5)
-	n.step(t)
-	n.known(-0.5)
-	n.step(t)
-	require.Equal(t, int64(55), n.threshold())
+	n.violate(t)
 	n.declOK = false
 	n.step(t)
 	assert.Equal(t, int64(55), n.threshold(), "stale: the cut kept")

@@ -93,28 +93,9 @@ func (r SLORule) Next(s State, base, budget, usage float64, in SLOInput) (State,
 		}
 		return State{Offset: clamp(offset - cut)}, Off
 	case in.Slack < r.ShrinkBelow:
-		cut := r.Step
-		if budget > 0 {
-			cut = max(cut, budget/2)
-			cut = min(cut, budget-r.Floor)
-		}
-		if cut <= 0 {
-			return State{Offset: offset}, Hold
-		}
-		return State{Offset: clamp(offset - cut)}, Cut
+		return halve(clamp, offset, budget, r.Step, r.Floor)
 	case in.Slack <= r.GrowAbove, in.Load < 0, in.Load >= r.MaxLoad:
 		return State{Offset: offset}, Hold
 	}
-	quiet := s.Quiet + 1
-	if usage >= 0 && budget >= 0 && budget > 2*usage+r.Step {
-		return State{Offset: offset, Quiet: quiet}, Hold
-	}
-	if quiet < r.GrowAfter {
-		return State{Offset: offset, Quiet: quiet}, Hold
-	}
-	next := clamp(offset + r.Step)
-	if next == offset {
-		return State{Offset: next}, Hold
-	}
-	return State{Offset: next}, Grow
+	return grow(clamp, s, budget, usage, r.Step, r.GrowAfter)
 }
