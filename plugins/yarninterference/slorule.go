@@ -36,11 +36,11 @@ type SLORule struct {
 	GrowAfter   int
 }
 
-// Heracles' bands.
+// Heracles' bands (the flags' defaults).
 const (
-	DefaultSLOShrinkBelow = 0.05
-	DefaultSLOGrowAbove   = 0.10
-	DefaultSLOMaxLoad     = 0.85
+	DefaultSLOShrinkBelow = config.DefaultInterferenceSLOShrinkBelowPercent / 100.0
+	DefaultSLOGrowAbove   = config.DefaultInterferenceSLOGrowAbovePercent / 100.0
+	DefaultSLOMaxLoad     = config.DefaultInterferenceSLOMaxLoadPercent / 100.0
 )
 
 // NewSLORule is the rule with Heracles' bands and the controller's step,
@@ -53,8 +53,8 @@ func NewSLORule(step, floor float64, growAfter int) SLORule {
 // sloRule is the rule of the flags (a band of 0: Heracles', the default).
 func sloRule(cfg *config.Interference) SLORule {
 	r := NewSLORule(float64(cfg.StepPercent), float64(cfg.MinPercent), int(cfg.GrowAfter))
-	shrink, grow, load := cfg.SLOBands()
-	r.ShrinkBelow, r.GrowAbove, r.MaxLoad = float64(shrink)/100, float64(grow)/100, float64(load)/100
+	shrinkBelow, growAbove, maxLoad := cfg.SLOBands()
+	r.ShrinkBelow, r.GrowAbove, r.MaxLoad = float64(shrinkBelow)/100, float64(growAbove)/100, float64(maxLoad)/100
 	return r
 }
 

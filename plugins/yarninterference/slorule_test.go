@@ -6,6 +6,7 @@ import (
 	"github.com/stretchr/testify/assert"
 
 	"github.com/koordlet-yarn/koordlet-yarn/collectors/lsslo"
+	"github.com/koordlet-yarn/koordlet-yarn/framework/config"
 )
 
 func TestSLORuleNext(t *testing.T) {
@@ -124,4 +125,14 @@ func TestModeOf(t *testing.T) {
 	} {
 		assert.Equal(t, tt.want, modeOf(tt.s, tt.ok, tt.lastDeclared), tt.name)
 	}
+}
+
+func TestSLORuleOfFlags(t *testing.T) {
+	r := sloRule(&config.Interference{StepPercent: 2, MinPercent: 5, GrowAfter: 3})
+	assert.Equal(t, NewSLORule(2, 5, 3), r, "0: Heracles' bands")
+	assert.InDelta(t, 0.05, r.ShrinkBelow, 1e-12)
+	r = sloRule(&config.Interference{StepPercent: 2, MinPercent: 5, GrowAfter: 1, SLOShrinkBelowPercent: 3, SLOGrowAbovePercent: 20, SLOMaxLoadPercent: 70})
+	assert.InDelta(t, 0.03, r.ShrinkBelow, 1e-12)
+	assert.InDelta(t, 0.20, r.GrowAbove, 1e-12)
+	assert.InDelta(t, 0.70, r.MaxLoad, 1e-12)
 }
