@@ -73,6 +73,9 @@ func TestFlagsAndValidate(t *testing.T) {
 		{func(c *Config) { c.Interference.StepPercent = 101 }, "--yarn-interference-step-percent"},
 		{func(c *Config) { c.Interference.GrowAfter = 0 }, "--yarn-interference-grow-after"},
 		{func(c *Config) { c.Interference.Signal = "p99" }, "--yarn-interference-signal"},
+		{func(c *Config) { c.Interference.SLOShrinkBelowPercent = 20 }, "--yarn-interference-slo-shrink-below-percent"},
+		{func(c *Config) { c.Interference.SLOGrowAbovePercent = 101 }, "--yarn-interference-slo-grow-above-percent"},
+		{func(c *Config) { c.Interference.SLOMaxLoadPercent = 101 }, "--yarn-interference-slo-max-ls-load-percent"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.flag, func(t *testing.T) {
