@@ -11,6 +11,7 @@ import (
 	"github.com/koordlet-yarn/koordlet-yarn/framework/store"
 	"github.com/koordlet-yarn/koordlet-yarn/hooks/yarnadopt"
 	"github.com/koordlet-yarn/koordlet-yarn/plugins/yarninformer"
+	"github.com/koordlet-yarn/koordlet-yarn/plugins/yarninterference"
 	"github.com/koordlet-yarn/koordlet-yarn/plugins/yarnpolicy"
 )
 
@@ -42,6 +43,11 @@ type ContainersResponse struct {
 	// cgroup, when, and how much memory stayed charged to the NodeManager
 	// pod.
 	ContainerCgroups *yarnadopt.Status `json:"containerCgroups,omitempty"`
+	// Interference is the interference controller's last step
+	// (YARNInterferenceControl, YARNLSSLOControl): the signal that
+	// decided it, what each signal proposed, the slack, the offset and the
+	// threshold BE suppress computes with.
+	Interference *yarninterference.Decision `json:"interference,omitempty"`
 }
 
 func (fw *Framework) containersHandler() http.HandlerFunc {
@@ -66,6 +72,11 @@ func (fw *Framework) containersHandler() http.HandlerFunc {
 		if fw.adopt.Enabled() {
 			st := fw.adopt.Status()
 			resp.ContainerCgroups = &st
+		}
+		if fw.interference != nil && fw.interference.Enabled() {
+			if d := fw.interference.Last(); !d.At.IsZero() {
+				resp.Interference = &d
+			}
 		}
 		resp.QoS = yarnpolicy.Describe(fw.policy, resp.Containers, fw.nmPriority())
 		w.Header().Set("Content-Type", "application/json")

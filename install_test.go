@@ -97,6 +97,7 @@ func TestInstall(t *testing.T) {
 	assert.Equal(t, map[string]any{"cgroup": float64(0), "processes": float64(1)}, body["memoryAccounting"])
 	informer := body["informer"].(map[string]any)
 	assert.NotEmpty(t, informer["nmError"])
+	assert.NotContains(t, body, "interference", "no controller step yet: no decision shown")
 
 	rec = httptest.NewRecorder()
 	options.ExtendedHTTPHandlerRegistry[ContainersPath]()(rec, httptest.NewRequest(http.MethodPost, ContainersPath, nil))

@@ -11,7 +11,9 @@ import (
 )
 
 // installInterference adds the LS CPU wait collector (YARNLSCPUWait, or run
-// for YARNInterferenceControl) and the interference controller to the
+// for YARNInterferenceControl) and the interference controller
+// (YARNInterferenceControl or YARNLSSLOControl; the declared SLOs from
+// fw.sloSignal, nil when their collector is not installed) to the
 // framework's loops.
 func (fw *Framework) installInterference(reg prometheus.Registerer) error {
 	var err error
@@ -31,6 +33,7 @@ func (fw *Framework) installInterference(reg prometheus.Registerer) error {
 	ctl, err := yarninterference.New(yarninterference.Options{
 		Hierarchy:  fw.Informer.HierarchyDir,
 		Signal:     fw.lsWait.Latest,
+		SLO:        fw.sloSignal,
 		Node:       fw.Handles.Node,
 		NodeSLO:    fw.Handles.NodeSLO,
 		Config:     &fw.Config.Interference,

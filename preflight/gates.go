@@ -171,7 +171,7 @@ func gateEffect(g string, f Facts) string {
 		if !f.Gates[string(features.YARNBECPUSuppress)] || !f.Gates["BECPUSuppress"] {
 			return "nothing: it moves the threshold of the YARN-aware BE suppress, which is off"
 		}
-		return "moves BE suppress's cpuSuppressThresholdPercent from the latency SLO LS pods declare (annotation koordlet-yarn.io/latency-slo): batch off on a violation, shrunk under 5% slack, grown over 10%; static suppress while a declared SLO is unknown, exactly as without it while none is declared"
+		return "moves BE suppress's cpuSuppressThresholdPercent from the latency SLO LS pods declare (annotation koordlet-yarn.io/latency-slo): batch to --yarn-interference-min-cpu-percent on a violation, shrunk under 5% slack, grown over 10% while LS is under 85% of the threshold, the LS CPU wait (with YARNInterferenceControl) a further constraint, the most conservative winning; static suppress (at most the NodeSLO's threshold) while a declared SLO is unknown, exactly as without it while none is declared"
 	case string(features.YARNSuppressLSPeak):
 		if !f.Gates[string(features.YARNBECPUSuppress)] || !f.Gates["BECPUSuppress"] {
 			return "nothing: it changes the YARN-aware BE suppress, which is off"

@@ -22,6 +22,7 @@ func TestFlagsAndValidate(t *testing.T) {
 		"--yarn-rm-max-response-bytes=2048", "--yarn-ledger-patch-interval=2s", "--yarn-ledger-hysteresis=5", "--yarn-ledger-max-age=30s", "--yarn-rm-sync-interval=5s", "--yarn-rm-read-back-interval=30s", "--yarn-ledger-expiry=5m", "--yarn-rm-preemption-timeout=3s", "--yarn-rm-node-id=n1:45454",
 		"--yarn-container-metrics=application",
 		"--yarn-interference-interval=500ms", "--yarn-interference-target=800us", "--yarn-interference-min-cpu-percent=20", "--yarn-interference-step-percent=10", "--yarn-interference-signal=wait", "--yarn-interference-grow-after=5",
+		"--yarn-interference-slo-shrink-below-percent=3", "--yarn-interference-slo-grow-above-percent=15", "--yarn-interference-slo-max-ls-load-percent=90",
 		"--yarn-memory-throttle-band-percent=8",
 	}))
 	require.NoError(t, cfg.Validate())
@@ -29,10 +30,11 @@ func TestFlagsAndValidate(t *testing.T) {
 		NMEndpoint: "http://10.0.0.5:8042", NMPodSelector: "app=nm,tier!=x", NMPort: 8044,
 		NMTimeout: 2 * time.Second, NMMaxResponseBytes: 1024, CgroupHierarchy: "/hadoop-yarn",
 		ResyncInterval: 30 * time.Second, EvictGracePeriod: 2 * time.Second, EvictAuditFile: DefaultEvictAuditFile, QoSReconcileInterval: 10 * time.Second, ContainerCgroupsScanInterval: time.Second,
-		ContainerMetrics:          ContainerMetricsApplication,
-		RM:                        RM{Endpoints: []string{"http://rm1:8088", "https://rm2:8090"}, User: "yarn", Timeout: 3 * time.Second, MaxResponseBytes: 2048},
-		Ledger:                    Ledger{PatchInterval: 2 * time.Second, Hysteresis: 5, MaxAge: 30 * time.Second, RMSyncInterval: 5 * time.Second, RMReadBack: 30 * time.Second, Expiry: 5 * time.Minute, RMPreemptionTimeout: 3 * time.Second, RMNodeID: "n1:45454", RMPreemptionGrace: DefaultRMPreemptionGrace, RMCapacityRecord: DefaultRMCapacityRecord},
-		Interference:              Interference{Interval: 500 * time.Millisecond, Target: 800 * time.Microsecond, Signal: "wait", MinPercent: 20, StepPercent: 10, GrowAfter: 5},
+		ContainerMetrics: ContainerMetricsApplication,
+		RM:               RM{Endpoints: []string{"http://rm1:8088", "https://rm2:8090"}, User: "yarn", Timeout: 3 * time.Second, MaxResponseBytes: 2048},
+		Ledger:           Ledger{PatchInterval: 2 * time.Second, Hysteresis: 5, MaxAge: 30 * time.Second, RMSyncInterval: 5 * time.Second, RMReadBack: 30 * time.Second, Expiry: 5 * time.Minute, RMPreemptionTimeout: 3 * time.Second, RMNodeID: "n1:45454", RMPreemptionGrace: DefaultRMPreemptionGrace, RMCapacityRecord: DefaultRMCapacityRecord},
+		Interference: Interference{Interval: 500 * time.Millisecond, Target: 800 * time.Microsecond, Signal: "wait", MinPercent: 20, StepPercent: 10, GrowAfter: 5,
+			SLOShrinkBelowPercent: 3, SLOGrowAbovePercent: 15, SLOMaxLoadPercent: 90},
 		MemoryThrottleBandPercent: 8,
 		Suppress:                  Suppress{LSPeakWindow: DefaultSuppressLSPeakWindow},
 	}, cfg)
@@ -72,6 +74,9 @@ func TestFlagsAndValidate(t *testing.T) {
 		{func(c *Config) { c.Interference.StepPercent = 101 }, "--yarn-interference-step-percent"},
 		{func(c *Config) { c.Interference.GrowAfter = 0 }, "--yarn-interference-grow-after"},
 		{func(c *Config) { c.Interference.Signal = "p99" }, "--yarn-interference-signal"},
+		{func(c *Config) { c.Interference.SLOShrinkBelowPercent = 20 }, "--yarn-interference-slo-shrink-below-percent"},
+		{func(c *Config) { c.Interference.SLOGrowAbovePercent = 101 }, "--yarn-interference-slo-grow-above-percent"},
+		{func(c *Config) { c.Interference.SLOMaxLoadPercent = 101 }, "--yarn-interference-slo-max-ls-load-percent"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.flag, func(t *testing.T) {

@@ -3,6 +3,7 @@ package yarninterference
 import (
 	"fmt"
 	"runtime"
+	"strings"
 	"sync"
 	"time"
 
@@ -16,6 +17,7 @@ import (
 	"github.com/koordinator-sh/koordinator/pkg/koordlet/resourceexecutor"
 	koordletutil "github.com/koordinator-sh/koordinator/pkg/koordlet/util"
 
+	"github.com/koordlet-yarn/koordlet-yarn/collectors/lsslo"
 	"github.com/koordlet-yarn/koordlet-yarn/collectors/lswait"
 	"github.com/koordlet-yarn/koordlet-yarn/framework/cgroups"
 	"github.com/koordlet-yarn/koordlet-yarn/framework/config"
@@ -33,6 +35,10 @@ type Options struct {
 	Hierarchy func() string
 	// Signal returns the LS CPU wait (collectors/lswait).
 	Signal func() (lswait.Signal, bool)
+	// SLO returns the LS pods' declared latency SLOs (collectors/lsslo,
+	// YARNLSSLOControl; nil: not installed, the controller is as without
+	// that gate).
+	SLO func() (lsslo.Signal, bool)
 	// Node and NodeSLO are koordlet's (nil before they are known).
 	Node    func() *corev1.Node
 	NodeSLO func() *slov1alpha1.NodeSLO
@@ -68,7 +74,22 @@ type Controller struct {
 	given     string
 	lastUsage uint64
 	lastAt    time.Time
-	said      map[string]bool
+	// lastLS and lastLSAt are the LS pods' cpuacct usage at the last step
+	// that read it (the LS load of SLORule).
+	lastLS   uint64
+	lastLSAt time.Time
+	// sloDeclared is how many pods declared an SLO at the last good SLO
+	// signal; static: the last step was static suppress for a declared
+	// SLO unknown (logged on entering and leaving).
+	sloDeclared int
+	static      bool
+	// winner is the signal that decided the last step; sloCutting: the
+	// SLO's cuts in a row (the first is logged at Info, the audit).
+	winner     string
+	sloCutting bool
+	// last is the last step's decision (Last).
+	last Decision
+	said map[string]bool
 	// now is the clock (tests).
 	now func() time.Time
 	// stopped: Stop ran; the threshold is the NodeSLO's from then on.
@@ -90,14 +111,24 @@ func New(opts Options) (*Controller, error) {
 // Name names the loop.
 func (c *Controller) Name() string { return "YARN interference control" }
 
-// Enabled follows YARNInterferenceControl.
-func (c *Controller) Enabled() bool { return features.Enabled(features.YARNInterferenceControl) }
+// Enabled follows YARNInterferenceControl and YARNLSSLOControl: the loop
+// runs while either is on.
+func (c *Controller) Enabled() bool {
+	return features.Enabled(features.YARNInterferenceControl) || features.Enabled(features.YARNLSSLOControl)
+}
 
 // Run moves the threshold every interval until stopCh closes; then BE
 // suppress computes with the NodeSLO's threshold again.
 func (c *Controller) Run(stopCh <-chan struct{}) {
-	klog.Infof("yarn: interference control: BE suppress's threshold follows the LS CPU wait (target %v, budget floor %d%%, step %d points every %v)",
-		c.opts.Config.Target, c.opts.Config.MinPercent, c.opts.Config.StepPercent, c.opts.Config.Interval)
+	var by []string
+	if features.Enabled(features.YARNInterferenceControl) {
+		by = append(by, fmt.Sprintf("the LS CPU wait (target %v)", c.opts.Config.Target))
+	}
+	if features.Enabled(features.YARNLSSLOControl) {
+		by = append(by, "the LS pods' declared latency SLOs")
+	}
+	klog.Infof("yarn: interference control: BE suppress's threshold follows %s, the most conservative winning (budget floor %d%%, step %d points every %v)",
+		strings.Join(by, " and "), c.opts.Config.MinPercent, c.opts.Config.StepPercent, c.opts.Config.Interval)
 	go func() {
 		wait.Until(c.Step, c.opts.Config.Interval, stopCh)
 		c.Stop()
@@ -264,38 +295,91 @@ func (c *Controller) Step() {
 	capacity := c.capacity()
 	budget := c.budget(h, capacity)
 	usage := c.usage(h, capacity)
-	sig, ok := c.opts.Signal()
-	cfg := c.opts.Config
-	r := Rule{Target: c.Target(), HoldBelow: 0.7, Step: float64(cfg.StepPercent), Floor: float64(cfg.MinPercent), GrowAfter: int(cfg.GrowAfter)}
-	st, act := r.Next(State{Offset: c.offset, Quiet: c.quiet}, float64(base), budget, usage, sig.ValueOf(cfg.Signal), ok)
-	next := st.Offset
 	cores := -1.0
 	if budget >= 0 {
 		cores = budget * float64(capacity) / 100 / 1000
 	}
-	c.metrics.observe(r.Target, sig.ValueOf(cfg.Signal), cores, act)
-	if act == Release {
-		c.sayOnce("nosignal", "yarn: interference control: no LS CPU wait signal; BE suppress's threshold is the NodeSLO's %d%% until there is one", base)
-		c.stand("no signal") // the offset stays: the threshold comes back there with the signal
+	c.metrics.budget.Set(cores)
+	d := Decision{At: c.now(), NodeSLOThresholdPercent: base, BudgetPercent: budget, LSLoad: -1}
+	st := State{Offset: c.offset, Quiet: c.quiet}
+	var props []Proposal
+	why := "no declared SLO"
+	if features.Enabled(features.YARNInterferenceControl) {
+		cfg := c.opts.Config
+		sig, ok := c.opts.Signal()
+		r := Rule{Target: c.Target(), HoldBelow: 0.7, Step: float64(cfg.StepPercent), Floor: float64(cfg.MinPercent), GrowAfter: int(cfg.GrowAfter)}
+		wait := sig.ValueOf(cfg.Signal)
+		c.metrics.observeWait(r.Target, wait)
+		d.CPUWaitSeconds, d.CPUWaitTargetSeconds = wait.Seconds(), r.Target.Seconds()
+		if n, act := r.Next(st, float64(base), budget, usage, wait, ok); act != Release {
+			delete(c.said, "nosignal")
+			props = append(props, Proposal{Signal: SignalCPUWait, State: n, Action: act})
+		} else {
+			c.sayOnce("nosignal", "yarn: interference control: no LS CPU wait signal; BE suppress's threshold is the NodeSLO's %d%% until there is one", base)
+			why = "no signal" // the offset stays: the threshold comes back there with the signal
+		}
+	}
+	slo, sloOK, mode := c.sloSignal()
+	c.enterStatic(mode == sloStatic, slo, sloOK)
+	if mode != sloNone {
+		d.LSLoad = c.lsLoad(h, capacity, base)
+		d.SLOPods, d.SLOUnknown, d.SLOQuiet = slo.Declared, slo.Unknown, slo.Quiet
+	}
+	switch mode {
+	case sloStatic:
+		props = append(props, static(st))
+	case sloQuiet, sloKnown:
+		cfg := c.opts.Config
+		in := SLOInput{Known: mode == sloKnown, Slack: slo.Worst.Slack, Load: d.LSLoad}
+		if in.Known {
+			w := slo.Worst
+			d.Pod, d.Quantile, d.LatencySeconds, d.TargetSeconds, d.Slack = w.Pod, w.Quantile, w.Latency.Seconds(), w.Target.Seconds(), &w.Slack
+		}
+		n, act := sloRule(cfg).Next(st, float64(base), budget, usage, in)
+		props = append(props, Proposal{Signal: SignalSLO, State: n, Action: act})
+	}
+	d.Proposals = props
+	win, ok := decide(props)
+	if !ok {
+		c.metrics.decided(SignalStatic, Release, 0, false)
+		c.stand(why)
 		c.metrics.threshold.Set(float64(base))
+		d.Signal, d.Action, d.ThresholdPercent, d.Why = SignalStatic, Release, base, why
+		c.winner, c.sloCutting, c.last = SignalStatic, false, d
 		return
 	}
-	delete(c.said, "nosignal")
+	c.metrics.decided(win.Signal, win.Action, slo.Worst.Slack, mode == sloKnown)
+	next := win.State.Offset
 	prev, th := threshold(base, c.offset), threshold(base, next)
+	about := c.about(win.Signal, d)
 	switch {
 	case !c.applying:
-		klog.Infof("yarn: interference control: BE suppress's threshold %d%% (NodeSLO %d%%; LS CPU wait %v, target %v, budget %.1f%% of the node)", th, base, sig.ValueOf(cfg.Signal), r.Target, budget)
-	case act == Cut:
-		klog.V(3).Infof("yarn: interference control: LS CPU wait %v above %v: BE suppress's threshold %d%% → %d%% (budget %.1f%% of the node)", sig.ValueOf(cfg.Signal), r.Target, prev, th, budget)
+		klog.Infof("yarn: interference control: BE suppress's threshold %d%% (NodeSLO %d%%; decided by %s: %s; budget %.1f%% of the node)", th, base, win.Signal, about, budget)
+	case win.Signal == SignalSLO && (win.Action == Off || win.Action == Cut) && !c.sloCutting:
+		klog.Infof("yarn: interference control: LS pod %s's p%g latency %v against its SLO %v (slack %.1f%%): BE suppress's threshold %d%% → %d%% (%s; budget %.1f%% of the node)",
+			slo.Worst.Pod, slo.Worst.Quantile*100, slo.Worst.Latency, slo.Worst.Target, slo.Worst.Slack*100, prev, th, win.Action, budget)
+	case win.Signal != c.winner:
+		klog.V(2).Infof("yarn: interference control: the %s signal decides now (was %s; %s): BE suppress's threshold %d%% → %d%% (%s)", win.Signal, c.winner, about, prev, th, win.Action)
+	case win.Signal == SignalSLO && th != prev:
+		klog.V(2).Infof("yarn: interference control: %s: BE suppress's threshold %d%% → %d%% (%s)", about, prev, th, win.Action)
+	case win.Action == Cut:
+		klog.V(3).Infof("yarn: interference control: %s: BE suppress's threshold %d%% → %d%% (budget %.1f%% of the node)", about, prev, th, budget)
 	case th != prev:
-		klog.V(4).Infof("yarn: interference control: LS CPU wait %v (target %v): BE suppress's threshold %d%% → %d%% (%s)", sig.ValueOf(cfg.Signal), r.Target, prev, th, act)
+		klog.V(4).Infof("yarn: interference control: %s: BE suppress's threshold %d%% → %d%% (%s)", about, prev, th, win.Action)
 	}
-	c.offset, c.quiet, c.applying = next, st.Quiet, true
+	c.sloCutting = win.Signal == SignalSLO && (win.Action == Off || win.Action == Cut || c.sloCutting && win.Action == Hold)
+	c.offset, c.quiet, c.applying, c.winner = next, win.State.Quiet, true, win.Signal
 	c.metrics.threshold.Set(float64(th))
+	d.Signal, d.Action, d.OffsetPoints, d.ThresholdPercent = win.Signal, win.Action, next, th
+	c.last = d
 }
 
 // stand stops moving the threshold (caller holds mu).
 func (c *Controller) stand(why string) {
+	c.last = Decision{At: c.now(), Signal: SignalStatic, Action: Release, Why: why, LSLoad: -1}
+	c.metrics.dominant.WithLabelValues(SignalStatic).Set(1)
+	c.metrics.dominant.WithLabelValues(SignalSLO).Set(0)
+	c.metrics.dominant.WithLabelValues(SignalCPUWait).Set(0)
 	if c.applying {
 		klog.Infof("yarn: interference control: BE suppress's threshold is the NodeSLO's (%s)", why)
 	}

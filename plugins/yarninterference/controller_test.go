@@ -18,6 +18,7 @@ import (
 	koordletutil "github.com/koordinator-sh/koordinator/pkg/koordlet/util"
 	"github.com/koordinator-sh/koordinator/pkg/koordlet/util/system"
 
+	"github.com/koordlet-yarn/koordlet-yarn/collectors/lsslo"
 	"github.com/koordlet-yarn/koordlet-yarn/collectors/lswait"
 	"github.com/koordlet-yarn/koordlet-yarn/framework/cgroups"
 	"github.com/koordlet-yarn/koordlet-yarn/framework/config"
@@ -35,6 +36,7 @@ func TestMain(m *testing.M) {
 // The besteffort cgroup of koordlet's cgroup driver and the YARN root below it.
 var (
 	beDir    = koordletutil.GetPodQoSRelativePath(corev1.PodQOSBestEffort)
+	kubeDir  = koordletutil.GetPodQoSRelativePath(corev1.PodQOSGuaranteed)
 	yarnRoot = beDir + "/hadoop-yarn"
 )
 
@@ -52,6 +54,11 @@ type fakeNode struct {
 	ls int64
 	// idle: batch uses nothing (else its whole budget).
 	idle bool
+	// decl and declOK are the declared SLOs' signal (YARNLSSLOControl).
+	decl   lsslo.Signal
+	declOK bool
+	// kube is the kubepods cgroup's cpuacct.usage (ns): LS and batch.
+	kube int64
 }
 
 // newFakeNode: a 4-CPU node on a fake cgroup root, YARNBECPUSuppress on,
@@ -66,6 +73,7 @@ func newFakeNode(t *testing.T, yarnQuota string) *fakeNode {
 		helper.WriteCgroupFileContents(dir, system.CPUCFSPeriod, "100000")
 		helper.WriteCgroupFileContents(dir, system.CPUAcctUsage, "0")
 	}
+	helper.WriteCgroupFileContents(kubeDir, system.CPUAcctUsage, "0")
 	featurestest.Set(t, map[string]bool{string(features.YARNBECPUSuppress): true, string(features.YARNInterferenceControl): true})
 	n := &fakeNode{helper: helper, ok: true, stop: make(chan struct{}), ls: 50,
 		slo: &slov1alpha1.NodeSLO{Spec: slov1alpha1.NodeSLOSpec{ResourceUsedThresholdWithBE: &slov1alpha1.ResourceThresholdStrategy{
@@ -74,6 +82,7 @@ func newFakeNode(t *testing.T, yarnQuota string) *fakeNode {
 	node := &corev1.Node{Status: corev1.NodeStatus{Capacity: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("4")}}}
 	c, err := New(Options{Hierarchy: func() string { return yarnRoot },
 		Signal:  func() (lswait.Signal, bool) { return n.sig, n.ok },
+		SLO:     func() (lsslo.Signal, bool) { return n.decl, n.declOK },
 		Node:    func() *corev1.Node { return node },
 		NodeSLO: func() *slov1alpha1.NodeSLO { return n.slo },
 		Config:  &config.Interference{Interval: time.Second, Target: time.Millisecond, MinPercent: 5, StepPercent: 2},
@@ -114,8 +123,11 @@ func (n *fakeNode) step(t *testing.T) {
 	n.clock = n.clock.Add(time.Second)
 	if q := n.beQuota(t); q > 0 && !n.idle {
 		n.usage += q * 10000 // µs per 100 ms period → ns per second
+		n.kube += q * 10000
 	}
+	n.kube += n.ls * 4 * 1e9 / 100 // LS's share of 4 CPUs for a second
 	n.helper.WriteCgroupFileContents(beDir, system.CPUAcctUsage, strconv.FormatInt(n.usage, 10))
+	n.helper.WriteCgroupFileContents(kubeDir, system.CPUAcctUsage, strconv.FormatInt(n.kube, 10))
 	n.c.Step()
 	n.suppress()
 }

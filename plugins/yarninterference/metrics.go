@@ -13,6 +13,12 @@ import (
 type metrics struct {
 	budget, threshold, target, signal prometheus.Gauge
 	actions                           *prometheus.CounterVec
+	// dominant is 1 for the signal that decided the last step, 0 for the
+	// others; slack the declared SLO's slack the last step used (no
+	// series when it used none); signalActions the steps by the deciding
+	// signal and its action.
+	dominant, slack *prometheus.GaugeVec
+	signalActions   *prometheus.CounterVec
 }
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
@@ -27,17 +33,41 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		signal: prometheus.NewGauge(prometheus.GaugeOpts{Subsystem: sub, Name: "yarn_interference_signal_seconds",
 			Help: "LS CPU wait the last step compared with the target (p99 with eBPF, mean per time slice with schedstat)."}),
 		actions: prometheus.NewCounterVec(prometheus.CounterOpts{Subsystem: sub, Name: "yarn_interference_actions_total",
-			Help: "Steps of the interference controller by action: grow, hold, cut, release (no signal)."}, []string{"action"}),
+			Help: "Steps of the interference controller by the deciding signal's action: grow, hold, cut, off (the budget to the floor on a violated SLO), release (no signal)."}, []string{"action"}),
+		dominant: prometheus.NewGaugeVec(prometheus.GaugeOpts{Subsystem: sub, Name: "yarn_interference_dominant_signal",
+			Help: "1 for the signal that decided the interference controller's last step (the most conservative proposal), 0 for the others: slo (the declared LS latency SLO), cpu-wait (the LS CPU wait), static (the NodeSLO's threshold, or a cut kept under it)."}, []string{"signal"}),
+		slack: prometheus.NewGaugeVec(prometheus.GaugeOpts{Subsystem: sub, Name: "yarn_interference_slo_slack_ratio",
+			Help: "Slack (target − latency) ÷ target of the declared LS pod with the least of it that the controller's last step used; no series when the step used none."}, nil),
+		signalActions: prometheus.NewCounterVec(prometheus.CounterOpts{Subsystem: sub, Name: "yarn_interference_signal_actions_total",
+			Help: "Steps of the interference controller by the signal that decided them and its action."}, []string{"signal", "action"}),
 	}
-	if err := promreg.Register(reg, m.budget, m.threshold, m.target, m.signal, m.actions); err != nil {
+	if err := promreg.Register(reg, m.budget, m.threshold, m.target, m.signal, m.actions, m.dominant, m.slack, m.signalActions); err != nil {
 		return nil, err
 	}
 	return m, nil
 }
 
-func (m *metrics) observe(target, signal time.Duration, budgetCores float64, a Action) {
+// observeWait records the LS CPU wait and its target.
+func (m *metrics) observeWait(target, signal time.Duration) {
 	m.target.Set(target.Seconds())
 	m.signal.Set(signal.Seconds())
-	m.budget.Set(budgetCores)
+}
+
+// decided records a step's winner and action, and the slack it used
+// (ok false: none).
+func (m *metrics) decided(signal string, a Action, slack float64, ok bool) {
 	m.actions.WithLabelValues(string(a)).Inc()
+	m.signalActions.WithLabelValues(signal, string(a)).Inc()
+	for _, s := range signals {
+		v := 0.0
+		if s == signal {
+			v = 1
+		}
+		m.dominant.WithLabelValues(s).Set(v)
+	}
+	if ok {
+		m.slack.WithLabelValues().Set(slack)
+	} else {
+		m.slack.Reset()
+	}
 }

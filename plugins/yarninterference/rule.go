@@ -53,10 +53,10 @@ type Rule struct {
 type State struct {
 	// Offset is the threshold's offset from the NodeSLO's, in percent
 	// points.
-	Offset float64
+	Offset float64 `json:"offset"`
 	// Quiet counts the quiet intervals in a row since the last step up,
 	// cut or interval in the hold band.
-	Quiet int
+	Quiet int `json:"quiet"`
 }
 
 // Action is what one step did.
@@ -86,31 +86,44 @@ func (r Rule) Next(s State, base, budget, usage float64, signal time.Duration, o
 	offset := s.Offset
 	switch {
 	case signal > r.Target:
-		cut := r.Step
-		if budget > 0 {
-			cut = max(cut, budget/2)
-			cut = min(cut, budget-r.Floor)
-		}
-		if cut <= 0 {
-			return State{Offset: clamp(offset)}, Hold // at the floor
-		}
-		return State{Offset: clamp(offset - cut)}, Cut
+		return halve(clamp, offset, budget, r.Step, r.Floor)
 	case float64(signal) < r.HoldBelow*float64(r.Target):
-		quiet := s.Quiet + 1
-		if usage >= 0 && budget >= 0 && budget > 2*usage+r.Step {
-			return State{Offset: clamp(offset), Quiet: quiet}, Hold
-		}
-		if quiet < r.GrowAfter {
-			return State{Offset: clamp(offset), Quiet: quiet}, Hold
-		}
-		next := clamp(offset + r.Step)
-		if next == clamp(offset) {
-			return State{Offset: next}, Hold
-		}
-		return State{Offset: next}, Grow
+		return grow(clamp, s, budget, usage, r.Step, r.GrowAfter)
 	default:
 		return State{Offset: clamp(offset)}, Hold
 	}
+}
+
+// halve cuts the budget by half, at least a step, never leaving less than
+// floor (at the floor: a hold).
+func halve(clamp func(float64) float64, offset, budget, step, floor float64) (State, Action) {
+	cut := step
+	if budget > 0 {
+		cut = max(cut, budget/2)
+		cut = min(cut, budget-floor)
+	}
+	if cut <= 0 {
+		return State{Offset: clamp(offset)}, Hold
+	}
+	return State{Offset: clamp(offset - cut)}, Cut
+}
+
+// grow steps the offset up after growAfter quiet intervals in a row,
+// unless batch uses less than half its budget less a step.
+func grow(clamp func(float64) float64, s State, budget, usage, step float64, growAfter int) (State, Action) {
+	offset := clamp(s.Offset)
+	quiet := s.Quiet + 1
+	if usage >= 0 && budget >= 0 && budget > 2*usage+step {
+		return State{Offset: offset, Quiet: quiet}, Hold
+	}
+	if quiet < growAfter {
+		return State{Offset: offset, Quiet: quiet}, Hold
+	}
+	next := clamp(offset + step)
+	if next == offset {
+		return State{Offset: next}, Hold
+	}
+	return State{Offset: next}, Grow
 }
 
 // threshold is base + offset rounded to a whole percent (the NodeSLO's
