@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
 	vegeta "github.com/tsenart/vegeta/v12/lib"
 )
 
@@ -68,7 +70,8 @@ func envInt(name string) (int, error) {
 
 // serve is the LS service: it touches its memory, listens on a loopback
 // port, prints "listening <addr>" and serves until killed; every request
-// does the same fixed work.
+// does the same fixed work, its server-side time observed in the service's
+// latency histogram, served on ServiceMetricsPath.
 func serve() error {
 	passes, err := envInt(passesEnv)
 	if err != nil {
@@ -83,10 +86,19 @@ func serve() error {
 	if err != nil {
 		return err
 	}
+	reg := prometheus.NewRegistry()
+	latency := NewLatencyHistogram()
+	reg.MustRegister(latency)
+	handle := latency.WithLabelValues(ServiceHandler)
 	mux := http.NewServeMux()
 	mux.HandleFunc("/", func(rw http.ResponseWriter, _ *http.Request) {
+		began := time.Now()
 		fmt.Fprintf(rw, "%x\n", w.do(passes))
+		handle.Observe(time.Since(began).Seconds())
 	})
+	// As a user's service: its own histogram on its own port, which its
+	// pod's SLO declaration names (Declaration).
+	mux.Handle(ServiceMetricsPath, promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
 	fmt.Printf("listening %s\n", ln.Addr())
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
 	return srv.Serve(ln)

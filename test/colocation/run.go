@@ -16,6 +16,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -87,10 +88,13 @@ const LSPodName = "ls-service"
 
 // BoxOptions are the node in a box the run needs: the kubelet's cpu.shares
 // on the QoS and pod cgroups, as on a real node, and the LS service's pod —
-// Guaranteed with the node's CPUs (no limit binds), koord-prod, LS.
+// Guaranteed with the node's CPUs (no limit binds), koord-prod, LS, on the
+// host's network: its status.podIP is 127.0.0.1, where the service
+// listens, so that koordlet scrapes the histogram its SLO declares at
+// http://<podIP>:<port> as on a real node.
 func BoxOptions() nodebox.Options {
 	return nodebox.Options{KubeletCPUShares: true, Pods: []nodebox.PodSpec{{
-		Namespace: "default", Name: LSPodName,
+		Namespace: "default", Name: LSPodName, HostNetwork: true,
 		Labels: map[string]string{"app": LSPodName, "koordinator.sh/qosClass": "LS", "koordinator.sh/priority-class": "koord-prod"},
 		CPU:    strconv.Itoa(runtime.NumCPU()), Memory: "1Gi",
 	}}}
@@ -128,11 +132,13 @@ type harness struct {
 	// loadgenAcct, lsAcct and yarnAcct are the load generator's, the LS
 	// pod's and the YARN hierarchy's cgroups relative to fs.root, whose
 	// CPU time an episode counts.
-	loadgenAcct    string
-	lsAcct         string
-	yarnAcct       string
-	server         *helperProc
-	url            string
+	loadgenAcct string
+	lsAcct      string
+	yarnAcct    string
+	server      *helperProc
+	url         string
+	// port is the service's (it serves its histogram there too).
+	port           int
 	episodes       int
 	eventsSeen     map[string]int32
 	realtime       bool
@@ -213,6 +219,9 @@ func startHarness(ctx context.Context, box *nodebox.Box, opts *Options) (h *harn
 		return h, fmt.Errorf("LS service: %q: %w", line, err)
 	}
 	h.url = "http://" + addr + "/"
+	if _, port, err := net.SplitHostPort(addr); err == nil {
+		h.port, _ = strconv.Atoi(port)
+	}
 	if h.requestCPU, err = h.calibrateRequestCPU(ctx); err != nil {
 		return h, err
 	}
