@@ -240,6 +240,10 @@ type Targets struct {
 	// MinGainOverUpstream is issue 49's: the SLO configuration's
 	// utilisation at least upstream's best's + this many points.
 	MinGainOverUpstream float64
+	// SLO is the p99 target the LS service declared (SLOTargetOf, or fixed
+	// by the command's -slo-target): the violations of a run that declared
+	// none are counted against it (0: only the runs' own).
+	SLO time.Duration
 }
 
 // DefaultTargets are the issue's targets.
