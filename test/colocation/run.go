@@ -276,11 +276,26 @@ func Run(ctx context.Context, box *nodebox.Box, opts Options) (rep Report, err e
 				return rep, err
 			}
 			for _, l := range opts.Levels {
+				var target time.Duration
+				if c == SLOControlled {
+					if target, err = sloTargetAt(v.Thresholds, rep.Episodes, l); err == nil {
+						err = h.declareSLO(ctx, target)
+					}
+					if err != nil {
+						return rep, fmt.Errorf("%s %s at %s, repeat %d: %w", c, v.Setting, pct(l), r, err)
+					}
+				}
 				ep, err := h.episode(ctx, c, l, rep.Rates[l], r)
 				if err != nil {
 					return rep, fmt.Errorf("%s %s at %s, repeat %d: %w", c, v.Setting, pct(l), r, err)
 				}
-				ep.Setting = v.Setting
+				ep.Setting, ep.SLOTarget = v.Setting, target
+				if c == SLOControlled && v.Thresholds.SLOTarget == 0 {
+					ep.SLORatio = v.Thresholds.SLORatio
+					if ep.SLORatio <= 0 {
+						ep.SLORatio = SLOFactor
+					}
+				}
 				rep.Episodes = append(rep.Episodes, ep)
 				fmt.Fprintf(opts.Log, "repeat %d, %s %s, LS %s: p50 %.2f p99 %.2f p99.9 %.2f ms, errors %d/%d, pacer lag p99 %.2f ms; batch %.1f CPU-s, LS %.1f, loadgen %.1f, koordlet %.2f; batch page faults %d, memory.high events %s; node CPU %.0f%%; evicted %d; events %v; %s\n",
 					r, c, v.Setting, pct(l), ms(ep.LS.P50), ms(ep.LS.P99), ms(ep.LS.P999), ep.LS.Errors, ep.LS.Requests, ms(ep.PacerLagP99),
@@ -532,6 +547,8 @@ func (h *harness) episode(ctx context.Context, c Config, level float64, rate, re
 	}
 	samples, lag := windowSamples(results, began, rate, began.Add(h.opts.Warmup), began.Add(h.opts.Warmup+h.opts.Window))
 	ep.LS = Summarise(samples)
+	ep.Windows = WindowQuantiles(timedSamples(results, began, rate, began.Add(h.opts.Warmup), began.Add(h.opts.Warmup+h.opts.Window)),
+		h.opts.Window, SLOWindow, SLOQuantile)
 	ep.PacerLagP99 = lag
 	ep.BatchCPUSeconds = to.batch - from.batch
 	ep.LSCPUSeconds = to.ls - from.ls

@@ -180,3 +180,27 @@ func (h *harness) declareSLO(ctx context.Context, target time.Duration) error {
 	}
 	return nil
 }
+
+// sloTargetAt is the p99 target configuration 6 declares at level: th's
+// fixed SLOTarget, or its SLORatio (0: SLOFactor) × the median p99 of the
+// LS-alone episodes at level so far (an error when there is none: LS alone
+// runs first).
+func sloTargetAt(th Thresholds, eps []Episode, level float64) (time.Duration, error) {
+	if th.SLOTarget > 0 {
+		return th.SLOTarget, nil
+	}
+	ratio := th.SLORatio
+	if ratio <= 0 {
+		ratio = SLOFactor
+	}
+	var p99s []float64
+	for _, e := range eps {
+		if e.Config == LSAlone && e.Level == level && e.LS.P99 > 0 {
+			p99s = append(p99s, float64(e.LS.P99))
+		}
+	}
+	if len(p99s) == 0 {
+		return 0, fmt.Errorf("the SLO at %s is %.2f× LS alone's p99 there, and LS alone has not run at that level (run configuration 1 first, or fix the target)", pct(level), ratio)
+	}
+	return SLOTarget(time.Duration(SpreadOf(p99s).Median), ratio), nil
+}
