@@ -86,22 +86,28 @@ func serve() error {
 	if err != nil {
 		return err
 	}
+	fmt.Printf("listening %s\n", ln.Addr())
+	srv := &http.Server{Handler: serviceMux(w, passes), ReadHeaderTimeout: 5 * time.Second}
+	return srv.Serve(ln)
+}
+
+// serviceMux is the LS service's handler: every request on ServiceHandler
+// does passes of w's work, its time observed in the service's own latency
+// histogram; ServiceMetricsPath serves the histogram, as a user's service
+// does on its own port (the SLO its pod declares names it).
+func serviceMux(w *work, passes int) *http.ServeMux {
 	reg := prometheus.NewRegistry()
 	latency := NewLatencyHistogram()
 	reg.MustRegister(latency)
 	handle := latency.WithLabelValues(ServiceHandler)
 	mux := http.NewServeMux()
-	mux.HandleFunc("/", func(rw http.ResponseWriter, _ *http.Request) {
+	mux.HandleFunc(ServiceHandler, func(rw http.ResponseWriter, _ *http.Request) {
 		began := time.Now()
 		fmt.Fprintf(rw, "%x\n", w.do(passes))
 		handle.Observe(time.Since(began).Seconds())
 	})
-	// As a user's service: its own histogram on its own port, which its
-	// pod's SLO declaration names (Declaration).
 	mux.Handle(ServiceMetricsPath, promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
-	fmt.Printf("listening %s\n", ln.Addr())
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
-	return srv.Serve(ln)
+	return mux
 }
 
 // hold touches its memory, prints "holding", and holds it until killed

@@ -2,12 +2,17 @@ package colocation
 
 import (
 	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -130,4 +135,30 @@ func TestViolationsOf(t *testing.T) {
 		})
 	}
 	assert.Equal(t, Violations{Violated: 3, Windows: 5}, Violations{1, 2}.Add(Violations{2, 3}))
+}
+
+func TestServiceExportsItsHistogram(t *testing.T) {
+	srv := httptest.NewServer(serviceMux(newWork(1), 10))
+	defer srv.Close()
+	for i := 0; i < 3; i++ {
+		resp, err := http.Get(srv.URL + "/")
+		require.NoError(t, err)
+		_, _ = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		assert.Equal(t, http.StatusOK, resp.StatusCode)
+	}
+	resp, err := http.Get(srv.URL + ServiceMetricsPath)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	fams, err := parser.TextToMetricFamilies(resp.Body)
+	require.NoError(t, err)
+	f, ok := fams[ServiceMetric]
+	require.True(t, ok, "the declared family")
+	require.Len(t, f.Metric, 1)
+	m := f.Metric[0]
+	require.Len(t, m.Label, 1)
+	assert.Equal(t, "handler", m.Label[0].GetName())
+	assert.Equal(t, ServiceHandler, m.Label[0].GetValue())
+	assert.Equal(t, uint64(3), m.GetHistogram().GetSampleCount(), "the requests to /, not the scrape")
 }
