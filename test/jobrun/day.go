@@ -78,8 +78,12 @@ func (r *Runner) All(ctx context.Context, cs []jobs.Config, repeats int) (map[jo
 			out[c] = append(out[c], o)
 			if c == jobs.LSAlone && r.SLOTarget == 0 {
 				r.SLOTarget = jobs.SLOTargetOf([]jobs.Outcome{o}, jobs.PeakPhase(r.Phases))
-				fmt.Fprintf(r.Log, "jobs: the LS service declares p99 ≤ %v over %v windows from now on (LS alone's p99 in the peak phase %d × %.1f)\n",
-					r.SLOTarget, colocation.SLOWindow, jobs.PeakPhase(r.Phases), colocation.SLOFactor)
+				if r.SLOTarget > 0 {
+					fmt.Fprintf(r.Log, "jobs: the LS service declares p99 ≤ %v over %v windows from now on (LS alone's p99 in the peak phase %d × %.1f)\n",
+						r.SLOTarget, colocation.SLOWindow, jobs.PeakPhase(r.Phases), colocation.SLOFactor)
+				} else {
+					fmt.Fprintf(r.Log, "jobs: LS alone has no p99 in the peak phase %d: the LS service declares no SLO\n", jobs.PeakPhase(r.Phases))
+				}
 			}
 			if err := r.write(name, fmt.Sprintf("%s, repeat %d", c, rep), c, o, tl); err != nil {
 				return out, err
