@@ -202,9 +202,10 @@ const (
 // Targets evaluates the targets on rows: with the plugin set, LS p99 ≤ 1.1
 // × LS alone and batch ≥ 90% of the CPU LS alone leaves idle, at every
 // level; the plugin set strictly better than upstream's best on LS p99 or
-// batch work and no worse on the other, at every level; no YARN container
-// evicted in any episode (none crosses a memory threshold, so all are
-// CPU-only).
+// batch work and no worse on the other, at every level; with SLO control
+// (configuration 6), no SLO window over its declared target at any level;
+// no YARN container evicted in any episode (none crosses a memory
+// threshold, so all are CPU-only).
 func Targets(rows []Row) []Target {
 	byKey := map[Config]map[float64]Row{}
 	var levels []float64
@@ -243,6 +244,12 @@ func Targets(rows []Row) []Target {
 			Measured: fmt.Sprintf("p99 %.2f vs %.2f ms; batch %.1f vs %.1f CPU-s",
 				p.P99.Median, u.P99.Median, p.BatchCPUSeconds.Median, u.BatchCPUSeconds.Median),
 		})
+	}
+	for _, l := range levels {
+		if r, ok := byKey[SLOControlled][l]; ok {
+			out = append(out, Target{Name: fmt.Sprintf("SLO control at %s: no SLO window violated in any repeat", pct(l)),
+				Met: r.Violations.Windows > 0 && r.Violations.Violated == 0, Measured: "violated " + ShareText(r.Violations)})
+		}
 	}
 	out = append(out, Target{Name: "no YARN container evicted (CPU-only episodes)", Met: evicted == 0,
 		Measured: fmt.Sprintf("%d evicted", evicted)})

@@ -125,3 +125,26 @@ func TestSLOTargetAt(t *testing.T) {
 		})
 	}
 }
+
+func TestTargetsSLOControl(t *testing.T) {
+	msec := time.Millisecond
+	cases := []struct {
+		name    string
+		windows []time.Duration
+		met     bool
+	}{
+		{"every window within", []time.Duration{10 * msec, 12 * msec}, true},
+		{"one window over", []time.Duration{10 * msec, 14 * msec}, false},
+		{"no window counted", nil, false},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			slo := ep(SLOControlled, 0.3, 12*msec, 5, 0.6)
+			slo.Windows, slo.SLOTarget = tc.windows, 13*msec
+			ts := Targets(Rows([]Episode{ep(LSAlone, 0.3, 10*msec, 0, 0.3), slo}))
+			require.Len(t, ts, 2)
+			assert.Contains(t, ts[0].Name, "SLO control at 30%")
+			assert.Equal(t, tc.met, ts[0].Met, ts[0].Measured)
+		})
+	}
+}
