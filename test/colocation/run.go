@@ -28,6 +28,7 @@ import (
 
 	slov1alpha1 "github.com/koordinator-sh/koordinator/apis/slo/v1alpha1"
 
+	"github.com/koordlet-yarn/koordlet-yarn/collectors/lsslo"
 	"github.com/koordlet-yarn/koordlet-yarn/test/cgtree"
 	"github.com/koordlet-yarn/koordlet-yarn/test/nodebox"
 )
@@ -284,6 +285,8 @@ func Run(ctx context.Context, box *nodebox.Box, opts Options) (rep Report, err e
 					if err != nil {
 						return rep, fmt.Errorf("%s %s at %s, repeat %d: %w", c, v.Setting, pct(l), r, err)
 					}
+					fmt.Fprintf(opts.Log, "repeat %d, %s %s, LS %s: the LS pod declares p99 ≤ %v over %v windows (%s)\n",
+						r, c, v.Setting, pct(l), target, SLOWindow, lsslo.Annotation)
 				}
 				ep, err := h.episode(ctx, c, l, rep.Rates[l], r)
 				if err != nil {
