@@ -32,6 +32,13 @@ const (
 	// with Thresholds.ControlOnUpstream, on upstream's best (the variant's
 	// Setting says which).
 	Controlled
+	// SLOControlled: configuration 5 steered by the LS service's own
+	// latency SLO, which its pod declares (lsslo.Annotation: the p99 of
+	// its histogram at most Thresholds.SLOTarget, or SLORatio × LS alone's
+	// p99 at the level), with the wait signal and the static threshold as
+	// further constraints (YARNLSSLOControl), and BE suppress's
+	// feed-forward holding LS's recent peak (YARNSuppressLSPeak).
+	SLOControlled
 )
 
 // AllConfigs lists every configuration in run order.
@@ -49,6 +56,8 @@ func (c Config) String() string {
 		return "4 + YARN, this plugin set"
 	case Controlled:
 		return "5 + YARN, interference control"
+	case SLOControlled:
+		return "6 + YARN, SLO control"
 	}
 	return fmt.Sprintf("config %d", int(c))
 }
@@ -90,7 +99,14 @@ type Thresholds struct {
 	// formula the controller moves the threshold, and
 	// YARNInterferenceControl. False: on this plugin set (configuration 4).
 	ControlOnUpstream bool
+	// SLOTarget is the p99 the LS pod declares in configuration 6; 0:
+	// SLORatio × LS alone's p99 at the episode's level (0 too: SLOFactor).
+	SLOTarget time.Duration
+	SLORatio  float64
 }
+
+// sloGates are what configuration 6 adds to configuration 5's gates.
+var sloGates = []string{"YARNLSSLOControl", "YARNSuppressLSPeak"}
 
 // DefaultThresholds: configuration 3 keeps Koordinator's default CPU
 // suppress threshold (65%), its only guard for LS latency; configuration 4,
@@ -110,6 +126,18 @@ var (
 
 // KoordletArgs are koordlet's extra flags in c.
 func (c Config) KoordletArgs(t Thresholds) []string {
+	if c == SLOControlled {
+		args := Controlled.KoordletArgs(t)
+		for i, a := range args {
+			if g, ok := strings.CutPrefix(a, "--feature-gates="); ok {
+				for _, s := range sloGates {
+					g += "," + s + "=true"
+				}
+				args[i] = "--feature-gates=" + g
+			}
+		}
+		return args
+	}
 	var gates []string
 	switch c {
 	case UpstreamBest:
@@ -166,6 +194,9 @@ func yarnHostApp() slov1alpha1.HostApplicationSpec {
 
 // NodeSLO is the node's NodeSLO spec in c.
 func (c Config) NodeSLO(t Thresholds) slov1alpha1.NodeSLOSpec {
+	if c == SLOControlled {
+		return Controlled.NodeSLO(t)
+	}
 	if c == Controlled && t.ControlOnUpstream {
 		return UpstreamBest.NodeSLO(t)
 	}

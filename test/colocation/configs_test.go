@@ -58,3 +58,18 @@ func TestConfigsGatesAndNodeSLO(t *testing.T) {
 	assert.Contains(t, Controlled.KoordletArgs(th)[0], "YARNCPUQoS=true", "on the plugin set by default")
 	assert.NotNil(t, Controlled.NodeSLO(th).ResourceQOSStrategy)
 }
+
+func TestSLOControlledConfig(t *testing.T) {
+	for _, onUpstream := range []bool{true, false} {
+		th := DefaultThresholds
+		th.ControlOnUpstream = onUpstream
+		th.InterferenceTarget = 100000 // ns: the flags of configuration 5 carry over
+		ctl, slo := Controlled.KoordletArgs(th), SLOControlled.KoordletArgs(th)
+		assert.Equal(t, ctl[0]+",YARNLSSLOControl=true,YARNSuppressLSPeak=true", slo[0], "configuration 5's gates and the SLO's")
+		assert.Equal(t, ctl[1:], slo[1:], "configuration 5's other flags")
+		assert.Equal(t, Controlled.NodeSLO(th), SLOControlled.NodeSLO(th), "configuration 5's NodeSLO")
+		assert.NotContains(t, ctl[0], "SLO", "configuration 5 without the SLO")
+	}
+	assert.True(t, SLOControlled.Batch())
+	assert.Equal(t, "6 + YARN, SLO control", SLOControlled.String())
+}

@@ -55,6 +55,9 @@ type PhaseResult struct {
 	// LoadgenCPUSeconds is the load generator's (it stands for clients
 	// on other machines).
 	LoadgenCPUSeconds float64
+	// Windows are the p99s of the phase's whole SLOWindow windows
+	// (client side, WindowQuantiles; NoRequests for an empty one).
+	Windows []time.Duration
 }
 
 // Phase loads the service at rate for d and returns what it measured over
@@ -72,6 +75,7 @@ func (l *LS) Phase(ctx context.Context, rate int, d time.Duration) (PhaseResult,
 		}
 		samples, lag := windowSamples(results, began, rate, began, began.Add(d))
 		res.LS, res.PacerLagP99 = Summarise(samples), lag
+		res.Windows = WindowQuantiles(timedSamples(results, began, rate, began, began.Add(d)), d, SLOWindow, SLOQuantile)
 	} else {
 		select {
 		case <-ctx.Done():
@@ -87,6 +91,14 @@ func (l *LS) Phase(ctx context.Context, rate int, d time.Duration) (PhaseResult,
 	res.BatchCPUSeconds, res.LSCPUSeconds, res.KoordletCPUSeconds = to.batch-from.batch, to.ls-from.ls, to.koordlet-from.koordlet
 	res.LoadgenCPUSeconds = to.loadgen - from.loadgen
 	return res, nil
+}
+
+// DeclareSLO declares the service's SLO on its pod as a user would: the
+// annotation lsslo.Annotation naming the service's histogram on its port,
+// the p99 over SLOWindow at most target (set or replaced through the box's
+// API server).
+func (l *LS) DeclareSLO(ctx context.Context, target time.Duration) error {
+	return l.h.declareSLO(ctx, target)
 }
 
 // HoldMemory makes the LS pod hold mib MiB beside the service (what its

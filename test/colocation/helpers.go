@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
 	vegeta "github.com/tsenart/vegeta/v12/lib"
 )
 
@@ -68,7 +70,8 @@ func envInt(name string) (int, error) {
 
 // serve is the LS service: it touches its memory, listens on a loopback
 // port, prints "listening <addr>" and serves until killed; every request
-// does the same fixed work.
+// does the same fixed work, its server-side time observed in the service's
+// latency histogram, served on ServiceMetricsPath.
 func serve() error {
 	passes, err := envInt(passesEnv)
 	if err != nil {
@@ -83,13 +86,28 @@ func serve() error {
 	if err != nil {
 		return err
 	}
-	mux := http.NewServeMux()
-	mux.HandleFunc("/", func(rw http.ResponseWriter, _ *http.Request) {
-		fmt.Fprintf(rw, "%x\n", w.do(passes))
-	})
 	fmt.Printf("listening %s\n", ln.Addr())
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+	srv := &http.Server{Handler: serviceMux(w, passes), ReadHeaderTimeout: 5 * time.Second}
 	return srv.Serve(ln)
+}
+
+// serviceMux is the LS service's handler: every request on ServiceHandler
+// does passes of w's work, its time observed in the service's own latency
+// histogram; ServiceMetricsPath serves the histogram, as a user's service
+// does on its own port (the SLO its pod declares names it).
+func serviceMux(w *work, passes int) *http.ServeMux {
+	reg := prometheus.NewRegistry()
+	latency := NewLatencyHistogram()
+	reg.MustRegister(latency)
+	handle := latency.WithLabelValues(ServiceHandler)
+	mux := http.NewServeMux()
+	mux.HandleFunc(ServiceHandler, func(rw http.ResponseWriter, _ *http.Request) {
+		began := time.Now()
+		fmt.Fprintf(rw, "%x\n", w.do(passes))
+		handle.Observe(time.Since(began).Seconds())
+	})
+	mux.Handle(ServiceMetricsPath, promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+	return mux
 }
 
 // hold touches its memory, prints "holding", and holds it until killed

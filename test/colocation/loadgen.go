@@ -74,3 +74,17 @@ func windowSamples(results []attackResult, began time.Time, rate int, from, to t
 	sort.Slice(lags, func(i, j int) bool { return lags[i] < lags[j] })
 	return samples, Percentile(lags, 0.99)
 }
+
+// timedSamples keeps, as windowSamples, the requests due in [from, to),
+// each with its due time from from.
+func timedSamples(results []attackResult, began time.Time, rate int, from, to time.Time) []TimedSample {
+	var out []TimedSample
+	for _, r := range results {
+		due := began.Add(time.Duration(float64(r.Seq) * float64(time.Second) / float64(rate)))
+		if due.Before(from) || !due.Before(to) {
+			continue
+		}
+		out = append(out, TimedSample{Due: due.Sub(from), Sample: Sample{Latency: r.Latency, OK: !r.Failed}})
+	}
+	return out
+}

@@ -44,4 +44,10 @@ func TestWindowSamplesBySchedule(t *testing.T) {
 	assert.Equal(t, 21*time.Millisecond, samples[0].Latency)
 	assert.False(t, samples[10].OK) // seq 30
 	assert.Equal(t, 300*time.Millisecond, lag)
+
+	timed := timedSamples(rs, began, 10, began.Add(2*time.Second), began.Add(4*time.Second))
+	require.Len(t, timed, 20)
+	assert.Equal(t, TimedSample{Due: 0, Sample: Sample{Latency: 21 * time.Millisecond, OK: true}}, timed[0], "due from the span's start")
+	assert.Equal(t, 500*time.Millisecond, timed[5].Due, "seq 25 by its schedule, not its late send")
+	assert.False(t, timed[10].OK)
 }

@@ -50,6 +50,15 @@ type Episode struct {
 	// Knobs describes koordlet's BE settings at the window's end (for the
 	// log).
 	Knobs string
+	// Windows are the LS p99s of the window's SLOWindow windows (client
+	// side, WindowQuantiles); SLOTarget the p99 the LS pod declared (0:
+	// none declared: the rows count violations of SLOFactor × LS alone's
+	// p99 at the level).
+	Windows   []time.Duration
+	SLOTarget time.Duration
+	// SLORatio is the ratio to LS alone's p99 that SLOTarget was declared
+	// at (configuration 6 in the sweep; 0 otherwise).
+	SLORatio float64
 }
 
 // Row aggregates the repeats of one configuration at one load level.
@@ -74,6 +83,12 @@ type Row struct {
 	// level; BatchShare the median batch CPU-seconds ÷ the median CPU left
 	// idle with LS alone (NaN where there is no LS-alone row).
 	P99Ratio, BatchShare float64
+	// Violations counts, over the repeats, the SLO windows whose p99 is
+	// above the declared target (the episodes' own, or SLOFactor × LS
+	// alone's median p99 at the level).
+	Violations Violations
+	// SLORatio is the episodes' (Episode.SLORatio).
+	SLORatio float64
 }
 
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
@@ -129,6 +144,7 @@ func Rows(eps []Episode) []Row {
 			}),
 		}
 		r.CapacityCPUSeconds = float64(g[0].CPUs) * g[0].Window.Seconds()
+		r.SLORatio = g[0].SLORatio
 		for _, e := range g {
 			r.Evicted += e.Evicted
 			for reason, n := range e.Events {
@@ -146,6 +162,21 @@ func Rows(eps []Episode) []Row {
 					rows[i].BatchShare = Ratio(rows[i].BatchCPUSeconds.Median, alone.IdleCPUSeconds.Median)
 				}
 			}
+		}
+	}
+	for i, k := range keys {
+		var alone time.Duration
+		for _, r := range rows {
+			if r.Config == LSAlone && r.Level == k.l {
+				alone = time.Duration(r.P99.Median * float64(time.Millisecond))
+			}
+		}
+		for _, e := range groups[k] {
+			target := e.SLOTarget
+			if target <= 0 {
+				target = SLOTarget(alone, SLOFactor)
+			}
+			rows[i].Violations = rows[i].Violations.Add(ViolationsOf(e.Windows, target))
 		}
 	}
 	return rows
@@ -171,9 +202,10 @@ const (
 // Targets evaluates the targets on rows: with the plugin set, LS p99 ≤ 1.1
 // × LS alone and batch ≥ 90% of the CPU LS alone leaves idle, at every
 // level; the plugin set strictly better than upstream's best on LS p99 or
-// batch work and no worse on the other, at every level; no YARN container
-// evicted in any episode (none crosses a memory threshold, so all are
-// CPU-only).
+// batch work and no worse on the other, at every level; with SLO control
+// (configuration 6), no SLO window over its declared target at any level;
+// no YARN container evicted in any episode (none crosses a memory
+// threshold, so all are CPU-only).
 func Targets(rows []Row) []Target {
 	byKey := map[Config]map[float64]Row{}
 	var levels []float64
@@ -212,6 +244,12 @@ func Targets(rows []Row) []Target {
 			Measured: fmt.Sprintf("p99 %.2f vs %.2f ms; batch %.1f vs %.1f CPU-s",
 				p.P99.Median, u.P99.Median, p.BatchCPUSeconds.Median, u.BatchCPUSeconds.Median),
 		})
+	}
+	for _, l := range levels {
+		if r, ok := byKey[SLOControlled][l]; ok {
+			out = append(out, Target{Name: fmt.Sprintf("SLO control at %s: no SLO window violated in any repeat", pct(l)),
+				Met: r.Violations.Windows > 0 && r.Violations.Violated == 0, Measured: "violated " + ShareText(r.Violations)})
+		}
 	}
 	out = append(out, Target{Name: "no YARN container evicted (CPU-only episodes)", Met: evicted == 0,
 		Measured: fmt.Sprintf("%d evicted", evicted)})
@@ -267,17 +305,17 @@ func eventsCell(ev map[string]int) string {
 // PrintTable writes rows as a Markdown table: medians with (min–max) over
 // the repeats.
 func PrintTable(w io.Writer, rows []Row) {
-	fmt.Fprintln(w, "| configuration | LS load | LS p50 ms | LS p99 ms | LS p99.9 ms | p99 ÷ alone | LS errors | batch CPU-s | batch ÷ idle | node CPU | koordlet CPU-s | evicted | Events |")
-	fmt.Fprintln(w, "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
+	fmt.Fprintln(w, "| configuration | LS load | LS p50 ms | LS p99 ms | LS p99.9 ms | p99 ÷ alone | SLO windows violated | LS errors | batch CPU-s | batch ÷ idle | node CPU | koordlet CPU-s | evicted | Events |")
+	fmt.Fprintln(w, "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
 	for _, r := range rows {
 		name := r.Config.String()
 		if r.Setting != "" {
 			name += " (" + r.Setting + ")"
 		}
-		fmt.Fprintf(w, "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %d | %s |\n",
+		fmt.Fprintf(w, "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %d | %s |\n",
 			name, pct(r.Level),
 			spreadCell(r.P50, "%.2f"), spreadCell(r.P99, "%.2f"), spreadCell(r.P999, "%.2f"),
-			ratioCell(r.P99Ratio, "%.2f×"),
+			ratioCell(r.P99Ratio, "%.2f×"), ShareText(r.Violations),
 			fmt.Sprintf("%.2f%%", 100*r.ErrorRate.Max),
 			spreadCell(r.BatchCPUSeconds, "%.1f"),
 			ratioCell(100*r.BatchShare, "%.0f%%"),
@@ -314,8 +352,8 @@ func (r Report) Print(w io.Writer) {
 		client = "SCHED_OTHER"
 	}
 	fmt.Fprintf(w, "; load generator %s", client)
-	fmt.Fprintf(w, "\n%d repeats of %v measured after %v of warm-up; medians (min–max); LS errors: the worst repeat; batch ÷ idle: batch CPU-s ÷ the CPU-s left idle with LS alone\n\n",
-		r.Opts.Repeats, r.Opts.Window, r.Opts.Warmup)
+	fmt.Fprintf(w, "\n%d repeats of %v measured after %v of warm-up; medians (min–max); LS errors: the worst repeat; batch ÷ idle: batch CPU-s ÷ the CPU-s left idle with LS alone; SLO windows violated: %v windows whose p99 is over the declared SLO (SLO control's own, else %.1f× LS alone's p99 at the level), over the repeats\n\n",
+		r.Opts.Repeats, r.Opts.Window, r.Opts.Warmup, SLOWindow, SLOFactor)
 	PrintTable(w, r.Rows)
 	fmt.Fprintln(w)
 	if len(r.Frontier) > 0 {

@@ -16,6 +16,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -27,6 +28,7 @@ import (
 
 	slov1alpha1 "github.com/koordinator-sh/koordinator/apis/slo/v1alpha1"
 
+	"github.com/koordlet-yarn/koordlet-yarn/collectors/lsslo"
 	"github.com/koordlet-yarn/koordlet-yarn/test/cgtree"
 	"github.com/koordlet-yarn/koordlet-yarn/test/nodebox"
 )
@@ -87,10 +89,13 @@ const LSPodName = "ls-service"
 
 // BoxOptions are the node in a box the run needs: the kubelet's cpu.shares
 // on the QoS and pod cgroups, as on a real node, and the LS service's pod —
-// Guaranteed with the node's CPUs (no limit binds), koord-prod, LS.
+// Guaranteed with the node's CPUs (no limit binds), koord-prod, LS, on the
+// host's network: its status.podIP is 127.0.0.1, where the service
+// listens, so that koordlet scrapes the histogram its SLO declares at
+// http://<podIP>:<port> as on a real node.
 func BoxOptions() nodebox.Options {
 	return nodebox.Options{KubeletCPUShares: true, Pods: []nodebox.PodSpec{{
-		Namespace: "default", Name: LSPodName,
+		Namespace: "default", Name: LSPodName, HostNetwork: true,
 		Labels: map[string]string{"app": LSPodName, "koordinator.sh/qosClass": "LS", "koordinator.sh/priority-class": "koord-prod"},
 		CPU:    strconv.Itoa(runtime.NumCPU()), Memory: "1Gi",
 	}}}
@@ -128,11 +133,13 @@ type harness struct {
 	// loadgenAcct, lsAcct and yarnAcct are the load generator's, the LS
 	// pod's and the YARN hierarchy's cgroups relative to fs.root, whose
 	// CPU time an episode counts.
-	loadgenAcct    string
-	lsAcct         string
-	yarnAcct       string
-	server         *helperProc
-	url            string
+	loadgenAcct string
+	lsAcct      string
+	yarnAcct    string
+	server      *helperProc
+	url         string
+	// port is the service's (it serves its histogram there too).
+	port           int
 	episodes       int
 	eventsSeen     map[string]int32
 	realtime       bool
@@ -213,6 +220,9 @@ func startHarness(ctx context.Context, box *nodebox.Box, opts *Options) (h *harn
 		return h, fmt.Errorf("LS service: %q: %w", line, err)
 	}
 	h.url = "http://" + addr + "/"
+	if _, port, err := net.SplitHostPort(addr); err == nil {
+		h.port, _ = strconv.Atoi(port)
+	}
 	if h.requestCPU, err = h.calibrateRequestCPU(ctx); err != nil {
 		return h, err
 	}
@@ -267,11 +277,28 @@ func Run(ctx context.Context, box *nodebox.Box, opts Options) (rep Report, err e
 				return rep, err
 			}
 			for _, l := range opts.Levels {
+				var target time.Duration
+				if c == SLOControlled {
+					if target, err = sloTargetAt(v.Thresholds, rep.Episodes, l); err == nil {
+						err = h.declareSLO(ctx, target)
+					}
+					if err != nil {
+						return rep, fmt.Errorf("%s %s at %s, repeat %d: %w", c, v.Setting, pct(l), r, err)
+					}
+					fmt.Fprintf(opts.Log, "repeat %d, %s %s, LS %s: the LS pod declares p99 ≤ %v over %v windows (%s)\n",
+						r, c, v.Setting, pct(l), target, SLOWindow, lsslo.Annotation)
+				}
 				ep, err := h.episode(ctx, c, l, rep.Rates[l], r)
 				if err != nil {
 					return rep, fmt.Errorf("%s %s at %s, repeat %d: %w", c, v.Setting, pct(l), r, err)
 				}
-				ep.Setting = v.Setting
+				ep.Setting, ep.SLOTarget = v.Setting, target
+				if c == SLOControlled && v.Thresholds.SLOTarget == 0 {
+					ep.SLORatio = v.Thresholds.SLORatio
+					if ep.SLORatio <= 0 {
+						ep.SLORatio = SLOFactor
+					}
+				}
 				rep.Episodes = append(rep.Episodes, ep)
 				fmt.Fprintf(opts.Log, "repeat %d, %s %s, LS %s: p50 %.2f p99 %.2f p99.9 %.2f ms, errors %d/%d, pacer lag p99 %.2f ms; batch %.1f CPU-s, LS %.1f, loadgen %.1f, koordlet %.2f; batch page faults %d, memory.high events %s; node CPU %.0f%%; evicted %d; events %v; %s\n",
 					r, c, v.Setting, pct(l), ms(ep.LS.P50), ms(ep.LS.P99), ms(ep.LS.P999), ep.LS.Errors, ep.LS.Requests, ms(ep.PacerLagP99),
@@ -523,6 +550,8 @@ func (h *harness) episode(ctx context.Context, c Config, level float64, rate, re
 	}
 	samples, lag := windowSamples(results, began, rate, began.Add(h.opts.Warmup), began.Add(h.opts.Warmup+h.opts.Window))
 	ep.LS = Summarise(samples)
+	ep.Windows = WindowQuantiles(timedSamples(results, began, rate, began.Add(h.opts.Warmup), began.Add(h.opts.Warmup+h.opts.Window)),
+		h.opts.Window, SLOWindow, SLOQuantile)
 	ep.PacerLagP99 = lag
 	ep.BatchCPUSeconds = to.batch - from.batch
 	ep.LSCPUSeconds = to.ls - from.ls

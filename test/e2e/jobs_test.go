@@ -39,7 +39,7 @@ func TestJobsSmoke(t *testing.T) {
 	out := t.TempDir()
 	var log strings.Builder
 	r := jobrun.Runner{Top: top, Out: out, Budget: 4 << 30, Overcommit: 2, Phases: phases, Stream: []jobs.Job{job},
-		Drain: 3 * time.Minute, Log: &log, APIServer: server}
+		Drain: 3 * time.Minute, Log: &log, APIServer: server, SLOTarget: 50 * time.Millisecond}
 	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
 	defer cancel()
 	res, err := r.All(ctx, []jobs.Config{jobs.PluginKill}, 1)
@@ -62,6 +62,8 @@ func TestJobsSmoke(t *testing.T) {
 	assert.Greater(t, o.Utilisation, 0.0)
 	assert.LessOrEqual(t, o.Utilisation, 1.0)
 	assert.Greater(t, o.Koordlet, time.Duration(0), "koordlet's own CPU measured")
+	assert.Equal(t, 50*time.Millisecond, o.SLOTarget, "the LS pod declared the SLO (koordlet-yarn.io/latency-slo)")
+	assert.Len(t, o.Windows, len(phases), "one whole 5 s SLO window in each phase of 6.7 s")
 
 	svg, err := os.ReadFile(filepath.Join(out, jobrun.DayName(jobs.PluginKill, 1)+".svg"))
 	require.NoError(t, err, "the timeline")

@@ -20,6 +20,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/koordlet-yarn/koordlet-yarn/test/colocation"
 	"github.com/koordlet-yarn/koordlet-yarn/test/jobs"
 	"github.com/koordlet-yarn/koordlet-yarn/test/nodebox"
 )
@@ -50,6 +51,12 @@ type Runner struct {
 	// APIServer, when set, is the control plane the boxes share
 	// (nodebox.Options.APIServer).
 	APIServer *nodebox.APIServer
+	// SLOTarget is the p99 target the LS service declares on its pod
+	// (colocation.SLODeclaration) in every day with LS load: fixed by the
+	// caller, or (0) learnt from the first LS-alone day, as
+	// jobs.SLOTargetOf: its peak phase's p99 × 1.3. Before it is known
+	// nothing is declared.
+	SLOTarget time.Duration
 	// rates are the LS request rates of the phases, fixed by the first day
 	// that calibrated the service, so that every configuration sees the
 	// same load.
@@ -69,6 +76,15 @@ func (r *Runner) All(ctx context.Context, cs []jobs.Config, repeats int) (map[jo
 				return out, fmt.Errorf("%s, repeat %d: %w", c, rep, err)
 			}
 			out[c] = append(out[c], o)
+			if c == jobs.LSAlone && r.SLOTarget == 0 {
+				r.SLOTarget = jobs.SLOTargetOf([]jobs.Outcome{o}, jobs.PeakPhase(r.Phases))
+				if r.SLOTarget > 0 {
+					fmt.Fprintf(r.Log, "jobs: the LS service declares p99 ≤ %v over %v windows from now on (LS alone's p99 in the peak phase %d × %.1f)\n",
+						r.SLOTarget, colocation.SLOWindow, jobs.PeakPhase(r.Phases), colocation.SLOFactor)
+				} else {
+					fmt.Fprintf(r.Log, "jobs: LS alone has no p99 in the peak phase %d: the LS service declares no SLO\n", jobs.PeakPhase(r.Phases))
+				}
+			}
 			if err := r.write(name, fmt.Sprintf("%s, repeat %d", c, rep), c, o, tl); err != nil {
 				return out, err
 			}
@@ -121,6 +137,12 @@ func (r *Runner) Day(ctx context.Context, c jobs.Config, name string) (jobs.Outc
 		return out, tl, err
 	}
 	box, peer, ls := n.box, n.peer, n.ls
+	if c.LS() && r.SLOTarget > 0 {
+		if err := ls.DeclareSLO(ctx, r.SLOTarget); err != nil {
+			return out, tl, err
+		}
+		out.SLOTarget = r.SLOTarget
+	}
 	var held map[string]heldJob
 	if c.Batch() {
 		held = r.submitHeld(ctx, peer)
@@ -129,6 +151,8 @@ func (r *Runner) Day(ctx context.Context, c jobs.Config, name string) (jobs.Outc
 	began := time.Now()
 	watch := watchNMPod(ctx, box, peer, began, r.Log)
 	defer watch.stop()
+	slo := watchSLO(ctx, box, began)
+	defer slo.stop()
 	results := make(chan jobResult, len(r.Stream))
 	jobsCtx, cancelJobs := context.WithCancel(ctx)
 	defer cancelJobs()
@@ -168,6 +192,7 @@ func (r *Runner) Day(ctx context.Context, c jobs.Config, name string) (jobs.Outc
 		// NodeManager's handler makes cpu and memory ones).
 		res.BatchCPUSeconds += (nmPodCPU(box) - nm0).Seconds()
 		out.PhaseP99 = append(out.PhaseP99, res.LS.P99)
+		out.Windows = append(out.Windows, res.Windows...)
 		out.Utilisation += res.NodeUtilisation * p.Duration.Seconds()
 		out.BatchCPU += time.Duration(res.BatchCPUSeconds * float64(time.Second))
 		koordletCPU += res.KoordletCPUSeconds
@@ -175,11 +200,12 @@ func (r *Runner) Day(ctx context.Context, c jobs.Config, name string) (jobs.Outc
 		secs := p.Duration.Seconds()
 		tl.Phases = append(tl.Phases, Point{At: time.Since(began), Level: p.Level, Rate: rate, P99: res.LS.P99,
 			Node: res.NodeUtilisation, Batch: res.BatchCPUSeconds / secs, LS: res.LSCPUSeconds / secs, Koordlet: res.KoordletCPUSeconds / secs,
-			Capacity: capacity})
+			Capacity: capacity, Violations: colocation.ViolationsOf(res.Windows, out.SLOTarget)})
 		fmt.Fprintf(r.Log, "%s, phase %d (%02.0fh), LS %.0f%% = %d req/s: p99 %v; cores: node %.2f, LS %.2f, batch %.2f, koordlet %.2f, load generator %.2f; YARN capacity %s\n",
 			c, p.Index, p.Hour, 100*p.Level, rate, res.LS.P99.Round(10*time.Microsecond), res.NodeUtilisation*float64(runtime.NumCPU()),
 			res.LSCPUSeconds/secs, res.BatchCPUSeconds/secs, res.KoordletCPUSeconds/secs, res.LoadgenCPUSeconds/secs, capacity)
 	}
+	tl.SLO = slo.stop()
 	day := r.Phases[len(r.Phases)-1].Start + r.Phases[len(r.Phases)-1].Duration
 	out.Utilisation /= day.Seconds()
 	out.Koordlet = time.Duration(koordletCPU * float64(time.Second))

@@ -35,6 +35,26 @@ func TestReport(t *testing.T) {
 	assert.Regexp(t, `plugin set, kill\s+strictly better than upstream's best.*\s+met\s`, s)
 	assert.NotRegexp(t, `upstream's best\s+strictly better`, s, "upstream is not compared with itself")
 
+	// The SLO: the table's violation column, LS alone's own share, and
+	// issue 49's verdicts on the SLO configuration (the recommended one).
+	ls.Windows = []time.Duration{5 * ms, 14 * ms}
+	up.Windows = []time.Duration{5 * ms, 30 * ms, 14 * ms, 13 * ms}
+	slo := kill
+	slo.PhaseP99, slo.Utilisation, slo.Windows, slo.SLOTarget = []time.Duration{5 * ms, 11 * ms}, 0.85, []time.Duration{5 * ms, 12 * ms, 9 * ms}, 13*ms
+	out = map[jobs.Config][]jobs.Outcome{jobs.LSAlone: {ls}, jobs.BatchAlone: {alone}, jobs.UpstreamBest: {up, up}, jobs.PluginSLO: {slo, slo, slo}}
+	tg := jobs.DefaultTargets()
+	tg.SLO = 13 * ms
+	b.Reset()
+	require.NoError(t, Report(&b, []jobs.Config{jobs.LSAlone, jobs.BatchAlone, jobs.UpstreamBest, jobs.PluginSLO}, out, tg))
+	s = b.String()
+	t.Log(s)
+	assert.Contains(t, s, "the declared SLO: p99 ≤ 13.00 ms over 5s windows (LS alone itself over it in 50.0% (1/2) of its windows)\n")
+	assert.Contains(t, s, "50.0%", "upstream: 2 of 4 windows over 13 ms")
+	assert.Contains(t, s, "SLO control (recommended)")
+	assert.Regexp(t, `SLO control\s+zero SLO violations in every repeat\s+met`, s)
+	assert.Regexp(t, `SLO control\s+utilisation ≥ upstream's best \+ 10 points\s+met`, s)
+	assert.Regexp(t, `SLO control\s+the recommended configuration's worst phase range entirely below upstream's\s+met`, s)
+
 	_, err := func() (string, error) {
 		var b strings.Builder
 		return b.String(), Report(&b, []jobs.Config{jobs.PluginKill}, map[jobs.Config][]jobs.Outcome{jobs.PluginKill: {kill}}, jobs.DefaultTargets())

@@ -17,6 +17,9 @@ import (
 type Timeline struct {
 	Phases []Point
 	Marks  []Mark
+	// SLO is koordlet's slack and winning signal through the day
+	// (every seriesEvery).
+	SLO []SLOSample
 }
 
 // Point is a phase's end.
@@ -32,6 +35,9 @@ type Point struct {
 	LS, Koordlet float64
 	// Capacity is what the RM holds for the node at the phase's end.
 	Capacity Capacity
+	// Violations counts the phase's SLO windows over the declared target
+	// (none counted without one).
+	Violations colocation.Violations
 }
 
 // Mark is an eviction: a container koordlet killed, the NodeManager pod
@@ -42,8 +48,9 @@ type Mark struct {
 }
 
 // Plot draws the timeline (gonum/plot, SVG, as the step response's): LS
-// load and p99 on top; YARN's capacity (vcores) and CPU use below, the
-// evictions as marks on both.
+// load and p99 on top, the phases with SLO windows violated marked; YARN's
+// capacity (vcores) and CPU use in the middle, the evictions as marks;
+// koordlet's SLO slack and the signal that won each step at the bottom.
 func (tl Timeline) Plot(title, file string) error {
 	top := plot.New()
 	top.Title.Text = title
@@ -85,20 +92,80 @@ func (tl Timeline) Plot(title, file string) error {
 	}
 	i := 5
 	for kind, xys := range kinds {
-		s, err := plotter.NewScatter(xys)
-		if err != nil {
+		if err := addMarks(bottom, xys, kind, i); err != nil {
 			return err
 		}
-		s.Color, s.Radius = plotutil.Color(i), vg.Points(4)
-		s.Shape = draw.CrossGlyph{}
-		bottom.Add(s)
-		bottom.Legend.Add(kind, s)
 		i++
+	}
+	var violated plotter.XYs
+	for _, p := range tl.Phases {
+		if p.Violations.Violated > 0 {
+			violated = append(violated, plotter.XY{X: p.At.Minutes(), Y: float64(p.P99) / float64(time.Millisecond)})
+		}
+	}
+	if err := addMarks(top, violated, "a phase with SLO windows violated", i); err != nil {
+		return err
+	}
+	slo, err := tl.sloPlot(i + 1)
+	if err != nil {
+		return err
 	}
 	for _, p := range []*plot.Plot{top, bottom} {
 		p.Add(plotter.NewGrid())
 		p.Legend.Top = true
 		p.Y.Min = 0
 	}
-	return colocation.WriteSVG(file, [][]*plot.Plot{{top}, {bottom}}, 9*vg.Inch, 7*vg.Inch)
+	slo.Add(plotter.NewGrid())
+	slo.Legend.Top = true
+	return colocation.WriteSVG(file, [][]*plot.Plot{{top}, {bottom}, {slo}}, 9*vg.Inch, 10*vg.Inch)
+}
+
+// sloPlot is the timeline's bottom: koordlet's worst declared slack (a
+// line; below 0 the SLO is violated) and, above it, which signal decided
+// each sampled step (a mark per signal at 1.1).
+func (tl Timeline) sloPlot(color int) (*plot.Plot, error) {
+	p := plot.New()
+	p.X.Label.Text = "minutes into the day"
+	p.Y.Label.Text = "SLO slack ((target − p99) ÷ target)"
+	var slack plotter.XYs
+	winners := map[string]plotter.XYs{}
+	var order []string
+	for _, s := range tl.SLO {
+		x := s.At.Minutes()
+		if s.HasSlack {
+			slack = append(slack, plotter.XY{X: x, Y: s.Slack})
+		}
+		if s.Dominant != "" {
+			if _, ok := winners[s.Dominant]; !ok {
+				order = append(order, s.Dominant)
+			}
+			winners[s.Dominant] = append(winners[s.Dominant], plotter.XY{X: x, Y: 1.1})
+		}
+	}
+	if err := colocation.AddLine(p, slack, "worst SLO slack (koordlet)", color); err != nil {
+		return nil, err
+	}
+	for i, signal := range order {
+		if err := addMarks(p, winners[signal], "winning signal: "+signal, color+1+i); err != nil {
+			return nil, err
+		}
+	}
+	return p, nil
+}
+
+// addMarks adds xys to p as crosses of one color, with a legend entry
+// (nothing for none).
+func addMarks(p *plot.Plot, xys plotter.XYs, legend string, color int) error {
+	if len(xys) == 0 {
+		return nil
+	}
+	s, err := plotter.NewScatter(xys)
+	if err != nil {
+		return err
+	}
+	s.Color, s.Radius = plotutil.Color(color), vg.Points(4)
+	s.Shape = draw.CrossGlyph{}
+	p.Add(s)
+	p.Legend.Add(legend, s)
+	return nil
 }

@@ -39,10 +39,22 @@ const (
 	// kill (YARNMemoryRelief: the soft limit on v1, the throttle on v2, a
 	// slow growth asked of the ResourceManager).
 	PluginLadder
+	// PluginSLO: PluginControlled steered by the LS service's own latency
+	// SLO (YARNLSSLOControl: the slack of the SLO the LS pod declares, with
+	// the interference controller's wait signal and the static threshold
+	// as further constraints, the most conservative winning) and BE
+	// suppress's feed-forward holding LS's recent peak
+	// (YARNSuppressLSPeak). Recommended is this configuration.
+	PluginSLO
 )
 
 // AllConfigs lists every configuration in run order.
-var AllConfigs = []Config{LSAlone, BatchAlone, UpstreamBest, PluginKill, PluginPreempt, PluginLadder, PluginControlled}
+var AllConfigs = []Config{LSAlone, BatchAlone, UpstreamBest, PluginKill, PluginPreempt, PluginLadder, PluginControlled, PluginSLO}
+
+// Recommended is the configuration the docs recommend (docs/figures.md,
+// docs/interference.md): the target holds its worst phase's range
+// entirely below upstream's best.
+const Recommended = PluginSLO
 
 func (c Config) String() string {
 	switch c {
@@ -60,6 +72,8 @@ func (c Config) String() string {
 		return "plugin set + RM preemption + interference control"
 	case PluginLadder:
 		return "plugin set + RM preemption + memory relief"
+	case PluginSLO:
+		return "plugin set + RM preemption + SLO control"
 	}
 	return fmt.Sprintf("config %d", int(c))
 }
@@ -81,6 +95,8 @@ func (c Config) Key() string {
 		return "controlled"
 	case PluginLadder:
 		return "ladder"
+	case PluginSLO:
+		return "slo"
 	}
 	return fmt.Sprintf("config-%d", int(c))
 }
@@ -125,7 +141,7 @@ func (c Config) coloc() colocation.Config {
 		return colocation.UpstreamBest
 	case PluginKill, PluginPreempt, PluginLadder:
 		return colocation.PluginSet
-	case PluginControlled:
+	case PluginControlled, PluginSLO:
 		return colocation.Controlled
 	}
 	return colocation.LSAlone
@@ -155,11 +171,14 @@ func (c Config) KoordletArgs(rmWeb string) []string {
 		return nil
 	}
 	gates := []string{"YARNBatchLedger=true", "YARNRMNodeResourceSync=true"}
-	if c == PluginPreempt || c == PluginControlled || c == PluginLadder {
+	if c == PluginPreempt || c == PluginControlled || c == PluginLadder || c == PluginSLO {
 		gates = append(gates, "YARNRMPreemption=true")
 	}
 	if c == PluginLadder {
 		gates = append(gates, "YARNMemoryRelief=true")
+	}
+	if c == PluginSLO {
+		gates = append(gates, "YARNLSSLOControl=true", "YARNSuppressLSPeak=true")
 	}
 	var args []string
 	for _, a := range c.coloc().KoordletArgs(colocation.DefaultThresholds) {

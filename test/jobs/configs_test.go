@@ -38,7 +38,7 @@ func TestConfigs(t *testing.T) {
 	assert.False(t, LSAlone.Batch())
 	assert.False(t, BatchAlone.LS())
 
-	for _, c := range []Config{BatchAlone, UpstreamBest, PluginKill, PluginPreempt, PluginControlled, PluginLadder} {
+	for _, c := range []Config{BatchAlone, UpstreamBest, PluginKill, PluginPreempt, PluginControlled, PluginLadder, PluginSLO} {
 		t.Run(c.String(), func(t *testing.T) {
 			args := c.KoordletArgs("127.0.0.1:8088")
 			gates := gatesOf(t, args)
@@ -47,11 +47,18 @@ func TestConfigs(t *testing.T) {
 			assert.Contains(t, args, "--yarn-rm-endpoints=http://127.0.0.1:8088")
 			assert.Contains(t, args, "--yarn-rm-sync-interval=5s", "capacity follows the batch allocatable within a phase of a compressed day")
 			_, preempt := gates["YARNRMPreemption"]
-			assert.Equal(t, c == PluginPreempt || c == PluginControlled || c == PluginLadder, preempt)
+			assert.Equal(t, c == PluginPreempt || c == PluginControlled || c == PluginLadder || c == PluginSLO, preempt)
 			_, relief := gates["YARNMemoryRelief"]
 			assert.Equal(t, c == PluginLadder, relief, "memory relief's rungs in the ladder only")
 			_, control := gates["YARNInterferenceControl"]
-			assert.Equal(t, c == PluginControlled, control)
+			assert.Equal(t, c == PluginControlled || c == PluginSLO, control, "the SLO steers the interference controller")
+			for _, g := range []string{"YARNLSSLOControl", "YARNSuppressLSPeak"} {
+				v, on := gates[g]
+				assert.Equal(t, c == PluginSLO, on, "%s in the SLO configuration only", g)
+				if on {
+					assert.Equal(t, "true", v)
+				}
+			}
 			_, kill := gates["YARNBEMemoryEvict"]
 			assert.Equal(t, c >= PluginKill, kill, "the plugin set evicts containers")
 			if c == UpstreamBest {
@@ -64,6 +71,16 @@ func TestConfigs(t *testing.T) {
 			}
 		})
 	}
+}
+
+func TestSLOConfig(t *testing.T) {
+	assert.Equal(t, PluginSLO, Recommended, "the docs recommend the SLO configuration")
+	assert.Equal(t, PluginControlled.NodeSLO(), PluginSLO.NodeSLO(), "the SLO moves the controller's threshold on the same NodeSLO")
+	slo := PluginSLO.NodeSLO()
+	require.NotNil(t, slo.ResourceUsedThresholdWithBE)
+	assert.Equal(t, int64(100), *slo.ResourceUsedThresholdWithBE.CPUSuppressThresholdPercent, "the plugin set's static threshold: the base the controller falls back to")
+	assert.Equal(t, "slo", PluginSLO.Key())
+	assert.Contains(t, AllConfigs, PluginSLO)
 }
 
 func TestParseConfigs(t *testing.T) {

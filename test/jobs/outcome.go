@@ -28,6 +28,13 @@ type Outcome struct {
 	JobTimes map[string]time.Duration
 	// PhaseP99 is LS's p99 latency in each phase of the day.
 	PhaseP99 []time.Duration
+	// Windows are LS's p99s over the day's SLO windows (client side,
+	// colocation.WindowQuantiles of each phase, in order;
+	// colocation.NoRequests for an empty one).
+	Windows []time.Duration
+	// SLOTarget is the p99 target the LS pod declared that day (0: none
+	// declared: the report's target is used).
+	SLOTarget time.Duration
 	// Utilisation is the node's CPU utilisation over the day (0–1).
 	Utilisation float64
 	// BatchCPU is the CPU time of the YARN containers; Koordlet koordlet's
@@ -71,6 +78,11 @@ type Row struct {
 	UtilisationGain colocation.Spread
 	// BatchCPU and Koordlet are CPU seconds.
 	BatchCPU, Koordlet colocation.Spread
+	// Violations is, over the repeats, the share of SLO windows whose p99
+	// is above the declared target (0–1); ViolatedMax the most violated
+	// windows of a repeat.
+	Violations  colocation.Spread
+	ViolatedMax int
 }
 
 // References are the runs every configuration is compared with.
@@ -81,6 +93,34 @@ type References struct {
 	Utilisation float64
 	// JobTimes are batch alone's, by job name.
 	JobTimes map[string]time.Duration
+	// SLOTarget is the declared p99 target a run without its own
+	// (Outcome.SLOTarget) is checked against (0: no violations counted).
+	SLOTarget time.Duration
+}
+
+// SLOTargetOf is the target the LS service declares (the issue's rule):
+// LS alone's p99 in the day's peak phase (the median over its runs) ×
+// colocation.SLOFactor; 0 without a run or that phase.
+func SLOTargetOf(lsAlone []Outcome, peak int) time.Duration {
+	var vs []float64
+	for _, o := range lsAlone {
+		if peak >= 0 && peak < len(o.PhaseP99) && o.PhaseP99[peak] > 0 {
+			vs = append(vs, float64(o.PhaseP99[peak]))
+		}
+	}
+	if len(vs) == 0 {
+		return 0
+	}
+	return colocation.SLOTarget(time.Duration(colocation.SpreadOf(vs).Median), colocation.SLOFactor)
+}
+
+// ViolationsOf counts o's SLO windows over its declared target, or over
+// target when it declared none.
+func (o Outcome) ViolationsOf(target time.Duration) colocation.Violations {
+	if o.SLOTarget > 0 {
+		target = o.SLOTarget
+	}
+	return colocation.ViolationsOf(o.Windows, target)
 }
 
 // RefOf makes the references of LS-alone and batch-alone runs: per phase
@@ -125,7 +165,7 @@ func RowOf(config string, runs []Outcome, ref References) (Row, error) {
 		return Row{}, fmt.Errorf("%s: no runs", config)
 	}
 	r := Row{Config: config}
-	var rate, fj, fa, un, kill, pre, nm, p50, p95, worst, gain, batch, kl []float64
+	var rate, fj, fa, un, kill, pre, nm, p50, p95, worst, gain, batch, kl, viol []float64
 	perPhase := make([][]float64, len(ref.PhaseP99))
 	for _, o := range runs {
 		rate = append(rate, o.EvictionRate())
@@ -158,7 +198,12 @@ func RowOf(config string, runs []Outcome, ref References) (Row, error) {
 		}
 		gain = append(gain, 100*(o.Utilisation-ref.Utilisation))
 		batch, kl = append(batch, o.BatchCPU.Seconds()), append(kl, o.Koordlet.Seconds())
+		if v := o.ViolationsOf(ref.SLOTarget); v.Windows > 0 {
+			viol = append(viol, v.Share())
+			r.ViolatedMax = max(r.ViolatedMax, v.Violated)
+		}
 	}
+	r.Violations = colocation.SpreadOf(viol)
 	r.EvictionRate, r.FailedJobs, r.FailedAttempts = colocation.SpreadOf(rate), colocation.SpreadOf(fj), colocation.SpreadOf(fa)
 	r.Unfinished = colocation.SpreadOf(un)
 	r.Killed, r.Preempted, r.WithNMPod = colocation.SpreadOf(kill).Median, colocation.SpreadOf(pre).Median, colocation.SpreadOf(nm).Median
@@ -192,11 +237,18 @@ type Targets struct {
 	MaxEvictionRate float64
 	MaxPhaseRatio   float64
 	MinGainPoints   float64
+	// MinGainOverUpstream is issue 49's: the SLO configuration's
+	// utilisation at least upstream's best's + this many points.
+	MinGainOverUpstream float64
+	// SLO is the p99 target the LS service declared (SLOTargetOf, or fixed
+	// by the command's -slo-target): the violations of a run that declared
+	// none are counted against it (0: only the runs' own).
+	SLO time.Duration
 }
 
 // DefaultTargets are the issue's targets.
 func DefaultTargets() Targets {
-	return Targets{MaxEvictionRate: 0.001, MaxPhaseRatio: 1.3, MinGainPoints: 30}
+	return Targets{MaxEvictionRate: 0.001, MaxPhaseRatio: 1.3, MinGainPoints: 30, MinGainOverUpstream: 10}
 }
 
 // Verdict is one target's check on a row.
@@ -230,6 +282,32 @@ func (t Targets) Check(r Row, upstream *Row) []Verdict {
 			Met: better && slo,
 			Got: fmt.Sprintf("evictions %.2f%% vs %.2f%%, failed or unfinished jobs %.0f vs %.0f, worst phase %.2f× vs %.2f×",
 				100*rate, 100*upRate, failed, upFailed, r.WorstPhase.Median, upstream.WorstPhase.Median)})
+	}
+	return v
+}
+
+// CheckSLO gives issue 49's verdicts on c's row r against upstream's best
+// (nil: not run, no verdict): with the SLO controller (PluginSLO), zero
+// SLO violations in every repeat and utilisation at least upstream's +
+// MinGainOverUpstream points; for the Recommended configuration, its worst
+// phase's range (LS p99 ÷ LS alone over the repeats) entirely below
+// upstream's.
+func (t Targets) CheckSLO(c Config, r Row, upstream *Row) []Verdict {
+	var v []Verdict
+	if c == PluginSLO {
+		v = append(v, Verdict{Config: r.Config, Target: "zero SLO violations in every repeat",
+			Met: r.Violations.N > 0 && r.ViolatedMax == 0,
+			Got: fmt.Sprintf("%d windows over the SLO at most in a repeat (%d repeats counted)", r.ViolatedMax, r.Violations.N)})
+		if upstream != nil {
+			v = append(v, Verdict{Config: r.Config, Target: fmt.Sprintf("utilisation ≥ upstream's best + %.0f points", t.MinGainOverUpstream),
+				Met: r.UtilisationGain.Median >= upstream.UtilisationGain.Median+t.MinGainOverUpstream,
+				Got: fmt.Sprintf("%+.1f vs upstream's %+.1f points over LS alone", r.UtilisationGain.Median, upstream.UtilisationGain.Median)})
+		}
+	}
+	if c == Recommended && upstream != nil {
+		v = append(v, Verdict{Config: r.Config, Target: "the recommended configuration's worst phase range entirely below upstream's",
+			Met: r.WorstPhase.N > 0 && upstream.WorstPhase.N > 0 && r.WorstPhase.Max < upstream.WorstPhase.Min,
+			Got: fmt.Sprintf("[%.2f–%.2f×] vs upstream's [%.2f–%.2f×]", r.WorstPhase.Min, r.WorstPhase.Max, upstream.WorstPhase.Min, upstream.WorstPhase.Max)})
 	}
 	return v
 }

@@ -371,11 +371,7 @@ func Start(ctx context.Context, opts Options) (b *Box, err error) {
 	if b.kubelet, err = startKubeletStub(); err != nil {
 		return b, err
 	}
-	var pods []corev1.Pod
-	for _, rp := range b.pods {
-		pods = append(pods, rp.pod)
-	}
-	b.kubelet.setPods(pods)
+	b.kubelet.setPods(b.podList())
 	if opts.KubeletCPUShares {
 		if err = b.ApplyKubeletCPUShares(); err != nil {
 			return b, err

@@ -1,6 +1,8 @@
 package nodebox
 
 import (
+	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -10,6 +12,8 @@ import (
 
 	"github.com/opencontainers/cgroups"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/koordlet-yarn/koordlet-yarn/test/cgtree"
 )
@@ -141,4 +145,34 @@ func (b *Box) KillYARNProcesses() int {
 		})
 	}
 	return n
+}
+
+// AnnotatePod merges annotations into the box's pod name (a merge patch
+// through the API server, as a user's kubectl annotate) and serves the
+// patched pod from the kubelet stub, where koordlet reads its pods.
+func (b *Box) AnnotatePod(ctx context.Context, name string, annotations map[string]string) error {
+	rp, ok := b.pods[name]
+	if !ok {
+		return fmt.Errorf("the box has no pod %s", name)
+	}
+	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": annotations}})
+	if err != nil {
+		return fmt.Errorf("annotate pod %s: %w", name, err)
+	}
+	updated, err := b.Kube.CoreV1().Pods(rp.pod.Namespace).Patch(ctx, name, types.MergePatchType, patch, metav1.PatchOptions{})
+	if err != nil {
+		return fmt.Errorf("annotate pod %s/%s: %w", rp.pod.Namespace, name, err)
+	}
+	rp.pod.Annotations = updated.Annotations
+	b.kubelet.setPods(b.podList())
+	return nil
+}
+
+// podList is the box's pods as the kubelet stub serves them.
+func (b *Box) podList() []corev1.Pod {
+	pods := make([]corev1.Pod, 0, len(b.pods))
+	for _, rp := range b.pods {
+		pods = append(pods, rp.pod)
+	}
+	return pods
 }

@@ -28,7 +28,9 @@ func main() {
 	colocation.RunHelperIfRequested()
 	o := colocation.DefaultOptions()
 	levels := flag.String("levels", "0.3,0.6", "LS load levels, shares of the node's CPU")
-	configs := flag.String("configs", "1,2,3,4", "configurations to run (1 LS alone, 2 no QoS, 3 upstream's best, 4 this plugin set, 5 interference control on -control-on's base); without -sweep")
+	configs := flag.String("configs", "1,2,3,4", "configurations to run (1 LS alone, 2 no QoS, 3 upstream's best, 4 this plugin set, 5 interference control on -control-on's base, 6 SLO control: 5 steered by the SLO the LS pod declares); without -sweep")
+	sweepSLO := flag.Bool("sweep-slo", true, "in the sweep, also configuration 6 declaring each -slos target (× LS alone's p99 at the level), compared with the static frontier")
+	flag.DurationVar(&o.Thresholds.SLOTarget, "slo-target", 0, "the p99 the LS pod declares in configuration 6 outside the sweep (0: 1.3× LS alone's p99 at the level; LS alone runs first)")
 	sweep := flag.Bool("sweep", false, "run the SLO sweep instead of -configs: LS alone, upstream's best at each -sweep-thresholds and the interference controller at each -sweep-targets; the frontier at each -slos")
 	thresholds := flag.String("sweep-thresholds", "40,50,60,70,80,90,100", "cpuSuppressThresholdPercent values of configuration 3 in the sweep")
 	targets := flag.String("sweep-targets", "", "--yarn-interference-target values of configuration 5 in the sweep (default: 70us,85us,100us,120us,150us on upstream's best, 60us,75us,100us,125us,150us on the plugin set)")
@@ -66,7 +68,7 @@ func main() {
 		os.Exit(2)
 	}
 	if *sweep {
-		if err := sweepVariants(&o, *thresholds, *targets, *slos); err != nil {
+		if err := sweepVariants(&o, *thresholds, *targets, *slos, *sweepSLO); err != nil {
 			fmt.Fprintln(os.Stderr, "colocation:", err)
 			os.Exit(2)
 		}
@@ -99,8 +101,8 @@ func parseLists(o *colocation.Options, levels, configs string) error {
 	}
 	for _, s := range strings.Split(configs, ",") {
 		c, err := strconv.Atoi(strings.TrimSpace(s))
-		if err != nil || c < int(colocation.LSAlone) || c > int(colocation.Controlled) {
-			return fmt.Errorf("bad configuration %q (1–%d)", s, int(colocation.Controlled))
+		if err != nil || c < int(colocation.LSAlone) || c > int(colocation.SLOControlled) {
+			return fmt.Errorf("bad configuration %q (1–%d)", s, int(colocation.SLOControlled))
 		}
 		o.Configs = append(o.Configs, colocation.Config(c))
 	}
@@ -125,8 +127,9 @@ func controlBase(o *colocation.Options, on string, targets *string) error {
 	return nil
 }
 
-// sweepVariants sets the sweep's variants and SLOs.
-func sweepVariants(o *colocation.Options, thresholds, targets, slos string) error {
+// sweepVariants sets the sweep's variants and SLOs; with slo, SLO control
+// (configuration 6) declaring each SLO.
+func sweepVariants(o *colocation.Options, thresholds, targets, slos string, slo bool) error {
 	o.Variants = []colocation.Variant{{Config: colocation.LSAlone, Thresholds: o.Thresholds}}
 	for _, s := range strings.Split(thresholds, ",") {
 		p, err := strconv.ParseInt(strings.TrimSpace(s), 10, 64)
@@ -159,6 +162,12 @@ func sweepVariants(o *colocation.Options, thresholds, targets, slos string) erro
 			return fmt.Errorf("bad SLO %q (a ratio ≥ 1)", s)
 		}
 		o.SLOs = append(o.SLOs, v)
+		if slo {
+			th := o.Thresholds
+			th.SLOTarget, th.SLORatio = 0, v
+			o.Variants = append(o.Variants, colocation.Variant{Config: colocation.SLOControlled, Thresholds: th,
+				Setting: fmt.Sprintf("declared p99 ≤ %.1f× alone", v)})
+		}
 	}
 	return nil
 }

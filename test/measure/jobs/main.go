@@ -36,8 +36,9 @@ func main() {
 	// A flag set of its own: the packages this command links register
 	// koordlet's and cAdvisor's flags on the global one.
 	flag := flag.NewFlagSet("jobs", flag.ExitOnError)
-	configs := flag.String("configs", "all", "configurations, comma-separated (ls-alone, batch-alone, upstream, kill, preempt, ladder, controlled) or all; LS alone and batch alone are the references every other row needs")
-	repeats := flag.Int("repeats", 2, "repeats of every configuration")
+	configs := flag.String("configs", "all", "configurations, comma-separated (ls-alone, batch-alone, upstream, kill, preempt, ladder, controlled, slo) or all; LS alone and batch alone are the references every other row needs")
+	repeats := flag.Int("repeats", 3, "repeats of every configuration (at least 3 for issue 49's SLO targets: every repeat violation-free, ranges)")
+	sloTarget := flag.Duration("slo-target", 0, "the p99 target the LS service declares on its pod (koordlet-yarn.io/latency-slo, 5 s windows); 0: learnt from the first LS-alone day, its peak phase's p99 × 1.3")
 	flag.IntVar(&d.Phases, "phases", d.Phases, "phases of the day")
 	flag.DurationVar(&d.Length, "day", d.Length, "the day's length")
 	flag.Float64Var(&d.Night, "night", d.Night, "LS load at night, share of the node's CPU")
@@ -81,7 +82,8 @@ func main() {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	r := jobrun.Runner{Top: top, Out: *out, Hadoop: *hadoop, Budget: *budget << 20, Overcommit: *overcommit, LSMemoryMiB: *lsMemory, Phases: phases, Stream: stream, Log: os.Stderr}
+	r := jobrun.Runner{Top: top, Out: *out, Hadoop: *hadoop, Budget: *budget << 20, Overcommit: *overcommit, LSMemoryMiB: *lsMemory, Phases: phases, Stream: stream, Log: os.Stderr,
+		SLOTarget: *sloTarget}
 	fmt.Fprintf(os.Stderr, "jobs: a day of %d phases over %v (LS %.0f%% → %.0f%%), %d jobs, %d configurations × %d repeats\n",
 		d.Phases, d.Length, 100*d.Night, 100*d.Peak, len(stream), len(cs), *repeats)
 	began := time.Now()
@@ -90,7 +92,9 @@ func main() {
 		fmt.Fprintln(os.Stderr, "jobs:", err)
 		os.Exit(1)
 	}
-	if err := jobrun.Report(os.Stdout, cs, outcomes, jobs.DefaultTargets()); err != nil {
+	t := jobs.DefaultTargets()
+	t.SLO = r.SLOTarget
+	if err := jobrun.Report(os.Stdout, cs, outcomes, t); err != nil {
 		fmt.Fprintln(os.Stderr, "jobs:", err)
 		os.Exit(1)
 	}
