@@ -50,7 +50,11 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 
 // observePod sets a pod's series from its SLO.
 func (m *metrics) observePod(ns, name string, p PodSLO) {
-	m.target.WithLabelValues(ns, name).Set(p.Target.Seconds())
+	if p.Target > 0 {
+		m.target.WithLabelValues(ns, name).Set(p.Target.Seconds())
+	} else {
+		m.target.DeleteLabelValues(ns, name) // a bad declaration has none
+	}
 	if p.Known {
 		m.latency.WithLabelValues(ns, name).Set(p.Latency.Seconds())
 		m.slack.WithLabelValues(ns, name).Set(p.Slack)
