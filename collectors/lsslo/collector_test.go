@@ -229,7 +229,9 @@ func TestCollectorFailures(t *testing.T) {
 		{name: "no metric", reason: ReasonNoMetric, why: "no metric lat_seconds",
 			handler: func(w http.ResponseWriter, _ *http.Request) { fmt.Fprint(w, "# TYPE up gauge\nup 1\n") }},
 		{name: "not a histogram", reason: ReasonNotHistogram, why: "not a histogram",
-			handler: func(w http.ResponseWriter, _ *http.Request) { fmt.Fprint(w, "# TYPE lat_seconds gauge\nlat_seconds 0.3\n") }},
+			handler: func(w http.ResponseWriter, _ *http.Request) {
+				fmt.Fprint(w, "# TYPE lat_seconds gauge\nlat_seconds 0.3\n")
+			}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg := testCfg()
