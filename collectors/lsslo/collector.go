@@ -237,6 +237,7 @@ func (c *Collector) tick(ctx context.Context) {
 			why := "bad annotation " + Annotation + ": " + lp.declErr.Error()
 			c.set(lp, PodSLO{Why: why}, ReasonAnnotation+": "+why)
 		case p.Status.PodIP == "":
+			c.metrics.errors.WithLabelValues(ReasonNoPodIP).Inc()
 			c.set(lp, PodSLO{Why: "no pod IP"}, ReasonNoPodIP)
 		case lp.inFlight:
 			c.metrics.errors.WithLabelValues(ReasonInFlight).Inc()

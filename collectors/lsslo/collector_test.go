@@ -347,6 +347,7 @@ func TestCollectorPodSelection(t *testing.T) {
 	assert.Equal(t, 3, sig.Declared)
 	assert.Equal(t, 2, sig.Unknown)
 	assert.Equal(t, "no pod IP", h.pod("noip").Why)
+	assert.Equal(t, 2.0, h.errors(ReasonNoPodIP), "counted per interval it cannot be scraped")
 	assert.Contains(t, h.pod("bad").Why, "bad annotation koordlet-yarn.io/latency-slo: targetMilliseconds 0")
 	assert.Equal(t, 1.0, h.errors(ReasonAnnotation), "a bad declaration is counted once, not per interval")
 	assert.EqualValues(t, 2, n.Load(), "only the good pod was scraped")
