@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net/http"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 
@@ -180,11 +181,20 @@ func (c *Collector) declared() map[string]*corev1.Pod {
 	if c.opts.Pods == nil {
 		return out
 	}
+	present := map[string]bool{}
+	defer func() {
+		for k := range c.said { // forget the lines of pods gone
+			if !present[k[strings.IndexByte(k, '/')+1:]] {
+				delete(c.said, k)
+			}
+		}
+	}()
 	for _, pm := range c.opts.Pods() {
 		if pm == nil || pm.Pod == nil {
 			continue
 		}
 		p := pm.Pod
+		present[string(p.UID)] = true
 		if _, ok := p.Annotations[Annotation]; !ok || p.Status.Phase != corev1.PodRunning {
 			continue
 		}
