@@ -271,6 +271,9 @@ func (c *Collector) declare(lp *pod, value string) {
 	// ends (it still counts as in flight: never two at once).
 	lp.annotation, lp.gen, lp.ring = value, lp.gen+1, ring{}
 	lp.slo, lp.declErr = ParseDeclaration(value, c.defaults())
+	if lp.declErr == nil && lp.gen > 1 {
+		c.set(lp, PodSLO{Quiet: true}, "") // the new declaration's window starts empty
+	}
 	if lp.declErr != nil && (prevErr == nil || prevErr.Error() != lp.declErr.Error()) {
 		c.metrics.errors.WithLabelValues(ReasonAnnotation).Inc()
 	}
