@@ -104,12 +104,18 @@ func New(opts Options) (*Collector, error) {
 	return &Collector{opts: opts, metrics: m, now: now, pods: map[string]*pod{}, said: map[string]bool{}}, nil
 }
 
+// Config is the configuration the collector runs with (opts.Config now,
+// or the defaults).
+func (c *Collector) Config() config.SLO {
+	if c.opts.Config != nil {
+		return *c.opts.Config
+	}
+	return config.DefaultSLO()
+}
+
 // prepare reads the configuration and builds the client (Run; tests).
 func (c *Collector) prepare() {
-	cfg := config.DefaultSLO()
-	if c.opts.Config != nil {
-		cfg = *c.opts.Config
-	}
+	cfg := c.Config()
 	client := c.opts.Client
 	if client == nil {
 		client = newClient(cfg.ScrapeTimeout)
