@@ -178,6 +178,7 @@ func TestCollectorGoodHistogram(t *testing.T) {
 			assert.InDelta(t, 0.509, p.Slack, 1e-9)
 			assert.Equal(t, uint64(20), p.Requests)
 			assert.Equal(t, 2*time.Second, p.Window)
+			assert.True(t, p.ShortWindow, "3 scrapes span 2 s of the 5 s window")
 			assert.Equal(t, 200*time.Millisecond, p.Target)
 			sig, ok := h.c.Latest()
 			require.True(t, ok)

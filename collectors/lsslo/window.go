@@ -153,7 +153,7 @@ func Slack(target, latency time.Duration) float64 {
 // Evaluate is a pod's SLO over delta d: Quiet with fewer than minRequests
 // observations, else Known with the quantile, the latency and the slack.
 func Evaluate(s SLO, d Delta) PodSLO {
-	p := PodSLO{Quantile: s.Quantile, Target: s.Target, Requests: uint64(math.Max(0, d.Total())), Window: d.Span}
+	p := PodSLO{Quantile: s.Quantile, Target: s.Target, Requests: uint64(math.Max(0, d.Total())), Window: d.Span, ShortWindow: d.Short}
 	if d.Total() < float64(s.MinRequests) {
 		p.Quiet = true
 		return p
