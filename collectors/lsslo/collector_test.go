@@ -225,7 +225,7 @@ func TestCollectorFailures(t *testing.T) {
 					fmt.Fprintf(w, "# a comment line to make the body large\n")
 				}
 			}},
-		{name: "too many series", reason: ReasonTooManySerie, why: "more than 2 samples", cfg: func(c *config.SLO) { c.MaxSeries = 2 },
+		{name: "too many series", reason: ReasonTooManySeries, why: "more than 2 samples", cfg: func(c *config.SLO) { c.MaxSeries = 2 },
 			handler: histogram(textCT, new(atomic.Int64))},
 		{name: "no metric", reason: ReasonNoMetric, why: "no metric lat_seconds",
 			handler: func(w http.ResponseWriter, _ *http.Request) { fmt.Fprint(w, "# TYPE up gauge\nup 1\n") }},

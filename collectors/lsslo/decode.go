@@ -43,7 +43,7 @@ const (
 	ReasonNoMetric     = "no-metric"
 	ReasonNoSeries     = "no-matching-series"
 	ReasonNotHistogram = "not-histogram"
-	ReasonTooManySerie = "too-many-series"
+	ReasonTooManySeries = "too-many-series"
 	ReasonInFlight     = "in-flight"
 )
 
@@ -122,7 +122,7 @@ func Decode(body []byte, contentType, metric string, match map[string]string, ma
 			}
 			sampled = true
 			if kept++; kept > maxSeries {
-				return Buckets{}, fail(ReasonTooManySerie, "more than %d samples of %s match", maxSeries, bucketName)
+				return Buckets{}, fail(ReasonTooManySeries, "more than %d samples of %s match", maxSeries, bucketName)
 			}
 			le, perr := strconv.ParseFloat(lset.Get(labels.BucketLabel), 64)
 			if perr != nil || math.IsNaN(le) {

@@ -75,7 +75,7 @@ func TestDecode(t *testing.T) {
 		{name: "a summary", body: "# TYPE lat_seconds summary\nlat_seconds{quantile=\"0.99\"} 1\nlat_seconds_count 3\n", ct: textCT, max: 100, reason: ReasonNotHistogram},
 		{name: "untyped, no buckets", body: "lat_seconds 1\n", ct: textCT, max: 100, reason: ReasonNotHistogram},
 		{name: "no series matches", body: textBody, ct: textCT, labels: map[string]string{"handler": "/nope"}, max: 100, reason: ReasonNoSeries},
-		{name: "too many series", body: textBody, ct: textCT, max: 8, reason: ReasonTooManySerie},
+		{name: "too many series", body: textBody, ct: textCT, max: 8, reason: ReasonTooManySeries},
 		{name: "just at the cap", body: textBody, ct: textCT, max: 9,
 			want: Buckets{Bounds: []float64{0.01, 0.1, inf}, Counts: []float64{106, 109, 112}}},
 		{name: "no +Inf", body: "# TYPE lat_seconds histogram\nlat_seconds_bucket{le=\"1\"} 1\n", ct: textCT, max: 100, reason: ReasonMalformed},
