@@ -33,18 +33,18 @@ func (b Buckets) Total() float64 {
 // Reasons a scrape or a declaration fails (the scrape errors metric's
 // reason label).
 const (
-	ReasonAnnotation   = "bad-annotation"
-	ReasonNoPodIP      = "no-pod-ip"
-	ReasonDown         = "down"
-	ReasonTimeout      = "timeout"
-	ReasonHTTPStatus   = "http-status"
-	ReasonTooLarge     = "body-too-large"
-	ReasonMalformed    = "malformed"
-	ReasonNoMetric     = "no-metric"
-	ReasonNoSeries     = "no-matching-series"
-	ReasonNotHistogram = "not-histogram"
+	ReasonAnnotation    = "bad-annotation"
+	ReasonNoPodIP       = "no-pod-ip"
+	ReasonDown          = "down"
+	ReasonTimeout       = "timeout"
+	ReasonHTTPStatus    = "http-status"
+	ReasonTooLarge      = "body-too-large"
+	ReasonMalformed     = "malformed"
+	ReasonNoMetric      = "no-metric"
+	ReasonNoSeries      = "no-matching-series"
+	ReasonNotHistogram  = "not-histogram"
 	ReasonTooManySeries = "too-many-series"
-	ReasonInFlight     = "in-flight"
+	ReasonInFlight      = "in-flight"
 )
 
 // Error is a failed scrape or declaration: Reason is one of the Reason*.
