@@ -197,6 +197,9 @@ func install(fs *flag.FlagSet, reg prometheus.Registerer) (*Framework, error) {
 	}
 	fw.loops = append(fw.loops, fw.Policy)
 
+	if err := fw.installSLO(nodeReg); err != nil {
+		return nil, err
+	}
 	if err := fw.installInterference(nodeReg); err != nil {
 		return nil, err
 	}

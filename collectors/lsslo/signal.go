@@ -50,8 +50,11 @@ type PodSLO struct {
 	Latency time.Duration
 	// Requests is how many requests the window counted.
 	Requests uint64
-	// Window is the time the window spans.
-	Window time.Duration
+	// Window is the time the window spans; ShortWindow says it is shorter
+	// than the declared one (the pod's scrapes, since it appeared or its
+	// counters reset, span less).
+	Window      time.Duration
+	ShortWindow bool
 	// Known: the latency was computed from a good scrape with at least
 	// the declared minimum of requests. Quiet: the scrapes are good but
 	// the window had fewer requests. Neither: Why says what is wrong (no

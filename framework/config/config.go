@@ -77,6 +77,8 @@ type Config struct {
 	// Interference configures the LS CPU wait signal and the interference
 	// controller.
 	Interference Interference
+	// SLO configures the declared LS latency SLO's collector.
+	SLO SLO
 	// MemoryThrottleBandPercent is how far below the BE memory evict
 	// threshold, in percent of node memory, memory relief's throttle
 	// starts (gate YARNMemoryRelief).
@@ -104,6 +106,7 @@ func NewDefault() *Config {
 		Interference: Interference{Interval: DefaultInterferenceInterval, Target: DefaultInterferenceTarget, Signal: DefaultInterferenceSignal,
 			MinPercent: DefaultInterferenceMinPercent, StepPercent: DefaultInterferenceStepPercent,
 			GrowAfter: DefaultInterferenceGrowAfter},
+		SLO:    DefaultSLO(),
 		Ledger: Ledger{PatchInterval: DefaultLedgerPatchInterval, Hysteresis: DefaultLedgerHysteresis, MaxAge: DefaultLedgerMaxAge, RMSyncInterval: DefaultRMSyncInterval, RMReadBack: DefaultRMReadBack, Expiry: DefaultLedgerExpiry, RMPreemptionTimeout: DefaultRMPreemptionTimeout, RMPreemptionGrace: DefaultRMPreemptionGrace, RMCapacityRecord: DefaultRMCapacityRecord},
 	}
 }
@@ -138,6 +141,7 @@ func (c *Config) InitFlags(fs *flag.FlagSet) {
 	c.Ledger.initFlags(fs)
 	c.Interference.initFlags(fs)
 	c.Suppress.initFlags(fs)
+	c.SLO.initFlags(fs)
 	fs.StringVar(&c.ContainerMetrics, "yarn-container-metrics", c.ContainerMetrics,
 		"Prometheus series of YARN usage: container (a set per container: container_id, application_id, user, am; and the effective priority with queue, rule, tier), application (a set per application: application_id, user) or off (the node's YARN totals only). Per-container series come and go with every short-lived container; eviction reads koordlet's metric cache, which is written per container whatever this is.")
 	fs.StringVar(&c.QoSPolicyFile, "yarn-qos-policy-file", c.QoSPolicyFile,
@@ -193,6 +197,9 @@ func (c *Config) Validate() error {
 		return err
 	}
 	if err := c.Interference.validate(); err != nil {
+		return err
+	}
+	if err := c.SLO.validate(); err != nil {
 		return err
 	}
 	if err := c.Ledger.validate(); err != nil {

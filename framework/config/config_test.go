@@ -35,6 +35,7 @@ func TestFlagsAndValidate(t *testing.T) {
 		Ledger:           Ledger{PatchInterval: 2 * time.Second, Hysteresis: 5, MaxAge: 30 * time.Second, RMSyncInterval: 5 * time.Second, RMReadBack: 30 * time.Second, Expiry: 5 * time.Minute, RMPreemptionTimeout: 3 * time.Second, RMNodeID: "n1:45454", RMPreemptionGrace: DefaultRMPreemptionGrace, RMCapacityRecord: DefaultRMCapacityRecord},
 		Interference: Interference{Interval: 500 * time.Millisecond, Target: 800 * time.Microsecond, Signal: "wait", MinPercent: 20, StepPercent: 10, GrowAfter: 5,
 			SLOShrinkBelowPercent: 3, SLOGrowAbovePercent: 15, SLOMaxLoadPercent: 90},
+		SLO:                       DefaultSLO(),
 		MemoryThrottleBandPercent: 8,
 		Suppress:                  Suppress{LSPeakWindow: DefaultSuppressLSPeakWindow},
 	}, cfg)
