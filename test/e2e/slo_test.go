@@ -1,0 +1,207 @@
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	dto "github.com/prometheus/client_model/go"
+	"github.com/stretchr/testify/require"
+	"k8s.io/utils/ptr"
+
+	slov1alpha1 "github.com/koordinator-sh/koordinator/apis/slo/v1alpha1"
+
+	"github.com/koordlet-yarn/koordlet-yarn/collectors/lsslo"
+	"github.com/koordlet-yarn/koordlet-yarn/test/nmemu"
+	"github.com/koordlet-yarn/koordlet-yarn/test/nodebox"
+)
+
+// sloBudgetBound is how soon after an LS pod's declared latency goes over
+// its SLO YARN's CPU budget must be at the floor: a scrape (0.5 s) and its
+// window's share of slow requests, a controller step (0.5 s), BE suppress's
+// next round (1 s), with room for a loaded machine.
+const sloBudgetBound = 10 * time.Second
+
+// latencyService is an LS service's own latency histogram, as client_golang
+// exports it, whose every observation the test sets: the LS pod's latency
+// without an LS load.
+type latencyService struct {
+	port    int
+	latency atomic.Int64 // ns per request
+	up      atomic.Bool
+	srv     *http.Server
+	stop    chan struct{}
+}
+
+func startLatencyService(t *testing.T) *latencyService {
+	t.Helper()
+	reg := prometheus.NewRegistry()
+	h := prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "http_request_duration_seconds", Help: "Request latency.",
+		Buckets: prometheus.ExponentialBucketsRange(0.0005, 2, 30)}, []string{"handler"})
+	reg.MustRegister(h)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	s := &latencyService{port: ln.Addr().(*net.TCPAddr).Port, stop: make(chan struct{})}
+	s.latency.Store(int64(time.Millisecond))
+	s.up.Store(true)
+	metrics := promhttp.HandlerFor(reg, promhttp.HandlerOpts{})
+	s.srv = &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !s.up.Load() {
+			http.Error(w, "down", http.StatusServiceUnavailable)
+			return
+		}
+		metrics.ServeHTTP(w, r)
+	})}
+	go func() { _ = s.srv.Serve(ln) }()
+	go func() {
+		tick := time.NewTicker(10 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			select {
+			case <-s.stop:
+				return
+			case <-tick.C:
+				for range 4 { // 400 requests a second
+					h.WithLabelValues("/").Observe(time.Duration(s.latency.Load()).Seconds())
+				}
+			}
+		}
+	}()
+	t.Cleanup(func() { close(s.stop); _ = s.srv.Close() })
+	return s
+}
+
+// TestLSSLOControl: an LS pod declares a p99 SLO of 20 ms on its own
+// histogram; a YARN container burns a CPU. While the pod reports 1 ms,
+// BE suppress gives batch its budget; when the pod's p99 goes to 50 ms,
+// within sloBudgetBound the budget on the besteffort cgroup is at the
+// floor (--yarn-interference-min-cpu-percent of the node), and the
+// controller says the SLO decided it; koordlet restarted during the
+// violation is back there within the same bound. When the pod's endpoint fails, the
+// threshold is at most the NodeSLO's (static suppress), never above.
+func TestLSSLOControl(t *testing.T) {
+	svc := startLatencyService(t)
+	b := startBox(t, nodebox.Options{
+		Pods: []nodebox.PodSpec{{Namespace: "default", Name: "ls", HostNetwork: true, Labels: map[string]string{"koordinator.sh/qosClass": "LS"}, CPU: "1", Memory: "256Mi"}},
+		NodeSLO: slov1alpha1.NodeSLOSpec{ResourceUsedThresholdWithBE: &slov1alpha1.ResourceThresholdStrategy{Enable: ptr.To(true),
+			CPUSuppressThresholdPercent: ptr.To[int64](80), CPUSuppressPolicy: slov1alpha1.CPUCfsQuotaPolicy}},
+		KoordletArgs: []string{"--feature-gates=BECPUSuppress=true,YARNBECPUSuppress=true,YARNLSSLOControl=true",
+			"--yarn-interference-interval=500ms", "--yarn-slo-scrape-interval=500ms", "--yarn-slo-scrape-timeout=400ms", "--yarn-interference-min-cpu-percent=5"}})
+	decl, err := json.Marshal(lsslo.Declaration{Port: svc.port, Metric: "http_request_duration_seconds",
+		Labels: map[string]string{"handler": "/"}, Quantile: 0.99, TargetMilliseconds: 20, WindowSeconds: 2, MinRequests: 50})
+	require.NoError(t, err)
+	require.NoError(t, b.AnnotatePod(context.Background(), "ls", map[string]string{lsslo.Annotation: string(decl)}))
+	_, err = b.NM.Launch(nmemu.Spec{AppID: 9, Attempt: 1, Sequence: 2, User: "spark", MemoryMB: 512, VCores: 1,
+		Script: "exec sh -c 'while :; do :; done'"})
+	require.NoError(t, err)
+	be := filepath.Dir(filepath.Join(nodebox.CgroupRoot, "cpu", nodebox.YARNHierarchy))
+	quota := func() int64 {
+		v, err := os.ReadFile(filepath.Join(be, "cpu.cfs_quota_us"))
+		require.NoError(t, err)
+		q, err := strconv.ParseInt(strings.TrimSpace(string(v)), 10, 64)
+		require.NoError(t, err)
+		return q
+	}
+	cores := func() float64 {
+		q := quota()
+		if q < 0 {
+			return -1
+		}
+		return float64(q) / 100000
+	}
+	var last string
+	metric := func(name, label, value string) (float64, bool) {
+		fams, err := b.MetricFamilies()
+		if err != nil {
+			return 0, false
+		}
+		return gaugeOf(fams, name, label, value)
+	}
+	state := func() string {
+		slack, _ := metric("koordlet_yarn_ls_slo_worst_slack_ratio", "", "")
+		th, _ := metric("koordlet_yarn_interference_threshold_percent", "", "")
+		slo, _ := metric("koordlet_yarn_interference_dominant_signal", "signal", "slo")
+		static, _ := metric("koordlet_yarn_interference_dominant_signal", "signal", "static")
+		return fmt.Sprintf("besteffort %.2f cores, worst slack %.2f, threshold %.0f%%, dominant slo=%.0f static=%.0f", cores(), slack, th, slo, static)
+	}
+	waitFor := func(what string, within time.Duration, ok func() bool) time.Duration {
+		began := time.Now()
+		for !ok() {
+			last = state()
+			if time.Since(began) > within {
+				t.Fatalf("%s within %v: %s\n%s", what, within, last, tail(b.KoordletLog(), 40))
+			}
+			time.Sleep(200 * time.Millisecond)
+		}
+		return time.Since(began)
+	}
+	// 1 ms against 20 ms: batch has a budget well above the floor.
+	// The budget depends on what else the machine runs (upstream's system
+	// term): above three times the floor is enough to tell the fall.
+	waitFor("a BE budget well above the floor with the SLO met", 60*time.Second, func() bool {
+		slack, known := metric("koordlet_yarn_ls_slo_worst_slack_ratio", "", "")
+		return known && slack > 0.9 && cores() > 0.3
+	})
+	met := cores()
+	say(t, "SLO met: %s", state())
+	// 50 ms against 20 ms: batch at the floor within the bound.
+	svc.latency.Store(int64(50 * time.Millisecond))
+	took := waitFor("the BE budget at the floor after the SLO is violated", sloBudgetBound, func() bool {
+		c := cores()
+		slo, _ := metric("koordlet_yarn_interference_dominant_signal", "signal", "slo")
+		return c >= 0 && c <= 0.2 && c < met/2 && slo == 1
+	})
+	say(t, "SLO violated: the budget at the floor in %v: %s", took.Round(100*time.Millisecond), state())
+	// koordlet restarted in the middle of the episode: it starts over at
+	// the NodeSLO's threshold and is back at the floor within the bound.
+	b.StopKoordlet()
+	require.NoError(t, b.StartKoordlet())
+	took = waitFor("the BE budget at the floor again after a restart during the violation", sloBudgetBound, func() bool {
+		slo, _ := metric("koordlet_yarn_interference_dominant_signal", "signal", "slo")
+		th, _ := metric("koordlet_yarn_interference_threshold_percent", "", "")
+		return cores() <= 0.2 && slo == 1 && th > 0 && th < 80 // the new koordlet's cut, not the quota the last one left
+	})
+	say(t, "restarted during the violation: the budget at the floor in %v: %s", took.Round(100*time.Millisecond), state())
+	// Back to 1 ms: the budget grows again.
+	svc.latency.Store(int64(time.Millisecond))
+	waitFor("the BE budget growing again with the SLO met", 90*time.Second, func() bool { return cores() > 0.3 })
+	// The endpoint down: static suppress, the threshold never above the NodeSLO's.
+	svc.up.Store(false)
+	waitFor("static suppress with the declared SLO unknown", 30*time.Second, func() bool {
+		static, _ := metric("koordlet_yarn_interference_dominant_signal", "signal", "static")
+		th, _ := metric("koordlet_yarn_interference_threshold_percent", "", "")
+		return static == 1 && th <= 80
+	})
+	say(t, "SLO unknown: %s", state())
+}
+
+// gaugeOf is the gauge name's value, of the series whose label is value
+// (label "": the first series).
+func gaugeOf(fams map[string]*dto.MetricFamily, name, label, value string) (float64, bool) {
+	f, ok := fams[name]
+	if !ok {
+		return 0, false
+	}
+	for _, m := range f.Metric {
+		if label == "" {
+			return m.GetGauge().GetValue(), true
+		}
+		for _, lp := range m.Label {
+			if lp.GetName() == label && lp.GetValue() == value {
+				return m.GetGauge().GetValue(), true
+			}
+		}
+	}
+	return 0, false
+}
