@@ -180,8 +180,8 @@ const (
 	// LS pods declare and report themselves (collectors/lsslo: the
 	// annotation koordlet-yarn.io/latency-slo names the pod's own
 	// Prometheus histogram and the SLO): Heracles' rule on the worst
-	// declared pod's slack, with the LS CPU wait and PSI as further
-	// constraints, the most conservative winning. With no pod declaring
+	// declared pod's slack, with the LS CPU wait (YARNInterferenceControl)
+	// as a further constraint, the most conservative winning. With no pod declaring
 	// an SLO the controller is exactly as without this gate; with a
 	// declared SLO unknown (the endpoint down), static suppress at the
 	// NodeSLO's threshold. Needs YARNBECPUSuppress and BECPUSuppress.
