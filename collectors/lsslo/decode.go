@@ -144,8 +144,16 @@ func Decode(body []byte, contentType, metric string, match map[string]string, ma
 	case len(sums) == 0:
 		return Buckets{}, fail(ReasonNoSeries, "no series of %s matches the labels %v", metric, match)
 	}
+	if len(sums) > MaxBuckets {
+		return Buckets{}, fail(ReasonTooManySeries, "%s has %d distinct buckets, more than %d", bucketName, len(sums), MaxBuckets)
+	}
 	return bucketsOf(sums, bucketName)
 }
+
+// MaxBuckets is the most distinct le bounds a declared histogram may have:
+// each scrape a pod's window keeps holds them all (client_golang's
+// default has 11, a dense exponential one a few dozen).
+const MaxBuckets = 512
 
 // bucketsOf orders the summed buckets and checks they are a histogram.
 func bucketsOf(sums map[float64]float64, name string) (Buckets, error) {

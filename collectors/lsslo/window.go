@@ -1,6 +1,7 @@
 package lsslo
 
 import (
+	"fmt"
 	"math"
 	"time"
 )
@@ -141,6 +142,16 @@ func Quantile(q float64, b Buckets) float64 {
 	return start + (b.Bounds[i]-start)*((rank-below)/in)
 }
 
+// maxLatency bounds a quantile read from a histogram (its buckets'
+// bounds are the pod's to choose).
+const maxLatency = time.Hour
+
+// inInf: the q-quantile's rank falls in b's +Inf bucket.
+func inInf(q float64, b Buckets) bool {
+	n := len(b.Counts)
+	return n >= 2 && b.Counts[n-2] < q*b.Total()
+}
+
 // Slack is (target − latency) ÷ target: 1 for no latency, 0 at the
 // target, below 0 past it.
 func Slack(target, latency time.Duration) float64 {
@@ -163,9 +174,13 @@ func Evaluate(s SLO, d Delta) PodSLO {
 		p.Why = "the window's buckets are not a histogram"
 		return p
 	}
-	if v > float64(math.MaxInt64)/float64(time.Second) {
-		v = float64(math.MaxInt64) / float64(time.Second)
+	if n := len(d.Bounds); n >= 2 && inInf(s.Quantile, d.Buckets) && d.Bounds[n-2] < s.Target.Seconds() {
+		// The rank is above the highest finite bound, which is below the
+		// target: the latency may be anywhere over it, the SLO met or not.
+		p.Why = fmt.Sprintf("the quantile is above the histogram's highest finite bucket (%gs), which is below the target", d.Bounds[n-2])
+		return p
 	}
+	v = min(v, maxLatency.Seconds())
 	p.Latency = time.Duration(v * float64(time.Second))
 	p.Known = true
 	p.Slack = Slack(s.Target, p.Latency)

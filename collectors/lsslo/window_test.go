@@ -127,6 +127,18 @@ func TestEvaluate(t *testing.T) {
 
 	p = Evaluate(s, Delta{Buckets: bk(0, 0, 0, 0)})
 	assert.True(t, p.Quiet, "an empty window is quiet")
+
+	// The p99 beyond the highest finite bound (100 ms): under a 200 ms
+	// target it may be met or not: unknown, never spare slack; over an
+	// 80 ms target it is violated.
+	wide := SLO{Quantile: 0.99, Target: 200 * time.Millisecond, MinRequests: 20}
+	p = Evaluate(wide, Delta{Buckets: bk(50, 90, 95, 100)})
+	assert.False(t, p.Known, "a quantile in +Inf with the last bound below the target is not known")
+	assert.False(t, p.Quiet)
+	assert.Contains(t, p.Why, "highest finite bucket")
+	p = Evaluate(s, Delta{Buckets: bk(50, 90, 95, 100)})
+	assert.True(t, p.Known)
+	assert.Less(t, p.Slack, 0.0, "beyond a last bound above the target: violated")
 }
 
 func TestSummarize(t *testing.T) {
