@@ -87,6 +87,9 @@ type Controller struct {
 	// SLO's cuts in a row (the first is logged at Info, the audit).
 	winner     string
 	sloCutting bool
+	// read is the offset BE suppress last computed with (Threshold; nil:
+	// none since the controller applies): the budget in force is its.
+	read *float64
 	// last is the last step's decision (Last).
 	last Decision
 	said map[string]bool
@@ -142,8 +145,11 @@ func (c *Controller) Threshold(base int64) int64 {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if !c.applying || c.stopped || !c.Enabled() {
+		c.read = nil
 		return base
 	}
+	read := c.offset
+	c.read = &read
 	return threshold(base, c.offset)
 }
 
@@ -325,18 +331,18 @@ func (c *Controller) Step() {
 		d.LSLoad = c.lsLoad(h, capacity, base)
 		d.SLOPods, d.SLOUnknown, d.SLOQuiet = slo.Declared, slo.Unknown, slo.Quiet
 	}
-	switch mode {
-	case sloStatic:
+	if mode == sloStatic {
 		props = append(props, static(st))
-	case sloQuiet, sloKnown:
-		cfg := c.opts.Config
-		in := SLOInput{Known: mode == sloKnown, Slack: slo.Worst.Slack, Load: d.LSLoad}
+	}
+	if known := slo.Worst.Pod != ""; mode == sloKnown || mode == sloQuiet || mode == sloStatic && known {
+		// A known pod's slack steers in static suppress too: a violation
+		// behind another pod's lost endpoint still cuts.
+		in := SLOInput{Known: known, Slack: slo.Worst.Slack, Load: d.LSLoad}
 		if in.Known {
 			w := slo.Worst
 			d.Pod, d.Quantile, d.LatencySeconds, d.TargetSeconds, d.Slack = w.Pod, w.Quantile, w.Latency.Seconds(), w.Target.Seconds(), &w.Slack
 		}
-		n, act := sloRule(cfg).Next(st, float64(base), budget, usage, in)
-		props = append(props, Proposal{Signal: SignalSLO, State: n, Action: act})
+		props = append(props, c.sloProposal(st, float64(base), budget, usage, in, slo.Quiet > 0))
 	}
 	d.Proposals = props
 	win, ok := decide(props)

@@ -255,3 +255,67 @@ func TestSLOOffsetKeptThroughGap(t *testing.T) {
 	n.step(t)
 	assert.Equal(t, int64(57), n.threshold(), "back where it was, a step up")
 }
+
+// TestSLOPositiveOffsetNotBroughtBack: an offset earned before the
+// declarations went away (a Deployment rolled: the old pod gone, the new
+// one pending) is not handed to the new pod while it is quiet: a positive
+// offset is earned by known slack only.
+func TestSLOPositiveOffsetNotBroughtBack(t *testing.T) {
+	n := newSLONode(t, false)
+	n.known(0.5)
+	for i := 0; i < 6; i++ {
+		n.step(t)
+	}
+	require.Greater(t, n.threshold(), int64(80))
+	n.decl, n.declOK = lsslo.Signal{Declared: 0}, true
+	n.step(t)
+	require.Equal(t, int64(80), n.threshold())
+	q := lsslo.PodSLO{Pod: "default/web-2", Quiet: true}
+	n.decl = lsslo.Signal{At: n.clock, Declared: 1, Quiet: 1, Pods: []lsslo.PodSLO{q}}
+	n.step(t)
+	assert.LessOrEqual(t, n.threshold(), int64(80), "the new pod quiet: at most the NodeSLO's")
+}
+
+// TestSLOCutOncePerReading: two steps on one violation before BE suppress
+// computed again cut once: the budget read is the one of the offset
+// suppress last computed with.
+func TestSLOCutOncePerReading(t *testing.T) {
+	n := newSLONode(t, false)
+	n.known(0.5)
+	n.step(t)
+	n.step(t)
+	n.known(-0.5)
+	n.clock = n.clock.Add(time.Second)
+	n.c.Step() // no suppress round between the two steps
+	n.clock = n.clock.Add(time.Second)
+	n.c.Step()
+	assert.Equal(t, int64(55), n.threshold(), "the floor (5% of the node above LS's 50%), not below it")
+}
+
+// TestSLOKnownViolationCutsInStatic: one declared pod unknown, another
+// known and violated: static suppress and the violation's cut, the lower
+// winning.
+func TestSLOKnownViolationCutsInStatic(t *testing.T) {
+	n := newSLONode(t, false)
+	n.known(0.5)
+	n.step(t)
+	n.step(t)
+	w := lsslo.PodSLO{Pod: "default/web", Quantile: 0.99, Target: 20 * time.Millisecond, Latency: 30 * time.Millisecond, Known: true, Slack: -0.5}
+	u := lsslo.PodSLO{Pod: "default/api", Why: "down"}
+	n.decl = lsslo.Signal{At: n.clock, Declared: 2, Unknown: 1, Worst: w, Pods: []lsslo.PodSLO{u, w}}
+	n.step(t)
+	assert.Equal(t, int64(55), n.threshold(), "the known pod's violation: the floor")
+}
+
+// TestSLONoGrowthWhileAPodIsQuiet: a known pod with slack to spare does
+// not grow batch past another declared pod too quiet to tell.
+func TestSLONoGrowthWhileAPodIsQuiet(t *testing.T) {
+	n := newSLONode(t, false)
+	w := lsslo.PodSLO{Pod: "default/web", Quantile: 0.99, Target: 20 * time.Millisecond, Latency: 2 * time.Millisecond, Known: true, Slack: 0.9}
+	q := lsslo.PodSLO{Pod: "default/api", Quiet: true}
+	n.decl, n.declOK = lsslo.Signal{At: n.clock, Declared: 2, Quiet: 1, Worst: w, Pods: []lsslo.PodSLO{q, w}}, true
+	for i := 0; i < 6; i++ {
+		n.step(t)
+	}
+	assert.Equal(t, int64(80), n.threshold())
+}

@@ -1,6 +1,10 @@
 package yarninterference
 
-import "github.com/koordlet-yarn/koordlet-yarn/framework/config"
+import (
+	"math"
+
+	"github.com/koordlet-yarn/koordlet-yarn/framework/config"
+)
 
 // SLORule is Heracles' rule (Lo et al., ISCA 2015) on the slack of the
 // declared LS pod with the least of it, slack = (target − latency) ÷
@@ -81,7 +85,7 @@ func (r SLORule) Next(s State, base, budget, usage float64, in SLOInput) (State,
 	clamp := func(v float64) float64 { return min(max(v, -base), 100-base) }
 	offset := clamp(s.Offset)
 	switch {
-	case !in.Known:
+	case !in.Known, math.IsNaN(in.Slack):
 		return State{Offset: offset, Quiet: s.Quiet}, Hold
 	case in.Slack < 0:
 		if budget < 0 { // unlimited or unknown: how far the floor is cannot be told

@@ -104,3 +104,32 @@ func (c *Controller) lsLoad(h string, capacity, base int64) float64 {
 	pct := float64(u-prev) / float64(now.Sub(at)) * 1000 / float64(capacity) * 100
 	return pct / float64(base)
 }
+
+// sloProposal is the declared SLOs' proposal from state st (caller holds
+// mu):
+//   - a positive offset is earned by known slack only: when the SLO did not
+//     decide the last step (koordlet starting, a pod declaring anew after
+//     none did, the CPU wait or static deciding), the rule starts from at
+//     most the NodeSLO's threshold;
+//   - the budget in force is BE suppress's at the offset it last read
+//     (Threshold), which lags a step taken since: the rule moves from that
+//     offset and never above the one in force, so that two steps before
+//     suppress's next round do not cut (or grow) twice for one reading;
+//   - no growth while a declared pod is quiet (too few requests to tell).
+func (c *Controller) sloProposal(st State, base, budget, usage float64, in SLOInput, quiet bool) Proposal {
+	if !c.applying || c.winner != SignalSLO {
+		st.Offset = min(st.Offset, 0)
+	}
+	from := st
+	if c.read != nil {
+		from.Offset = *c.read
+	}
+	n, act := sloRule(c.opts.Config).Next(from, base, budget, usage, in)
+	if act == Grow && (quiet || from.Offset != st.Offset) {
+		n, act = State{Offset: st.Offset, Quiet: n.Quiet}, Hold
+	}
+	if act != Grow && n.Offset > st.Offset {
+		n.Offset = st.Offset // a hold from an older reading never raises
+	}
+	return Proposal{Signal: SignalSLO, State: n, Action: act}
+}
