@@ -88,8 +88,9 @@ type Controller struct {
 	winner     string
 	sloCutting bool
 	// read is the offset BE suppress last computed with (Threshold; nil:
-	// none since the controller applies): the budget in force is its.
-	read *float64
+	// none since the controller applies): the budget in force is its once
+	// suppress has written it; prevRead the one before.
+	read, prevRead *reading
 	// last is the last step's decision (Last).
 	last Decision
 	said map[string]bool
@@ -145,11 +146,10 @@ func (c *Controller) Threshold(base int64) int64 {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if !c.applying || c.stopped || !c.Enabled() {
-		c.read = nil
+		c.read, c.prevRead = nil, nil
 		return base
 	}
-	read := c.offset
-	c.read = &read
+	c.prevRead, c.read = c.read, &reading{offset: c.offset, at: c.now()}
 	return threshold(base, c.offset)
 }
 

@@ -319,3 +319,23 @@ func TestSLONoGrowthWhileAPodIsQuiet(t *testing.T) {
 	}
 	assert.Equal(t, int64(80), n.threshold())
 }
+
+// TestSLOCutIgnoresAReadNotYetWritten: a step that comes between BE
+// suppress's read of the threshold and its write of the budget reads the
+// round before's quota: it cuts from the offset that quota was computed
+// with, not once more below the floor.
+func TestSLOCutIgnoresAReadNotYetWritten(t *testing.T) {
+	n := newSLONode(t, false)
+	n.known(0.5)
+	n.step(t)
+	n.step(t) // suppress computed and wrote: LS's 50% leaves batch the rest
+	n.known(-0.5)
+	n.clock = n.clock.Add(time.Second)
+	n.c.Step()
+	floor := n.c.Offset()
+	require.Equal(t, int64(55), threshold(80, floor), "the floor: 5% of the node above LS's 50%")
+	n.c.Threshold(80) // suppress reads 55% and is still computing: the quota is the round before's
+	n.clock = n.clock.Add(100 * time.Millisecond)
+	n.c.Step()
+	assert.InDelta(t, floor, n.c.Offset(), 1e-9, "not below the floor")
+}

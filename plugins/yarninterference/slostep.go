@@ -121,8 +121,12 @@ func (c *Controller) sloProposal(st State, base, budget, usage float64, in SLOIn
 		st.Offset = min(st.Offset, 0)
 	}
 	from := st
-	if c.read != nil {
-		from.Offset = *c.read
+	r := c.read
+	if r != nil && c.now().Sub(r.at) < readSettle {
+		r = c.prevRead // suppress may be between its compute and its write
+	}
+	if r != nil {
+		from.Offset = r.offset
 	}
 	n, act := sloRule(c.opts.Config).Next(from, base, budget, usage, in)
 	if act == Grow && (quiet || from.Offset != st.Offset) {
@@ -133,3 +137,14 @@ func (c *Controller) sloProposal(st State, base, budget, usage float64, in SLOIn
 	}
 	return Proposal{Signal: SignalSLO, State: n, Action: act}
 }
+
+// reading is an offset BE suppress computed with, and when.
+type reading struct {
+	offset float64
+	at     time.Time
+}
+
+// readSettle is how long after BE suppress read the threshold its budget
+// is taken to be written: a round computes and writes within
+// milliseconds; a step in between reads the quota of the round before.
+const readSettle = 250 * time.Millisecond

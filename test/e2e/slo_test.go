@@ -35,11 +35,13 @@ const sloBudgetBound = 10 * time.Second
 
 // latencyService is an LS service's own latency histogram, as client_golang
 // exports it, whose every observation the test sets: the LS pod's latency
-// without an LS load.
+// without an LS load. down closes its listener (connections refused), up
+// listens again on the same port.
 type latencyService struct {
+	t       *testing.T
 	port    int
 	latency atomic.Int64 // ns per request
-	up      atomic.Bool
+	metrics http.Handler
 	srv     *http.Server
 	stop    chan struct{}
 }
@@ -50,20 +52,9 @@ func startLatencyService(t *testing.T) *latencyService {
 	h := prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "http_request_duration_seconds", Help: "Request latency.",
 		Buckets: prometheus.ExponentialBucketsRange(0.0005, 2, 30)}, []string{"handler"})
 	reg.MustRegister(h)
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	s := &latencyService{port: ln.Addr().(*net.TCPAddr).Port, stop: make(chan struct{})}
+	s := &latencyService{t: t, metrics: promhttp.HandlerFor(reg, promhttp.HandlerOpts{}), stop: make(chan struct{})}
 	s.latency.Store(int64(time.Millisecond))
-	s.up.Store(true)
-	metrics := promhttp.HandlerFor(reg, promhttp.HandlerOpts{})
-	s.srv = &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if !s.up.Load() {
-			http.Error(w, "down", http.StatusServiceUnavailable)
-			return
-		}
-		metrics.ServeHTTP(w, r)
-	})}
-	go func() { _ = s.srv.Serve(ln) }()
+	s.up()
 	go func() {
 		tick := time.NewTicker(10 * time.Millisecond)
 		defer tick.Stop()
@@ -78,18 +69,35 @@ func startLatencyService(t *testing.T) *latencyService {
 			}
 		}
 	}()
-	t.Cleanup(func() { close(s.stop); _ = s.srv.Close() })
+	t.Cleanup(func() { close(s.stop); s.down() })
 	return s
+}
+
+func (s *latencyService) up() {
+	ln, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(s.port)))
+	require.NoError(s.t, err)
+	s.port = ln.Addr().(*net.TCPAddr).Port
+	s.srv = &http.Server{Handler: s.metrics}
+	go func() { _ = s.srv.Serve(ln) }()
+}
+
+func (s *latencyService) down() {
+	if s.srv != nil {
+		_ = s.srv.Close()
+		s.srv = nil
+	}
 }
 
 // TestLSSLOControl: an LS pod declares a p99 SLO of 20 ms on its own
 // histogram; a YARN container burns a CPU. While the pod reports 1 ms,
-// BE suppress gives batch its budget; when the pod's p99 goes to 50 ms,
-// within sloBudgetBound the budget on the besteffort cgroup is at the
-// floor (--yarn-interference-min-cpu-percent of the node), and the
-// controller says the SLO decided it; koordlet restarted during the
-// violation is back there within the same bound. When the pod's endpoint fails, the
-// threshold is at most the NodeSLO's (static suppress), never above.
+// the controller grows BE suppress's threshold above the NodeSLO's 80%.
+// The pod's endpoint down (connections refused): static suppress, the
+// threshold at most the NodeSLO's and the budget bounded while it is
+// down. Back, and its p99 at 50 ms: within sloBudgetBound the budget on
+// the besteffort cgroup is at the floor (--yarn-interference-min-cpu-percent
+// of the node), the SLO the deciding signal; koordlet restarted during the
+// violation is back there within the same bound; the SLO met again, the
+// budget grows.
 func TestLSSLOControl(t *testing.T) {
 	svc := startLatencyService(t)
 	b := startBox(t, nodebox.Options{
@@ -106,21 +114,16 @@ func TestLSSLOControl(t *testing.T) {
 		Script: "exec sh -c 'while :; do :; done'"})
 	require.NoError(t, err)
 	be := filepath.Dir(filepath.Join(nodebox.CgroupRoot, "cpu", nodebox.YARNHierarchy))
-	quota := func() int64 {
+	cores := func() float64 {
 		v, err := os.ReadFile(filepath.Join(be, "cpu.cfs_quota_us"))
 		require.NoError(t, err)
 		q, err := strconv.ParseInt(strings.TrimSpace(string(v)), 10, 64)
 		require.NoError(t, err)
-		return q
-	}
-	cores := func() float64 {
-		q := quota()
 		if q < 0 {
 			return -1
 		}
 		return float64(q) / 100000
 	}
-	var last string
 	metric := func(name, label, value string) (float64, bool) {
 		fams, err := b.MetricFamilies()
 		if err != nil {
@@ -128,62 +131,71 @@ func TestLSSLOControl(t *testing.T) {
 		}
 		return gaugeOf(fams, name, label, value)
 	}
+	threshold := func() float64 { th, _ := metric("koordlet_yarn_interference_threshold_percent", "", ""); return th }
+	dominant := func(signal string) bool {
+		v, _ := metric("koordlet_yarn_interference_dominant_signal", "signal", signal)
+		return v == 1
+	}
 	state := func() string {
-		slack, _ := metric("koordlet_yarn_ls_slo_worst_slack_ratio", "", "")
-		th, _ := metric("koordlet_yarn_interference_threshold_percent", "", "")
-		slo, _ := metric("koordlet_yarn_interference_dominant_signal", "signal", "slo")
-		static, _ := metric("koordlet_yarn_interference_dominant_signal", "signal", "static")
-		return fmt.Sprintf("besteffort %.2f cores, worst slack %.2f, threshold %.0f%%, dominant slo=%.0f static=%.0f", cores(), slack, th, slo, static)
+		slack, known := metric("koordlet_yarn_ls_slo_worst_slack_ratio", "", "")
+		sl := "none known"
+		if known {
+			sl = strconv.FormatFloat(slack, 'f', 2, 64)
+		}
+		return fmt.Sprintf("besteffort %.2f cores, worst slack %s, threshold %.0f%%, dominant slo=%v static=%v", cores(), sl, threshold(), dominant("slo"), dominant("static"))
 	}
 	waitFor := func(what string, within time.Duration, ok func() bool) time.Duration {
 		began := time.Now()
 		for !ok() {
-			last = state()
 			if time.Since(began) > within {
-				t.Fatalf("%s within %v: %s\n%s", what, within, last, tail(b.KoordletLog(), 40))
+				t.Fatalf("%s within %v: %s\n%s", what, within, state(), tail(b.KoordletLog(), 40))
 			}
 			time.Sleep(200 * time.Millisecond)
 		}
 		return time.Since(began)
 	}
-	// 1 ms against 20 ms: batch has a budget well above the floor.
-	// The budget depends on what else the machine runs (upstream's system
-	// term): above three times the floor is enough to tell the fall.
-	waitFor("a BE budget well above the floor with the SLO met", 60*time.Second, func() bool {
+	// 1 ms against 20 ms: the threshold grows above the NodeSLO's. (The
+	// budget depends on what else the machine runs, upstream's system term.)
+	waitFor("the threshold above the NodeSLO's with the SLO met", 60*time.Second, func() bool {
 		slack, known := metric("koordlet_yarn_ls_slo_worst_slack_ratio", "", "")
-		return known && slack > 0.9 && cores() > 0.3
+		return known && slack > 0.9 && threshold() > 80 && cores() > 0.3
 	})
 	met := cores()
 	say(t, "SLO met: %s", state())
+
+	// The endpoint down: static suppress, held while it is down.
+	svc.down()
+	waitFor("static suppress with the declared SLO unknown", 30*time.Second, func() bool { return dominant("static") && threshold() <= 80 })
+	for i := 0; i < 15; i++ {
+		require.LessOrEqual(t, threshold(), 80.0, "static suppress: never above the NodeSLO's threshold: %s", state())
+		require.GreaterOrEqual(t, cores(), 0.0, "static suppress: never an unlimited budget: %s", state())
+		time.Sleep(200 * time.Millisecond)
+	}
+	say(t, "SLO unknown (endpoint refused): %s", state())
+	svc.up()
+
 	// 50 ms against 20 ms: batch at the floor within the bound.
 	svc.latency.Store(int64(50 * time.Millisecond))
 	took := waitFor("the BE budget at the floor after the SLO is violated", sloBudgetBound, func() bool {
 		c := cores()
-		slo, _ := metric("koordlet_yarn_interference_dominant_signal", "signal", "slo")
-		return c >= 0 && c <= 0.2 && c < met/2 && slo == 1
+		return c >= 0 && c <= 0.2 && c < met/2 && dominant("slo")
 	})
 	say(t, "SLO violated: the budget at the floor in %v: %s", took.Round(100*time.Millisecond), state())
+
 	// koordlet restarted in the middle of the episode: it starts over at
 	// the NodeSLO's threshold and is back at the floor within the bound.
 	b.StopKoordlet()
 	require.NoError(t, b.StartKoordlet())
 	took = waitFor("the BE budget at the floor again after a restart during the violation", sloBudgetBound, func() bool {
-		slo, _ := metric("koordlet_yarn_interference_dominant_signal", "signal", "slo")
-		th, _ := metric("koordlet_yarn_interference_threshold_percent", "", "")
-		return cores() <= 0.2 && slo == 1 && th > 0 && th < 80 // the new koordlet's cut, not the quota the last one left
+		th := threshold()
+		return cores() <= 0.2 && dominant("slo") && th < 80 // the new koordlet's cut, not the quota the last one left
 	})
 	say(t, "restarted during the violation: the budget at the floor in %v: %s", took.Round(100*time.Millisecond), state())
+
 	// Back to 1 ms: the budget grows again.
 	svc.latency.Store(int64(time.Millisecond))
 	waitFor("the BE budget growing again with the SLO met", 90*time.Second, func() bool { return cores() > 0.3 })
-	// The endpoint down: static suppress, the threshold never above the NodeSLO's.
-	svc.up.Store(false)
-	waitFor("static suppress with the declared SLO unknown", 30*time.Second, func() bool {
-		static, _ := metric("koordlet_yarn_interference_dominant_signal", "signal", "static")
-		th, _ := metric("koordlet_yarn_interference_threshold_percent", "", "")
-		return static == 1 && th <= 80
-	})
-	say(t, "SLO unknown: %s", state())
+	say(t, "SLO met again: %s", state())
 }
 
 // gaugeOf is the gauge name's value, of the series whose label is value
