@@ -51,9 +51,9 @@ const (
 // AllConfigs lists every configuration in run order.
 var AllConfigs = []Config{LSAlone, BatchAlone, UpstreamBest, PluginKill, PluginPreempt, PluginLadder, PluginControlled, PluginSLO}
 
-// Recommended is the configuration the docs recommend (docs/figures.md,
-// docs/interference.md): the issue's target holds its worst phase's range
-// entirely below upstream's best.
+// Recommended is the configuration the docs are to recommend once its day
+// is measured (docs/figures.md): issue 49's target for it is its worst
+// phase's range entirely below upstream's best's, which CheckSLO reports.
 const Recommended = PluginSLO
 
 func (c Config) String() string {
