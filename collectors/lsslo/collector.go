@@ -3,6 +3,7 @@ package lsslo
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"sort"
 	"strings"
@@ -51,10 +52,17 @@ type pod struct {
 	annotation string
 	slo        SLO
 	declErr    error
-	gen        int
-	inFlight   bool
-	ring       ring
-	cur        PodSLO
+	// gen is the collector's count of declarations when this one was
+	// read (one counter for every pod: a pod dropped and seen again never
+	// reuses a generation a scrape still running carries); declared: one
+	// was read.
+	gen      int
+	declared bool
+	inFlight bool
+	// started is when the scrape in flight started.
+	started time.Time
+	ring    ring
+	cur     PodSLO
 	// state is what was last logged ("known", "quiet", "unknown: reason").
 	state string
 }
@@ -85,6 +93,8 @@ type Collector struct {
 	// Loop state (the loop's goroutine only; cfg is written once, by
 	// prepare, under mu).
 	pods map[string]*pod // by UID
+	// gens counts the declarations read (pod.gen).
+	gens int
 	// said are the lines said once (BE pods' declarations).
 	said map[string]bool
 }
@@ -258,8 +268,12 @@ func (c *Collector) tick(ctx context.Context) {
 		case lp.inFlight:
 			c.metrics.errors.WithLabelValues(ReasonInFlight).Inc()
 			klog.V(4).Infof("yarn: LS latency SLO: pod %s: the last scrape still runs; this interval's is skipped", lp.key())
+			if age := now.Sub(lp.started); age > 2*c.cfg.ScrapeInterval {
+				// Its last latency is too old to steer by.
+				c.set(lp, PodSLO{Why: fmt.Sprintf("its scrape has not finished for %v", age.Round(time.Millisecond))}, ReasonTimeout)
+			}
 		default:
-			lp.inFlight = true
+			lp.inFlight, lp.started = true, now
 			go c.scrape(ctx, uid, lp.gen, scrapeURL(p.Status.PodIP, lp.slo), lp.slo)
 		}
 	}
@@ -269,15 +283,16 @@ func (c *Collector) tick(ctx context.Context) {
 // declare parses the pod's declaration when it changed; a bad one is
 // logged and counted once per distinct error.
 func (c *Collector) declare(lp *pod, value string) {
-	if lp.gen > 0 && value == lp.annotation {
+	if lp.declared && value == lp.annotation {
 		return
 	}
-	prevErr := lp.declErr
+	prevErr, again := lp.declErr, lp.declared
 	// A scrape still running under the old declaration is dropped when it
 	// ends (it still counts as in flight: never two at once).
-	lp.annotation, lp.gen, lp.ring = value, lp.gen+1, ring{}
+	c.gens++
+	lp.annotation, lp.gen, lp.declared, lp.ring = value, c.gens, true, ring{}
 	lp.slo, lp.declErr = ParseDeclaration(value, c.defaults())
-	if lp.declErr == nil && lp.gen > 1 {
+	if lp.declErr == nil && again {
 		c.set(lp, PodSLO{Quiet: true}, "") // the new declaration's window starts empty
 	}
 	if lp.declErr != nil && (prevErr == nil || prevErr.Error() != lp.declErr.Error()) {
@@ -289,10 +304,14 @@ func (c *Collector) declare(lp *pod, value string) {
 // to the loop.
 func (c *Collector) scrape(ctx context.Context, uid string, gen int, url string, s SLO) {
 	r := result{uid: uid, gen: gen}
+	wait := time.NewTimer(c.cfg.ScrapeTimeout)
+	defer wait.Stop()
 	select {
 	case c.sem <- struct{}{}:
 		r.b, r.err = c.scraper.scrape(ctx, url, s)
 		<-c.sem
+	case <-wait.C:
+		r.err = fail(ReasonTimeout, "no scrape slot within %v: %d scrapes of other pods run", c.cfg.ScrapeTimeout, cap(c.sem))
 	case <-ctx.Done():
 		r.err = ctx.Err()
 	}

@@ -408,3 +408,49 @@ func TestCollectorRun(t *testing.T) {
 	assert.Eventually(t, func() bool { _, ok := c.Latest(); return ok }, 30*time.Second, 10*time.Millisecond)
 	close(stop)
 }
+
+// TestCollectorScrapeTooLongIsUnknown: a scrape still running after two
+// intervals makes the pod's SLO unknown: its last latency is too old to
+// steer by.
+func TestCollectorScrapeTooLongIsUnknown(t *testing.T) {
+	h := newHarness(t, testCfg(), nil)
+	var hits atomic.Int64
+	release := make(chan struct{})
+	t.Cleanup(func() { close(release) })
+	h.pods = []*corev1.Pod{serve(t, "web", decl, blocking(&hits, release))}
+	h.c.tick(h.ctx)
+	require.Eventually(t, func() bool { return hits.Load() == 1 }, 30*time.Second, 10*time.Millisecond)
+	h.c.tick(h.ctx)
+	assert.True(t, h.pod("web").Quiet, "in flight for less than two intervals: as it was")
+	h.clock.Advance(3 * time.Second)
+	h.c.tick(h.ctx)
+	p := h.pod("web")
+	assert.False(t, p.Known || p.Quiet)
+	assert.Contains(t, p.Why, "has not finished")
+}
+
+// TestCollectorGenerationNotReused: a pod whose declaration went and came
+// back never reuses the generation a scrape still running carries, so
+// that scrape's result is dropped.
+func TestCollectorGenerationNotReused(t *testing.T) {
+	h := newHarness(t, testCfg(), nil)
+	var hits atomic.Int64
+	release := make(chan struct{})
+	t.Cleanup(func() { close(release) })
+	web := serve(t, "web", decl, blocking(&hits, release))
+	h.pods = []*corev1.Pod{web}
+	h.c.tick(h.ctx)
+	gen := func() int {
+		for _, lp := range h.c.pods {
+			return lp.gen
+		}
+		return -1
+	}
+	first := gen()
+	h.pods = nil
+	h.c.tick(h.ctx)
+	require.Empty(t, h.c.pods)
+	h.pods = []*corev1.Pod{web}
+	h.c.tick(h.ctx)
+	assert.NotEqual(t, first, gen(), "a new generation for the declaration seen again")
+}
