@@ -8,7 +8,6 @@ import (
 	"testing"
 	"time"
 
-	dto "github.com/prometheus/client_model/go"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"k8s.io/utils/ptr"
@@ -45,23 +44,6 @@ func v2Interference(t *testing.T, l nodebox.Layout, ebpf bool) {
 	root := filepath.Join(b.CgroupRoot(), b.Hierarchy())
 	be := filepath.Dir(root) // the YARN root is below besteffort in this layout
 
-	gauge := func(fams map[string]*dto.MetricFamily, name, label, value string) (float64, bool) {
-		f, ok := fams[name]
-		if !ok {
-			return 0, false
-		}
-		for _, m := range f.Metric {
-			if label == "" {
-				return m.GetGauge().GetValue(), true
-			}
-			for _, lp := range m.Label {
-				if lp.GetName() == label && lp.GetValue() == value {
-					return m.GetGauge().GetValue(), true
-				}
-			}
-		}
-		return 0, false
-	}
 	var last string
 	ok := func() bool {
 		fams, err := b.MetricFamilies()
@@ -73,10 +55,10 @@ func v2Interference(t *testing.T, l nodebox.Layout, ebpf bool) {
 		if ebpf {
 			source = "ebpf"
 		}
-		on, _ := gauge(fams, "koordlet_yarn_ls_cpu_wait_source", "source", source)
+		on, _ := gaugeOf(fams, "koordlet_yarn_ls_cpu_wait_source", "source", source)
 		waits := nodebox.CounterSum(fams, "koordlet_yarn_ls_cpu_waits_total", "pod", "ls")
-		_, psi := gauge(fams, "koordlet_yarn_ls_cpu_pressure_some_ratio", "pod", "ls")
-		threshold, _ := gauge(fams, "koordlet_yarn_interference_threshold_percent", "", "")
+		_, psi := gaugeOf(fams, "koordlet_yarn_ls_cpu_pressure_some_ratio", "pod", "ls")
+		threshold, _ := gaugeOf(fams, "koordlet_yarn_interference_threshold_percent", "", "")
 		cuts := nodebox.CounterSum(fams, "koordlet_yarn_interference_actions_total", "action", "cut")
 		beMax := readFile(filepath.Join(be, "cpu.max"))
 		rootMax := readFile(filepath.Join(root, "cpu.max"))
