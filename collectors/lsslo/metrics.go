@@ -1,6 +1,7 @@
 package lsslo
 
 import (
+	"errors"
 	"github.com/prometheus/client_golang/prometheus"
 
 	koordmetrics "github.com/koordinator-sh/koordinator/pkg/koordlet/metrics"
@@ -42,7 +43,14 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		errors: prometheus.NewCounterVec(prometheus.CounterOpts{Subsystem: sub, Name: "yarn_ls_slo_scrape_errors_total",
 			Help: "Failed or skipped scrapes of declared LS pods' histograms, and bad declarations, by reason."}, []string{"reason"}),
 	}
-	if err := promreg.Register(reg, m.latency, m.target, m.slack, m.worst, m.pods, m.errors); err != nil {
+	if err := errors.Join(
+		promreg.Register(reg, &m.latency),
+		promreg.Register(reg, &m.target),
+		promreg.Register(reg, &m.slack),
+		promreg.Register(reg, &m.worst),
+		promreg.Register(reg, &m.pods),
+		promreg.Register(reg, &m.errors),
+	); err != nil {
 		return nil, err
 	}
 	return m, nil

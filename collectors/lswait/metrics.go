@@ -1,6 +1,7 @@
 package lswait
 
 import (
+	"errors"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -58,7 +59,21 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		pressure: prometheus.NewGaugeVec(prometheus.GaugeOpts{Subsystem: sub, Name: "yarn_ls_cpu_pressure_some_ratio",
 			Help: "Share of the last interval in which some task of the LS pod waited for a CPU (cgroup v2 PSI cpu.pressure)."}, pod),
 	}
-	if err := promreg.Register(reg, m.waitSeconds, m.waits, m.interference, m.nodeInterferenceP99, m.nodeP999, m.nodeInterferenceP999, m.nodeInterferenceMean, m.worstPodMean, m.podP99, m.nodeP99, m.nodeMean, m.source, m.pressure); err != nil {
+	if err := errors.Join(
+		promreg.Register(reg, &m.waitSeconds),
+		promreg.Register(reg, &m.waits),
+		promreg.Register(reg, &m.interference),
+		promreg.Register(reg, &m.nodeInterferenceP99),
+		promreg.Register(reg, &m.nodeP999),
+		promreg.Register(reg, &m.nodeInterferenceP999),
+		promreg.Register(reg, &m.nodeInterferenceMean),
+		promreg.Register(reg, &m.worstPodMean),
+		promreg.Register(reg, &m.podP99),
+		promreg.Register(reg, &m.nodeP99),
+		promreg.Register(reg, &m.nodeMean),
+		promreg.Register(reg, &m.source),
+		promreg.Register(reg, &m.pressure),
+	); err != nil {
 		return nil, err
 	}
 	return m, nil

@@ -35,7 +35,10 @@ func NewNMMetrics(reg prometheus.Registerer) (*NMMetrics, error) {
 			Help: "NodeManager container lists rejected whole (the last good view is kept), by reason: too_large (the body or one value over its cap), too_many_containers (more entries than the cap)."},
 			[]string{"reason"}),
 	}
-	if err := promreg.Register(reg, m.ids, m.answers); err != nil {
+	if err := errors.Join(
+		promreg.Register(reg, &m.ids),
+		promreg.Register(reg, &m.answers),
+	); err != nil {
 		return nil, err
 	}
 	for _, r := range []string{RejectNonCanonical, RejectInvalid} {

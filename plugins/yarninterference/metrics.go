@@ -1,6 +1,7 @@
 package yarninterference
 
 import (
+	"errors"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -41,7 +42,16 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		signalActions: prometheus.NewCounterVec(prometheus.CounterOpts{Subsystem: sub, Name: "yarn_interference_signal_actions_total",
 			Help: "Steps of the interference controller by the signal that decided them and its action."}, []string{"signal", "action"}),
 	}
-	if err := promreg.Register(reg, m.budget, m.threshold, m.target, m.signal, m.actions, m.dominant, m.slack, m.signalActions); err != nil {
+	if err := errors.Join(
+		promreg.Register(reg, &m.budget),
+		promreg.Register(reg, &m.threshold),
+		promreg.Register(reg, &m.target),
+		promreg.Register(reg, &m.signal),
+		promreg.Register(reg, &m.actions),
+		promreg.Register(reg, &m.dominant),
+		promreg.Register(reg, &m.slack),
+		promreg.Register(reg, &m.signalActions),
+	); err != nil {
 		return nil, err
 	}
 	return m, nil
