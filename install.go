@@ -45,6 +45,7 @@ import (
 	"github.com/koordlet-yarn/koordlet-yarn/hooks/yarnmemcg"
 	"github.com/koordlet-yarn/koordlet-yarn/hooks/yarnqos"
 	"github.com/koordlet-yarn/koordlet-yarn/plugins/yarnevict"
+	"github.com/koordlet-yarn/koordlet-yarn/plugins/yarnevict/kill"
 	"github.com/koordlet-yarn/koordlet-yarn/plugins/yarninformer"
 	"github.com/koordlet-yarn/koordlet-yarn/plugins/yarninterference"
 	"github.com/koordlet-yarn/koordlet-yarn/plugins/yarnledger"
@@ -91,10 +92,10 @@ type Framework struct {
 	// kills coordinates kills across the evict strategies and koordlet's
 	// shutdown; journal records kills in progress on the containers'
 	// cgroups so that a restarted koordlet finishes them.
-	kills   *yarnevict.Flights
-	journal *yarnevict.Journal
+	kills   *kill.Flights
+	journal *kill.Journal
 	// audit records every eviction (/yarn/evictions, the audit file).
-	audit *yarnevict.Audit
+	audit *kill.Audit
 
 	memcg *yarnmemcg.Applier
 	// adopt gives containers without YARN cgroups their own.
@@ -129,9 +130,9 @@ func install(fs *flag.FlagSet, reg prometheus.Registerer) (*Framework, error) {
 	cfg.InitFlags(fs)
 
 	fw := &Framework{Config: cfg, Store: store.New(), Handles: &handles.Handles{},
-		kills: yarnevict.NewFlights(evictedKeep), journal: yarnevict.NewJournal(), policy: policy.NewResolver(nil, nil),
+		kills: kill.NewFlights(evictedKeep), journal: kill.NewJournal(), policy: policy.NewResolver(nil, nil),
 		quota: cgroups.NewRootQuota()}
-	fw.audit = yarnevict.NewAudit(func() string { return cfg.EvictAuditFile }, yarnevict.DefaultAuditKeep, yarnevict.DefaultAuditMaxMiB)
+	fw.audit = kill.NewAudit(func() string { return cfg.EvictAuditFile }, kill.DefaultAuditKeep, kill.DefaultAuditMaxMiB)
 	fw.initPreflightFlag(fs)
 	fw.initVersionFlag(fs)
 	fw.initPolicyCheckFlag(fs)
@@ -304,12 +305,12 @@ func (fw *Framework) nmPriority() int64 {
 
 // killer returns the YARN container killer, or nil before the informer
 // knows the hierarchy.
-func (fw *Framework) killer() *yarnevict.Killer {
+func (fw *Framework) killer() *kill.Killer {
 	h, ok := fw.Informer.Hierarchy()
 	if !ok {
 		return nil
 	}
-	return &yarnevict.Killer{H: h, Grace: fw.Config.EvictGracePeriod, Flights: fw.kills, Journal: fw.journal}
+	return &kill.Killer{H: h, Grace: fw.Config.EvictGracePeriod, Flights: fw.kills, Journal: fw.journal}
 }
 
 // killOrphan ends what runs on in the cgroup koordlet made for a YARN
@@ -333,7 +334,7 @@ const evictedKeep = 2 * time.Minute
 // thaws the freezer cgroups of earlier versions), once the store is filled.
 func (fw *Framework) recoverKills() {
 	if k := fw.killer(); k != nil {
-		k.Recover(fw.Store.Snapshot(), time.Now().Add(yarnevict.MaxRecoverTime))
+		k.Recover(fw.Store.Snapshot(), time.Now().Add(kill.MaxRecoverTime))
 	}
 }
 

@@ -40,6 +40,7 @@ import (
 	"github.com/koordlet-yarn/koordlet-yarn/framework/rmrelease"
 	"github.com/koordlet-yarn/koordlet-yarn/framework/store"
 	"github.com/koordlet-yarn/koordlet-yarn/framework/yarn"
+	"github.com/koordlet-yarn/koordlet-yarn/plugins/yarnevict/kill"
 )
 
 // AllocatableEvict is the allocatable trigger of a slot
@@ -239,7 +240,7 @@ func (a *AllocatableEvict) victims(cfg AllocConfig, pods []*statesinformer.PodMe
 	if nmPod != nil {
 		nmLabel = qmutil.GetPodPriorityLabel(nmPod, int64(nmPriority))
 	}
-	var flights *Flights
+	var flights *kill.Flights
 	if a.Deps.Killer != nil {
 		if k := a.Deps.Killer(); k != nil {
 			flights = k.Flights

@@ -18,6 +18,7 @@ import (
 
 	"github.com/koordlet-yarn/koordlet-yarn/framework/policy"
 	"github.com/koordlet-yarn/koordlet-yarn/framework/store"
+	"github.com/koordlet-yarn/koordlet-yarn/plugins/yarnevict/kill"
 )
 
 // candidates lists the victims both evict strategies choose from: BE pods
@@ -50,7 +51,7 @@ func candidates(deps Deps, executor qmutil.EvictionExecutor, pods []*statesinfor
 		}
 		out = append(out, podVictim(pod))
 	}
-	var flights *Flights
+	var flights *kill.Flights
 	if k := deps.Killer(); k != nil {
 		flights = k.Flights
 	}
@@ -211,19 +212,19 @@ func evictOne(deps Deps, executor qmutil.EvictionExecutor, rec record.EventRecor
 		return false, true
 	}
 	res, err := k.KillFor(v.Container, reason)
-	if errors.Is(err, ErrInFlight) || errors.Is(err, ErrAlreadyEvicted) {
+	if errors.Is(err, kill.ErrInFlight) || errors.Is(err, kill.ErrAlreadyEvicted) {
 		klog.V(3).Infof("yarn: %s skips container %s: %v", reason, v.Container.Name, err)
 		return false, true
 	}
 	if err == nil && deps.held != nil && v.MemoryUsed > 0 {
 		// Released only when it is: the kill ends when the processes
 		// are gone or exiting, not when their memory is free.
-		released, still, known := MeasureRelease(v.MemoryUsed, func() (Held, bool) { return deps.held(v.Container) }, ReleaseWait, time.Sleep)
+		released, still, known := kill.MeasureRelease(v.MemoryUsed, func() (kill.Held, bool) { return deps.held(v.Container) }, kill.ReleaseWait, time.Sleep)
 		if known {
 			v.Released, v.Holding, v.releaseMeasured = released, still, true
 			if released <= 0 {
 				err = fmt.Errorf("container %s: its processes were killed but none of its %dMi was released within %v: %w",
-					v.Container.Name, v.MemoryUsed>>20, ReleaseWait, ErrNothingReleased)
+					v.Container.Name, v.MemoryUsed>>20, kill.ReleaseWait, kill.ErrNothingReleased)
 			}
 		}
 	}

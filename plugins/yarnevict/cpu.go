@@ -45,10 +45,8 @@ import (
 	"github.com/koordlet-yarn/koordlet-yarn/framework/features"
 	"github.com/koordlet-yarn/koordlet-yarn/framework/store"
 	"github.com/koordlet-yarn/koordlet-yarn/framework/yarn"
+	"github.com/koordlet-yarn/koordlet-yarn/plugins/yarnevict/kill"
 )
-
-// ReasonBECPUEvict is the eviction reason of the CPU strategy.
-const ReasonBECPUEvict = "BECPUEvict"
 
 // Upstream's defaults for the satisfaction-based evict.
 const (
@@ -159,7 +157,7 @@ func (c *CPUEvict) Cycle(now time.Time) []Victim {
 		cur.Usage, cur.Request, cur.Limit, need, len(victims), covered)
 	evicted, released, attempted := c.evict(node, victims, need)
 	if attempted && c.deps.Metrics != nil {
-		c.deps.Metrics.AddNeeded(c.deps.NodeName, ReasonBECPUEvict, "cpu", need)
+		c.deps.Metrics.AddNeeded(c.deps.NodeName, kill.ReasonBECPUEvict, "cpu", need)
 	}
 	if len(evicted) > 0 {
 		c.lastEvict = now
@@ -328,7 +326,7 @@ func (c *CPUEvict) victims(pods []*statesinformer.PodMeta) []Victim {
 // evict evicts from the ranked victims until need (of request) is released.
 func (c *CPUEvict) evict(node *corev1.Node, ranked []Victim, need int64) ([]Victim, int64, bool) {
 	return execute(c.deps, c.executor, c.opts.EventRecorder, c.opts.StatesInformer.GetAllPods(), node, ranked, need, CPURequest,
-		ReasonBECPUEvict, func(v *Victim) string {
+		kill.ReasonBECPUEvict, func(v *Victim) string {
 			return fmt.Sprintf("BE CPU satisfaction too low; pod releases %dm of CPU request; chosen because: %s", v.MilliCPURequest, v.Why)
 		})
 }

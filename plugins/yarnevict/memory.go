@@ -27,11 +27,9 @@ import (
 	"github.com/koordlet-yarn/koordlet-yarn/framework/policy"
 	"github.com/koordlet-yarn/koordlet-yarn/framework/rmrelease"
 	"github.com/koordlet-yarn/koordlet-yarn/framework/store"
+	"github.com/koordlet-yarn/koordlet-yarn/plugins/yarnevict/kill"
 	"github.com/koordlet-yarn/koordlet-yarn/plugins/yarnevict/memtrigger"
 )
-
-// ReasonBEMemoryEvict is the eviction reason of the memory strategy.
-const ReasonBEMemoryEvict = "BEMemoryEvict"
 
 // releaseBufferPercent is upstream's default gap between the threshold and
 // the level eviction releases down to.
@@ -41,12 +39,12 @@ const releaseBufferPercent = 2
 type Deps struct {
 	Store *store.Store
 	// Killer kills YARN containers; nil until the hierarchy is known.
-	Killer func() *Killer
+	Killer func() *kill.Killer
 	// IsNodeManagerPod tells the NodeManager pod among the node's pods.
 	IsNodeManagerPod func(*corev1.Pod) bool
 	Metrics          *Metrics
 	// Audit keeps a record of every eviction (nil: none).
-	Audit    *Audit
+	Audit    *kill.Audit
 	NodeName string
 	// Hierarchy returns the YARN hierarchy dir ("" when unknown).
 	Hierarchy func() string
@@ -73,7 +71,7 @@ type Deps struct {
 	// held reads what a killed container still holds (memory evictions
 	// measure what they released; nil: not measured). Set by the memory
 	// strategy on its own copy.
-	held func(*store.Container) (Held, bool)
+	held func(*store.Container) (kill.Held, bool)
 }
 
 // MemoryEvict is the YARN-aware BE memory evict strategy. It takes koordlet's
@@ -145,7 +143,7 @@ func (m *MemoryEvict) Run(stopCh <-chan struct{}) {
 	go func() {
 		runLoop(stopCh, m.interval, func(now time.Time) { m.Cycle(now) }, m, func(cause string) {
 			if m.deps.Metrics != nil {
-				m.deps.Metrics.Wakeups.WithLabelValues(m.deps.NodeName, ReasonBEMemoryEvict, cause).Inc()
+				m.deps.Metrics.Wakeups.WithLabelValues(m.deps.NodeName, kill.ReasonBEMemoryEvict, cause).Inc()
 			}
 		})
 		m.Stopped()
@@ -290,7 +288,7 @@ func (m *MemoryEvict) Cycle(now time.Time) []Victim {
 		klog.V(2).Infof("yarn: memory evict done %v after the check began: %d evicted, %dMi released", time.Since(now).Round(time.Millisecond), len(evicted), released>>20)
 	}
 	if attempted && m.deps.Metrics != nil {
-		m.deps.Metrics.AddNeeded(m.deps.NodeName, ReasonBEMemoryEvict, "memory", need)
+		m.deps.Metrics.AddNeeded(m.deps.NodeName, kill.ReasonBEMemoryEvict, "memory", need)
 	}
 	if attempted {
 		m.deps.Relief.Evicted(false) // the node changed: a throttle's hold is measured anew
@@ -336,7 +334,7 @@ func (m *MemoryEvict) evictForHold(now time.Time, node *corev1.Node, esc Escalat
 	m.deps.Relief.Evicted(attempted)
 	if attempted {
 		if m.deps.Metrics != nil {
-			m.deps.Metrics.AddNeeded(m.deps.NodeName, ReasonBEMemoryEvict, "memory", esc.Release)
+			m.deps.Metrics.AddNeeded(m.deps.NodeName, kill.ReasonBEMemoryEvict, "memory", esc.Release)
 		}
 		if released < esc.Release {
 			klog.Warningf("yarn: memory evict for the throttle's hold released %dMi of the %dMi needed", released>>20, esc.Release>>20)
@@ -373,7 +371,7 @@ func ReleasesLater(evicted []Victim) bool {
 
 // killer returns the YARN container killer (nil before the hierarchy is
 // known).
-func (m *MemoryEvict) killer() *Killer {
+func (m *MemoryEvict) killer() *kill.Killer {
 	if m.deps.Killer == nil {
 		return nil
 	}
@@ -593,7 +591,7 @@ func (m *MemoryEvict) processReader() *cgroups.ProcessMemoryReader {
 // evict evicts from the ranked victims until need is released.
 func (m *MemoryEvict) evict(node *corev1.Node, ranked []Victim, need int64, measure func(*Victim) int64) ([]Victim, int64, bool) {
 	return execute(m.deps, m.executor, m.opts.EventRecorder, m.opts.StatesInformer.GetAllPods(), node, ranked, need, measure,
-		ReasonBEMemoryEvict, func(v *Victim) string {
+		kill.ReasonBEMemoryEvict, func(v *Victim) string {
 			return fmt.Sprintf("node memory above the BE evict threshold; pod releases %dMi; chosen because: %s", v.MemoryUsed>>20, v.Why)
 		})
 }

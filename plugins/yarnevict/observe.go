@@ -10,6 +10,8 @@ import (
 	"k8s.io/klog/v2"
 
 	koordmetrics "github.com/koordinator-sh/koordinator/pkg/koordlet/metrics"
+
+	"github.com/koordlet-yarn/koordlet-yarn/plugins/yarnevict/kill"
 )
 
 // Event reasons on the NodeManager pod.
@@ -102,7 +104,7 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 // koordlet_yarn_evicted_resource_total and
 // koordlet_yarn_evict_needed_resource_total compare per reason.
 func releaseOf(reason string, v *Victim) (resource string, amount int64, text string) {
-	if reason == ReasonBECPUEvict || reason == ReasonCPUAllocatableEvict {
+	if reason == kill.ReasonBECPUEvict || reason == kill.ReasonCPUAllocatableEvict {
 		return "cpu", v.MilliCPURequest, fmt.Sprintf("cpu request %dm", v.MilliCPURequest)
 	}
 	if v.releaseMeasured {
@@ -118,10 +120,10 @@ func releaseOf(reason string, v *Victim) (resource string, amount int64, text st
 // report records one YARN container eviction: klog, a Kubernetes Event on
 // the NodeManager pod, and the counters. A failed kill gives a warning
 // Event and result=failed, never a "released" Event or count.
-func report(rec record.EventRecorder, m *Metrics, audit *Audit, node string, nmPod *corev1.Pod, v *Victim, reason string, res KillResult, err error) {
+func report(rec record.EventRecorder, m *Metrics, audit *kill.Audit, node string, nmPod *corev1.Pod, v *Victim, reason string, res kill.KillResult, err error) {
 	c := v.Container
 	resource, amount, released := releaseOf(reason, v)
-	ar := AuditRecord{Time: time.Now(), Kind: AuditEviction, Node: node, Reason: reason, Container: c.Name, Application: c.ApplicationID, User: c.User,
+	ar := kill.AuditRecord{Time: time.Now(), Kind: kill.AuditEviction, Node: node, Reason: reason, Container: c.Name, Application: c.ApplicationID, User: c.User,
 		AM: c.IsAM, Outcome: "succeeded", Resource: resource, Released: amount, Holding: v.Holding, Why: v.Why}
 	if err != nil {
 		ar.Outcome, ar.Released, ar.Holding, ar.Error = "failed", 0, 0, err.Error()

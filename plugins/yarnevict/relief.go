@@ -16,6 +16,7 @@ import (
 	"github.com/koordlet-yarn/koordlet-yarn/framework/cgroups"
 	"github.com/koordlet-yarn/koordlet-yarn/framework/features"
 	"github.com/koordlet-yarn/koordlet-yarn/framework/rmrelease"
+	"github.com/koordlet-yarn/koordlet-yarn/plugins/yarnevict/kill"
 )
 
 // Relief is the memory relief ladder's rungs before the kill
@@ -59,7 +60,7 @@ type Relief struct {
 	// DefaultFloorHoldLimit).
 	FloorHoldLimit time.Duration
 	// Audit keeps each episode's decision (a record of kind relief).
-	Audit *Audit
+	Audit *kill.Audit
 	// now is the clock (nil: time.Now).
 	now func() time.Time
 
@@ -452,7 +453,7 @@ func (r *Relief) endEpisodeLocked(interrupted bool) {
 		by = "none" // no throttle written (v1, another writer's memory.high): nothing of relief acted
 	}
 	now := r.clock()
-	rec := &ReliefEpisodeRecord{Start: e.start, Duration: now.Sub(e.start).Round(time.Millisecond).String(),
+	rec := &kill.ReliefEpisodeRecord{Start: e.start, Duration: now.Sub(e.start).Round(time.Millisecond).String(),
 		PeakUsedBytes: e.peak, ThresholdBytes: e.threshold, LowestHighBytes: e.lowestHigh, AskedMB: e.askedMB,
 		Crossed: e.crossed, Floored: e.floored, FloorKill: e.floorKill, Interrupted: interrupted}
 	why := fmt.Sprintf("node memory peaked at %dMi (threshold %dMi) over %s", e.peak>>20, e.threshold>>20, rec.Duration)
@@ -470,7 +471,7 @@ func (r *Relief) endEpisodeLocked(interrupted bool) {
 			r.Metrics.ReliefEpisodes.WithLabelValues(r.NodeName, by).Inc()
 		}
 	}
-	r.Audit.Record(AuditRecord{Time: now, Kind: AuditRelief, Node: r.NodeName, Reason: "memory", Outcome: by,
+	r.Audit.Record(kill.AuditRecord{Time: now, Kind: kill.AuditRelief, Node: r.NodeName, Reason: "memory", Outcome: by,
 		Resource: "memory", Why: why, Relief: rec})
 }
 

@@ -14,6 +14,7 @@ import (
 
 	"github.com/koordlet-yarn/koordlet-yarn/framework/features"
 	"github.com/koordlet-yarn/koordlet-yarn/framework/rmrelease"
+	"github.com/koordlet-yarn/koordlet-yarn/plugins/yarnevict/kill"
 )
 
 // TestReliefAsksTheRM: on a node whose memory grows slowly through the
@@ -41,7 +42,7 @@ func TestReliefAsksTheRM(t *testing.T) {
 		clock := time.Unix(1000, 0)
 		r := &Relief{BandPercent: func() int64 { return 5 }, Metrics: m, RM: w, RMReady: func() bool { return true },
 			RMDelay: func() time.Duration { return 20 * time.Second }, Allocated: func() int64 { return 8192 },
-			now: func() time.Time { return clock }, Audit: NewAudit(nil, 0, 0)}
+			now: func() time.Time { return clock }, Audit: kill.NewAudit(nil, 0, 0)}
 		used := 18750 * mib
 		for i := 0; i < 12 && used < lv.Threshold; i++ {
 			lv.Used = used
@@ -66,7 +67,7 @@ func TestReliefAsksTheRM(t *testing.T) {
 	require.Len(t, recs, 1)
 	assert.Equal(t, 1, total)
 	e := recs[0]
-	assert.Equal(t, AuditRelief, e.Kind)
+	assert.Equal(t, kill.AuditRelief, e.Kind)
 	assert.False(t, e.IsEviction(), "an episode's record is no kill")
 	assert.Equal(t, "resourcemanager", e.Outcome)
 	require.NotNil(t, e.Relief)
@@ -95,7 +96,7 @@ func TestReliefAsksTheRM(t *testing.T) {
 // TestAuditRecordKind: records written before relief had no kind: they
 // are evictions.
 func TestAuditRecordKind(t *testing.T) {
-	assert.True(t, AuditRecord{}.IsEviction())
-	assert.True(t, AuditRecord{Kind: AuditEviction}.IsEviction())
-	assert.False(t, AuditRecord{Kind: AuditRelief}.IsEviction())
+	assert.True(t, kill.AuditRecord{}.IsEviction())
+	assert.True(t, kill.AuditRecord{Kind: kill.AuditEviction}.IsEviction())
+	assert.False(t, kill.AuditRecord{Kind: kill.AuditRelief}.IsEviction())
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/koordlet-yarn/koordlet-yarn/framework/cgroups"
 	"github.com/koordlet-yarn/koordlet-yarn/framework/features"
 	"github.com/koordlet-yarn/koordlet-yarn/framework/rmrelease"
+	"github.com/koordlet-yarn/koordlet-yarn/plugins/yarnevict/kill"
 )
 
 const reliefRoot = "hadoop-yarn"
@@ -93,7 +94,7 @@ func TestReliefRestoredWithKoordletsGateOff(t *testing.T) {
 func reliefRM(w *rmrelease.Window, clock *time.Time) *Relief {
 	return &Relief{High: cgroups.NewRootMemoryHigh(), BandPercent: func() int64 { return 5 }, RM: w,
 		RMReady: func() bool { return true }, RMDelay: func() time.Duration { return 20 * time.Second },
-		Allocated: func() int64 { return 8192 }, now: func() time.Time { return *clock }, Audit: NewAudit(nil, 0, 0)}
+		Allocated: func() int64 { return 8192 }, now: func() time.Time { return *clock }, Audit: kill.NewAudit(nil, 0, 0)}
 }
 
 // TestReliefForeignHighKeepsTheRMRung (issue 55, item 9): another writer
