@@ -46,6 +46,7 @@ import (
 	"github.com/koordlet-yarn/koordlet-yarn/hooks/yarnqos"
 	"github.com/koordlet-yarn/koordlet-yarn/plugins/yarnevict"
 	"github.com/koordlet-yarn/koordlet-yarn/plugins/yarnevict/kill"
+	"github.com/koordlet-yarn/koordlet-yarn/plugins/yarnevict/relief"
 	"github.com/koordlet-yarn/koordlet-yarn/plugins/yarninformer"
 	"github.com/koordlet-yarn/koordlet-yarn/plugins/yarninterference"
 	"github.com/koordlet-yarn/koordlet-yarn/plugins/yarnledger"
@@ -71,7 +72,7 @@ type Framework struct {
 	quota *cgroups.RootQuota
 	// relief is the memory relief's rungs (YARNMemoryRelief), shared by
 	// the memory evict strategy and its restorer.
-	relief *yarnevict.Relief
+	relief *relief.Relief
 	// rmRelease is the release asked of the ResourceManager
 	// (YARNRMPreemption): the RM sync writes it, the evictor waits for it.
 	rmRelease *rmrelease.Window
@@ -213,8 +214,8 @@ func install(fs *flag.FlagSet, reg prometheus.Registerer) (*Framework, error) {
 	if err != nil {
 		return nil, fmt.Errorf("register YARN eviction metrics: %w", err)
 	}
-	fw.relief = &yarnevict.Relief{High: cgroups.NewRootMemoryHigh(), Soft: cgroups.NewRootSoftLimit(),
-		BandPercent: func() int64 { return cfg.MemoryThrottleBandPercent }, Metrics: evictMetrics, NodeName: os.Getenv("NODE_NAME"),
+	fw.relief = &relief.Relief{High: cgroups.NewRootMemoryHigh(), Soft: cgroups.NewRootSoftLimit(),
+		BandPercent: func() int64 { return cfg.MemoryThrottleBandPercent }, Metrics: evictMetrics.Relief, NodeName: os.Getenv("NODE_NAME"),
 		// The RM rung: asks go through the RM sync's over-commit push.
 		RM:      fw.rmRelease,
 		RMReady: func() bool { return fw.rmSync.Enabled() && features.Enabled(features.YARNRMPreemption) },
@@ -265,7 +266,7 @@ func install(fs *flag.FlagSet, reg prometheus.Registerer) (*Framework, error) {
 	qmplugins.StrategyPlugins[cpusuppress.CPUSuppressName] = yarnsuppress.NewFactory(yarnsuppress.Deps{Hierarchy: fw.Informer.HierarchyDir, Store: fw.Store, Quota: fw.quota, Threshold: fw.interference.Threshold,
 		LSPeakWindow: cfg.Suppress.LSPeakWindow, LSPeakMetrics: lsPeakMetrics})
 	fw.loops = append(fw.loops, &yarnsuppress.Restorer{Hierarchy: fw.Informer.HierarchyDir, Quota: fw.quota},
-		&yarnevict.ReliefRestorer{Relief: fw.relief, Hierarchy: fw.Informer.HierarchyDir})
+		&relief.ReliefRestorer{Relief: fw.relief, Hierarchy: fw.Informer.HierarchyDir})
 	qmutil.SetCustomEvictionExecutorInitializer(yarnevict.GuardInitializer(evictDeps))
 
 	impl.DefaultPluginRegistry[yarninformer.Name] = fw.Informer

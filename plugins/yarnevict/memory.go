@@ -27,8 +27,10 @@ import (
 	"github.com/koordlet-yarn/koordlet-yarn/framework/policy"
 	"github.com/koordlet-yarn/koordlet-yarn/framework/rmrelease"
 	"github.com/koordlet-yarn/koordlet-yarn/framework/store"
+	"github.com/koordlet-yarn/koordlet-yarn/plugins/yarnevict/growth"
 	"github.com/koordlet-yarn/koordlet-yarn/plugins/yarnevict/kill"
 	"github.com/koordlet-yarn/koordlet-yarn/plugins/yarnevict/memtrigger"
+	"github.com/koordlet-yarn/koordlet-yarn/plugins/yarnevict/relief"
 )
 
 // releaseBufferPercent is upstream's default gap between the threshold and
@@ -67,7 +69,7 @@ type Deps struct {
 	Charges *cgroups.LeftCharges
 	// Relief runs the memory relief rungs before the kill
 	// (YARNMemoryRelief; nil: none).
-	Relief *Relief
+	Relief *relief.Relief
 	// held reads what a killed container still holds (memory evictions
 	// measure what they released; nil: not measured). Set by the memory
 	// strategy on its own copy.
@@ -217,7 +219,7 @@ func (m *MemoryEvict) CloseTrigger() {
 type memoryCheck struct {
 	node              *corev1.Node
 	need, used, level int64
-	escalation        Escalation
+	escalation        relief.Escalation
 }
 
 // check reads node memory against NodeSLO's thresholds and runs the relief
@@ -277,7 +279,7 @@ func (m *MemoryEvict) Cycle(now time.Time) []Victim {
 	if k := m.killer(); k != nil {
 		grace = k.Grace
 	}
-	projected, measure := ProjectNeed(victims, need, ReleaseHorizon(grace, m.interval), MemoryUsage)
+	projected, measure := ProjectNeed(victims, need, growth.ReleaseHorizon(grace, m.interval), MemoryUsage)
 	_, covered := PlanProtectingAMs(victims, projected, measure)
 	// The times say where a reaction goes: reading the candidates and
 	// planning, then the kills.
@@ -305,18 +307,18 @@ func (m *MemoryEvict) Cycle(now time.Time) []Victim {
 // relieve runs the memory relief rungs before the kill (YARNMemoryRelief):
 // at node usage used, the threshold and lower levels and capacity (0: no
 // threshold, the throttle given back). It returns the kill they ask for.
-func (m *MemoryEvict) relieve(used, level, lower, capacity int64) Escalation {
+func (m *MemoryEvict) relieve(used, level, lower, capacity int64) relief.Escalation {
 	if m.deps.Relief == nil || m.deps.Hierarchy == nil {
-		return Escalation{}
+		return relief.Escalation{}
 	}
-	return m.deps.Relief.Check(m.deps.Hierarchy(), Levels{Used: used, Threshold: level, Lower: lower, Capacity: capacity})
+	return m.deps.Relief.Check(m.deps.Hierarchy(), relief.Levels{Used: used, Threshold: level, Lower: lower, Capacity: capacity})
 }
 
 // evictForHold kills YARN containers, ranked and planned as at the
 // threshold, for the throttle's hold at its floor (Escalation): only YARN
 // containers (the throttle holds their root, and only their memory
 // relieves it), each victim's Why (its audit record and Event) saying so.
-func (m *MemoryEvict) evictForHold(now time.Time, node *corev1.Node, esc Escalation) []Victim {
+func (m *MemoryEvict) evictForHold(now time.Time, node *corev1.Node, esc relief.Escalation) []Victim {
 	var victims []Victim
 	for _, v := range m.victims(m.opts.StatesInformer.GetAllPods()) {
 		if v.Container != nil {
@@ -476,12 +478,12 @@ func (m *MemoryEvict) victims(pods []*statesinformer.PodMeta) []Victim {
 	interval := m.opts.MetricAdvisorConfig.CollectResUsedInterval
 	now := time.Now()
 	podMem := helpers.CollectAllPodMetricsLast(m.opts.StatesInformer, m.opts.MetricCache, metriccache.PodMemUsageMetric, interval)
-	hist := newHistory(m.opts.MetricCache, now, GrowthWindow)
+	hist := growth.NewHistory(m.opts.MetricCache, now, growth.Window)
 	defer hist.Close()
 	return candidates(m.deps, m.executor, pods,
 		func(pod *corev1.Pod) Victim {
 			v := PodVictim(pod, int64(podMem[string(pod.UID)]), 0)
-			noteGrowth(&v, hist.values(metriccache.PodMemUsageMetric, metriccache.MetricPropertiesFunc.Pod(string(pod.UID))), now)
+			noteGrowth(&v, hist.Values(metriccache.PodMemUsageMetric, metriccache.MetricPropertiesFunc.Pod(string(pod.UID))), now)
 			v.CPUSeconds = podCPUSeconds(m.opts.CgroupReader, pod)
 			MarkMemoryCause(&v)
 			return v
@@ -489,7 +491,7 @@ func (m *MemoryEvict) victims(pods []*statesinformer.PodMeta) []Victim {
 		func(c *store.Container, nmPriority int64) (Victim, bool) {
 			mem, ok := m.containerMemory(c, interval)
 			v := ContainerVictim(c, nmPriority, mem, 0)
-			noteGrowth(&v, hist.values(metriccache.ContainerMemUsageMetric, metriccache.MetricPropertiesFunc.Container(c.Name)), now)
+			noteGrowth(&v, hist.Values(metriccache.ContainerMemUsageMetric, metriccache.MetricPropertiesFunc.Container(c.Name)), now)
 			v.CPUSeconds = containerCPUSeconds(m.usageReader(), c)
 			MarkMemoryCause(&v)
 			return v, ok
@@ -594,4 +596,12 @@ func (m *MemoryEvict) evict(node *corev1.Node, ranked []Victim, need int64, meas
 		kill.ReasonBEMemoryEvict, func(v *Victim) string {
 			return fmt.Sprintf("node memory above the BE evict threshold; pod releases %dMi; chosen because: %s", v.MemoryUsed>>20, v.Why)
 		})
+}
+
+// noteGrowth sets v.MemoryGrowth from its recent samples and its usage now.
+func noteGrowth(v *Victim, recent []float64, now time.Time) {
+	startedWithin := !v.Started.IsZero() && now.Sub(v.Started) < growth.Window
+	if g, ok := growth.FromSamples(recent, v.MemoryUsed, startedWithin); ok {
+		v.MemoryGrowth = g
+	}
 }

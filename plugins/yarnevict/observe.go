@@ -1,6 +1,7 @@
 package yarnevict
 
 import (
+	"errors"
 	"fmt"
 	"time"
 
@@ -10,6 +11,9 @@ import (
 	"k8s.io/klog/v2"
 
 	koordmetrics "github.com/koordinator-sh/koordinator/pkg/koordlet/metrics"
+
+	"github.com/koordlet-yarn/koordlet-yarn/framework/promreg"
+	"github.com/koordlet-yarn/koordlet-yarn/plugins/yarnevict/relief"
 
 	"github.com/koordlet-yarn/koordlet-yarn/plugins/yarnevict/kill"
 )
@@ -30,11 +34,8 @@ type Metrics struct {
 	// Wakeups counts the evaluations of the evict strategies by what woke
 	// them: the periodic interval or the event trigger.
 	Wakeups *prometheus.CounterVec
-	// ReliefEpisodes counts the memory relief's pressure episodes by the
-	// rung that relieved them (YARNMemoryRelief); ThrottleBytes is the
-	// memory.high the throttle holds on the YARN root (0: none).
-	ReliefEpisodes *prometheus.CounterVec
-	ThrottleBytes  *prometheus.GaugeVec
+	// Relief are the memory relief's series (relief.Relief's Metrics).
+	Relief *relief.Metrics
 }
 
 // metricValue is amount of resource (milli-cores of cpu, bytes of memory)
@@ -73,27 +74,14 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 			Name: "yarn_evict_wakeups_total", Help: "Evaluations of the YARN-aware evict strategies, by what woke them: interval (the periodic check) or event (node memory crossed the threshold)."},
 			[]string{"node", "reason", "cause"}),
 	}
-	m.ReliefEpisodes = prometheus.NewCounterVec(prometheus.CounterOpts{Subsystem: koordmetrics.KoordletSubsystem,
-		Name: "yarn_memory_relief_episodes_total", Help: "Memory pressure episodes (node memory in the relief band below the BE memory evict threshold, or above it) that ended, by the rung that relieved them: evict (the threshold was crossed: the evict strategy acted), resourcemanager (a release was asked of the ResourceManager and the threshold never crossed), throttle (cgroup v2: the YARN root's memory.high held node memory below the threshold) or none (cgroup v1, nothing asked: the pressure ended by itself)."},
-		[]string{"node", "relieved_by"})
-	m.ThrottleBytes = prometheus.NewGaugeVec(prometheus.GaugeOpts{Subsystem: koordmetrics.KoordletSubsystem,
-		Name: "yarn_memory_throttle_bytes", Help: "The memory.high koordlet's memory relief holds on the YARN hierarchy root, in bytes; 0 when it holds none."},
-		[]string{"node"})
-	if err := reg.Register(m.ThrottleBytes); err != nil {
-		are, ok := err.(prometheus.AlreadyRegisteredError)
-		if !ok {
-			return nil, err
-		}
-		m.ThrottleBytes = are.ExistingCollector.(*prometheus.GaugeVec)
+	rm, err := relief.NewMetrics(reg)
+	if err != nil {
+		return nil, err
 	}
-	for _, p := range []**prometheus.CounterVec{&m.Evictions, &m.Released, &m.Needed, &m.Wakeups, &m.ReliefEpisodes} {
-		if err := reg.Register(*p); err != nil {
-			are, ok := err.(prometheus.AlreadyRegisteredError)
-			if !ok {
-				return nil, err
-			}
-			*p = are.ExistingCollector.(*prometheus.CounterVec)
-		}
+	m.Relief = rm
+	if err := errors.Join(promreg.Register(reg, &m.Evictions), promreg.Register(reg, &m.Released),
+		promreg.Register(reg, &m.Needed), promreg.Register(reg, &m.Wakeups)); err != nil {
+		return nil, err
 	}
 	return m, nil
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/koordlet-yarn/koordlet-yarn/framework/store"
 	"github.com/koordlet-yarn/koordlet-yarn/framework/yarn"
 	"github.com/koordlet-yarn/koordlet-yarn/plugins/yarnevict/kill"
+	"github.com/koordlet-yarn/koordlet-yarn/plugins/yarnevict/relief"
 )
 
 // reliefSlot is koordlet's memory slot with the YARN-aware BE trigger and
@@ -29,7 +30,7 @@ type reliefSlot struct {
 	root   *v2Root
 	slot   *Slot
 	be     *MemoryEvict
-	relief *Relief
+	relief *relief.Relief
 	audit  *kill.Audit
 	clock  time.Time
 }
@@ -56,8 +57,8 @@ func newReliefSlot(t *testing.T) *reliefSlot {
 	root.helper.WriteFileContents(dir+"/memory.current", "3221225472")
 
 	s := &reliefSlot{root: root, audit: kill.NewAudit(nil, 0, 0), clock: time.Unix(1000, 0)}
-	s.relief = &Relief{High: cgroups.NewRootMemoryHigh(), BandPercent: func() int64 { return 5 }, Audit: s.audit,
-		now: func() time.Time { return s.clock }}
+	s.relief = &relief.Relief{High: cgroups.NewRootMemoryHigh(), BandPercent: func() int64 { return 5 }, Audit: s.audit,
+		Now: func() time.Time { return s.clock }}
 	h := cgroups.Hierarchy{CgroupRoot: root.helper.TempDir, ProcRoot: root.helper.TempDir + "/proc", Dir: reliefRoot, V2: true}
 	env := newSlotEnv(t, AllocMemory, node, slo, nil, st, func(func(metriccache.MetricResource, map[metriccache.MetricProperty]string, float64)) {},
 		func(d *Deps) {

@@ -30,6 +30,7 @@ import (
 
 	"github.com/koordlet-yarn/koordlet-yarn/framework/features"
 	"github.com/koordlet-yarn/koordlet-yarn/framework/nodemem"
+	"github.com/koordlet-yarn/koordlet-yarn/plugins/yarnevict/growth"
 	"github.com/koordlet-yarn/koordlet-yarn/plugins/yarnevict/kill"
 	"github.com/koordlet-yarn/koordlet-yarn/plugins/yarnevict/memtrigger"
 	"github.com/koordlet-yarn/koordlet-yarn/test/kerneltest"
@@ -53,7 +54,7 @@ func TestRealKernelMemoryEvictWakesOnCrossing(t *testing.T) {
 
 	// The node's executors are older than the growth window: only the
 	// new one will be growing.
-	time.Sleep(GrowthWindow)
+	time.Sleep(growth.Window)
 
 	// A fourth container, held at its gate until the strategy runs.
 	grower := "container_e17_1700000000000_0042_01_000004"
