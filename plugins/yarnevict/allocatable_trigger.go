@@ -286,9 +286,9 @@ func (a *AllocatableEvict) execute(node *corev1.Node, nmPod *corev1.Pod, ranked 
 				return done, attempted
 			}
 			nonAM = nonAM || !v.IsAM
-			ok, skipped := evictOne(a.Deps, a.Executor, a.Opts.EventRecorder, nmPod, node, &v.Victim, a.Kind.Reason(), func(v *Victim) string {
+			ok, skipped := evictOne(a.Deps, a.Executor, a.Opts.EventRecorder, nmPod, node, &v.Victim, order{reason: a.Kind.Reason(), podMessage: func(v *Victim) string {
 				return fmt.Sprintf("%s%s, kill pod: %s", qmutil.EvictReasonPrefix, a.Kind.Reason(), v.Pod.Name)
-			})
+			}})
 			attempted = attempted || !skipped
 			if ok {
 				done = append(done, *v)

@@ -152,10 +152,10 @@ func (c *CPUEvict) Cycle(now time.Time) []Victim {
 	}
 	victims := c.victims(si.GetAllPods())
 	Rank(victims, CPUUsage)
-	_, covered := PlanProtectingAMs(victims, need, CPURequest)
-	klog.Infof("yarn: BE CPU satisfaction below its lower bound (BE usage %.0fm, request %.0fm, limit %.0fm): need to release %dm of request; %d candidates, the plan covers %dm",
-		cur.Usage, cur.Request, cur.Limit, need, len(victims), covered)
-	evicted, released, attempted := c.evict(node, victims, need)
+	evicted, released, attempted := c.evict(node, victims, need, func(covered int64) {
+		klog.Infof("yarn: BE CPU satisfaction below its lower bound (BE usage %.0fm, request %.0fm, limit %.0fm): need to release %dm of request; %d candidates, the plan covers %dm",
+			cur.Usage, cur.Request, cur.Limit, need, len(victims), covered)
+	})
 	if attempted && c.deps.Metrics != nil {
 		c.deps.Metrics.AddNeeded(c.deps.NodeName, kill.ReasonBECPUEvict, "cpu", need)
 	}
@@ -323,10 +323,12 @@ func (c *CPUEvict) victims(pods []*statesinformer.PodMeta) []Victim {
 		})
 }
 
-// evict evicts from the ranked victims until need (of request) is released.
-func (c *CPUEvict) evict(node *corev1.Node, ranked []Victim, need int64) ([]Victim, int64, bool) {
+// evict evicts from the ranked victims until need (of request) is
+// released; planned is told what the plan covers before the first
+// eviction.
+func (c *CPUEvict) evict(node *corev1.Node, ranked []Victim, need int64, planned func(covered int64)) ([]Victim, int64, bool) {
 	return execute(c.deps, c.executor, c.opts.EventRecorder, c.opts.StatesInformer.GetAllPods(), node, ranked, need, CPURequest,
-		kill.ReasonBECPUEvict, func(v *Victim) string {
+		order{reason: kill.ReasonBECPUEvict, podMessage: func(v *Victim) string {
 			return fmt.Sprintf("BE CPU satisfaction too low; pod releases %dm of CPU request; chosen because: %s", v.MilliCPURequest, v.Why)
-		})
+		}}, planned)
 }

@@ -42,7 +42,9 @@ func realContainer(t *testing.T, hier, name string, withProcess bool) *store.Con
 }
 
 type executeEnv struct {
-	deps    Deps
+	deps Deps
+	// held reads what a killed container still holds (nil: not measured).
+	held    func(*store.Container) (kill.Held, bool)
 	rec     *record.FakeRecorder
 	metrics *Metrics
 	pods    []*statesinformer.PodMeta
@@ -67,8 +69,8 @@ func newExecuteEnv(t *testing.T, hier string) *executeEnv {
 }
 
 func (e *executeEnv) run(ranked []Victim, need int64) ([]Victim, int64, bool) {
-	return execute(e.deps, nil, e.rec, e.pods, &corev1.Node{}, ranked, need, MemoryUsage, kill.ReasonBEMemoryEvict,
-		func(*Victim) string { return "" })
+	return execute(e.deps, nil, e.rec, e.pods, &corev1.Node{}, ranked, need, MemoryUsage,
+		order{reason: kill.ReasonBEMemoryEvict, held: e.held, podMessage: func(*Victim) string { return "" }}, nil)
 }
 
 func (e *executeEnv) events() []string {

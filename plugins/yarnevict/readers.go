@@ -1,7 +1,6 @@
 package yarnevict
 
 import (
-
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/koordinator-sh/koordinator/pkg/koordlet/resourceexecutor"

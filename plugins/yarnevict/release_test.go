@@ -30,7 +30,7 @@ func TestRealKernelKillThatReleasedNothingFails(t *testing.T) {
 	stuck := realContainer(t, hier, "container_e17_1700000000000_0042_01_000004", true)
 	next := realContainer(t, hier, "container_e17_1700000000000_0042_01_000005", true)
 	e := newExecuteEnv(t, hier)
-	e.deps.held = func(c *store.Container) (kill.Held, bool) {
+	e.held = func(c *store.Container) (kill.Held, bool) {
 		if c.Name == stuck.Name {
 			return kill.Held{Bytes: 300 << 20}, true // nothing freed
 		}
