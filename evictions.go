@@ -6,7 +6,7 @@ import (
 
 	"k8s.io/klog/v2"
 
-	"github.com/koordlet-yarn/koordlet-yarn/plugins/yarnevict"
+	"github.com/koordlet-yarn/koordlet-yarn/plugins/yarnevict/kill"
 )
 
 // EvictionsPath is the debug endpoint of the eviction audit.
@@ -20,8 +20,8 @@ type EvictionsResponse struct {
 	// the last ones kept in memory, oldest first: each container's
 	// eviction (kind eviction) and, with YARNMemoryRelief, each memory
 	// pressure episode's decision (kind relief: which rung relieved it).
-	Total   int                     `json:"total"`
-	Records []yarnevict.AuditRecord `json:"records"`
+	Total   int                `json:"total"`
+	Records []kill.AuditRecord `json:"records"`
 }
 
 func (fw *Framework) evictionsHandler() http.HandlerFunc {
@@ -34,7 +34,7 @@ func (fw *Framework) evictionsHandler() http.HandlerFunc {
 		records, total := fw.audit.Recent()
 		resp := EvictionsResponse{File: fw.audit.Path(), Total: total, Records: records}
 		if resp.Records == nil {
-			resp.Records = []yarnevict.AuditRecord{}
+			resp.Records = []kill.AuditRecord{}
 		}
 		w.Header().Set("Content-Type", "application/json")
 		enc := json.NewEncoder(w)

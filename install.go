@@ -45,6 +45,8 @@ import (
 	"github.com/koordlet-yarn/koordlet-yarn/hooks/yarnmemcg"
 	"github.com/koordlet-yarn/koordlet-yarn/hooks/yarnqos"
 	"github.com/koordlet-yarn/koordlet-yarn/plugins/yarnevict"
+	"github.com/koordlet-yarn/koordlet-yarn/plugins/yarnevict/kill"
+	"github.com/koordlet-yarn/koordlet-yarn/plugins/yarnevict/relief"
 	"github.com/koordlet-yarn/koordlet-yarn/plugins/yarninformer"
 	"github.com/koordlet-yarn/koordlet-yarn/plugins/yarninterference"
 	"github.com/koordlet-yarn/koordlet-yarn/plugins/yarnledger"
@@ -70,7 +72,7 @@ type Framework struct {
 	quota *cgroups.RootQuota
 	// relief is the memory relief's rungs (YARNMemoryRelief), shared by
 	// the memory evict strategy and its restorer.
-	relief *yarnevict.Relief
+	relief *relief.Relief
 	// rmRelease is the release asked of the ResourceManager
 	// (YARNRMPreemption): the RM sync writes it, the evictor waits for it.
 	rmRelease *rmrelease.Window
@@ -91,10 +93,10 @@ type Framework struct {
 	// kills coordinates kills across the evict strategies and koordlet's
 	// shutdown; journal records kills in progress on the containers'
 	// cgroups so that a restarted koordlet finishes them.
-	kills   *yarnevict.Flights
-	journal *yarnevict.Journal
+	kills   *kill.Flights
+	journal *kill.Journal
 	// audit records every eviction (/yarn/evictions, the audit file).
-	audit *yarnevict.Audit
+	audit *kill.Audit
 
 	memcg *yarnmemcg.Applier
 	// adopt gives containers without YARN cgroups their own.
@@ -129,9 +131,9 @@ func install(fs *flag.FlagSet, reg prometheus.Registerer) (*Framework, error) {
 	cfg.InitFlags(fs)
 
 	fw := &Framework{Config: cfg, Store: store.New(), Handles: &handles.Handles{},
-		kills: yarnevict.NewFlights(evictedKeep), journal: yarnevict.NewJournal(), policy: policy.NewResolver(nil, nil),
+		kills: kill.NewFlights(evictedKeep), journal: kill.NewJournal(), policy: policy.NewResolver(nil, nil),
 		quota: cgroups.NewRootQuota()}
-	fw.audit = yarnevict.NewAudit(func() string { return cfg.EvictAuditFile }, yarnevict.DefaultAuditKeep, yarnevict.DefaultAuditMaxMiB)
+	fw.audit = kill.NewAudit(func() string { return cfg.EvictAuditFile }, kill.DefaultAuditKeep, kill.DefaultAuditMaxMiB)
 	fw.initPreflightFlag(fs)
 	fw.initVersionFlag(fs)
 	fw.initPolicyCheckFlag(fs)
@@ -212,8 +214,8 @@ func install(fs *flag.FlagSet, reg prometheus.Registerer) (*Framework, error) {
 	if err != nil {
 		return nil, fmt.Errorf("register YARN eviction metrics: %w", err)
 	}
-	fw.relief = &yarnevict.Relief{High: cgroups.NewRootMemoryHigh(), Soft: cgroups.NewRootSoftLimit(),
-		BandPercent: func() int64 { return cfg.MemoryThrottleBandPercent }, Metrics: evictMetrics, NodeName: os.Getenv("NODE_NAME"),
+	fw.relief = &relief.Relief{High: cgroups.NewRootMemoryHigh(), Soft: cgroups.NewRootSoftLimit(),
+		BandPercent: func() int64 { return cfg.MemoryThrottleBandPercent }, Metrics: evictMetrics.Relief, NodeName: os.Getenv("NODE_NAME"),
 		// The RM rung: asks go through the RM sync's over-commit push.
 		RM:      fw.rmRelease,
 		RMReady: func() bool { return fw.rmSync.Enabled() && features.Enabled(features.YARNRMPreemption) },
@@ -264,7 +266,7 @@ func install(fs *flag.FlagSet, reg prometheus.Registerer) (*Framework, error) {
 	qmplugins.StrategyPlugins[cpusuppress.CPUSuppressName] = yarnsuppress.NewFactory(yarnsuppress.Deps{Hierarchy: fw.Informer.HierarchyDir, Store: fw.Store, Quota: fw.quota, Threshold: fw.interference.Threshold,
 		LSPeakWindow: cfg.Suppress.LSPeakWindow, LSPeakMetrics: lsPeakMetrics})
 	fw.loops = append(fw.loops, &yarnsuppress.Restorer{Hierarchy: fw.Informer.HierarchyDir, Quota: fw.quota},
-		&yarnevict.ReliefRestorer{Relief: fw.relief, Hierarchy: fw.Informer.HierarchyDir})
+		&relief.ReliefRestorer{Relief: fw.relief, Hierarchy: fw.Informer.HierarchyDir})
 	qmutil.SetCustomEvictionExecutorInitializer(yarnevict.GuardInitializer(evictDeps))
 
 	impl.DefaultPluginRegistry[yarninformer.Name] = fw.Informer
@@ -304,12 +306,12 @@ func (fw *Framework) nmPriority() int64 {
 
 // killer returns the YARN container killer, or nil before the informer
 // knows the hierarchy.
-func (fw *Framework) killer() *yarnevict.Killer {
+func (fw *Framework) killer() *kill.Killer {
 	h, ok := fw.Informer.Hierarchy()
 	if !ok {
 		return nil
 	}
-	return &yarnevict.Killer{H: h, Grace: fw.Config.EvictGracePeriod, Flights: fw.kills, Journal: fw.journal}
+	return &kill.Killer{H: h, Grace: fw.Config.EvictGracePeriod, Flights: fw.kills, Journal: fw.journal}
 }
 
 // killOrphan ends what runs on in the cgroup koordlet made for a YARN
@@ -333,7 +335,7 @@ const evictedKeep = 2 * time.Minute
 // thaws the freezer cgroups of earlier versions), once the store is filled.
 func (fw *Framework) recoverKills() {
 	if k := fw.killer(); k != nil {
-		k.Recover(fw.Store.Snapshot(), time.Now().Add(yarnevict.MaxRecoverTime))
+		k.Recover(fw.Store.Snapshot(), time.Now().Add(kill.MaxRecoverTime))
 	}
 }
 

@@ -20,7 +20,7 @@ import (
 	"github.com/koordlet-yarn/koordlet-yarn/framework/features"
 	"github.com/koordlet-yarn/koordlet-yarn/framework/rmrelease"
 	"github.com/koordlet-yarn/koordlet-yarn/framework/yarn"
-	"github.com/koordlet-yarn/koordlet-yarn/plugins/yarnevict"
+	"github.com/koordlet-yarn/koordlet-yarn/plugins/yarnevict/relief"
 	"github.com/koordlet-yarn/koordlet-yarn/plugins/yarnledger"
 	"github.com/koordlet-yarn/koordlet-yarn/test/rmemu"
 )
@@ -75,9 +75,9 @@ func TestReliefRestoredWithKoordletsGateOff(t *testing.T) {
 	assert.Equal(t, 1, before.Pending, "the throttle left behind, counted before the start")
 
 	// The start: the loop runner restores what the disabled loops wrote.
-	var restorer *yarnevict.ReliefRestorer
+	var restorer *relief.ReliefRestorer
 	for _, l := range fw.loops {
-		if r, ok := l.(*yarnevict.ReliefRestorer); ok {
+		if r, ok := l.(*relief.ReliefRestorer); ok {
 			restorer = r
 		}
 	}

@@ -28,7 +28,7 @@ import (
 	"github.com/koordlet-yarn/koordlet-yarn/hooks/yarnadopt"
 	"github.com/koordlet-yarn/koordlet-yarn/hooks/yarnmemcg"
 	"github.com/koordlet-yarn/koordlet-yarn/hooks/yarnqos"
-	"github.com/koordlet-yarn/koordlet-yarn/plugins/yarnevict"
+	"github.com/koordlet-yarn/koordlet-yarn/plugins/yarnevict/relief"
 )
 
 // TestRestoreStatus: with every acting gate off (the observe-only
@@ -127,7 +127,7 @@ koordlet_yarn_restore_pending{kind="rm-capacity",node="n1"} 1
 	fw.QoS.RestoreDisabled() // cpu.idle, SCHED_IDLE (no task), resctrl (no BE group: unmarked)
 	fw.memcg.RestoreDisabled()
 	fw.adopt.RestoreDisabled()
-	assert.Equal(t, 1, (&yarnevict.ReliefRestorer{Relief: fw.relief, Hierarchy: fw.Informer.HierarchyDir}).RestoreDisabled(), "the soft limit given back")
+	assert.Equal(t, 1, (&relief.ReliefRestorer{Relief: fw.relief, Hierarchy: fw.Informer.HierarchyDir}).RestoreDisabled(), "the soft limit given back")
 	soft, err := os.ReadFile(filepath.Join(memRoot, "memory.soft_limit_in_bytes"))
 	require.NoError(t, err)
 	assert.Equal(t, "-1", strings.TrimSpace(string(soft)), "no soft limit, as the record says")

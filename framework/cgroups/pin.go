@@ -11,6 +11,11 @@ import (
 // thread rather than a thread-group leader.
 const pidfdThread = unix.O_EXCL
 
+// pidfdSignalThreadGroup is pidfd_send_signal's PIDFD_SIGNAL_THREAD_GROUP
+// (Linux 6.9): the signal goes to the thread group of the task a thread
+// pidfd names, as it does through a process pidfd.
+const pidfdSignalThreadGroup = 1 << 1
+
 // pidfdOpen opens a pidfd; tests replace it (SetPidfdOpen) to take the
 // start-time path of a kernel without pidfd_open.
 var pidfdOpen = unix.PidfdOpen
@@ -36,7 +41,8 @@ type Pinned struct {
 	ID int
 	// Start is the task's start time in clock ticks since boot.
 	Start    int64
-	fd       int // -1: start time only
+	fd       int  // -1: start time only
+	thread   bool // fd is a thread pidfd (PIDFD_THREAD)
 	procRoot string
 	released bool
 }
@@ -48,6 +54,7 @@ func Pin(procRoot string, id int) (*Pinned, error) {
 		return nil, unix.ESRCH
 	}
 	fd, err := pidfdOpen(id, pidfdThread)
+	thread := err == nil
 	if errors.Is(err, unix.EINVAL) {
 		fd, err = pidfdOpen(id, 0) // before Linux 6.9: leaders only
 	}
@@ -57,7 +64,7 @@ func Pin(procRoot string, id int) (*Pinned, error) {
 		}
 		fd = -1 // no pidfd for this task: start time only
 	}
-	p := &Pinned{ID: id, fd: fd, procRoot: procRoot}
+	p := &Pinned{ID: id, fd: fd, thread: thread, procRoot: procRoot}
 	start, ok := TaskStartTicks(procRoot, id)
 	if !ok {
 		p.Release()
@@ -74,6 +81,20 @@ func Pin(procRoot string, id int) (*Pinned, error) {
 
 // ByPidfd reports whether a pidfd holds the task (false: start time only).
 func (p *Pinned) ByPidfd() bool { return p.fd >= 0 && !p.released }
+
+// Signal sends sig to the pinned task's thread group through its pidfd:
+// it fails (ESRCH) once the task is gone, so a reused number is never
+// signalled. A task no pidfd holds is not signalled (ENOSYS).
+func (p *Pinned) Signal(sig unix.Signal) error {
+	if !p.ByPidfd() {
+		return unix.ENOSYS
+	}
+	flags := 0
+	if p.thread {
+		flags = pidfdSignalThreadGroup
+	}
+	return unix.PidfdSendSignal(p.fd, sig, nil, flags)
+}
 
 // Alive reports whether the pinned task still runs (or is a zombie not yet
 // reaped), so that its number still names it.

@@ -24,7 +24,7 @@ import (
 	"github.com/koordlet-yarn/koordlet-yarn/framework/cgroups"
 	"github.com/koordlet-yarn/koordlet-yarn/framework/store"
 	"github.com/koordlet-yarn/koordlet-yarn/framework/yarn"
-	"github.com/koordlet-yarn/koordlet-yarn/plugins/yarnevict"
+	"github.com/koordlet-yarn/koordlet-yarn/plugins/yarnevict/kill"
 	"github.com/koordlet-yarn/koordlet-yarn/test/kerneltest"
 )
 
@@ -623,7 +623,7 @@ func TestRealKernelOrphanEnded(t *testing.T) {
 	now := time.Now()
 	var clock sync.Mutex
 	var podGone atomic.Bool
-	killer := &yarnevict.Killer{H: n.h, Grace: 10 * time.Millisecond}
+	killer := &kill.Killer{H: n.h, Grace: 10 * time.Millisecond}
 	a := New(Options{Store: n.st, ScanInterval: time.Second, ListNM: n.nm.list,
 		Now:       func() time.Time { clock.Lock(); defer clock.Unlock(); return now },
 		Hierarchy: func() (cgroups.Hierarchy, bool) { return n.h, true },

@@ -34,12 +34,7 @@ import (
 	"github.com/koordlet-yarn/koordlet-yarn/framework/rmrelease"
 	"github.com/koordlet-yarn/koordlet-yarn/framework/store"
 	"github.com/koordlet-yarn/koordlet-yarn/framework/yarn"
-)
-
-// Reasons of the allocatable triggers (upstream's feature names).
-const (
-	ReasonMemoryAllocatableEvict = "MemoryAllocatableEvict"
-	ReasonCPUAllocatableEvict    = "CPUAllocatableEvict"
+	"github.com/koordlet-yarn/koordlet-yarn/plugins/yarnevict/kill"
 )
 
 // AllocKind selects the resource an allocatable trigger arbitrates.
@@ -62,9 +57,9 @@ func (k AllocKind) resource() corev1.ResourceName {
 // Reason is the trigger's eviction reason.
 func (k AllocKind) Reason() string {
 	if k == AllocCPU {
-		return ReasonCPUAllocatableEvict
+		return kill.ReasonCPUAllocatableEvict
 	}
-	return ReasonMemoryAllocatableEvict
+	return kill.ReasonMemoryAllocatableEvict
 }
 
 // AllocConfig is the NodeSLO part an allocatable trigger uses.

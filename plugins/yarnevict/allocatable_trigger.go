@@ -40,6 +40,7 @@ import (
 	"github.com/koordlet-yarn/koordlet-yarn/framework/rmrelease"
 	"github.com/koordlet-yarn/koordlet-yarn/framework/store"
 	"github.com/koordlet-yarn/koordlet-yarn/framework/yarn"
+	"github.com/koordlet-yarn/koordlet-yarn/plugins/yarnevict/kill"
 )
 
 // AllocatableEvict is the allocatable trigger of a slot
@@ -239,7 +240,7 @@ func (a *AllocatableEvict) victims(cfg AllocConfig, pods []*statesinformer.PodMe
 	if nmPod != nil {
 		nmLabel = qmutil.GetPodPriorityLabel(nmPod, int64(nmPriority))
 	}
-	var flights *Flights
+	var flights *kill.Flights
 	if a.Deps.Killer != nil {
 		if k := a.Deps.Killer(); k != nil {
 			flights = k.Flights
@@ -285,9 +286,9 @@ func (a *AllocatableEvict) execute(node *corev1.Node, nmPod *corev1.Pod, ranked 
 				return done, attempted
 			}
 			nonAM = nonAM || !v.IsAM
-			ok, skipped := evictOne(a.Deps, a.Executor, a.Opts.EventRecorder, nmPod, node, &v.Victim, a.Kind.Reason(), func(v *Victim) string {
+			ok, skipped := evictOne(a.Deps, a.Executor, a.Opts.EventRecorder, nmPod, node, &v.Victim, order{reason: a.Kind.Reason(), podMessage: func(v *Victim) string {
 				return fmt.Sprintf("%s%s, kill pod: %s", qmutil.EvictReasonPrefix, a.Kind.Reason(), v.Pod.Name)
-			})
+			}})
 			attempted = attempted || !skipped
 			if ok {
 				done = append(done, *v)

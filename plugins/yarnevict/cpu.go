@@ -45,10 +45,8 @@ import (
 	"github.com/koordlet-yarn/koordlet-yarn/framework/features"
 	"github.com/koordlet-yarn/koordlet-yarn/framework/store"
 	"github.com/koordlet-yarn/koordlet-yarn/framework/yarn"
+	"github.com/koordlet-yarn/koordlet-yarn/plugins/yarnevict/kill"
 )
-
-// ReasonBECPUEvict is the eviction reason of the CPU strategy.
-const ReasonBECPUEvict = "BECPUEvict"
 
 // Upstream's defaults for the satisfaction-based evict.
 const (
@@ -154,12 +152,12 @@ func (c *CPUEvict) Cycle(now time.Time) []Victim {
 	}
 	victims := c.victims(si.GetAllPods())
 	Rank(victims, CPUUsage)
-	_, covered := PlanProtectingAMs(victims, need, CPURequest)
-	klog.Infof("yarn: BE CPU satisfaction below its lower bound (BE usage %.0fm, request %.0fm, limit %.0fm): need to release %dm of request; %d candidates, the plan covers %dm",
-		cur.Usage, cur.Request, cur.Limit, need, len(victims), covered)
-	evicted, released, attempted := c.evict(node, victims, need)
+	evicted, released, attempted := c.evict(node, victims, need, func(covered int64) {
+		klog.Infof("yarn: BE CPU satisfaction below its lower bound (BE usage %.0fm, request %.0fm, limit %.0fm): need to release %dm of request; %d candidates, the plan covers %dm",
+			cur.Usage, cur.Request, cur.Limit, need, len(victims), covered)
+	})
 	if attempted && c.deps.Metrics != nil {
-		c.deps.Metrics.AddNeeded(c.deps.NodeName, ReasonBECPUEvict, "cpu", need)
+		c.deps.Metrics.AddNeeded(c.deps.NodeName, kill.ReasonBECPUEvict, "cpu", need)
 	}
 	if len(evicted) > 0 {
 		c.lastEvict = now
@@ -325,10 +323,12 @@ func (c *CPUEvict) victims(pods []*statesinformer.PodMeta) []Victim {
 		})
 }
 
-// evict evicts from the ranked victims until need (of request) is released.
-func (c *CPUEvict) evict(node *corev1.Node, ranked []Victim, need int64) ([]Victim, int64, bool) {
+// evict evicts from the ranked victims until need (of request) is
+// released; planned is told what the plan covers before the first
+// eviction.
+func (c *CPUEvict) evict(node *corev1.Node, ranked []Victim, need int64, planned func(covered int64)) ([]Victim, int64, bool) {
 	return execute(c.deps, c.executor, c.opts.EventRecorder, c.opts.StatesInformer.GetAllPods(), node, ranked, need, CPURequest,
-		ReasonBECPUEvict, func(v *Victim) string {
+		order{reason: kill.ReasonBECPUEvict, podMessage: func(v *Victim) string {
 			return fmt.Sprintf("BE CPU satisfaction too low; pod releases %dm of CPU request; chosen because: %s", v.MilliCPURequest, v.Why)
-		})
+		}}, planned)
 }

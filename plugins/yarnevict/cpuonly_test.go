@@ -33,6 +33,7 @@ import (
 	"github.com/koordlet-yarn/koordlet-yarn/framework/features"
 	"github.com/koordlet-yarn/koordlet-yarn/framework/nodemem"
 	"github.com/koordlet-yarn/koordlet-yarn/framework/store"
+	"github.com/koordlet-yarn/koordlet-yarn/plugins/yarnevict/kill"
 	"github.com/koordlet-yarn/koordlet-yarn/plugins/yarninformer"
 	"github.com/koordlet-yarn/koordlet-yarn/test/cgtree"
 	"github.com/koordlet-yarn/koordlet-yarn/test/kerneltest"
@@ -57,6 +58,9 @@ func TestRealKernelMemoryEvictWithoutMemoryCgroup(t *testing.T) {
 	t.Run("v1", func(t *testing.T) { memoryEvictWithoutMemoryCgroup(t, false) })
 	t.Run("unified", func(t *testing.T) { memoryEvictWithoutMemoryCgroup(t, true) })
 }
+
+// unifiedRoot is this machine kind's cgroup2 mount (hybrid mode).
+const unifiedRoot = "/sys/fs/cgroup/unified"
 
 func memoryEvictWithoutMemoryCgroup(t *testing.T, unified bool) {
 	if unified {
@@ -176,7 +180,7 @@ func memoryEvictWithoutMemoryCgroup(t *testing.T, unified bool) {
 	rec := record.NewFakeRecorder(10)
 	metrics, err := NewMetrics(prometheus.NewRegistry())
 	require.NoError(t, err)
-	deps := Deps{Store: st, Killer: func() *Killer { return &Killer{H: h, Grace: 100 * time.Millisecond} },
+	deps := Deps{Store: st, Killer: func() *kill.Killer { return &kill.Killer{H: h, Grace: 100 * time.Millisecond} },
 		IsNodeManagerPod: func(p *corev1.Pod) bool { return p.Labels["app.kubernetes.io/component"] == "node-manager" },
 		Metrics:          metrics, NodeName: "n1", CgroupHierarchy: inf.Hierarchy}
 	strategy := NewMemoryEvictFactory(deps)(&qmframework.Options{Config: qmframework.NewDefaultConfig(), StatesInformer: si, MetricCache: mc,

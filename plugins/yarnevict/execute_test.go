@@ -21,6 +21,7 @@ import (
 
 	"github.com/koordlet-yarn/koordlet-yarn/framework/cgroups"
 	"github.com/koordlet-yarn/koordlet-yarn/framework/store"
+	"github.com/koordlet-yarn/koordlet-yarn/plugins/yarnevict/kill"
 	"github.com/koordlet-yarn/koordlet-yarn/test/kerneltest"
 )
 
@@ -41,7 +42,9 @@ func realContainer(t *testing.T, hier, name string, withProcess bool) *store.Con
 }
 
 type executeEnv struct {
-	deps    Deps
+	deps Deps
+	// held reads what a killed container still holds (nil: not measured).
+	held    func(*store.Container) (kill.Held, bool)
 	rec     *record.FakeRecorder
 	metrics *Metrics
 	pods    []*statesinformer.PodMeta
@@ -52,13 +55,13 @@ func newExecuteEnv(t *testing.T, hier string) *executeEnv {
 	m, err := NewMetrics(reg)
 	require.NoError(t, err)
 	h := cgroups.Hierarchy{CgroupRoot: kerneltest.CgroupRoot, ProcRoot: "/proc", Dir: hier}
-	flights := NewFlights(time.Minute)
+	flights := kill.NewFlights(time.Minute)
 	nmPod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "yarn", Name: "nodemanager",
 		Labels: map[string]string{"app.kubernetes.io/component": "node-manager"}}}
 	return &executeEnv{
 		deps: Deps{Store: store.New(), Metrics: m, NodeName: "n1",
-			Killer: func() *Killer {
-				return &Killer{H: h, Grace: 50 * time.Millisecond, Flights: flights, ExitTimeout: 2 * time.Second}
+			Killer: func() *kill.Killer {
+				return &kill.Killer{H: h, Grace: 50 * time.Millisecond, Flights: flights, ExitTimeout: 2 * time.Second}
 			},
 			IsNodeManagerPod: func(p *corev1.Pod) bool { return p.Labels["app.kubernetes.io/component"] == "node-manager" }},
 		rec: record.NewFakeRecorder(100), metrics: m, pods: []*statesinformer.PodMeta{{Pod: nmPod}},
@@ -66,8 +69,8 @@ func newExecuteEnv(t *testing.T, hier string) *executeEnv {
 }
 
 func (e *executeEnv) run(ranked []Victim, need int64) ([]Victim, int64, bool) {
-	return execute(e.deps, nil, e.rec, e.pods, &corev1.Node{}, ranked, need, MemoryUsage, ReasonBEMemoryEvict,
-		func(*Victim) string { return "" })
+	return execute(e.deps, nil, e.rec, e.pods, &corev1.Node{}, ranked, need, MemoryUsage,
+		order{reason: kill.ReasonBEMemoryEvict, held: e.held, podMessage: func(*Victim) string { return "" }}, nil)
 }
 
 func (e *executeEnv) events() []string {
@@ -113,9 +116,9 @@ func TestRealKernelExecuteFailsOverToNextVictim(t *testing.T) {
 	assert.Contains(t, evs[1], EventReasonEvicted)
 	assert.Contains(t, evs[1], live.Name)
 	assert.Contains(t, evs[1], "chosen because: priority 0; 0.0 CPU-s of work lost; all 1 candidates together do not cover the need", "the Event says why this victim")
-	assert.Equal(t, 1.0, testutil.ToFloat64(e.metrics.Evictions.WithLabelValues("n1", ReasonBEMemoryEvict, "failed")))
-	assert.Equal(t, 1.0, testutil.ToFloat64(e.metrics.Evictions.WithLabelValues("n1", ReasonBEMemoryEvict, "succeeded")))
-	assert.Equal(t, float64(100<<20), testutil.ToFloat64(e.metrics.Released.WithLabelValues("n1", ReasonBEMemoryEvict, "memory", "byte")))
+	assert.Equal(t, 1.0, testutil.ToFloat64(e.metrics.Evictions.WithLabelValues("n1", kill.ReasonBEMemoryEvict, "failed")))
+	assert.Equal(t, 1.0, testutil.ToFloat64(e.metrics.Evictions.WithLabelValues("n1", kill.ReasonBEMemoryEvict, "succeeded")))
+	assert.Equal(t, float64(100<<20), testutil.ToFloat64(e.metrics.Released.WithLabelValues("n1", kill.ReasonBEMemoryEvict, "memory", "byte")))
 }
 
 // TestRealKernelExecuteNoAMAfterItsExecutors: the executor is evicted but
@@ -165,48 +168,10 @@ func TestRealKernelOneKillPerContainer(t *testing.T) {
 	evs := e.events()
 	require.Len(t, evs, 1, "one Event: %v", evs)
 	assert.True(t, strings.Contains(evs[0], EventReasonEvicted))
-	assert.Equal(t, 1.0, testutil.ToFloat64(e.metrics.Evictions.WithLabelValues("n1", ReasonBEMemoryEvict, "succeeded")))
-	assert.Equal(t, 0.0, testutil.ToFloat64(e.metrics.Evictions.WithLabelValues("n1", ReasonBEMemoryEvict, "failed")))
+	assert.Equal(t, 1.0, testutil.ToFloat64(e.metrics.Evictions.WithLabelValues("n1", kill.ReasonBEMemoryEvict, "succeeded")))
+	assert.Equal(t, 0.0, testutil.ToFloat64(e.metrics.Evictions.WithLabelValues("n1", kill.ReasonBEMemoryEvict, "failed")))
 
 	assert.True(t, e.deps.Killer().Flights.Busy(c.Name), "an evicted container stays out of the victim lists")
-}
-
-func TestFlights(t *testing.T) {
-	f := NewFlights(time.Minute)
-	now := time.Unix(1000, 0)
-	f.now = func() time.Time { return now }
-	require.NoError(t, f.begin("a"))
-	assert.ErrorIs(t, f.begin("a"), ErrInFlight)
-	assert.True(t, f.Busy("a"))
-	f.end("a", false)
-	assert.False(t, f.Busy("a"), "a failed kill does not exclude the container")
-	require.NoError(t, f.begin("a"))
-	f.end("a", true)
-	assert.ErrorIs(t, f.begin("a"), ErrAlreadyEvicted)
-	now = now.Add(2 * time.Minute)
-	assert.False(t, f.Busy("a"), "forgotten after the keep period")
-	assert.True(t, f.Wait(0))
-
-	// Wait blocks while a kill is in flight and returns when the last ends.
-	require.NoError(t, f.begin("b"))
-	require.NoError(t, f.begin("c"))
-	assert.False(t, f.Wait(20*time.Millisecond), "two in flight")
-	f.end("b", false)
-	assert.False(t, f.Wait(20*time.Millisecond), "one in flight")
-	go func() {
-		time.Sleep(50 * time.Millisecond)
-		f.end("c", true)
-	}()
-	start := time.Now()
-	assert.True(t, f.Wait(5*time.Second), "the last kill ended")
-	assert.Less(t, time.Since(start), 4*time.Second)
-	assert.True(t, f.Wait(0))
-	require.NoError(t, f.begin("d"))
-	assert.False(t, f.Wait(0), "in flight again")
-	f.end("d", false)
-	var nilFlights *Flights
-	assert.NoError(t, nilFlights.begin("x"))
-	assert.False(t, nilFlights.Busy("x"))
 }
 
 // TestYARNBERequest: CPU evict's BE request counts the YARN containers that
@@ -236,10 +201,10 @@ func TestYARNBERequest(t *testing.T) {
 // TestReleaseOfIsInTheUnitOfTheNeed: released and needed compare per reason.
 func TestReleaseOfIsInTheUnitOfTheNeed(t *testing.T) {
 	v := Victim{MemoryUsed: 300 << 20, MilliCPUUsed: 1500, MilliCPURequest: 2000}
-	res, amount, _ := releaseOf(ReasonBECPUEvict, &v)
+	res, amount, _ := releaseOf(kill.ReasonBECPUEvict, &v)
 	assert.Equal(t, "cpu", res)
 	assert.Equal(t, int64(2000), amount, "CPU evict needs request, so it counts request released")
-	res, amount, _ = releaseOf(ReasonBEMemoryEvict, &v)
+	res, amount, _ = releaseOf(kill.ReasonBEMemoryEvict, &v)
 	assert.Equal(t, "memory", res)
 	assert.Equal(t, int64(300<<20), amount)
 }
@@ -277,10 +242,10 @@ func TestRealKernelExecuteKillsAPlanAtOnce(t *testing.T) {
 	both := make(chan struct{})
 	met := true
 	base := e.deps.Killer
-	e.deps.Killer = func() *Killer {
+	e.deps.Killer = func() *kill.Killer {
 		k := base()
-		k.Hook = func(s Step) {
-			if s != StepTermSent {
+		k.Hook = func(s kill.Step) {
+			if s != kill.StepTermSent {
 				return
 			}
 			mu.Lock()

@@ -38,14 +38,13 @@ import (
 	"github.com/koordlet-yarn/koordlet-yarn/framework/features"
 	"github.com/koordlet-yarn/koordlet-yarn/framework/nodemem"
 	"github.com/koordlet-yarn/koordlet-yarn/framework/store"
+	"github.com/koordlet-yarn/koordlet-yarn/plugins/yarnevict/kill"
 	"github.com/koordlet-yarn/koordlet-yarn/plugins/yarninformer"
 	"github.com/koordlet-yarn/koordlet-yarn/test/kerneltest"
 )
 
 func TestMain(m *testing.M) {
 	kerneltest.RunHelperIfRequested()
-	runCrashingKillerIfRequested()
-	runNamespacedKillerIfRequested()
 	if err := features.Register(); err != nil {
 		panic(err)
 	}
@@ -166,7 +165,7 @@ func TestRealKernelKill(t *testing.T) {
 	n := newYARNNode(t)
 	victim, _ := n.st.Get(n.newest)
 	amPids := n.pids(t, n.am)
-	k := &Killer{H: n.h, Grace: 200 * time.Millisecond}
+	k := &kill.Killer{H: n.h, Grace: 200 * time.Millisecond}
 	res, err := k.Kill(victim)
 	require.NoError(t, err)
 	assert.GreaterOrEqual(t, res.Passes, 1)
@@ -192,7 +191,7 @@ func TestRealKernelKill(t *testing.T) {
 // container's cgroup (a reused pid) is never signalled.
 func TestKillRefusesWhatIsNotYARN(t *testing.T) {
 	h := cgroups.Hierarchy{CgroupRoot: t.TempDir(), ProcRoot: "/proc", Dir: "kubepods/besteffort/hadoop-yarn"}
-	k := &Killer{H: h}
+	k := &kill.Killer{H: h}
 	name := "container_e17_1700000000000_0042_01_000002"
 	for _, refs := range []cgroups.Cgroups{
 		{},
@@ -201,7 +200,7 @@ func TestKillRefusesWhatIsNotYARN(t *testing.T) {
 		{cgroups.CPU: {Dir: h.Dir + "/container_e17_1700000000000_0042_01_000009", Owned: true}}, // another container
 	} {
 		_, err := k.Kill(&store.Container{Name: name, Cgroups: refs})
-		assert.ErrorIs(t, err, ErrNotYARN)
+		assert.ErrorIs(t, err, kill.ErrNotYARN)
 	}
 
 	// A fake container cgroup lists the pid of a real process that lives
@@ -211,7 +210,7 @@ func TestKillRefusesWhatIsNotYARN(t *testing.T) {
 	require.NoError(t, os.MkdirAll(dir, 0o755))
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "cgroup.procs"), []byte(strings.TrimSpace(itoa(other))+"\n"), 0o644))
 	res, err := k.Kill(&store.Container{Name: name, Cgroups: cgroups.Cgroups{cgroups.CPU: {Dir: h.Dir + "/" + name, Owned: true}}})
-	assert.ErrorIs(t, err, ErrNothingKilled, "a kill that signalled nothing is a failure")
+	assert.ErrorIs(t, err, kill.ErrNothingKilled, "a kill that signalled nothing is a failure")
 	assert.Equal(t, 0, res.Signalled)
 	assert.True(t, alive(other))
 }
@@ -270,7 +269,7 @@ func TestRealKernelMemoryEvict(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	metrics, err := NewMetrics(reg)
 	require.NoError(t, err)
-	deps := Deps{Store: n.st, Killer: func() *Killer { return &Killer{H: n.h, Grace: 100 * time.Millisecond} },
+	deps := Deps{Store: n.st, Killer: func() *kill.Killer { return &kill.Killer{H: n.h, Grace: 100 * time.Millisecond} },
 		IsNodeManagerPod: func(p *corev1.Pod) bool { return p.Labels["app.kubernetes.io/component"] == "node-manager" },
 		Metrics:          metrics, NodeName: "n1"}
 	cfg := qmframework.NewDefaultConfig()
@@ -308,7 +307,7 @@ func TestRealKernelMemoryEvict(t *testing.T) {
 	default:
 		t.Fatal("no Event on the NodeManager pod")
 	}
-	assert.Equal(t, 1.0, testutil.ToFloat64(metrics.Evictions.WithLabelValues("n1", ReasonBEMemoryEvict, "succeeded")))
+	assert.Equal(t, 1.0, testutil.ToFloat64(metrics.Evictions.WithLabelValues("n1", kill.ReasonBEMemoryEvict, "succeeded")))
 
 	// No cooling after an eviction of YARN containers only (their memory
 	// is free when the kill returns): when node memory is above the
@@ -376,7 +375,7 @@ func TestRealKernelCPUEvict(t *testing.T) {
 	rec := record.NewFakeRecorder(10)
 	metrics, err := NewMetrics(prometheus.NewRegistry())
 	require.NoError(t, err)
-	deps := Deps{Store: n.st, Killer: func() *Killer { return &Killer{H: n.h, Grace: 100 * time.Millisecond} },
+	deps := Deps{Store: n.st, Killer: func() *kill.Killer { return &kill.Killer{H: n.h, Grace: 100 * time.Millisecond} },
 		IsNodeManagerPod: func(p *corev1.Pod) bool { return p.Labels["app.kubernetes.io/component"] == "node-manager" },
 		Metrics:          metrics, NodeName: "n1", Hierarchy: func() string { return n.h.Dir }}
 	strategy := NewCPUEvictFactory(deps)(&qmframework.Options{Config: qmframework.NewDefaultConfig(), StatesInformer: si, MetricCache: mc,
@@ -395,8 +394,8 @@ func TestRealKernelCPUEvict(t *testing.T) {
 	for _, pid := range append(append(amPids, oldPids...), n.nmPid) {
 		assert.True(t, alive(pid), "pid %d survives", pid)
 	}
-	assert.Equal(t, 1.0, testutil.ToFloat64(metrics.Evictions.WithLabelValues("n1", ReasonBECPUEvict, "succeeded")))
-	assert.Equal(t, 1.5, testutil.ToFloat64(metrics.Needed.WithLabelValues("n1", ReasonBECPUEvict, "cpu", "core")), "1500m: 1.5 cores")
+	assert.Equal(t, 1.0, testutil.ToFloat64(metrics.Evictions.WithLabelValues("n1", kill.ReasonBECPUEvict, "succeeded")))
+	assert.Equal(t, 1.5, testutil.ToFloat64(metrics.Needed.WithLabelValues("n1", kill.ReasonBECPUEvict, "cpu", "core")), "1500m: 1.5 cores")
 }
 
 func TestMilliCPUToRelease(t *testing.T) {

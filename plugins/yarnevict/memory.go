@@ -23,58 +23,18 @@ import (
 
 	"github.com/koordlet-yarn/koordlet-yarn/framework/cgroups"
 	"github.com/koordlet-yarn/koordlet-yarn/framework/features"
+	"github.com/koordlet-yarn/koordlet-yarn/framework/logonce"
 	"github.com/koordlet-yarn/koordlet-yarn/framework/nodemem"
-	"github.com/koordlet-yarn/koordlet-yarn/framework/policy"
-	"github.com/koordlet-yarn/koordlet-yarn/framework/rmrelease"
 	"github.com/koordlet-yarn/koordlet-yarn/framework/store"
+	"github.com/koordlet-yarn/koordlet-yarn/plugins/yarnevict/growth"
+	"github.com/koordlet-yarn/koordlet-yarn/plugins/yarnevict/kill"
 	"github.com/koordlet-yarn/koordlet-yarn/plugins/yarnevict/memtrigger"
+	"github.com/koordlet-yarn/koordlet-yarn/plugins/yarnevict/relief"
 )
-
-// ReasonBEMemoryEvict is the eviction reason of the memory strategy.
-const ReasonBEMemoryEvict = "BEMemoryEvict"
 
 // releaseBufferPercent is upstream's default gap between the threshold and
 // the level eviction releases down to.
 const releaseBufferPercent = 2
-
-// Deps are what the strategies need besides koordlet's options.
-type Deps struct {
-	Store *store.Store
-	// Killer kills YARN containers; nil until the hierarchy is known.
-	Killer func() *Killer
-	// IsNodeManagerPod tells the NodeManager pod among the node's pods.
-	IsNodeManagerPod func(*corev1.Pod) bool
-	Metrics          *Metrics
-	// Audit keeps a record of every eviction (nil: none).
-	Audit    *Audit
-	NodeName string
-	// Hierarchy returns the YARN hierarchy dir ("" when unknown).
-	Hierarchy func() string
-	// CgroupHierarchy returns the YARN hierarchy (proc root, cgroup
-	// namespace) for reading the processes of containers without a memory
-	// cgroup; ok is false until it is known. nil: the killer's.
-	CgroupHierarchy func() (cgroups.Hierarchy, bool)
-	// Policy gives YARN containers their priority and tier from the YARN
-	// QoS policy (nil: none, the NodeManager pod's priority).
-	Policy *policy.Resolver
-	// RMRelease is the release of YARN allocations asked of the
-	// ResourceManager (YARNRMPreemption; nil: none), and RMSyncDelay how
-	// long the RM sync may take to notice an over-commit and ask: the
-	// allocatable triggers wait for the RM that long before they kill.
-	RMRelease   *rmrelease.Window
-	RMSyncDelay func() time.Duration
-	// Charges records the containers whose processes koordlet moved into
-	// their memory cgroup holding memory that stays charged where they came
-	// from (nil: none); they are measured by cgroups.TrueMemory.
-	Charges *cgroups.LeftCharges
-	// Relief runs the memory relief rungs before the kill
-	// (YARNMemoryRelief; nil: none).
-	Relief *Relief
-	// held reads what a killed container still holds (memory evictions
-	// measure what they released; nil: not measured). Set by the memory
-	// strategy on its own copy.
-	held func(*store.Container) (Held, bool)
-}
 
 // MemoryEvict is the YARN-aware BE memory evict strategy. It takes koordlet's
 // "memoryEvict" slot when YARNBEMemoryEvict is on: above NodeSLO's
@@ -92,13 +52,13 @@ type MemoryEvict struct {
 	reader    *cgroups.UsageReader
 	procs     *cgroups.ProcessMemoryReader
 	lastEvict time.Time
-	// loggedProcesses: the per-process accounting was announced.
-	loggedProcesses bool
+	// said holds what was logged once: the per-process accounting
+	// announced ("processes"), the trigger's arming failure ("arm").
+	said logonce.Set
 	// trigger wakes the strategy at the crossing (YARNMemoryEvictTrigger);
 	// used only by the strategy's own goroutine.
 	wantTrigger bool
 	trigger     *memtrigger.Trigger
-	armFailed   bool
 	// triggerKinds is read from other goroutines.
 	triggerKinds atomic.Pointer[[]string]
 }
@@ -118,10 +78,8 @@ func NewMemoryEvictFactory(deps Deps) qmframework.QOSStrategyFactory {
 		cooling := time.Duration(opts.Config.MemoryEvictCoolTimeSeconds) * time.Second
 		var be beTrigger
 		if features.Enabled(features.YARNBEMemoryEvict) {
-			m := &MemoryEvict{deps: deps, opts: opts, interval: interval, cooling: cooling,
+			be = &MemoryEvict{deps: deps, opts: opts, interval: interval, cooling: cooling,
 				wantTrigger: features.Enabled(features.YARNMemoryEvictTrigger)}
-			m.deps.held = m.heldMemory
-			be = m
 		}
 		return newSlot(AllocMemory, deps, opts, be, interval, cooling)
 	}
@@ -145,7 +103,7 @@ func (m *MemoryEvict) Run(stopCh <-chan struct{}) {
 	go func() {
 		runLoop(stopCh, m.interval, func(now time.Time) { m.Cycle(now) }, m, func(cause string) {
 			if m.deps.Metrics != nil {
-				m.deps.Metrics.Wakeups.WithLabelValues(m.deps.NodeName, ReasonBEMemoryEvict, cause).Inc()
+				m.deps.Metrics.Wakeups.WithLabelValues(m.deps.NodeName, kill.ReasonBEMemoryEvict, cause).Inc()
 			}
 		})
 		m.Stopped()
@@ -219,7 +177,7 @@ func (m *MemoryEvict) CloseTrigger() {
 type memoryCheck struct {
 	node              *corev1.Node
 	need, used, level int64
-	escalation        Escalation
+	escalation        relief.Escalation
 }
 
 // check reads node memory against NodeSLO's thresholds and runs the relief
@@ -279,18 +237,18 @@ func (m *MemoryEvict) Cycle(now time.Time) []Victim {
 	if k := m.killer(); k != nil {
 		grace = k.Grace
 	}
-	projected, measure := ProjectNeed(victims, need, ReleaseHorizon(grace, m.interval), MemoryUsage)
-	_, covered := PlanProtectingAMs(victims, projected, measure)
-	// The times say where a reaction goes: reading the candidates and
-	// planning, then the kills.
-	klog.Infof("yarn: node memory above the BE evict threshold: need to release %dMi (%dMi with the growth expected before the release is done); %d candidates, the plan covers %dMi (decided in %v)",
-		need>>20, projected>>20, len(victims), covered>>20, time.Since(decideStart).Round(time.Microsecond))
-	evicted, released, attempted := m.evict(node, victims, projected, measure)
+	projected, measure := ProjectNeed(victims, need, growth.ReleaseHorizon(grace, m.interval), MemoryUsage)
+	evicted, released, attempted := m.evict(node, victims, projected, measure, func(covered int64) {
+		// The times say where a reaction goes: reading the candidates
+		// and planning, then the kills.
+		klog.Infof("yarn: node memory above the BE evict threshold: need to release %dMi (%dMi with the growth expected before the release is done); %d candidates, the plan covers %dMi (decided in %v)",
+			need>>20, projected>>20, len(victims), covered>>20, time.Since(decideStart).Round(time.Microsecond))
+	})
 	if attempted {
 		klog.V(2).Infof("yarn: memory evict done %v after the check began: %d evicted, %dMi released", time.Since(now).Round(time.Millisecond), len(evicted), released>>20)
 	}
 	if attempted && m.deps.Metrics != nil {
-		m.deps.Metrics.AddNeeded(m.deps.NodeName, ReasonBEMemoryEvict, "memory", need)
+		m.deps.Metrics.AddNeeded(m.deps.NodeName, kill.ReasonBEMemoryEvict, "memory", need)
 	}
 	if attempted {
 		m.deps.Relief.Evicted(false) // the node changed: a throttle's hold is measured anew
@@ -307,18 +265,18 @@ func (m *MemoryEvict) Cycle(now time.Time) []Victim {
 // relieve runs the memory relief rungs before the kill (YARNMemoryRelief):
 // at node usage used, the threshold and lower levels and capacity (0: no
 // threshold, the throttle given back). It returns the kill they ask for.
-func (m *MemoryEvict) relieve(used, level, lower, capacity int64) Escalation {
+func (m *MemoryEvict) relieve(used, level, lower, capacity int64) relief.Escalation {
 	if m.deps.Relief == nil || m.deps.Hierarchy == nil {
-		return Escalation{}
+		return relief.Escalation{}
 	}
-	return m.deps.Relief.Check(m.deps.Hierarchy(), Levels{Used: used, Threshold: level, Lower: lower, Capacity: capacity})
+	return m.deps.Relief.Check(m.deps.Hierarchy(), relief.Levels{Used: used, Threshold: level, Lower: lower, Capacity: capacity})
 }
 
 // evictForHold kills YARN containers, ranked and planned as at the
 // threshold, for the throttle's hold at its floor (Escalation): only YARN
 // containers (the throttle holds their root, and only their memory
 // relieves it), each victim's Why (its audit record and Event) saying so.
-func (m *MemoryEvict) evictForHold(now time.Time, node *corev1.Node, esc Escalation) []Victim {
+func (m *MemoryEvict) evictForHold(now time.Time, node *corev1.Node, esc relief.Escalation) []Victim {
 	var victims []Victim
 	for _, v := range m.victims(m.opts.StatesInformer.GetAllPods()) {
 		if v.Container != nil {
@@ -327,16 +285,16 @@ func (m *MemoryEvict) evictForHold(now time.Time, node *corev1.Node, esc Escalat
 		}
 	}
 	Rank(victims, MemoryUsage)
-	_, covered := PlanProtectingAMs(victims, esc.Release, MemoryUsage)
-	klog.Infof("yarn: memory evict below the threshold: %s; need to release %dMi of YARN containers; %d candidates, the plan covers %dMi",
-		esc.Why, esc.Release>>20, len(victims), covered>>20)
-	evicted, released, attempted := m.evict(node, victims, esc.Release, MemoryUsage)
+	evicted, released, attempted := m.evict(node, victims, esc.Release, MemoryUsage, func(covered int64) {
+		klog.Infof("yarn: memory evict below the threshold: %s; need to release %dMi of YARN containers; %d candidates, the plan covers %dMi",
+			esc.Why, esc.Release>>20, len(victims), covered>>20)
+	})
 	// Measured anew even when nothing could be killed: asked again a bound
 	// later, not at every check.
 	m.deps.Relief.Evicted(attempted)
 	if attempted {
 		if m.deps.Metrics != nil {
-			m.deps.Metrics.AddNeeded(m.deps.NodeName, ReasonBEMemoryEvict, "memory", esc.Release)
+			m.deps.Metrics.AddNeeded(m.deps.NodeName, kill.ReasonBEMemoryEvict, "memory", esc.Release)
 		}
 		if released < esc.Release {
 			klog.Warningf("yarn: memory evict for the throttle's hold released %dMi of the %dMi needed", released>>20, esc.Release>>20)
@@ -373,7 +331,7 @@ func ReleasesLater(evicted []Victim) bool {
 
 // killer returns the YARN container killer (nil before the hierarchy is
 // known).
-func (m *MemoryEvict) killer() *Killer {
+func (m *MemoryEvict) killer() *kill.Killer {
 	if m.deps.Killer == nil {
 		return nil
 	}
@@ -386,8 +344,7 @@ func (m *MemoryEvict) arm(used, level int64) {
 	if m.trigger == nil {
 		return
 	}
-	if err := m.trigger.Arm(used, level); err != nil && !m.armFailed {
-		m.armFailed = true
+	if err := m.trigger.Arm(used, level); err != nil && m.said.First("arm") {
 		klog.Warningf("yarn: memory evict trigger: %v; the periodic check goes on", err)
 	}
 	if kinds := m.trigger.Kinds(); !slices.Equal(kinds, m.TriggerKinds()) {
@@ -478,12 +435,12 @@ func (m *MemoryEvict) victims(pods []*statesinformer.PodMeta) []Victim {
 	interval := m.opts.MetricAdvisorConfig.CollectResUsedInterval
 	now := time.Now()
 	podMem := helpers.CollectAllPodMetricsLast(m.opts.StatesInformer, m.opts.MetricCache, metriccache.PodMemUsageMetric, interval)
-	hist := newHistory(m.opts.MetricCache, now, GrowthWindow)
+	hist := growth.NewHistory(m.opts.MetricCache, now, growth.Window)
 	defer hist.Close()
 	return candidates(m.deps, m.executor, pods,
 		func(pod *corev1.Pod) Victim {
 			v := PodVictim(pod, int64(podMem[string(pod.UID)]), 0)
-			noteGrowth(&v, hist.values(metriccache.PodMemUsageMetric, metriccache.MetricPropertiesFunc.Pod(string(pod.UID))), now)
+			noteGrowth(&v, hist.Values(metriccache.PodMemUsageMetric, metriccache.MetricPropertiesFunc.Pod(string(pod.UID))), now)
 			v.CPUSeconds = podCPUSeconds(m.opts.CgroupReader, pod)
 			MarkMemoryCause(&v)
 			return v
@@ -491,7 +448,7 @@ func (m *MemoryEvict) victims(pods []*statesinformer.PodMeta) []Victim {
 		func(c *store.Container, nmPriority int64) (Victim, bool) {
 			mem, ok := m.containerMemory(c, interval)
 			v := ContainerVictim(c, nmPriority, mem, 0)
-			noteGrowth(&v, hist.values(metriccache.ContainerMemUsageMetric, metriccache.MetricPropertiesFunc.Container(c.Name)), now)
+			noteGrowth(&v, hist.Values(metriccache.ContainerMemUsageMetric, metriccache.MetricPropertiesFunc.Container(c.Name)), now)
 			v.CPUSeconds = containerCPUSeconds(m.usageReader(), c)
 			MarkMemoryCause(&v)
 			return v, ok
@@ -524,8 +481,7 @@ func (m *MemoryEvict) containerMemory(c *store.Container, interval time.Duration
 			pm, err := r.Read(cgroups.CPU, c.Cgroups[cgroups.CPU].Dir)
 			// Unless no listed process could be proven the container's.
 			if err == nil && (pm.Processes > 0 || pm.Gone+pm.Elsewhere == 0) {
-				if !m.loggedProcesses {
-					m.loggedProcesses = true
+				if m.said.First("processes") {
 					klog.Infof("yarn: memory evict measures YARN containers without a memory cgroup (e.g. %s, charged to the NodeManager pod's memory cgroup %s) as the sum of their processes' RssAnon + RssShmem, read at decision time",
 						c.Name, c.Cgroups[cgroups.Memory].Dir)
 				}
@@ -590,10 +546,20 @@ func (m *MemoryEvict) processReader() *cgroups.ProcessMemoryReader {
 	return m.procs
 }
 
-// evict evicts from the ranked victims until need is released.
-func (m *MemoryEvict) evict(node *corev1.Node, ranked []Victim, need int64, measure func(*Victim) int64) ([]Victim, int64, bool) {
+// evict evicts from the ranked victims until need is released, measuring
+// what each killed container released (heldMemory); planned is told what
+// the plan covers before the first eviction.
+func (m *MemoryEvict) evict(node *corev1.Node, ranked []Victim, need int64, measure func(*Victim) int64, planned func(covered int64)) ([]Victim, int64, bool) {
 	return execute(m.deps, m.executor, m.opts.EventRecorder, m.opts.StatesInformer.GetAllPods(), node, ranked, need, measure,
-		ReasonBEMemoryEvict, func(v *Victim) string {
+		order{reason: kill.ReasonBEMemoryEvict, held: m.heldMemory, podMessage: func(v *Victim) string {
 			return fmt.Sprintf("node memory above the BE evict threshold; pod releases %dMi; chosen because: %s", v.MemoryUsed>>20, v.Why)
-		})
+		}}, planned)
+}
+
+// noteGrowth sets v.MemoryGrowth from its recent samples and its usage now.
+func noteGrowth(v *Victim, recent []float64, now time.Time) {
+	startedWithin := !v.Started.IsZero() && now.Sub(v.Started) < growth.Window
+	if g, ok := growth.FromSamples(recent, v.MemoryUsed, startedWithin); ok {
+		v.MemoryGrowth = g
+	}
 }

@@ -1,6 +1,7 @@
 package yarnevict
 
 import (
+	"errors"
 	"fmt"
 	"time"
 
@@ -10,6 +11,11 @@ import (
 	"k8s.io/klog/v2"
 
 	koordmetrics "github.com/koordinator-sh/koordinator/pkg/koordlet/metrics"
+
+	"github.com/koordlet-yarn/koordlet-yarn/framework/promreg"
+	"github.com/koordlet-yarn/koordlet-yarn/plugins/yarnevict/relief"
+
+	"github.com/koordlet-yarn/koordlet-yarn/plugins/yarnevict/kill"
 )
 
 // Event reasons on the NodeManager pod.
@@ -28,11 +34,8 @@ type Metrics struct {
 	// Wakeups counts the evaluations of the evict strategies by what woke
 	// them: the periodic interval or the event trigger.
 	Wakeups *prometheus.CounterVec
-	// ReliefEpisodes counts the memory relief's pressure episodes by the
-	// rung that relieved them (YARNMemoryRelief); ThrottleBytes is the
-	// memory.high the throttle holds on the YARN root (0: none).
-	ReliefEpisodes *prometheus.CounterVec
-	ThrottleBytes  *prometheus.GaugeVec
+	// Relief are the memory relief's series (relief.Relief's Metrics).
+	Relief *relief.Metrics
 }
 
 // metricValue is amount of resource (milli-cores of cpu, bytes of memory)
@@ -71,27 +74,14 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 			Name: "yarn_evict_wakeups_total", Help: "Evaluations of the YARN-aware evict strategies, by what woke them: interval (the periodic check) or event (node memory crossed the threshold)."},
 			[]string{"node", "reason", "cause"}),
 	}
-	m.ReliefEpisodes = prometheus.NewCounterVec(prometheus.CounterOpts{Subsystem: koordmetrics.KoordletSubsystem,
-		Name: "yarn_memory_relief_episodes_total", Help: "Memory pressure episodes (node memory in the relief band below the BE memory evict threshold, or above it) that ended, by the rung that relieved them: evict (the threshold was crossed: the evict strategy acted), resourcemanager (a release was asked of the ResourceManager and the threshold never crossed), throttle (cgroup v2: the YARN root's memory.high held node memory below the threshold) or none (cgroup v1, nothing asked: the pressure ended by itself)."},
-		[]string{"node", "relieved_by"})
-	m.ThrottleBytes = prometheus.NewGaugeVec(prometheus.GaugeOpts{Subsystem: koordmetrics.KoordletSubsystem,
-		Name: "yarn_memory_throttle_bytes", Help: "The memory.high koordlet's memory relief holds on the YARN hierarchy root, in bytes; 0 when it holds none."},
-		[]string{"node"})
-	if err := reg.Register(m.ThrottleBytes); err != nil {
-		are, ok := err.(prometheus.AlreadyRegisteredError)
-		if !ok {
-			return nil, err
-		}
-		m.ThrottleBytes = are.ExistingCollector.(*prometheus.GaugeVec)
+	rm, err := relief.NewMetrics(reg)
+	if err != nil {
+		return nil, err
 	}
-	for _, p := range []**prometheus.CounterVec{&m.Evictions, &m.Released, &m.Needed, &m.Wakeups, &m.ReliefEpisodes} {
-		if err := reg.Register(*p); err != nil {
-			are, ok := err.(prometheus.AlreadyRegisteredError)
-			if !ok {
-				return nil, err
-			}
-			*p = are.ExistingCollector.(*prometheus.CounterVec)
-		}
+	m.Relief = rm
+	if err := errors.Join(promreg.Register(reg, &m.Evictions), promreg.Register(reg, &m.Released),
+		promreg.Register(reg, &m.Needed), promreg.Register(reg, &m.Wakeups)); err != nil {
+		return nil, err
 	}
 	return m, nil
 }
@@ -102,7 +92,7 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 // koordlet_yarn_evicted_resource_total and
 // koordlet_yarn_evict_needed_resource_total compare per reason.
 func releaseOf(reason string, v *Victim) (resource string, amount int64, text string) {
-	if reason == ReasonBECPUEvict || reason == ReasonCPUAllocatableEvict {
+	if reason == kill.ReasonBECPUEvict || reason == kill.ReasonCPUAllocatableEvict {
 		return "cpu", v.MilliCPURequest, fmt.Sprintf("cpu request %dm", v.MilliCPURequest)
 	}
 	if v.releaseMeasured {
@@ -118,10 +108,10 @@ func releaseOf(reason string, v *Victim) (resource string, amount int64, text st
 // report records one YARN container eviction: klog, a Kubernetes Event on
 // the NodeManager pod, and the counters. A failed kill gives a warning
 // Event and result=failed, never a "released" Event or count.
-func report(rec record.EventRecorder, m *Metrics, audit *Audit, node string, nmPod *corev1.Pod, v *Victim, reason string, res KillResult, err error) {
+func report(rec record.EventRecorder, m *Metrics, audit *kill.Audit, node string, nmPod *corev1.Pod, v *Victim, reason string, res kill.KillResult, err error) {
 	c := v.Container
 	resource, amount, released := releaseOf(reason, v)
-	ar := AuditRecord{Time: time.Now(), Kind: AuditEviction, Node: node, Reason: reason, Container: c.Name, Application: c.ApplicationID, User: c.User,
+	ar := kill.AuditRecord{Time: time.Now(), Kind: kill.AuditEviction, Node: node, Reason: reason, Container: c.Name, Application: c.ApplicationID, User: c.User,
 		AM: c.IsAM, Outcome: "succeeded", Resource: resource, Released: amount, Holding: v.Holding, Why: v.Why}
 	if err != nil {
 		ar.Outcome, ar.Released, ar.Holding, ar.Error = "failed", 0, 0, err.Error()

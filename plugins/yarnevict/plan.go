@@ -5,6 +5,9 @@ import (
 	"math/bits"
 	"sort"
 	"strings"
+	"time"
+
+	"github.com/koordlet-yarn/koordlet-yarn/plugins/yarnevict/growth"
 )
 
 // Plan chooses, from victims in ranked order (see Rank), the ones to evict
@@ -202,4 +205,34 @@ func PlanProtectingAMs(ranked []Victim, need int64, usage func(*Victim) int64) (
 		return Plan(others, need, usage)
 	}
 	return Plan(ranked, need, usage)
+}
+
+// ProjectNeed plans for the growth over horizon of whatever is not evicted:
+// a plan must release need plus the growth of the victims that stay, so
+// that the node does not cross again as soon as the release is done.
+// Choosing a grower also removes its growth, so covering
+//
+//	need + Σ growth(stay) ≤ Σ usage(chosen)
+//
+// is covering need + Σ growth(all) with each victim counting its usage plus
+// its own growth; ProjectNeed returns that need and that measure, for Plan
+// unchanged. A victim with no usage (usage 0) counts for nothing, as in
+// Plan.
+func ProjectNeed(victims []Victim, need int64, horizon time.Duration, usage func(*Victim) int64) (int64, func(*Victim) int64) {
+	if need <= 0 {
+		return need, usage
+	}
+	total := need
+	for i := range victims {
+		if usage(&victims[i]) > 0 {
+			total += growth.Projected(victims[i].MemoryGrowth, horizon)
+		}
+	}
+	return total, func(v *Victim) int64 {
+		u := usage(v)
+		if u <= 0 {
+			return u
+		}
+		return u + growth.Projected(v.MemoryGrowth, horizon)
+	}
 }

@@ -185,29 +185,6 @@ func TestPlanWhy(t *testing.T) {
 	assert.Contains(t, why, "the fewest victims covering the need: 1 of 2 candidates")
 }
 
-func TestGrowth(t *testing.T) {
-	tests := []struct {
-		name    string
-		samples []float64
-		now     int64
-		started bool
-		want    int64
-		ok      bool
-	}{
-		{"from the lowest sample", []float64{300, 200, 250}, 700, false, 500, true},
-		{"shrinking is no growth", []float64{900}, 700, false, 0, true},
-		{"started within the window: from nothing", nil, 400, true, 400, true},
-		{"no samples, older: unknown", nil, 400, false, 0, false},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			g, ok := Growth(tt.samples, tt.now, tt.started)
-			assert.Equal(t, tt.ok, ok)
-			assert.Equal(t, tt.want, g)
-		})
-	}
-}
-
 func TestMarkCause(t *testing.T) {
 	v := Victim{MemoryUsed: 100 * mi, MemoryRequest: 200 * mi, MemoryGrowth: GrowingMinBytes - 1}
 	MarkMemoryCause(&v)

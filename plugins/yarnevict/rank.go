@@ -36,7 +36,7 @@ type Victim struct {
 	MilliCPURequest int64
 	MemoryRequest   int64
 	// MemoryGrowth is how much its memory usage grew over the recent
-	// window (see GrowthWindow), in bytes.
+	// window (see growth.Window), in bytes.
 	MemoryGrowth int64
 	// CPUSeconds is the CPU time it has spent so far: the work its
 	// eviction loses.

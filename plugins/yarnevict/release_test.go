@@ -4,7 +4,6 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
-	"time"
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/stretchr/testify/assert"
@@ -12,37 +11,9 @@ import (
 
 	"github.com/koordlet-yarn/koordlet-yarn/framework/cgroups"
 	"github.com/koordlet-yarn/koordlet-yarn/framework/store"
+	"github.com/koordlet-yarn/koordlet-yarn/plugins/yarnevict/kill"
 	"github.com/koordlet-yarn/koordlet-yarn/test/kerneltest"
 )
-
-func TestMeasureRelease(t *testing.T) {
-	const mi = int64(1 << 20)
-	seq := func(hs ...Held) func() (Held, bool) {
-		i := 0
-		return func() (Held, bool) {
-			h := hs[min(i, len(hs)-1)]
-			i++
-			return h, true
-		}
-	}
-	noSleep := func(time.Duration) {}
-	rel, still, known := MeasureRelease(512*mi, seq(Held{Bytes: 400 * mi, Running: true}, Held{Bytes: 100 * mi, Running: true}, Held{Bytes: 0, Running: false}), time.Minute, noSleep)
-	assert.Equal(t, [3]any{512 * mi, int64(0), true}, [3]any{rel, still, known}, "freed while the processes exited")
-
-	rel, still, _ = MeasureRelease(512*mi, seq(Held{Bytes: 500 * mi, Running: false}), time.Minute, noSleep)
-	assert.Equal(t, 12*mi, rel, "no process left but the memory still counted: only what was freed")
-	assert.Equal(t, int64(0), still, "no process holds it: no cooling for it")
-
-	rel, still, _ = MeasureRelease(512*mi, seq(Held{Bytes: 512 * mi, Running: true}), 0, noSleep)
-	assert.Equal(t, int64(0), rel, "exiting at the deadline, nothing freed yet: nothing released")
-	assert.Equal(t, 512*mi, still)
-
-	rel, _, _ = MeasureRelease(512*mi, seq(Held{Bytes: 600 * mi, Running: false}), time.Minute, noSleep)
-	assert.Equal(t, int64(0), rel, "never below 0")
-
-	_, _, known = MeasureRelease(512*mi, func() (Held, bool) { return Held{}, false }, time.Minute, noSleep)
-	assert.False(t, known)
-}
 
 // TestRealKernelKillThatReleasedNothingFails: the kill ends (its processes
 // gone), but what the container held is not freed (here the reader reports
@@ -59,11 +30,11 @@ func TestRealKernelKillThatReleasedNothingFails(t *testing.T) {
 	stuck := realContainer(t, hier, "container_e17_1700000000000_0042_01_000004", true)
 	next := realContainer(t, hier, "container_e17_1700000000000_0042_01_000005", true)
 	e := newExecuteEnv(t, hier)
-	e.deps.held = func(c *store.Container) (Held, bool) {
+	e.held = func(c *store.Container) (kill.Held, bool) {
 		if c.Name == stuck.Name {
-			return Held{Bytes: 300 << 20}, true // nothing freed
+			return kill.Held{Bytes: 300 << 20}, true // nothing freed
 		}
-		return Held{}, true
+		return kill.Held{}, true
 	}
 	ranked := []Victim{ContainerVictim(stuck, 0, 300<<20, 0), ContainerVictim(next, 0, 100<<20, 0)}
 	done, released, attempted := e.run(ranked, 200<<20)
@@ -75,32 +46,11 @@ func TestRealKernelKillThatReleasedNothingFails(t *testing.T) {
 	require.Len(t, evs, 2, "%v", evs)
 	assert.Contains(t, evs[0], EventReasonEvictFailed)
 	assert.Contains(t, evs[0], "none of its 300Mi was released")
-	assert.Equal(t, 1.0, testutil.ToFloat64(e.metrics.Evictions.WithLabelValues("n1", ReasonBEMemoryEvict, "failed")))
-	assert.Equal(t, float64(100<<20), testutil.ToFloat64(e.metrics.Released.WithLabelValues("n1", ReasonBEMemoryEvict, "memory", "byte")))
+	assert.Equal(t, 1.0, testutil.ToFloat64(e.metrics.Evictions.WithLabelValues("n1", kill.ReasonBEMemoryEvict, "failed")))
+	assert.Equal(t, float64(100<<20), testutil.ToFloat64(e.metrics.Released.WithLabelValues("n1", kill.ReasonBEMemoryEvict, "memory", "byte")))
 
 	assert.True(t, ReleasesLater([]Victim{{Holding: 1}}), "still held: cooling")
 	assert.False(t, ReleasesLater(done), "all freed: no cooling")
-}
-
-// TestMeasureReleaseUnmeasured: without a memory cgroup, threads left whose
-// memory no /proc shows (a killed process's last thread freeing its address
-// space) are waited for; at the deadline nothing is claimed released.
-func TestMeasureReleaseUnmeasured(t *testing.T) {
-	const mi = int64(1 << 20)
-	i := 0
-	seq := func() (Held, bool) {
-		i++
-		if i < 3 {
-			return Held{Running: true, Unmeasured: true}, true
-		}
-		return Held{}, true
-	}
-	rel, still, known := MeasureRelease(300*mi, seq, time.Minute, func(time.Duration) {})
-	assert.Equal(t, [3]any{300 * mi, int64(0), true}, [3]any{rel, still, known}, "waited for the last thread")
-	assert.Equal(t, 3, i)
-
-	rel, still, _ = MeasureRelease(300*mi, func() (Held, bool) { return Held{Running: true, Unmeasured: true}, true }, 0, func(time.Duration) {})
-	assert.Equal(t, [2]int64{0, 300 * mi}, [2]int64{rel, still}, "still unmeasured at the deadline: nothing claimed")
 }
 
 // TestHeldMemoryCountsThreads: a killed process whose cgroup.procs is
@@ -127,14 +77,14 @@ func TestHeldMemoryCountsThreads(t *testing.T) {
 			require.NoError(t, os.WriteFile(filepath.Join(abs, "memory.stat"), []byte(stat), 0o644))
 		}
 		m := &MemoryEvict{reader: cgroups.NewUsageReader(root, v2).NoKeep()}
-		m.deps.Killer = func() *Killer { return &Killer{H: h} }
+		m.deps.Killer = func() *kill.Killer { return &kill.Killer{H: h} }
 		held, ok := m.heldMemory(c)
 		require.True(t, ok)
-		assert.Equal(t, Held{Bytes: 300 << 20, Running: true}, held, "v2 %v: a thread is still exiting", v2)
+		assert.Equal(t, kill.Held{Bytes: 300 << 20, Running: true}, held, "v2 %v: a thread is still exiting", v2)
 
 		require.NoError(t, os.WriteFile(filepath.Join(h.AbsDir(cgroups.CPU, dir), threadsFile), nil, 0o644))
 		held, ok = m.heldMemory(c)
 		require.True(t, ok)
-		assert.Equal(t, Held{}, held, "v2 %v: no thread left", v2)
+		assert.Equal(t, kill.Held{}, held, "v2 %v: no thread left", v2)
 	}
 }

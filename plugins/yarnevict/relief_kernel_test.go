@@ -14,6 +14,7 @@ import (
 
 	"github.com/koordlet-yarn/koordlet-yarn/framework/cgroups"
 	"github.com/koordlet-yarn/koordlet-yarn/framework/features"
+	"github.com/koordlet-yarn/koordlet-yarn/plugins/yarnevict/relief"
 	"github.com/koordlet-yarn/koordlet-yarn/test/kerneltest"
 )
 
@@ -39,14 +40,14 @@ func TestReliefSoftLimitRealKernel(t *testing.T) {
 	on(true)
 	t.Cleanup(func() { on(false) })
 
-	r := &Relief{High: cgroups.NewRootMemoryHigh(), Soft: cgroups.NewRootSoftLimit(), BandPercent: func() int64 { return 5 }}
+	r := &relief.Relief{High: cgroups.NewRootMemoryHigh(), Soft: cgroups.NewRootSoftLimit(), BandPercent: func() int64 { return 5 }}
 	const gib = int64(1) << 30
-	assert.Zero(t, r.Check(rel, Levels{Used: 30 * gib, Threshold: 20 * gib, Lower: 19 * gib, Capacity: 24 * gib}), "no throttle on v1: never held at a floor")
+	assert.Zero(t, r.Check(rel, relief.Levels{Used: 30 * gib, Threshold: 20 * gib, Lower: 19 * gib, Capacity: 24 * gib}), "no throttle on v1: never held at a floor")
 	assert.Equal(t, "0", read(), "batch's page cache is global reclaim's first")
 	assert.Equal(t, 1, r.Pending(rel))
 	// A restarted koordlet with the gate off gives the own value back.
 	on(false)
-	n := (&ReliefRestorer{Relief: &Relief{High: cgroups.NewRootMemoryHigh(), Soft: cgroups.NewRootSoftLimit()},
+	n := (&relief.ReliefRestorer{Relief: &relief.Relief{High: cgroups.NewRootMemoryHigh(), Soft: cgroups.NewRootSoftLimit()},
 		Hierarchy: func() string { return rel }}).RestoreDisabled()
 	assert.Equal(t, 1, n)
 	assert.Equal(t, own, read())
@@ -54,8 +55,8 @@ func TestReliefSoftLimitRealKernel(t *testing.T) {
 
 	// Gate on again, then a stop that gives everything back.
 	on(true)
-	r2 := &Relief{High: cgroups.NewRootMemoryHigh(), Soft: cgroups.NewRootSoftLimit(), BandPercent: func() int64 { return 5 }}
-	r2.Check(rel, Levels{Used: gib, Threshold: 20 * gib, Lower: 19 * gib, Capacity: 24 * gib})
+	r2 := &relief.Relief{High: cgroups.NewRootMemoryHigh(), Soft: cgroups.NewRootSoftLimit(), BandPercent: func() int64 { return 5 }}
+	r2.Check(rel, relief.Levels{Used: gib, Threshold: 20 * gib, Lower: 19 * gib, Capacity: 24 * gib})
 	assert.Equal(t, "0", read())
 	r2.Release("test", true)
 	assert.Equal(t, own, read())
@@ -87,8 +88,8 @@ func TestReliefSoftLimitRootMadeLater(t *testing.T) {
 		return strings.TrimSpace(string(b))
 	}
 	const gib = int64(1) << 30
-	lv := Levels{Used: gib, Threshold: 20 * gib, Lower: 19 * gib, Capacity: 24 * gib}
-	r := &Relief{High: cgroups.NewRootMemoryHigh(), Soft: cgroups.NewRootSoftLimit(), BandPercent: func() int64 { return 5 }}
+	lv := relief.Levels{Used: gib, Threshold: 20 * gib, Lower: 19 * gib, Capacity: 24 * gib}
+	r := &relief.Relief{High: cgroups.NewRootMemoryHigh(), Soft: cgroups.NewRootSoftLimit(), BandPercent: func() int64 { return 5 }}
 
 	r.Check(rel, lv)
 	assert.NoDirExists(t, dir, "relief makes no cgroup")

@@ -18,6 +18,8 @@ import (
 	"github.com/koordlet-yarn/koordlet-yarn/framework/cgroups"
 	"github.com/koordlet-yarn/koordlet-yarn/framework/store"
 	"github.com/koordlet-yarn/koordlet-yarn/framework/yarn"
+	"github.com/koordlet-yarn/koordlet-yarn/plugins/yarnevict/kill"
+	"github.com/koordlet-yarn/koordlet-yarn/plugins/yarnevict/relief"
 )
 
 // reliefSlot is koordlet's memory slot with the YARN-aware BE trigger and
@@ -28,8 +30,8 @@ type reliefSlot struct {
 	root   *v2Root
 	slot   *Slot
 	be     *MemoryEvict
-	relief *Relief
-	audit  *Audit
+	relief *relief.Relief
+	audit  *kill.Audit
 	clock  time.Time
 }
 
@@ -54,14 +56,14 @@ func newReliefSlot(t *testing.T) *reliefSlot {
 	root.helper.WriteFileContents(dir+"/memory.stat", "anon 3221225472\nfile 0\ninactive_file 0\nactive_file 0\ninactive_anon 0\nactive_anon 3221225472\nunevictable 0\n")
 	root.helper.WriteFileContents(dir+"/memory.current", "3221225472")
 
-	s := &reliefSlot{root: root, audit: NewAudit(nil, 0, 0), clock: time.Unix(1000, 0)}
-	s.relief = &Relief{High: cgroups.NewRootMemoryHigh(), BandPercent: func() int64 { return 5 }, Audit: s.audit,
-		now: func() time.Time { return s.clock }}
+	s := &reliefSlot{root: root, audit: kill.NewAudit(nil, 0, 0), clock: time.Unix(1000, 0)}
+	s.relief = &relief.Relief{High: cgroups.NewRootMemoryHigh(), BandPercent: func() int64 { return 5 }, Audit: s.audit,
+		Now: func() time.Time { return s.clock }}
 	h := cgroups.Hierarchy{CgroupRoot: root.helper.TempDir, ProcRoot: root.helper.TempDir + "/proc", Dir: reliefRoot, V2: true}
 	env := newSlotEnv(t, AllocMemory, node, slo, nil, st, func(func(metriccache.MetricResource, map[metriccache.MetricProperty]string, float64)) {},
 		func(d *Deps) {
 			d.Relief, d.Audit, d.Hierarchy = s.relief, s.audit, func() string { return reliefRoot }
-			d.Killer = func() *Killer { return &Killer{H: h, Grace: time.Millisecond} }
+			d.Killer = func() *kill.Killer { return &kill.Killer{H: h, Grace: time.Millisecond} }
 		})
 	s.slot = env.slot
 	s.be = &MemoryEvict{deps: env.slot.alloc.Deps, opts: env.slot.opts, interval: time.Second, cooling: 4 * time.Second, executor: env.exec}

@@ -14,6 +14,8 @@ import (
 
 	"github.com/koordlet-yarn/koordlet-yarn/framework/features"
 	"github.com/koordlet-yarn/koordlet-yarn/framework/rmrelease"
+	"github.com/koordlet-yarn/koordlet-yarn/plugins/yarnevict/kill"
+	"github.com/koordlet-yarn/koordlet-yarn/plugins/yarnevict/relief"
 )
 
 // TestReliefAsksTheRM: on a node whose memory grows slowly through the
@@ -33,15 +35,15 @@ func TestReliefAsksTheRM(t *testing.T) {
 			string(features.YARNMemoryRelief): false, string(features.YARNBEMemoryEvict): false, string(koordfeatures.BEMemoryEvict): false})
 	})
 	const mib = int64(1 << 20)
-	lv := Levels{Threshold: 20000 * mib, Lower: 19000 * mib, Capacity: 40000 * mib} // band 5%: from 18000 MiB
-	run := func(rate int64) (*Relief, *rmrelease.Window, *Metrics) {
+	lv := relief.Levels{Threshold: 20000 * mib, Lower: 19000 * mib, Capacity: 40000 * mib} // band 5%: from 18000 MiB
+	run := func(rate int64) (*relief.Relief, *rmrelease.Window, *Metrics) {
 		m, err := NewMetrics(prometheus.NewRegistry())
 		require.NoError(t, err)
 		w := &rmrelease.Window{}
 		clock := time.Unix(1000, 0)
-		r := &Relief{BandPercent: func() int64 { return 5 }, Metrics: m, RM: w, RMReady: func() bool { return true },
+		r := &relief.Relief{BandPercent: func() int64 { return 5 }, Metrics: m.Relief, RM: w, RMReady: func() bool { return true },
 			RMDelay: func() time.Duration { return 20 * time.Second }, Allocated: func() int64 { return 8192 },
-			now: func() time.Time { return clock }, Audit: NewAudit(nil, 0, 0)}
+			Now: func() time.Time { return clock }, Audit: kill.NewAudit(nil, 0, 0)}
 		used := 18750 * mib
 		for i := 0; i < 12 && used < lv.Threshold; i++ {
 			lv.Used = used
@@ -60,13 +62,13 @@ func TestReliefAsksTheRM(t *testing.T) {
 	r.Check("hadoop-yarn", lv)
 	_, ok = w.UsageAsk()
 	assert.False(t, ok, "the ask is withdrawn")
-	assert.Equal(t, 1.0, testutil.ToFloat64(m.ReliefEpisodes.WithLabelValues("", "resourcemanager")))
+	assert.Equal(t, 1.0, testutil.ToFloat64(m.Relief.ReliefEpisodes.WithLabelValues("", "resourcemanager")))
 	// The episode's decision in the audit, told apart from evictions.
 	recs, total := r.Audit.Recent()
 	require.Len(t, recs, 1)
 	assert.Equal(t, 1, total)
 	e := recs[0]
-	assert.Equal(t, AuditRelief, e.Kind)
+	assert.Equal(t, kill.AuditRelief, e.Kind)
 	assert.False(t, e.IsEviction(), "an episode's record is no kill")
 	assert.Equal(t, "resourcemanager", e.Outcome)
 	require.NotNil(t, e.Relief)
@@ -89,13 +91,13 @@ func TestReliefAsksTheRM(t *testing.T) {
 	require.Len(t, recs, 1)
 	assert.True(t, recs[0].Relief.Interrupted)
 	assert.Equal(t, "none", recs[0].Outcome, "v1, nothing asked")
-	assert.Equal(t, 0.0, testutil.ToFloat64(m.ReliefEpisodes.WithLabelValues("", "none")))
+	assert.Equal(t, 0.0, testutil.ToFloat64(m.Relief.ReliefEpisodes.WithLabelValues("", "none")))
 }
 
 // TestAuditRecordKind: records written before relief had no kind: they
 // are evictions.
 func TestAuditRecordKind(t *testing.T) {
-	assert.True(t, AuditRecord{}.IsEviction())
-	assert.True(t, AuditRecord{Kind: AuditEviction}.IsEviction())
-	assert.False(t, AuditRecord{Kind: AuditRelief}.IsEviction())
+	assert.True(t, kill.AuditRecord{}.IsEviction())
+	assert.True(t, kill.AuditRecord{Kind: kill.AuditEviction}.IsEviction())
+	assert.False(t, kill.AuditRecord{Kind: kill.AuditRelief}.IsEviction())
 }

@@ -16,6 +16,8 @@ import (
 	"github.com/koordlet-yarn/koordlet-yarn/framework/cgroups"
 	"github.com/koordlet-yarn/koordlet-yarn/framework/features"
 	"github.com/koordlet-yarn/koordlet-yarn/framework/rmrelease"
+	"github.com/koordlet-yarn/koordlet-yarn/plugins/yarnevict/kill"
+	"github.com/koordlet-yarn/koordlet-yarn/plugins/yarnevict/relief"
 )
 
 const reliefRoot = "hadoop-yarn"
@@ -79,10 +81,10 @@ func TestReliefRestoredWithKoordletsGateOff(t *testing.T) {
 	dir := cgroups.NewRootMemoryHigh().Dir(reliefRoot)
 	require.NoError(t, unix.Setxattr(dir, cgroups.PriorMemoryHighXattr, []byte(fmt.Sprint(cgroups.MemoryUnlimited)), 0))
 
-	r := &Relief{High: cgroups.NewRootMemoryHigh(), Soft: cgroups.NewRootSoftLimit(), BandPercent: func() int64 { return 5 }}
+	r := &relief.Relief{High: cgroups.NewRootMemoryHigh(), Soft: cgroups.NewRootSoftLimit(), BandPercent: func() int64 { return 5 }}
 	assert.False(t, r.Enabled(), "koordlet's BEMemoryEvict is off: the strategy that runs the rungs does not run")
 	assert.Equal(t, 1, r.Pending(reliefRoot), "the throttle left behind, counted before the start")
-	n := (&ReliefRestorer{Relief: r, Hierarchy: func() string { return reliefRoot }}).RestoreDisabled()
+	n := (&relief.ReliefRestorer{Relief: r, Hierarchy: func() string { return reliefRoot }}).RestoreDisabled()
 	assert.Equal(t, 1, n)
 	assert.Equal(t, cgroups.MemoryUnlimited, root.value(), "the root's own memory.high is back")
 	assert.Equal(t, 0, r.Pending(reliefRoot))
@@ -90,10 +92,10 @@ func TestReliefRestoredWithKoordletsGateOff(t *testing.T) {
 
 // reliefRM is a relief on the fake v2 root with the RM rung on (20 s for
 // the RM to release, YARN holding 8 GiB), a clock moved by hand.
-func reliefRM(w *rmrelease.Window, clock *time.Time) *Relief {
-	return &Relief{High: cgroups.NewRootMemoryHigh(), BandPercent: func() int64 { return 5 }, RM: w,
+func reliefRM(w *rmrelease.Window, clock *time.Time) *relief.Relief {
+	return &relief.Relief{High: cgroups.NewRootMemoryHigh(), BandPercent: func() int64 { return 5 }, RM: w,
 		RMReady: func() bool { return true }, RMDelay: func() time.Duration { return 20 * time.Second },
-		Allocated: func() int64 { return 8192 }, now: func() time.Time { return *clock }, Audit: NewAudit(nil, 0, 0)}
+		Allocated: func() int64 { return 8192 }, Now: func() time.Time { return *clock }, Audit: kill.NewAudit(nil, 0, 0)}
 }
 
 // TestReliefForeignHighKeepsTheRMRung (issue 55, item 9): another writer
@@ -104,7 +106,7 @@ func TestReliefForeignHighKeepsTheRMRung(t *testing.T) {
 	root := newV2Root(t)
 	reliefGates(t, true)
 	const mib = int64(1 << 20)
-	lv := Levels{Threshold: 20000 * mib, Lower: 19000 * mib, Capacity: 40000 * mib} // the band from 18000 MiB
+	lv := relief.Levels{Threshold: 20000 * mib, Lower: 19000 * mib, Capacity: 40000 * mib} // the band from 18000 MiB
 	w := &rmrelease.Window{}
 	clock := time.Unix(1000, 0)
 	r := reliefRM(w, &clock)
@@ -137,7 +139,7 @@ func TestReliefHeldAtTheFloorAsksTheRM(t *testing.T) {
 	root := newV2Root(t)
 	reliefGates(t, true)
 	const mib = int64(1 << 20)
-	lv := Levels{Used: 19700 * mib, Threshold: 20000 * mib, Lower: 19600 * mib, Capacity: 40000 * mib} // band 18000–20000, middle 19000
+	lv := relief.Levels{Used: 19700 * mib, Threshold: 20000 * mib, Lower: 19600 * mib, Capacity: 40000 * mib} // band 18000–20000, middle 19000
 	w := &rmrelease.Window{}
 	clock := time.Unix(1000, 0)
 	r := reliefRM(w, &clock)
@@ -145,7 +147,7 @@ func TestReliefHeldAtTheFloorAsksTheRM(t *testing.T) {
 	root.charge(anon+512*mib, 512*mib)
 	r.Check(reliefRoot, lv)
 	held := root.high()
-	require.Equal(t, fmt.Sprint(ThrottleFloor(anon+512*mib, 512*mib)&^4095), held, "at the floor")
+	require.Equal(t, fmt.Sprint(relief.ThrottleFloor(anon+512*mib, 512*mib)&^4095), held, "at the floor")
 	for i := 1; i <= 40; i++ {
 		clock = clock.Add(time.Second)
 		anon += mib // the grower presses against memory.high; node memory stays where LS holds it
@@ -158,7 +160,7 @@ func TestReliefHeldAtTheFloorAsksTheRM(t *testing.T) {
 	assert.Equal(t, int64(8192-(19700-18000)), capMB, "YARN's allocation less what brings node memory to the throttle's start")
 
 	// The RM does not release: once it has had its 20 s, the kill.
-	var esc Escalation
+	var esc relief.Escalation
 	for i := 0; i < 25 && esc.Release == 0; i++ {
 		clock = clock.Add(time.Second)
 		anon += mib
@@ -171,55 +173,4 @@ func TestReliefHeldAtTheFloorAsksTheRM(t *testing.T) {
 	r.Evicted(true)
 	esc = r.Check(reliefRoot, lv)
 	assert.Zero(t, esc.Release, "after a kill the hold is measured anew")
-}
-
-func TestFloorHold(t *testing.T) {
-	t0 := time.Unix(1000, 0)
-	at := func(s int) time.Time { return t0.Add(time.Duration(s) * time.Second) }
-	type check struct {
-		at             int
-		floor, held    bool
-		want           HoldStep
-		wantSinceCheck int // the hold's first check (-1: no hold)
-	}
-	for _, tc := range []struct {
-		name   string
-		rm     bool
-		checks []check
-	}{
-		{name: "at the floor, nothing pressing: no hold", checks: []check{
-			{0, true, false, HoldWait, -1}, {40, true, false, HoldWait, -1}}},
-		{name: "held under the limit: wait", checks: []check{
-			{0, true, true, HoldWait, 0}, {29, true, true, HoldWait, 0}}},
-		{name: "held for the limit, no RM: the kill", checks: []check{
-			{0, true, true, HoldWait, 0}, {30, true, true, HoldKill, 0}}},
-		{name: "a moment under the held value does not end the hold", checks: []check{
-			{0, true, true, HoldWait, 0}, {10, true, false, HoldWait, 0}, {30, true, true, HoldKill, 0}}},
-		{name: "past the limit but not pressing now: wait", checks: []check{
-			{0, true, true, HoldWait, 0}, {35, true, false, HoldWait, 0}}},
-		{name: "off the floor: the hold ends", checks: []check{
-			{0, true, true, HoldWait, 0}, {20, false, false, HoldWait, -1}, {30, true, true, HoldWait, 30}, {59, true, true, HoldWait, 30}}},
-		{name: "RM on: asked at the limit, the kill once it had its 20 s", rm: true, checks: []check{
-			{0, true, true, HoldWait, 0}, {30, true, true, HoldAskRM, 0}, {49, true, true, HoldWait, 0}, {50, true, true, HoldKill, 0}}},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			var h FloorHold
-			for _, c := range tc.checks {
-				var step HoldStep
-				h, step = h.Next(HoldInput{AtFloor: c.floor, Held: c.held, Now: at(c.at), RM: tc.rm, RMDelay: 20 * time.Second})
-				assert.Equal(t, c.want, step, "check at %d s", c.at)
-				if c.wantSinceCheck < 0 {
-					assert.True(t, h.Since.IsZero(), "check at %d s: no hold", c.at)
-				} else {
-					assert.Equal(t, at(c.wantSinceCheck), h.Since, "check at %d s", c.at)
-				}
-			}
-		})
-	}
-	// After a kill the hold is measured anew, the RM not asked again.
-	h := FloorHold{Since: t0, Checks: 31, AskedAt: at(30)}.Killed(at(50))
-	h, step := h.Next(HoldInput{AtFloor: true, Held: true, Now: at(79), RM: true, RMDelay: 20 * time.Second})
-	assert.Equal(t, HoldWait, step)
-	_, step = h.Next(HoldInput{AtFloor: true, Held: true, Now: at(80), RM: true, RMDelay: 20 * time.Second})
-	assert.Equal(t, HoldKill, step, "a limit after the kill, straight to the next kill")
 }

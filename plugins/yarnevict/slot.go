@@ -11,6 +11,7 @@ import (
 	qmutil "github.com/koordinator-sh/koordinator/pkg/koordlet/qosmanager/plugins/util"
 
 	"github.com/koordlet-yarn/koordlet-yarn/framework/features"
+	"github.com/koordlet-yarn/koordlet-yarn/plugins/yarnevict/kill"
 )
 
 // beTrigger is a slot's YARN-aware BE trigger (MemoryEvict or CPUEvict).
@@ -124,9 +125,9 @@ type stopper interface{ Stopped() }
 // beReason names the slot's BE trigger in the wake-up counts.
 func (s *Slot) beReason() string {
 	if s.kind == AllocCPU {
-		return ReasonBECPUEvict
+		return kill.ReasonBECPUEvict
 	}
-	return ReasonBEMemoryEvict
+	return kill.ReasonBEMemoryEvict
 }
 
 // reliever is a BE trigger with rungs before the kill (MemoryEvict's

@@ -26,6 +26,7 @@ import (
 	"github.com/koordlet-yarn/koordlet-yarn/framework/rmrelease"
 	"github.com/koordlet-yarn/koordlet-yarn/framework/store"
 	"github.com/koordlet-yarn/koordlet-yarn/framework/yarn"
+	"github.com/koordlet-yarn/koordlet-yarn/plugins/yarnevict/kill"
 )
 
 // reasonExecutor records pod evictions with their reasons.
@@ -124,7 +125,7 @@ func newSlotEnv(t *testing.T, kind AllocKind, node *corev1.Node, slo *slov1alpha
 	opts := &qmframework.Options{Config: qmframework.NewDefaultConfig(), StatesInformer: si, MetricCache: mc,
 		EventRecorder: record.NewFakeRecorder(10), MetricAdvisorConfig: &ma.Config{CollectResUsedInterval: time.Second}}
 	deps := Deps{Store: st, IsNodeManagerPod: func(p *corev1.Pod) bool { return p.Labels["app.kubernetes.io/component"] == "node-manager" },
-		Killer: func() *Killer { return nil }}
+		Killer: func() *kill.Killer { return nil }}
 	for _, m := range mods {
 		m(&deps)
 	}

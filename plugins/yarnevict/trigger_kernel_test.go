@@ -30,6 +30,8 @@ import (
 
 	"github.com/koordlet-yarn/koordlet-yarn/framework/features"
 	"github.com/koordlet-yarn/koordlet-yarn/framework/nodemem"
+	"github.com/koordlet-yarn/koordlet-yarn/plugins/yarnevict/growth"
+	"github.com/koordlet-yarn/koordlet-yarn/plugins/yarnevict/kill"
 	"github.com/koordlet-yarn/koordlet-yarn/plugins/yarnevict/memtrigger"
 	"github.com/koordlet-yarn/koordlet-yarn/test/kerneltest"
 )
@@ -52,7 +54,7 @@ func TestRealKernelMemoryEvictWakesOnCrossing(t *testing.T) {
 
 	// The node's executors are older than the growth window: only the
 	// new one will be growing.
-	time.Sleep(GrowthWindow)
+	time.Sleep(growth.Window)
 
 	// A fourth container, held at its gate until the strategy runs.
 	grower := "container_e17_1700000000000_0042_01_000004"
@@ -88,7 +90,7 @@ func TestRealKernelMemoryEvictWakesOnCrossing(t *testing.T) {
 	rec := record.NewFakeRecorder(10)
 	metrics, err := NewMetrics(prometheus.NewRegistry())
 	require.NoError(t, err)
-	deps := Deps{Store: n.st, Killer: func() *Killer { return &Killer{H: n.h, Grace: 100 * time.Millisecond} },
+	deps := Deps{Store: n.st, Killer: func() *kill.Killer { return &kill.Killer{H: n.h, Grace: 100 * time.Millisecond} },
 		IsNodeManagerPod: func(p *corev1.Pod) bool { return p.Labels["app.kubernetes.io/component"] == "node-manager" },
 		Metrics:          metrics, NodeName: "n1", Hierarchy: func() string { return n.h.Dir }}
 	cfg := qmframework.NewDefaultConfig()
@@ -138,10 +140,10 @@ func TestRealKernelMemoryEvictWakesOnCrossing(t *testing.T) {
 		c, _ := n.st.Get(grower)
 		t.Fatalf("no eviction before the periodic check (used now %d MiB, level %d MiB, event wakeups %v, grower pids %v)",
 			mi.MemUsageBytes()>>20, ThresholdLevel(capacity, 70)>>20,
-			testutil.ToFloat64(metrics.Wakeups.WithLabelValues("n1", ReasonBEMemoryEvict, "event")), c.Pids)
+			testutil.ToFloat64(metrics.Wakeups.WithLabelValues("n1", kill.ReasonBEMemoryEvict, "event")), c.Pids)
 	}
-	assert.GreaterOrEqual(t, testutil.ToFloat64(metrics.Wakeups.WithLabelValues("n1", ReasonBEMemoryEvict, "event")), 1.0)
-	assert.Equal(t, 1.0, testutil.ToFloat64(metrics.Wakeups.WithLabelValues("n1", ReasonBEMemoryEvict, "interval")), "no periodic cycle ran")
+	assert.GreaterOrEqual(t, testutil.ToFloat64(metrics.Wakeups.WithLabelValues("n1", kill.ReasonBEMemoryEvict, "event")), 1.0)
+	assert.Equal(t, 1.0, testutil.ToFloat64(metrics.Wakeups.WithLabelValues("n1", kill.ReasonBEMemoryEvict, "interval")), "no periodic cycle ran")
 	for _, name := range []string{n.am, n.old} {
 		for _, pid := range n.pids(t, name) {
 			assert.True(t, alive(pid), "%s pid %d survives", name, pid)

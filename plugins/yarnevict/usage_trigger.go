@@ -37,6 +37,8 @@ import (
 	qmutil "github.com/koordinator-sh/koordinator/pkg/koordlet/qosmanager/plugins/util"
 	"github.com/koordinator-sh/koordinator/pkg/koordlet/statesinformer"
 	"github.com/koordinator-sh/koordinator/pkg/util"
+
+	"github.com/koordlet-yarn/koordlet-yarn/plugins/yarnevict/kill"
 )
 
 // Upstream's usage-based triggers (MemoryEvict, CPUEvict), ported from
@@ -44,12 +46,6 @@ import (
 // running when a YARN-aware strategy holds the slot: they evict pods at or
 // below evictEnabledPriorityThreshold by node usage, as upstream does, through
 // upstream's own KillAndEvictPods.
-
-// Reasons of the usage triggers (upstream's feature names).
-const (
-	ReasonMemoryEvict = "MemoryEvict"
-	ReasonCPUEvict    = "CPUEvict"
-)
 
 // cpuReleaseBufferPercent is upstream's default gap of the CPU usage trigger.
 const cpuReleaseBufferPercent = 2
@@ -74,9 +70,9 @@ func usageTask(kind AllocKind, opts *qmframework.Options, cfg *slov1alpha1.Resou
 		return nil, nil
 	}
 	rn := kind.resource()
-	reason := ReasonMemoryEvict
+	reason := kill.ReasonMemoryEvict
 	if kind == AllocCPU {
-		reason = ReasonCPUEvict
+		reason = kill.ReasonCPUEvict
 	}
 	infos := usageSortedPods(kind, opts, reason, *cfg.EvictEnabledPriorityThreshold, pods)
 	return &qmutil.EvictTaskInfo{
@@ -128,7 +124,7 @@ func memoryUsageNeed(opts *qmframework.Options, cfg *slov1alpha1.ResourceThresho
 	}
 	used, err := helpers.CollectorNodeMetricLast(opts.MetricCache, meta, opts.MetricAdvisorConfig.CollectResUsedInterval)
 	if err != nil {
-		klog.V(4).Infof("yarn: %s skipped, node memory usage: %v", ReasonMemoryEvict, err)
+		klog.V(4).Infof("yarn: %s skipped, node memory usage: %v", kill.ReasonMemoryEvict, err)
 		return resource.Quantity{}, false
 	}
 	capacity := node.Status.Capacity.Memory().Value()
@@ -149,7 +145,7 @@ func memoryUsageNeed(opts *qmframework.Options, cfg *slov1alpha1.ResourceThresho
 		return resource.Quantity{}, false
 	}
 	klog.Infof("yarn: %s (upstream's trigger) starts to evict %d, node memory usage %d%% (threshold %d%%, lower %d%%)",
-		ReasonMemoryEvict, need, usage, threshold, lower)
+		kill.ReasonMemoryEvict, need, usage, threshold, lower)
 	return *resource.NewQuantity(need, resource.BinarySI), true
 }
 
@@ -166,7 +162,7 @@ func cpuUsageNeed(opts *qmframework.Options, cfg *slov1alpha1.ResourceThresholdS
 	}
 	res, err := helpers.CollectNodeMetrics(opts.MetricCache, *q.Start, *q.End, meta)
 	if err != nil {
-		klog.V(4).Infof("yarn: %s skipped, node CPU usage: %v", ReasonCPUEvict, err)
+		klog.V(4).Infof("yarn: %s skipped, node CPU usage: %v", kill.ReasonCPUEvict, err)
 		return resource.Quantity{}, false
 	}
 	used, err := res.Value(q.Aggregate)
@@ -188,7 +184,7 @@ func cpuUsageNeed(opts *qmframework.Options, cfg *slov1alpha1.ResourceThresholdS
 	}
 	need := capacity * (usage - lower) / 100
 	klog.Infof("yarn: %s (upstream's trigger) starts to evict %dm, node CPU usage %d%% (threshold %d%%, lower %d%%)",
-		ReasonCPUEvict, need, usage, threshold, lower)
+		kill.ReasonCPUEvict, need, usage, threshold, lower)
 	return *resource.NewMilliQuantity(need, resource.DecimalSI), true
 }
 

@@ -16,7 +16,7 @@ import (
 	slov1alpha1 "github.com/koordinator-sh/koordinator/apis/slo/v1alpha1"
 
 	"github.com/koordlet-yarn/koordlet-yarn/framework/cgroups"
-	"github.com/koordlet-yarn/koordlet-yarn/plugins/yarnevict"
+	"github.com/koordlet-yarn/koordlet-yarn/plugins/yarnevict/kill"
 	"github.com/koordlet-yarn/koordlet-yarn/test/kerneltest"
 	"github.com/koordlet-yarn/koordlet-yarn/test/nmemu"
 	"github.com/koordlet-yarn/koordlet-yarn/test/nodebox"
@@ -194,7 +194,7 @@ func auditedRelief(t *testing.T, b *nodebox.Box, by string) {
 	t.Helper()
 	ev, err := b.Evictions()
 	require.NoError(t, err)
-	var relief []yarnevict.AuditRecord
+	var relief []kill.AuditRecord
 	for _, r := range ev.Records {
 		if r.IsEviction() {
 			t.Errorf("an eviction in the audit: %+v", r)

@@ -18,7 +18,7 @@ import (
 	slov1alpha1 "github.com/koordinator-sh/koordinator/apis/slo/v1alpha1"
 
 	"github.com/koordlet-yarn/koordlet-yarn/framework/yarn"
-	"github.com/koordlet-yarn/koordlet-yarn/plugins/yarnevict"
+	"github.com/koordlet-yarn/koordlet-yarn/plugins/yarnevict/kill"
 	"github.com/koordlet-yarn/koordlet-yarn/test/kerneltest"
 	"github.com/koordlet-yarn/koordlet-yarn/test/nmemu"
 	"github.com/koordlet-yarn/koordlet-yarn/test/nodebox"
@@ -429,7 +429,7 @@ func runRelief(ctx context.Context, box *nodebox.Box, rm *rmemu.Server, ep strin
 				}
 				continue
 			}
-			if r.Kind == yarnevict.AuditRelief {
+			if r.Kind == kill.AuditRelief {
 				res.outcome = r.Outcome
 			}
 		}

@@ -1,11 +1,8 @@
-package yarnevict
+package kill
 
 import (
 	"encoding/json"
 	"errors"
-	"os"
-	"path/filepath"
-	"strings"
 	"sync"
 	"time"
 
@@ -16,7 +13,6 @@ import (
 	"github.com/koordlet-yarn/koordlet-yarn/framework/cgroups"
 	"github.com/koordlet-yarn/koordlet-yarn/framework/features"
 	"github.com/koordlet-yarn/koordlet-yarn/framework/store"
-	"github.com/koordlet-yarn/koordlet-yarn/framework/yarn"
 )
 
 // journalXattr is the extended attribute that records a kill in progress on
@@ -26,8 +22,9 @@ import (
 // removes it.
 const journalXattr = "trusted.koordlet-yarn.evict"
 
-// journalEntry is the recorded state of a kill.
-type journalEntry struct {
+// JournalEntry is the recorded state of a kill (the journal's value on a
+// container's cgroup).
+type JournalEntry struct {
 	Step   Step      `json:"step"`
 	Reason string    `json:"reason,omitempty"`
 	At     time.Time `json:"at"`
@@ -57,7 +54,7 @@ func (j *Journal) record(dir string, step Step, reason string) {
 	if j.disabled {
 		return
 	}
-	b, _ := json.Marshal(journalEntry{Step: step, Reason: reason, At: j.now()})
+	b, _ := json.Marshal(JournalEntry{Step: step, Reason: reason, At: j.now()})
 	if err := unix.Setxattr(dir, journalXattr, b, 0); err != nil {
 		if errors.Is(err, unix.ENOENT) {
 			return // the cgroup is gone: nothing to record
@@ -75,8 +72,8 @@ func (j *Journal) clear(dir string) {
 }
 
 // read returns the recorded kill on dir.
-func (j *Journal) read(dir string) (journalEntry, bool) {
-	var e journalEntry
+func (j *Journal) read(dir string) (JournalEntry, bool) {
+	var e JournalEntry
 	if j == nil {
 		return e, false
 	}
@@ -91,7 +88,7 @@ func (j *Journal) read(dir string) (journalEntry, bool) {
 // Recovered is a kill found in the journal at start-up.
 type Recovered struct {
 	Container string
-	Entry     journalEntry
+	Entry     JournalEntry
 	// Action is what was done with it (see RecoverAction).
 	Action RecoverAction
 	// Finished is true when the kill had begun and was finished now;
@@ -129,26 +126,10 @@ const MaxRecoverAge = 10 * time.Minute
 // after discovery): entries left when it runs out stay for the next start.
 const MaxRecoverTime = time.Minute
 
-// GatesOfReason returns the gates under which a kill journaled with reason
-// may run: its strategy's YARN gate (a kill the NodeManager guard began,
-// or one journaled by a version that recorded no reason, under any YARN
-// eviction gate).
-func GatesOfReason(reason string) []featuregate.Feature {
-	switch reason {
-	case ReasonBEMemoryEvict:
-		return []featuregate.Feature{features.YARNBEMemoryEvict}
-	case ReasonBECPUEvict:
-		return []featuregate.Feature{features.YARNBECPUEvict}
-	case ReasonMemoryAllocatableEvict, ReasonCPUAllocatableEvict, ReasonMemoryEvict, ReasonCPUEvict:
-		return []featuregate.Feature{features.YARNAllocatableEvict}
-	}
-	return []featuregate.Feature{features.YARNBEMemoryEvict, features.YARNBECPUEvict, features.YARNAllocatableEvict, features.YARNNodeManagerGuard}
-}
-
 // DecideRecovery decides what recovery does with a journaled kill: nothing
 // sent, left running; begun longer than MaxRecoverAge ago, or under a gate
 // that is off now, dropped (left running); else finished.
-func DecideRecovery(e journalEntry, now time.Time, enabled func(featuregate.Feature) bool) RecoverAction {
+func DecideRecovery(e JournalEntry, now time.Time, enabled func(featuregate.Feature) bool) RecoverAction {
 	if e.Step == StepJournaled {
 		return RecoverNotStarted
 	}
@@ -169,8 +150,7 @@ func DecideRecovery(e journalEntry, now time.Time, enabled func(featuregate.Feat
 // MaxRecoverAge ago, is finished (SIGKILL passes until the cgroup is
 // empty); any other is dropped and the container left running. It stops at
 // deadline (zero: none), leaving the remaining entries for the next start.
-// It then thaws and removes the freezer cgroups an earlier version of this
-// killer made. Call it once, after the store has been filled, off the
+// Call it once, after the store has been filled, off the
 // start-up path.
 func (k *Killer) Recover(containers []*store.Container, deadline time.Time) []Recovered {
 	var out []Recovered
@@ -207,14 +187,11 @@ func (k *Killer) Recover(containers []*store.Container, deadline time.Time) []Re
 			out = append(out, r)
 		}
 	}
-	if n := sweepFreezer(k.H); n > 0 {
-		klog.Infof("yarn: thawed %d freezer cgroups left by an earlier koordlet", n)
-	}
 	return out
 }
 
 // journaled finds the journal entry on any of the container's own cgroups.
-func (k *Killer) journaled(c *store.Container) (cgroups.Controller, string, string, journalEntry, bool) {
+func (k *Killer) journaled(c *store.Container) (cgroups.Controller, string, string, JournalEntry, bool) {
 	want := k.H.ContainerRelDir(c.Name)
 	for _, ctrl := range []cgroups.Controller{cgroups.CPU, cgroups.Memory, cgroups.CPUAcct} {
 		ref := c.Cgroups[ctrl]
@@ -226,48 +203,5 @@ func (k *Killer) journaled(c *store.Container) (cgroups.Controller, string, stri
 			return ctrl, ref.Dir, abs, e, true
 		}
 	}
-	return 0, "", "", journalEntry{}, false
-}
-
-// sweepFreezer thaws and removes the per-container freezer cgroups
-// (freezer/<hierarchy>/container_*) an earlier version of the killer made,
-// which a koordlet that died mid-kill left frozen. It touches only
-// directories named as YARN containers under the configured hierarchy, on
-// a real cgroup filesystem. It returns how many it thawed.
-func sweepFreezer(h cgroups.Hierarchy) int {
-	if h.V2 {
-		return 0
-	}
-	mount := filepath.Join(h.CgroupRoot, "freezer")
-	var st unix.Statfs_t
-	if err := unix.Statfs(mount, &st); err != nil || st.Type != unix.CGROUP_SUPER_MAGIC {
-		return 0
-	}
-	parent := filepath.Join(mount, h.Dir)
-	entries, err := os.ReadDir(parent)
-	if err != nil {
-		return 0
-	}
-	thawed := 0
-	for _, e := range entries {
-		if !e.IsDir() || !strings.HasPrefix(e.Name(), "container_") {
-			continue
-		}
-		if _, err := yarn.ParseContainerID(e.Name()); err != nil {
-			continue
-		}
-		dir := filepath.Join(parent, e.Name())
-		if err := os.WriteFile(filepath.Join(dir, "freezer.state"), []byte("THAWED"), 0o644); err != nil {
-			klog.Warningf("yarn: thaw leftover freezer cgroup %s: %v", dir, err)
-			continue
-		}
-		thawed++
-		for i := 0; i < 100; i++ {
-			if err := os.Remove(dir); err == nil || os.IsNotExist(err) {
-				break
-			}
-			time.Sleep(10 * time.Millisecond)
-		}
-	}
-	return thawed
+	return 0, "", "", JournalEntry{}, false
 }

@@ -1,8 +1,11 @@
-// Package yarnevict evicts individual YARN containers inside koordlet's
-// QoS loops: the YARN-aware BE memory evict strategy, the victim ranking over
-// BE pods and YARN containers, the container killer, and the guard that keeps
-// koordlet's pod eviction away from the NodeManager pod.
-package yarnevict
+// Package kill ends one YARN container at a time: the Killer (SIGTERM, a
+// grace, SIGKILL passes or cgroup.kill, every signal through a pinned
+// process proven in the container's cgroup), the Journal that lets a
+// restarted koordlet finish an interrupted kill, the Flights that keep two
+// strategies off one container, the Audit of every eviction and relief
+// episode, the measure of what a kill released, and the eviction reasons
+// with the gates each may run under. It decides nothing about whom to kill.
+package kill
 
 import (
 	"errors"
@@ -270,23 +273,24 @@ func (k *Killer) signalAll(abs string, ctrl cgroups.Controller, dir string, sig 
 	}
 }
 
-// signal sends sig to pid through a pidfd after checking, with the pidfd
-// held, that the process is in dir: the signal goes to the process the
-// pidfd names, which fails if that process is gone, so a pid reused by
-// another process after the listing is never signalled.
+// signal sends sig to pid through a pidfd (cgroups.Pin) after checking,
+// with the pidfd held, that the process is in dir: the signal goes to the
+// process the pidfd names, which fails if that process is gone, so a pid
+// reused by another process after the listing is never signalled. A
+// process no pidfd holds is not signalled.
 func (k *Killer) signal(pid int, ctrl cgroups.Controller, dir string, sig unix.Signal) bool {
 	if pid <= 1 {
 		return false
 	}
-	fd, err := unix.PidfdOpen(pid, 0)
+	p, err := cgroups.Pin(k.H.ProcRoot, pid)
 	if err != nil {
 		return false // exited
 	}
-	defer unix.Close(fd)
-	if !k.H.Contains(pid, ctrl, dir) {
+	defer p.Release()
+	if !p.ByPidfd() || !k.H.Contains(pid, ctrl, dir) {
 		return false
 	}
-	return unix.PidfdSendSignal(fd, sig, nil, 0) == nil
+	return p.Signal(sig) == nil
 }
 
 // pfExiting is the kernel's PF_EXITING task flag (/proc/<pid>/stat field 9).

@@ -1,4 +1,12 @@
-package yarnevict
+// Package relief is the memory relief ladder's rungs before the kill
+// (YARNMemoryRelief), which the YARN-aware BE memory evict strategy runs at
+// each check: the throttle on the YARN root's memory.high (cgroup v2) or
+// its soft limit (v1), the release asked of the ResourceManager for a slow
+// pressure, and the bound on a throttle held at its floor, past which it
+// asks the strategy for a kill (Escalation). Its decisions are pure
+// (ThrottlePlan, RMAskPlan, FloorHold.Next); Relief does the I/O, and
+// ReliefRestorer gives the root its own values back when relief is off.
+package relief
 
 import (
 	"fmt"
@@ -15,7 +23,10 @@ import (
 
 	"github.com/koordlet-yarn/koordlet-yarn/framework/cgroups"
 	"github.com/koordlet-yarn/koordlet-yarn/framework/features"
+	"github.com/koordlet-yarn/koordlet-yarn/framework/logonce"
 	"github.com/koordlet-yarn/koordlet-yarn/framework/rmrelease"
+	"github.com/koordlet-yarn/koordlet-yarn/plugins/yarnevict/growth"
+	"github.com/koordlet-yarn/koordlet-yarn/plugins/yarnevict/kill"
 )
 
 // Relief is the memory relief ladder's rungs before the kill
@@ -59,9 +70,9 @@ type Relief struct {
 	// DefaultFloorHoldLimit).
 	FloorHoldLimit time.Duration
 	// Audit keeps each episode's decision (a record of kind relief).
-	Audit *Audit
-	// now is the clock (nil: time.Now).
-	now func() time.Time
+	Audit *kill.Audit
+	// Now is the clock (nil: time.Now).
+	Now func() time.Time
 
 	mu sync.Mutex
 	// rel is the root last acted on ("": none).
@@ -76,9 +87,10 @@ type Relief struct {
 	softIno uint64
 	// episode is the pressure episode under way (nil: none).
 	episode *reliefEpisode
-	said    map[string]bool
+	// said holds the failures already warned of (later ones at V(4)).
+	said logonce.Set
 	// growth follows node memory at the checks (the RM rung).
-	growth GrowthTracker
+	growth growth.Tracker
 	// hold is the throttle's hold at its floor.
 	hold FloorHold
 }
@@ -115,9 +127,6 @@ type Levels struct {
 	// memoryEvictLowerPercent (0: no threshold); Capacity the node's.
 	Used, Threshold, Lower, Capacity int64
 }
-
-// growthWindow is how far back the RM rung reads node memory's growth.
-const growthWindow = 10 * time.Second
 
 // Enabled is the gate, with what runs the rungs: the YARN-aware BE memory
 // evict, which koordlet's memory slot runs only with koordlet's own
@@ -247,10 +256,10 @@ func (r *Relief) allocatedMB() int64 {
 	return r.Allocated()
 }
 
-// clock is r.now, or time.Now.
+// clock is r.Now, or time.Now.
 func (r *Relief) clock() time.Time {
-	if r.now != nil {
-		return r.now()
+	if r.Now != nil {
+		return r.Now()
 	}
 	return time.Now()
 }
@@ -272,7 +281,7 @@ func (r *Relief) askRMLocked(lv Levels, d ThrottleDecision) {
 		return
 	}
 	if r.growth.Window == 0 {
-		r.growth.Window = growthWindow
+		r.growth.Window = growth.Window
 	}
 	r.growth.Add(now, lv.Used)
 	rate, ok := r.growth.Rate()
@@ -452,7 +461,7 @@ func (r *Relief) endEpisodeLocked(interrupted bool) {
 		by = "none" // no throttle written (v1, another writer's memory.high): nothing of relief acted
 	}
 	now := r.clock()
-	rec := &ReliefEpisodeRecord{Start: e.start, Duration: now.Sub(e.start).Round(time.Millisecond).String(),
+	rec := &kill.ReliefEpisodeRecord{Start: e.start, Duration: now.Sub(e.start).Round(time.Millisecond).String(),
 		PeakUsedBytes: e.peak, ThresholdBytes: e.threshold, LowestHighBytes: e.lowestHigh, AskedMB: e.askedMB,
 		Crossed: e.crossed, Floored: e.floored, FloorKill: e.floorKill, Interrupted: interrupted}
 	why := fmt.Sprintf("node memory peaked at %dMi (threshold %dMi) over %s", e.peak>>20, e.threshold>>20, rec.Duration)
@@ -470,7 +479,7 @@ func (r *Relief) endEpisodeLocked(interrupted bool) {
 			r.Metrics.ReliefEpisodes.WithLabelValues(r.NodeName, by).Inc()
 		}
 	}
-	r.Audit.Record(AuditRecord{Time: now, Kind: AuditRelief, Node: r.NodeName, Reason: "memory", Outcome: by,
+	r.Audit.Record(kill.AuditRecord{Time: now, Kind: kill.AuditRelief, Node: r.NodeName, Reason: "memory", Outcome: by,
 		Resource: "memory", Why: why, Relief: rec})
 }
 
@@ -512,15 +521,12 @@ func (r *Relief) setGauge(v int64) {
 	}
 }
 
+// sayOnce warns of a failure the first time key fails, at V(4) after.
 func (r *Relief) sayOnce(key, format string, args ...any) {
-	if r.said == nil {
-		r.said = map[string]bool{}
-	}
-	if r.said[key] {
+	if !r.said.First(key) {
 		klog.V(4).Infof(format, args...)
 		return
 	}
-	r.said[key] = true
 	klog.Warningf(format, args...)
 }
 

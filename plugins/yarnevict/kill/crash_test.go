@@ -1,4 +1,4 @@
-package yarnevict
+package kill
 
 import (
 	"fmt"
@@ -175,55 +175,6 @@ func TestRealKernelKillerDiesAtEachStep(t *testing.T) {
 	}
 }
 
-// TestRealKernelRecoverThawsOldFreezerLeftovers: a container an earlier
-// version of the killer froze and SIGKILLed, then died, is thawed (its
-// processes die) and its freezer cgroup removed at start-up; a freezer
-// cgroup that is not named as a YARN container is left alone.
-func TestRealKernelRecoverThawsOldFreezerLeftovers(t *testing.T) {
-	kerneltest.RequireCgroupV1(t, "cpu", "freezer")
-	kerneltest.UseHostRoots(t)
-	hier := kerneltest.UniqueRoot(t) + "/hadoop-yarn"
-	name := "container_e17_1700000000000_0042_01_000004"
-	frz := kerneltest.MakeCgroup(t, "freezer", hier+"/"+name)
-	other := kerneltest.MakeCgroup(t, "freezer", hier+"/not-a-container")
-	p := kerneltest.Start(t, "exec sleep 3600", frz)
-	require.NoError(t, p.Release())
-	require.Eventually(t, func() bool {
-		b, _ := os.ReadFile("/proc/" + strconv.Itoa(p.Pid()) + "/cmdline")
-		return strings.HasPrefix(string(b), "sleep")
-	}, 2*time.Second, 5*time.Millisecond, "the workload runs before it is frozen")
-	// Whatever happens, nothing stays frozen after the test (cleanups run
-	// last-in first-out: this one before the process is reaped).
-	t.Cleanup(func() {
-		for _, d := range []string{frz, other} {
-			_ = os.WriteFile(filepath.Join(d, "freezer.state"), []byte("THAWED"), 0o644)
-		}
-	})
-	require.NoError(t, os.WriteFile(filepath.Join(frz, "freezer.state"), []byte("FROZEN"), 0o644))
-	require.NoError(t, os.WriteFile(filepath.Join(other, "freezer.state"), []byte("FROZEN"), 0o644))
-	require.Eventually(t, func() bool {
-		_ = os.WriteFile(filepath.Join(frz, "freezer.state"), []byte("FROZEN"), 0o644) // FREEZING retries
-		b, _ := os.ReadFile(filepath.Join(frz, "freezer.state"))
-		return strings.TrimSpace(string(b)) == "FROZEN"
-	}, 5*time.Second, 10*time.Millisecond)
-	pids := kerneltest.Pids(frz)
-	for _, pid := range pids {
-		require.NoError(t, syscall.Kill(pid, syscall.SIGKILL)) // pending while frozen, as the old killer left them
-	}
-
-	k := &Killer{H: cgroups.Hierarchy{CgroupRoot: kerneltest.CgroupRoot, ProcRoot: "/proc", Dir: hier}, Journal: NewJournal()}
-	k.Recover(nil, time.Time{})
-	for _, pid := range pids {
-		require.Eventually(t, func() bool { return procState(pid) == "" || procState(pid) == "Z" }, 2*time.Second, 10*time.Millisecond,
-			"the thawed process %d dies of its pending SIGKILL", pid)
-	}
-	assert.NoDirExists(t, frz, "the leftover freezer cgroup is removed")
-	b, err := os.ReadFile(filepath.Join(other, "freezer.state"))
-	require.NoError(t, err)
-	assert.Equal(t, "FROZEN", strings.TrimSpace(string(b)), "not ours: untouched")
-	require.NoError(t, os.WriteFile(filepath.Join(other, "freezer.state"), []byte("THAWED"), 0o644))
-}
-
 func TestDecideRecovery(t *testing.T) {
 	now := time.Unix(1700000000, 0)
 	on := func(gates ...featuregate.Feature) func(featuregate.Feature) bool {
@@ -231,17 +182,17 @@ func TestDecideRecovery(t *testing.T) {
 	}
 	for _, tc := range []struct {
 		name  string
-		e     journalEntry
+		e     JournalEntry
 		gates func(featuregate.Feature) bool
 		want  RecoverAction
 	}{
-		{"begun, gate on", journalEntry{Step: StepKillSent, Reason: ReasonBEMemoryEvict, At: now.Add(-time.Minute)}, on(features.YARNBEMemoryEvict), RecoverFinish},
-		{"begun, rolled back: gate off", journalEntry{Step: StepKillSent, Reason: ReasonBEMemoryEvict, At: now.Add(-time.Minute)}, on(features.YARNBECPUEvict), RecoverGateOff},
-		{"begun long ago", journalEntry{Step: StepTermSent, Reason: ReasonBECPUEvict, At: now.Add(-time.Hour)}, on(features.YARNBECPUEvict), RecoverStale},
-		{"nothing sent", journalEntry{Step: StepJournaled, Reason: ReasonBEMemoryEvict, At: now}, on(features.YARNBEMemoryEvict), RecoverNotStarted},
-		{"arbitration", journalEntry{Step: StepKillSent, Reason: ReasonMemoryAllocatableEvict, At: now}, on(features.YARNAllocatableEvict), RecoverFinish},
-		{"no reason (older version), guard on", journalEntry{Step: StepKillSent, At: now}, on(features.YARNNodeManagerGuard), RecoverFinish},
-		{"no reason, every gate off", journalEntry{Step: StepKillSent, At: now}, on(), RecoverGateOff},
+		{"begun, gate on", JournalEntry{Step: StepKillSent, Reason: ReasonBEMemoryEvict, At: now.Add(-time.Minute)}, on(features.YARNBEMemoryEvict), RecoverFinish},
+		{"begun, rolled back: gate off", JournalEntry{Step: StepKillSent, Reason: ReasonBEMemoryEvict, At: now.Add(-time.Minute)}, on(features.YARNBECPUEvict), RecoverGateOff},
+		{"begun long ago", JournalEntry{Step: StepTermSent, Reason: ReasonBECPUEvict, At: now.Add(-time.Hour)}, on(features.YARNBECPUEvict), RecoverStale},
+		{"nothing sent", JournalEntry{Step: StepJournaled, Reason: ReasonBEMemoryEvict, At: now}, on(features.YARNBEMemoryEvict), RecoverNotStarted},
+		{"arbitration", JournalEntry{Step: StepKillSent, Reason: ReasonMemoryAllocatableEvict, At: now}, on(features.YARNAllocatableEvict), RecoverFinish},
+		{"no reason (older version), guard on", JournalEntry{Step: StepKillSent, At: now}, on(features.YARNNodeManagerGuard), RecoverFinish},
+		{"no reason, every gate off", JournalEntry{Step: StepKillSent, At: now}, on(), RecoverGateOff},
 	} {
 		assert.Equal(t, tc.want, DecideRecovery(tc.e, now, tc.gates), tc.name)
 	}

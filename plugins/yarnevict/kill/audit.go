@@ -1,4 +1,4 @@
-package yarnevict
+package kill
 
 import (
 	"encoding/json"

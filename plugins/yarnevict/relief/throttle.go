@@ -1,4 +1,4 @@
-package yarnevict
+package relief
 
 import "github.com/koordlet-yarn/koordlet-yarn/framework/cgroups"
 

@@ -1,4 +1,4 @@
-package yarnevict
+package relief
 
 import (
 	"testing"
@@ -6,28 +6,6 @@ import (
 
 	"github.com/stretchr/testify/assert"
 )
-
-func TestGrowthTracker(t *testing.T) {
-	g := GrowthTracker{Window: 10 * time.Second}
-	t0 := time.Unix(1000, 0)
-	_, ok := g.Rate()
-	assert.False(t, ok, "no samples")
-	for i := 0; i < 3; i++ {
-		g.Add(t0.Add(time.Duration(i)*time.Second), int64(i)*(10<<20))
-	}
-	_, ok = g.Rate()
-	assert.False(t, ok, "3 samples over 2 s of a 10-s window: too short")
-	for i := 3; i <= 12; i++ {
-		g.Add(t0.Add(time.Duration(i)*time.Second), int64(i)*(10<<20))
-	}
-	r, ok := g.Rate()
-	assert.True(t, ok)
-	assert.InDelta(t, 10<<20, r, 1, "10 MiB a second")
-	assert.Len(t, g.samples, 11, "only the window's samples are kept")
-	g.Reset()
-	_, ok = g.Rate()
-	assert.False(t, ok)
-}
 
 func TestRMAskPlan(t *testing.T) {
 	const mib = int64(1 << 20)

@@ -5,6 +5,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/assert"
+
+	"github.com/koordlet-yarn/koordlet-yarn/plugins/yarnevict/growth"
 )
 
 // TestGrowthDuringTheKill: an idle low-priority container covers the need
@@ -16,18 +18,18 @@ import (
 func TestGrowthDuringTheKill(t *testing.T) {
 	const mi = int64(1 << 20)
 	idle := Victim{Priority: 5000, MemoryUsed: 1024 * mi}
-	grower := Victim{Priority: 6000, MemoryUsed: 1024 * mi, MemoryGrowth: 2560 * mi} // +256Mi/s over GrowthWindow
+	grower := Victim{Priority: 6000, MemoryUsed: 1024 * mi, MemoryGrowth: 2560 * mi} // +256Mi/s over growth.Window
 	ranked := []Victim{idle, grower}
 	Rank(ranked, MemoryUsage)
 	need := 512 * mi
-	horizon := ReleaseHorizon(250*time.Millisecond, time.Second) // 2.25 s: +576Mi for the grower
+	horizon := growth.ReleaseHorizon(250*time.Millisecond, time.Second) // 2.25 s: +576Mi for the grower
 
 	naive, _ := Plan(ranked, need, MemoryUsage)
 	assert.Len(t, naive, 1)
 	assert.Equal(t, int64(5000), naive[0].Priority, "at the instant: the idle, lower-priority one")
 	// ... after which the grower alone adds more than what was released
 	// below the threshold before the next check: a second kill.
-	assert.Greater(t, ProjectedGrowth(&ranked[1], horizon)+need, naive[0].MemoryUsed)
+	assert.Greater(t, growth.Projected(ranked[1].MemoryGrowth, horizon)+need, naive[0].MemoryUsed)
 
 	projNeed, measure := ProjectNeed(ranked, need, horizon, MemoryUsage)
 	chosen, covered := Plan(ranked, projNeed, measure)
@@ -38,12 +40,12 @@ func TestGrowthDuringTheKill(t *testing.T) {
 
 func TestProjectNeed(t *testing.T) {
 	vs := []Victim{{MemoryUsed: 100, MemoryGrowth: 50}, {MemoryUsed: 0, MemoryGrowth: 500}, {MemoryUsed: 10, MemoryGrowth: -5}}
-	need, m := ProjectNeed(vs, 30, 2*GrowthWindow, MemoryUsage)
+	need, m := ProjectNeed(vs, 30, 2*growth.Window, MemoryUsage)
 	assert.Equal(t, int64(30+100), need, "growth of the victims with usage only, negative growth none")
 	assert.Equal(t, int64(200), m(&vs[0]))
 	assert.Equal(t, int64(0), m(&vs[1]))
 	assert.Equal(t, int64(10), m(&vs[2]))
 	n0, _ := ProjectNeed(vs, 0, time.Second, MemoryUsage)
 	assert.Equal(t, int64(0), n0, "no need: none")
-	assert.Equal(t, 3250*time.Millisecond, ReleaseHorizon(250*time.Millisecond, 2*time.Second))
+	assert.Equal(t, 3250*time.Millisecond, growth.ReleaseHorizon(250*time.Millisecond, 2*time.Second))
 }
