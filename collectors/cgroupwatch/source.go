@@ -59,15 +59,20 @@ func (w *Watcher) startFirst(srcs []Source, stopCh <-chan struct{}) (Source, []s
 	if w.opts.Force == SourcePolling {
 		why = append(why, "forced")
 	}
-	w.mu.Lock()
-	w.active = SourcePolling
-	w.metrics.setSource(SourcePolling)
-	w.mu.Unlock()
+	w.activate(SourcePolling)
 	return SourcePolling, why
 }
 
+// activate records s as the source running now.
+func (w *Watcher) activate(s Source) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.active = s
+	w.metrics.setSource(s)
+}
+
 // start opens source s, watches the YARN roots that exist and starts its
-// reader.
+// reader. s is Active once its roots are watched.
 func (w *Watcher) start(s Source, stopCh <-chan struct{}) error {
 	switch s {
 	case SourceEBPF:
@@ -78,22 +83,24 @@ func (w *Watcher) start(s Source, stopCh <-chan struct{}) error {
 		if err != nil {
 			return fmt.Errorf("eBPF unavailable: %w", err)
 		}
-		gen := w.install(s, e, nil)
+		gen := w.install(e, nil)
 		if err := w.watchRoots(); err != nil {
 			w.closeSource()
 			return fmt.Errorf("eBPF unavailable: %w", err)
 		}
+		w.activate(s)
 		go w.readEBPF(e, gen, stopCh)
 	case SourceInotify:
 		in, err := w.opts.openInotify()
 		if err != nil {
 			return fmt.Errorf("inotify unavailable: %w", err)
 		}
-		gen := w.install(s, nil, in)
+		gen := w.install(nil, in)
 		if err := w.watchRoots(); err != nil {
 			w.closeSource()
 			return fmt.Errorf("inotify unavailable: %w", err)
 		}
+		w.activate(s)
 		go w.readInotify(in, gen, stopCh)
 	default:
 		return fmt.Errorf("no source %q", s)
@@ -101,12 +108,12 @@ func (w *Watcher) start(s Source, stopCh <-chan struct{}) error {
 	return nil
 }
 
-func (w *Watcher) install(s Source, e ebpfSource, in inotifySource) int {
+// install makes e or in the running source, with no root watched yet.
+func (w *Watcher) install(e ebpfSource, in inotifySource) int {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.gen++
-	w.active, w.ebpf, w.inotify = s, e, in
-	w.metrics.setSource(s)
+	w.ebpf, w.inotify = e, in
 	w.startedAt = w.opts.Now()
 	w.lostSeen = 0
 	w.drainResync.Store(false)
