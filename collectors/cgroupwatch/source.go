@@ -74,36 +74,38 @@ func (w *Watcher) activate(s Source) {
 // start opens source s, watches the YARN roots that exist and starts its
 // reader. s is Active once its roots are watched.
 func (w *Watcher) start(s Source, stopCh <-chan struct{}) error {
+	var (
+		e    ebpfSource
+		in   inotifySource
+		err  error
+		what string
+	)
 	switch s {
 	case SourceEBPF:
 		if !features.Enabled(features.YARNEBPFDiscovery) {
 			return fmt.Errorf("eBPF off by feature gate %s", features.YARNEBPFDiscovery)
 		}
-		e, err := w.opts.openEBPF(w.opts.ringSize)
-		if err != nil {
-			return fmt.Errorf("eBPF unavailable: %w", err)
-		}
-		gen := w.install(e, nil)
-		if err := w.watchRoots(); err != nil {
-			w.closeSource()
-			return fmt.Errorf("eBPF unavailable: %w", err)
-		}
-		w.activate(s)
-		go w.readEBPF(e, gen, stopCh)
+		what = "eBPF"
+		e, err = w.opts.openEBPF(w.opts.ringSize)
 	case SourceInotify:
-		in, err := w.opts.openInotify()
-		if err != nil {
-			return fmt.Errorf("inotify unavailable: %w", err)
-		}
-		gen := w.install(nil, in)
-		if err := w.watchRoots(); err != nil {
-			w.closeSource()
-			return fmt.Errorf("inotify unavailable: %w", err)
-		}
-		w.activate(s)
-		go w.readInotify(in, gen, stopCh)
+		what = "inotify"
+		in, err = w.opts.openInotify()
 	default:
 		return fmt.Errorf("no source %q", s)
+	}
+	if err != nil {
+		return fmt.Errorf("%s unavailable: %w", what, err)
+	}
+	gen := w.install(e, in)
+	if err := w.watchRoots(); err != nil {
+		w.closeSource()
+		return fmt.Errorf("%s unavailable: %w", what, err)
+	}
+	w.activate(s)
+	if e != nil {
+		go w.readEBPF(e, gen, stopCh)
+	} else {
+		go w.readInotify(in, gen, stopCh)
 	}
 	return nil
 }
