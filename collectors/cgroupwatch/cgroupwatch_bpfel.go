@@ -12,6 +12,12 @@ import (
 	"github.com/cilium/ebpf"
 )
 
+type cgroupwatchCgroupKey struct {
+	HierarchyId uint32
+	Pad         uint32
+	KnId        uint64
+}
+
 type cgroupwatchEvent struct {
 	Type        uint32
 	Pid         uint32
@@ -20,12 +26,6 @@ type cgroupwatchEvent struct {
 	CgroupId    uint64
 	ParentId    uint64
 	Name        [64]int8
-}
-
-type cgroupwatchParentKey struct {
-	HierarchyId uint32
-	Pad         uint32
-	KnId        uint64
 }
 
 // loadCgroupwatch returns the embedded CollectionSpec for cgroupwatch.
@@ -88,8 +88,7 @@ type cgroupwatchMapSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type cgroupwatchVariableSpecs struct {
-	UnusedEvent     *ebpf.VariableSpec `ebpf:"unused_event"`
-	UnusedParentKey *ebpf.VariableSpec `ebpf:"unused_parent_key"`
+	UnusedEvent *ebpf.VariableSpec `ebpf:"unused_event"`
 }
 
 // cgroupwatchObjects contains all objects after they have been loaded into the kernel.
@@ -129,8 +128,7 @@ func (m *cgroupwatchMaps) Close() error {
 //
 // It can be passed to loadCgroupwatchObjects or ebpf.CollectionSpec.LoadAndAssign.
 type cgroupwatchVariables struct {
-	UnusedEvent     *ebpf.Variable `ebpf:"unused_event"`
-	UnusedParentKey *ebpf.Variable `ebpf:"unused_parent_key"`
+	UnusedEvent *ebpf.Variable `ebpf:"unused_event"`
 }
 
 // cgroupwatchPrograms contains all programs after they have been loaded into the kernel.

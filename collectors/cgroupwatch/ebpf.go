@@ -11,6 +11,9 @@ import (
 	"github.com/cilium/ebpf/link"
 	"github.com/cilium/ebpf/ringbuf"
 	"github.com/cilium/ebpf/rlimit"
+
+	"github.com/koordlet-yarn/koordlet-yarn/framework/bpfmap"
+	"github.com/koordlet-yarn/koordlet-yarn/framework/cgroups"
 )
 
 // EventType is what happened to a watched cgroup.
@@ -35,17 +38,8 @@ func (t EventType) String() string {
 	return "unknown"
 }
 
-// ParentKey names a watched parent cgroup: its hierarchy and its kernfs id.
-// On cgroup v1 every hierarchy numbers its kernfs nodes on its own, so a
-// kernfs id alone names one cgroup in each hierarchy; the unified (v2)
-// hierarchy's id is 0.
-type ParentKey struct {
-	HierarchyID uint32
-	// ID is the kernfs id (the directory's inode number).
-	ID uint64
-}
-
-func (k ParentKey) String() string { return fmt.Sprintf("%d/%d", k.HierarchyID, k.ID) }
+// ParentKey names a watched parent cgroup (see cgroups.Key).
+type ParentKey = cgroups.Key
 
 // Event is one cgroup event below a watched parent.
 type Event struct {
@@ -126,7 +120,7 @@ func OpenEBPF(ringSize int) (*EBPF, error) {
 
 // AddParent watches the children of the cgroup k.
 func (e *EBPF) AddParent(k ParentKey) error {
-	if err := e.objs.Parents.Put(cgroupwatchParentKey{HierarchyId: k.HierarchyID, KnId: k.ID}, uint8(1)); err != nil {
+	if err := e.objs.Parents.Put(k, uint8(1)); err != nil {
 		return fmt.Errorf("watch cgroup %s: %w", k, err)
 	}
 	return nil
@@ -134,8 +128,7 @@ func (e *EBPF) AddParent(k ParentKey) error {
 
 // RemoveParent stops watching the children of the cgroup k.
 func (e *EBPF) RemoveParent(k ParentKey) error {
-	err := e.objs.Parents.Delete(cgroupwatchParentKey{HierarchyId: k.HierarchyID, KnId: k.ID})
-	if err != nil && !errors.Is(err, ebpf.ErrKeyNotExist) {
+	if err := bpfmap.Delete(e.objs.Parents, k); err != nil {
 		return fmt.Errorf("unwatch cgroup %s: %w", k, err)
 	}
 	return nil
@@ -144,13 +137,9 @@ func (e *EBPF) RemoveParent(k ParentKey) error {
 // Lost returns how many events of watched parents the kernel dropped
 // because the ring buffer was full, since OpenEBPF.
 func (e *EBPF) Lost() (uint64, error) {
-	var perCPU []uint64
-	if err := e.objs.Lost.Lookup(uint32(0), &perCPU); err != nil {
+	n, err := bpfmap.Counter(e.objs.Lost)
+	if err != nil {
 		return 0, fmt.Errorf("read the lost-event counter: %w", err)
-	}
-	var n uint64
-	for _, v := range perCPU {
-		n += v
 	}
 	return n, nil
 }

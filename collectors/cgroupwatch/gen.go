@@ -6,6 +6,7 @@ package cgroupwatch
 
 // The BPF object and its Go bindings are generated and committed, so that
 // building needs no clang. Regenerate (needs clang, libbpf-dev and the
-// kernel UAPI headers of linux-libc-dev) with:
+// kernel UAPI headers of linux-libc-dev; the kernel types and the cgroup
+// key are in the shared bpf/include/yarn_cgroup.h) with:
 //
-//go:generate go run github.com/cilium/ebpf/cmd/bpf2go@v0.17.3 -cc clang -target bpfel -type event -type parent_key cgroupwatch bpf/cgroupwatch.bpf.c -- -O2 -g -Wall -I/usr/include/x86_64-linux-gnu
+//go:generate go run github.com/cilium/ebpf/cmd/bpf2go@v0.17.3 -cc clang -target bpfel -type event cgroupwatch bpf/cgroupwatch.bpf.c -- -O2 -g -Wall -I../../bpf/include -I/usr/include/x86_64-linux-gnu

@@ -119,12 +119,7 @@ func (w *Watcher) rootGone(key ParentKey) {
 	w.mu.Lock()
 	r := w.roots[key]
 	if r != nil {
-		delete(w.roots, r.key)
-		for _, c := range r.ctrls {
-			if w.byCtrl[c] == r {
-				delete(w.byCtrl, c)
-			}
-		}
+		w.forgetLocked(r)
 	}
 	w.mu.Unlock()
 	if r != nil {

@@ -6,6 +6,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	koordmetrics "github.com/koordinator-sh/koordinator/pkg/koordlet/metrics"
+
+	"github.com/koordlet-yarn/koordlet-yarn/framework/promreg"
 )
 
 // metrics are the watcher's koordlet_yarn_* series.
@@ -32,24 +34,10 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Help:      "1 for the way YARN container cgroups are discovered now (ebpf, inotify or polling), 0 for the others.",
 		}, []string{"source"}),
 	}
-	if reg == nil {
-		return m, nil
-	}
-	if err := reg.Register(m.lost); err != nil {
-		var are prometheus.AlreadyRegisteredError
-		if !errors.As(err, &are) {
-			return m, err
-		}
-		m.lost = are.ExistingCollector.(*prometheus.CounterVec)
-	}
-	if err := reg.Register(m.source); err != nil {
-		var are prometheus.AlreadyRegisteredError
-		if !errors.As(err, &are) {
-			return m, err
-		}
-		m.source = are.ExistingCollector.(*prometheus.GaugeVec)
-	}
-	return m, nil
+	return m, errors.Join(
+		promreg.Register(reg, &m.lost),
+		promreg.Register(reg, &m.source),
+	)
 }
 
 // setSource marks s as the discovery source running now.

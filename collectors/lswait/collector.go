@@ -22,6 +22,7 @@ import (
 	"github.com/koordinator-sh/koordinator/pkg/koordlet/util/system"
 
 	"github.com/koordlet-yarn/koordlet-yarn/framework/cgroups"
+	"github.com/koordlet-yarn/koordlet-yarn/framework/logonce"
 )
 
 // Sources of the signal.
@@ -183,7 +184,7 @@ type Collector struct {
 	pods      map[string]*pod // by UID
 	freeSlots []uint32
 	sched     *schedstatSource
-	said      map[string]bool
+	said      logonce.Set
 	// hid is the hierarchy id cgroups are keyed by (hidOK: read).
 	hid   uint32
 	hidOK bool
@@ -197,7 +198,7 @@ func New(opts Options) (*Collector, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &Collector{opts: opts, metrics: m, pods: map[string]*pod{}, said: map[string]bool{}, batch: map[CgroupKey]bool{}}
+	c := &Collector{opts: opts, metrics: m, pods: map[string]*pod{}, batch: map[CgroupKey]bool{}}
 	for s := MaxSlots - 1; s >= 1; s-- { // slot 0 is never used: a zeroed start is no slot
 		c.freeSlots = append(c.freeSlots, uint32(s))
 	}
@@ -346,8 +347,7 @@ func podDirs(p *corev1.Pod) []string {
 
 // sayOnce logs a warning once per key.
 func (c *Collector) sayOnce(key, format string, args ...any) {
-	if !c.said[key] {
-		c.said[key] = true
+	if c.said.First(key) {
 		klog.Warningf(format, args...)
 	}
 }

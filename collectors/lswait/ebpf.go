@@ -1,25 +1,23 @@
 package lswait
 
 import (
-	"errors"
 	"fmt"
 	"time"
 
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/link"
 	"github.com/cilium/ebpf/rlimit"
+
+	"github.com/koordlet-yarn/koordlet-yarn/framework/bpfmap"
+	"github.com/koordlet-yarn/koordlet-yarn/framework/cgroups"
 )
 
 // MaxSlots is how many pods the eBPF source measures at once (the
 // program's MAX_SLOTS).
 const MaxSlots = 256
 
-// CgroupKey names a cgroup on the node: its hierarchy id (0 on the unified
-// hierarchy) and its kernfs id (the directory's inode number).
-type CgroupKey struct {
-	HierarchyID uint32
-	ID          uint64
-}
+// CgroupKey names a cgroup on the node (see cgroups.Key).
+type CgroupKey = cgroups.Key
 
 // Probe is the loaded eBPF wait probe: programs on the sched_wakeup,
 // sched_wakeup_new and sched_switch BTF tracepoints that time the waits of
@@ -70,8 +68,8 @@ func OpenProbe(v2 bool) (*Probe, error) {
 
 // Watch counts the waits of the tasks in cgroup k into slot.
 func (p *Probe) Watch(k CgroupKey, slot uint32) error {
-	if err := p.objs.Watched.Put(lswaitCgroupKey{HierarchyId: k.HierarchyID, KnId: k.ID}, slot); err != nil {
-		return fmt.Errorf("watch CPU waits in cgroup %d/%d: %w", k.HierarchyID, k.ID, err)
+	if err := p.objs.Watched.Put(k, slot); err != nil {
+		return fmt.Errorf("watch CPU waits in cgroup %s: %w", k, err)
 	}
 	return nil
 }
@@ -79,26 +77,24 @@ func (p *Probe) Watch(k CgroupKey, slot uint32) error {
 // MarkBatch makes the tasks in cgroup k and below it batch: a watched
 // task's wait behind one of them is interference.
 func (p *Probe) MarkBatch(k CgroupKey) error {
-	if err := p.objs.Batch.Put(lswaitCgroupKey{HierarchyId: k.HierarchyID, KnId: k.ID}, uint8(1)); err != nil {
-		return fmt.Errorf("mark cgroup %d/%d as batch: %w", k.HierarchyID, k.ID, err)
+	if err := p.objs.Batch.Put(k, uint8(1)); err != nil {
+		return fmt.Errorf("mark cgroup %s as batch: %w", k, err)
 	}
 	return nil
 }
 
 // UnmarkBatch undoes MarkBatch.
 func (p *Probe) UnmarkBatch(k CgroupKey) error {
-	err := p.objs.Batch.Delete(lswaitCgroupKey{HierarchyId: k.HierarchyID, KnId: k.ID})
-	if err != nil && !errors.Is(err, ebpf.ErrKeyNotExist) {
-		return fmt.Errorf("unmark batch cgroup %d/%d: %w", k.HierarchyID, k.ID, err)
+	if err := bpfmap.Delete(p.objs.Batch, k); err != nil {
+		return fmt.Errorf("unmark batch cgroup %s: %w", k, err)
 	}
 	return nil
 }
 
 // Unwatch stops counting the waits in cgroup k.
 func (p *Probe) Unwatch(k CgroupKey) error {
-	err := p.objs.Watched.Delete(lswaitCgroupKey{HierarchyId: k.HierarchyID, KnId: k.ID})
-	if err != nil && !errors.Is(err, ebpf.ErrKeyNotExist) {
-		return fmt.Errorf("unwatch cgroup %d/%d: %w", k.HierarchyID, k.ID, err)
+	if err := bpfmap.Delete(p.objs.Watched, k); err != nil {
+		return fmt.Errorf("unwatch cgroup %s: %w", k, err)
 	}
 	return nil
 }

@@ -92,9 +92,8 @@ type lswaitMapSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type lswaitVariableSpecs struct {
-	Hierarchies     *ebpf.VariableSpec `ebpf:"hierarchies"`
-	UnusedCgroupKey *ebpf.VariableSpec `ebpf:"unused_cgroup_key"`
-	UnusedHist      *ebpf.VariableSpec `ebpf:"unused_hist"`
+	Hierarchies *ebpf.VariableSpec `ebpf:"hierarchies"`
+	UnusedHist  *ebpf.VariableSpec `ebpf:"unused_hist"`
 }
 
 // lswaitObjects contains all objects after they have been loaded into the kernel.
@@ -136,9 +135,8 @@ func (m *lswaitMaps) Close() error {
 //
 // It can be passed to loadLswaitObjects or ebpf.CollectionSpec.LoadAndAssign.
 type lswaitVariables struct {
-	Hierarchies     *ebpf.Variable `ebpf:"hierarchies"`
-	UnusedCgroupKey *ebpf.Variable `ebpf:"unused_cgroup_key"`
-	UnusedHist      *ebpf.Variable `ebpf:"unused_hist"`
+	Hierarchies *ebpf.Variable `ebpf:"hierarchies"`
+	UnusedHist  *ebpf.Variable `ebpf:"unused_hist"`
 }
 
 // lswaitPrograms contains all programs after they have been loaded into the kernel.

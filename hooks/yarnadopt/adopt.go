@@ -39,6 +39,7 @@ import (
 
 	"github.com/koordlet-yarn/koordlet-yarn/framework/cgroups"
 	"github.com/koordlet-yarn/koordlet-yarn/framework/features"
+	"github.com/koordlet-yarn/koordlet-yarn/framework/logonce"
 	"github.com/koordlet-yarn/koordlet-yarn/framework/store"
 	"github.com/koordlet-yarn/koordlet-yarn/framework/yarn"
 )
@@ -108,7 +109,8 @@ type Adopter struct {
 	detection string
 	layout    Layout
 	lastErr   string
-	logged    map[string]bool
+	// said holds the lines said once, by key.
+	said logonce.Set
 	// nm asks the NodeManager for ids the store does not know (nil: the
 	// store only); pending are the exec'd processes waiting for its list
 	// (see pendingExec).
@@ -147,7 +149,7 @@ func New(opts Options) *Adopter {
 	}
 	a := &Adopter{opts: opts, env: cgroups.NewEnvironReader(), metrics: newMetrics(opts.Registerer),
 		envs: map[procKey]string{}, empties: map[procKey]time.Time{}, adoptions: map[string]*Adoption{}, watched: map[CgroupKey]bool{},
-		logged: map[string]bool{}, pending: map[int]pendingExec{}, blind: map[int]blindMove{}, layout: LayoutUnknown, quit: make(chan struct{}),
+		pending: map[int]pendingExec{}, blind: map[int]blindMove{}, layout: LayoutUnknown, quit: make(chan struct{}),
 		removals: make(chan string, maxRemovals)}
 	if opts.ListNM != nil {
 		a.nm = newNMLister(opts.ListNM, opts.Now)
@@ -296,14 +298,6 @@ func (a *Adopter) waitHierarchy(stopCh <-chan struct{}) (cgroups.Hierarchy, bool
 	}
 }
 
-// logOnce logs a line once per key.
-func (a *Adopter) logOnce(key string, f func()) {
-	if !a.logged[key] {
-		a.logged[key] = true
-		f()
-	}
-}
-
 // OnExec handles one exec in the NodeManager pod's cgroups: the process
 // (and its ancestors in the pod) are classified and, when a listed
 // container's, moved at once.
@@ -341,7 +335,7 @@ func (a *Adopter) Scan() {
 // sayV2 says once per key what the YARN hierarchy's v2 controllers lack
 // (a.mu held).
 func (a *Adopter) sayV2(key, msg string) {
-	a.logOnce("v2:"+key, func() { klog.Warning(msg) })
+	a.said.Do("v2:"+key, func() { klog.Warning(msg) })
 }
 
 // ensureWriter starts the process writer once (a.mu held); false, said
@@ -352,7 +346,7 @@ func (a *Adopter) ensureWriter(h cgroups.Hierarchy) bool {
 	}
 	w, err := newProcsWriter(h.ProcRoot, h.V2)
 	if err != nil {
-		a.logOnce("writer", func() {
+		a.said.Do("writer", func() {
 			klog.Errorf("yarn: YARNContainerCgroups cannot move processes on this cgroup v2 node: %v; no container gets a cgroup", err)
 		})
 		a.lastErr = err.Error()

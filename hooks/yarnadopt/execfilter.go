@@ -45,7 +45,7 @@ func (a *Adopter) filterExec(h cgroups.Hierarchy, dirs []string) {
 	if a.exec != nil {
 		hid, err := cgroups.HierarchyID(h, scanCtrl)
 		if err != nil {
-			a.logOnce("hid", func() {
+			a.said.Do("hid", func() {
 				klog.Warningf("yarn: YARNContainerCgroups: exec watch: %v; the scan alone finds container processes", err)
 			})
 			a.setWatched(nil)

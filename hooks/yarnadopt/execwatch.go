@@ -11,14 +11,13 @@ import (
 	"github.com/cilium/ebpf/link"
 	"github.com/cilium/ebpf/ringbuf"
 	"github.com/cilium/ebpf/rlimit"
+
+	"github.com/koordlet-yarn/koordlet-yarn/framework/bpfmap"
+	"github.com/koordlet-yarn/koordlet-yarn/framework/cgroups"
 )
 
-// CgroupKey names a cgroup on the node: its hierarchy id (0 on the unified
-// hierarchy) and its kernfs id (the directory's inode number).
-type CgroupKey struct {
-	HierarchyID uint32
-	ID          uint64
-}
+// CgroupKey names a cgroup on the node (see cgroups.Key).
+type CgroupKey = cgroups.Key
 
 // ExecEvent is one exec in a watched cgroup.
 type ExecEvent struct {
@@ -74,30 +73,25 @@ func OpenExecWatch() (*ExecWatch, error) {
 
 // Watch reports execs in cgroup k.
 func (w *ExecWatch) Watch(k CgroupKey) error {
-	if err := w.objs.Watched.Put(execwatchCgroupKey{HierarchyId: k.HierarchyID, KnId: k.ID}, uint8(1)); err != nil {
-		return fmt.Errorf("watch execs in cgroup %d/%d: %w", k.HierarchyID, k.ID, err)
+	if err := w.objs.Watched.Put(k, uint8(1)); err != nil {
+		return fmt.Errorf("watch execs in cgroup %s: %w", k, err)
 	}
 	return nil
 }
 
 // Unwatch stops reporting execs in cgroup k.
 func (w *ExecWatch) Unwatch(k CgroupKey) error {
-	err := w.objs.Watched.Delete(execwatchCgroupKey{HierarchyId: k.HierarchyID, KnId: k.ID})
-	if err != nil && !errors.Is(err, ebpf.ErrKeyNotExist) {
-		return fmt.Errorf("unwatch cgroup %d/%d: %w", k.HierarchyID, k.ID, err)
+	if err := bpfmap.Delete(w.objs.Watched, k); err != nil {
+		return fmt.Errorf("unwatch cgroup %s: %w", k, err)
 	}
 	return nil
 }
 
 // Lost returns the exec events dropped because the ring buffer was full.
 func (w *ExecWatch) Lost() (uint64, error) {
-	var perCPU []uint64
-	if err := w.objs.Lost.Lookup(uint32(0), &perCPU); err != nil {
+	n, err := bpfmap.Counter(w.objs.Lost)
+	if err != nil {
 		return 0, fmt.Errorf("read the lost-exec counter: %w", err)
-	}
-	var n uint64
-	for _, v := range perCPU {
-		n += v
 	}
 	return n, nil
 }

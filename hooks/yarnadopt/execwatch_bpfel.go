@@ -83,7 +83,6 @@ type execwatchMapSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type execwatchVariableSpecs struct {
-	UnusedCgroupKey *ebpf.VariableSpec `ebpf:"unused_cgroup_key"`
 	UnusedExecEvent *ebpf.VariableSpec `ebpf:"unused_exec_event"`
 }
 
@@ -124,7 +123,6 @@ func (m *execwatchMaps) Close() error {
 //
 // It can be passed to loadExecwatchObjects or ebpf.CollectionSpec.LoadAndAssign.
 type execwatchVariables struct {
-	UnusedCgroupKey *ebpf.Variable `ebpf:"unused_cgroup_key"`
 	UnusedExecEvent *ebpf.Variable `ebpf:"unused_exec_event"`
 }
 

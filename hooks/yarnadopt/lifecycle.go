@@ -94,10 +94,9 @@ func decideLeaf(s leafState, podKnown, adopting bool) leafAction {
 // orphaned; and the kills in flight (each in its own goroutine, the killer
 // waits its grace), whose map alone mu guards.
 type lifecycle struct {
-	since    map[string]time.Time
-	noKiller bool
-	mu       sync.Mutex
-	killing  map[string]bool
+	since   map[string]time.Time
+	mu      sync.Mutex
+	killing map[string]bool
 }
 
 // sweep decides about every cgroup koordlet made (see decideLeaf) and
@@ -156,10 +155,9 @@ func orphanReason(podKnown bool) string {
 func (a *Adopter) killOrphan(name string) {
 	lc := &a.life
 	if a.opts.Kill == nil {
-		if !lc.noKiller {
-			lc.noKiller = true
+		a.said.Do("no-killer", func() {
 			klog.Warningf("yarn: YARN container %s runs on, listed by no NodeManager: no killer wired, it is left running", name)
-		}
+		})
 		return
 	}
 	lc.mu.Lock()

@@ -5,6 +5,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/klog/v2"
+
+	"github.com/koordlet-yarn/koordlet-yarn/framework/promreg"
 )
 
 type metrics struct {
@@ -24,26 +26,12 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		charged: prometheus.NewCounter(prometheus.CounterOpts{Name: "koordlet_yarn_container_cgroup_nm_charged_bytes_total",
 			Help: "Memory (RssAnon + RssShmem) YARN container processes held when koordlet moved them out of the NodeManager pod's cgroup: charged to the NM pod, where it stays on cgroup v2 and on kernels that do not move charges."}),
 	}
-	if reg == nil {
-		return m
-	}
-	m.moves = register(reg, m.moves)
-	m.launch = register(reg, m.launch)
-	m.charged = register(reg, m.charged)
-	return m
-}
-
-// register registers c, or returns the collector registered before under
-// its name (a second adopter in one process: tests).
-func register[C prometheus.Collector](reg prometheus.Registerer, c C) C {
-	if err := reg.Register(c); err != nil {
-		var are prometheus.AlreadyRegisteredError
-		if errors.As(err, &are) {
-			if old, ok := are.ExistingCollector.(C); ok {
-				return old
-			}
-		}
+	if err := errors.Join(
+		promreg.Register(reg, &m.moves),
+		promreg.Register(reg, &m.launch),
+		promreg.Register(reg, &m.charged),
+	); err != nil {
 		klog.Warningf("yarn: register the container cgroup metrics: %v", err)
 	}
-	return c
+	return m
 }

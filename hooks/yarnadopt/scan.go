@@ -58,7 +58,7 @@ func (a *Adopter) refreshPod(h cgroups.Hierarchy) []string {
 		dir, pod, ok = a.opts.NMPodCgroup()
 	}
 	if !ok {
-		a.logOnce("no-pod", func() {
+		a.said.Do("no-pod", func() {
 			klog.Infof("yarn: YARNContainerCgroups: no NodeManager pod known (--yarn-nm-pod-selector); container processes are looked for once it runs")
 		})
 		a.podDir = ""
@@ -198,7 +198,7 @@ func (a *Adopter) adopt(h cgroups.Hierarchy, pids []int, fromExec bool, ktime ui
 			dirs, err = ensureLeaf(h, name, a.sayV2)
 		}
 		if err != nil {
-			a.logOnce("leaf:"+name, func() { klog.Warningf("yarn: no cgroup for YARN container %s: %v", name, err) })
+			a.said.Do("leaf:"+name, func() { klog.Warningf("yarn: no cgroup for YARN container %s: %v", name, err) })
 			a.lastErr = err.Error()
 			continue
 		}

@@ -12,56 +12,14 @@
 // Events the ring buffer has no room for are counted in "lost" (per CPU);
 // user space reads it and resyncs when it grows.
 //
-// The few kernel types are declared here with CO-RE relocations instead of a
-// generated vmlinux.h; kernfs_node's parent field was renamed to __parent in
-// Linux 6.15, and both names are handled.
+// The kernel types and the key are those of yarn_cgroup.h.
 
-#include <linux/types.h>
-#include <linux/bpf.h>
-typedef _Bool bool;
-
-#include <bpf/bpf_helpers.h>
-#include <bpf/bpf_core_read.h>
-#include <bpf/bpf_tracing.h>
-
-struct kernfs_node {
-	const char *name;
-	__u64 id;
-} __attribute__((preserve_access_index));
-
-struct kernfs_node___new {
-	struct kernfs_node *__parent;
-} __attribute__((preserve_access_index));
-
-struct kernfs_node___old {
-	struct kernfs_node *parent;
-} __attribute__((preserve_access_index));
-
-struct cgroup_root {
-	int hierarchy_id;
-} __attribute__((preserve_access_index));
-
-struct cgroup {
-	struct kernfs_node *kn;
-	struct cgroup_root *root;
-} __attribute__((preserve_access_index));
-
-struct task_struct {
-	int tgid;
-} __attribute__((preserve_access_index));
+#include "yarn_cgroup.h"
 
 enum event_type {
 	EVENT_MKDIR = 1,
 	EVENT_ATTACH = 2,
 	EVENT_RMDIR = 3,
-};
-
-// parent_key names a cgroup on the node: its hierarchy and its kernfs id
-// (the directory's inode number).
-struct parent_key {
-	__u32 hierarchy_id;
-	__u32 pad;
-	__u64 kn_id;
 };
 
 struct event {
@@ -76,13 +34,12 @@ struct event {
 
 // Keep the types in the BTF for the generated Go types.
 const struct event *unused_event __attribute__((unused));
-const struct parent_key *unused_parent_key __attribute__((unused));
 
 // parents holds the watched parents.
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, 64);
-	__type(key, struct parent_key);
+	__type(key, struct cgroup_key);
 	__type(value, __u8);
 } parents SEC(".maps");
 
@@ -100,18 +57,11 @@ struct {
 	__type(value, __u64);
 } lost SEC(".maps");
 
-static __always_inline struct kernfs_node *kn_parent(struct kernfs_node *kn)
-{
-	if (bpf_core_field_exists(((struct kernfs_node___new *)0)->__parent))
-		return BPF_CORE_READ((struct kernfs_node___new *)kn, __parent);
-	return BPF_CORE_READ((struct kernfs_node___old *)kn, parent);
-}
-
 static __always_inline int emit(__u32 type, struct cgroup *cgrp, __u32 pid)
 {
 	struct kernfs_node *kn = BPF_CORE_READ(cgrp, kn);
 	struct kernfs_node *parent = kn_parent(kn);
-	struct parent_key key = {};
+	struct cgroup_key key = {};
 
 	key.hierarchy_id = BPF_CORE_READ(cgrp, root, hierarchy_id);
 	key.kn_id = BPF_CORE_READ(parent, id);

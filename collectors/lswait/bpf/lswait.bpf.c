@@ -25,56 +25,7 @@
 // field (__state since 5.14, state before), not from sched_switch's
 // prev_state argument (5.18+).
 
-#include <linux/types.h>
-#include <linux/bpf.h>
-typedef _Bool bool;
-#define true 1
-#define false 0
-
-#include <bpf/bpf_helpers.h>
-#include <bpf/bpf_core_read.h>
-#include <bpf/bpf_tracing.h>
-
-struct kernfs_node {
-	__u64 id;
-} __attribute__((preserve_access_index));
-
-// kernfs_node's parent was renamed __parent in Linux 6.15.
-struct kernfs_node___new {
-	struct kernfs_node *__parent;
-} __attribute__((preserve_access_index));
-
-struct kernfs_node___old {
-	struct kernfs_node *parent;
-} __attribute__((preserve_access_index));
-
-struct cgroup_root {
-	int hierarchy_id;
-} __attribute__((preserve_access_index));
-
-struct cgroup {
-	struct kernfs_node *kn;
-	struct cgroup_root *root;
-} __attribute__((preserve_access_index));
-
-struct cgroup_subsys_state {
-	struct cgroup *cgroup;
-} __attribute__((preserve_access_index));
-
-enum cgroup_subsys_id {
-	cpu_cgrp_id = 0,
-};
-
-struct css_set {
-	struct cgroup_subsys_state *subsys[0];
-	struct cgroup *dfl_cgrp;
-} __attribute__((preserve_access_index));
-
-struct task_struct {
-	int pid;
-	unsigned int __state;
-	struct css_set *cgroups;
-} __attribute__((preserve_access_index));
+#include "yarn_cgroup.h"
 
 // Before 5.14 the state was a long named state.
 struct task_struct___old {
@@ -89,12 +40,6 @@ struct task_struct___old {
 // MAX_WAITING bounds the LS threads waiting for a CPU at once (a wait that
 // finds the table full is not timed).
 #define MAX_WAITING 16384
-
-struct cgroup_key {
-	__u32 hierarchy_id;
-	__u32 pad;
-	__u64 kn_id;
-};
 
 // hist is one pod's waits: buckets[0] counts waits under 1 µs; a wait of
 // v µs (v ≥ 1, l = floor(log2 v)) is in bucket 1 + 4l + the two bits of v
@@ -118,7 +63,6 @@ struct start {
 
 // Keep the types in the BTF for the generated Go types.
 const struct hist *unused_hist __attribute__((unused));
-const struct cgroup_key *unused_cgroup_key __attribute__((unused));
 
 // hierarchies says where a task's cgroup is looked up: 1 the default (v2)
 // hierarchy only, 2 the cpu controller's (v1) only, 3 both. Set by the
@@ -166,20 +110,8 @@ static __always_inline __u32 *lookup(struct cgroup *cgrp)
 
 	if (!cgrp)
 		return 0;
-	key.hierarchy_id = BPF_CORE_READ(cgrp, root, hierarchy_id);
-	key.kn_id = BPF_CORE_READ(cgrp, kn, id);
+	cgroup_key_of(cgrp, &key);
 	return bpf_map_lookup_elem(&watched, &key);
-}
-
-static __always_inline struct cgroup *cpu_cgroup(struct css_set *cset)
-{
-	struct cgroup_subsys_state *css = 0;
-	int cpu = bpf_core_enum_value(enum cgroup_subsys_id, cpu_cgrp_id);
-
-	bpf_core_read(&css, sizeof(css), &cset->subsys[cpu]);
-	if (!css)
-		return 0;
-	return BPF_CORE_READ(css, cgroup);
 }
 
 static __always_inline __u32 *slot_of(struct task_struct *p)
@@ -193,13 +125,6 @@ static __always_inline __u32 *slot_of(struct task_struct *p)
 			return slot;
 	}
 	return lookup(cpu_cgroup(cset));
-}
-
-static __always_inline struct kernfs_node *kn_parent(struct kernfs_node *kn)
-{
-	if (bpf_core_field_exists(((struct kernfs_node___new *)0)->__parent))
-		return BPF_CORE_READ((struct kernfs_node___new *)kn, __parent);
-	return BPF_CORE_READ((struct kernfs_node___old *)kn, parent);
 }
 
 // under_batch says whether cgrp or one of its ancestors is a batch root.

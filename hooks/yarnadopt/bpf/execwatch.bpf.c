@@ -14,52 +14,9 @@
 // Events the ring buffer has no room for are counted in "lost" (per CPU);
 // user space then falls back to its scan at once.
 
-#include <linux/types.h>
-#include <linux/bpf.h>
-typedef _Bool bool;
-
-#include <bpf/bpf_helpers.h>
-#include <bpf/bpf_core_read.h>
-#include <bpf/bpf_tracing.h>
-
-struct kernfs_node {
-	__u64 id;
-} __attribute__((preserve_access_index));
-
-struct cgroup_root {
-	int hierarchy_id;
-} __attribute__((preserve_access_index));
-
-struct cgroup {
-	struct kernfs_node *kn;
-	struct cgroup_root *root;
-} __attribute__((preserve_access_index));
-
-struct cgroup_subsys_state {
-	struct cgroup *cgroup;
-} __attribute__((preserve_access_index));
-
-enum cgroup_subsys_id {
-	cpu_cgrp_id = 0,
-};
-
-struct css_set {
-	struct cgroup_subsys_state *subsys[0];
-	struct cgroup *dfl_cgrp;
-} __attribute__((preserve_access_index));
-
-struct task_struct {
-	int tgid;
-	struct css_set *cgroups;
-} __attribute__((preserve_access_index));
+#include "yarn_cgroup.h"
 
 struct linux_binprm;
-
-struct cgroup_key {
-	__u32 hierarchy_id;
-	__u32 pad;
-	__u64 kn_id;
-};
 
 struct exec_event {
 	__u32 pid;
@@ -70,7 +27,6 @@ struct exec_event {
 
 // Keep the types in the BTF for the generated Go types.
 const struct exec_event *unused_exec_event __attribute__((unused));
-const struct cgroup_key *unused_cgroup_key __attribute__((unused));
 
 // watched holds the watched cgroups.
 struct {
@@ -96,9 +52,7 @@ static __always_inline int match(struct cgroup *cgrp, struct cgroup_key *key)
 {
 	if (!cgrp)
 		return 0;
-	key->hierarchy_id = BPF_CORE_READ(cgrp, root, hierarchy_id);
-	key->pad = 0;
-	key->kn_id = BPF_CORE_READ(cgrp, kn, id);
+	cgroup_key_of(cgrp, key);
 	return bpf_map_lookup_elem(&watched, key) != 0;
 }
 
@@ -107,14 +61,9 @@ int BPF_PROG(on_exec, struct task_struct *p, int old_pid, struct linux_binprm *b
 {
 	struct cgroup_key key = {};
 	struct css_set *cset = BPF_CORE_READ(p, cgroups);
-	struct cgroup_subsys_state *css = 0;
-	int cpu = bpf_core_enum_value(enum cgroup_subsys_id, cpu_cgrp_id);
 
-	if (!match(BPF_CORE_READ(cset, dfl_cgrp), &key)) {
-		bpf_core_read(&css, sizeof(css), &cset->subsys[cpu]);
-		if (!css || !match(BPF_CORE_READ(css, cgroup), &key))
-			return 0;
-	}
+	if (!match(BPF_CORE_READ(cset, dfl_cgrp), &key) && !match(cpu_cgroup(cset), &key))
+		return 0;
 	struct exec_event *e = bpf_ringbuf_reserve(&execs, sizeof(*e), 0);
 	if (!e) {
 		__u32 zero = 0;
