@@ -1,13 +1,11 @@
 package koordletyarn
 
 import (
-	"encoding/json"
 	"net/http"
 	"os"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"k8s.io/klog/v2"
 
 	"github.com/koordinator-sh/koordinator/cmd/koordlet/options"
 
@@ -76,18 +74,7 @@ func (fw *Framework) installLedger(reg prometheus.Registerer) error {
 }
 
 func (fw *Framework) ledgerHandler() http.HandlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) {
-		if r.Method != http.MethodGet && r.Method != http.MethodHead {
-			w.Header().Set("Allow", "GET, HEAD")
-			http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
-			return
-		}
-		resp := LedgerResponse{Status: fw.Ledger.Status(), RM: fw.rmSync.Status()}
-		w.Header().Set("Content-Type", "application/json")
-		enc := json.NewEncoder(w)
-		enc.SetIndent("", "  ")
-		if err := enc.Encode(resp); err != nil {
-			klog.V(4).Infof("yarn: write %s response: %v", LedgerPath, err)
-		}
-	}
+	return jsonGET(LedgerPath, func() LedgerResponse {
+		return LedgerResponse{Status: fw.Ledger.Status(), RM: fw.rmSync.Status()}
+	})
 }

@@ -1,7 +1,6 @@
 package koordletyarn
 
 import (
-	"encoding/json"
 	"errors"
 	"net/http"
 	"os"
@@ -10,7 +9,6 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/component-base/featuregate"
-	"k8s.io/klog/v2"
 
 	koordfeatures "github.com/koordinator-sh/koordinator/pkg/features"
 
@@ -124,19 +122,7 @@ func (fw *Framework) restoreStatus() RestoreResponse {
 }
 
 func (fw *Framework) restoreHandler() http.HandlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) {
-		if r.Method != http.MethodGet && r.Method != http.MethodHead {
-			w.Header().Set("Allow", "GET, HEAD")
-			http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
-			return
-		}
-		w.Header().Set("Content-Type", "application/json")
-		enc := json.NewEncoder(w)
-		enc.SetIndent("", "  ")
-		if err := enc.Encode(fw.restoreStatus()); err != nil {
-			klog.V(4).Infof("yarn: write %s response: %v", RestorePath, err)
-		}
-	}
+	return jsonGET(RestorePath, fw.restoreStatus)
 }
 
 // restorePendingHelp is koordlet_yarn_restore_pending's help.
