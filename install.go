@@ -21,10 +21,6 @@ import (
 	"github.com/koordinator-sh/koordinator/cmd/koordlet/options"
 	koordmetrics "github.com/koordinator-sh/koordinator/pkg/koordlet/metrics"
 	qmplugins "github.com/koordinator-sh/koordinator/pkg/koordlet/qosmanager/plugins"
-	"github.com/koordinator-sh/koordinator/pkg/koordlet/qosmanager/plugins/cpuevict"
-	"github.com/koordinator-sh/koordinator/pkg/koordlet/qosmanager/plugins/cpusuppress"
-	"github.com/koordinator-sh/koordinator/pkg/koordlet/qosmanager/plugins/memoryevict"
-	qmutil "github.com/koordinator-sh/koordinator/pkg/koordlet/qosmanager/plugins/util"
 	"github.com/koordinator-sh/koordinator/pkg/koordlet/statesinformer/impl"
 	koordletutil "github.com/koordinator-sh/koordinator/pkg/koordlet/util"
 
@@ -49,7 +45,6 @@ import (
 	"github.com/koordlet-yarn/koordlet-yarn/plugins/yarninterference"
 	"github.com/koordlet-yarn/koordlet-yarn/plugins/yarnledger"
 	"github.com/koordlet-yarn/koordlet-yarn/plugins/yarnpolicy"
-	"github.com/koordlet-yarn/koordlet-yarn/plugins/yarnsuppress"
 )
 
 // Framework is the installed plugin set.
@@ -208,64 +203,12 @@ func install(fs *flag.FlagSet, reg prometheus.Registerer) (*Framework, error) {
 		return nil, fmt.Errorf("install the YARN batch ledger: %w", err)
 	}
 
-	evictMetrics, err := yarnevict.NewMetrics(reg)
-	if err != nil {
-		return nil, fmt.Errorf("register YARN eviction metrics: %w", err)
+	if err := fw.installSuppress(nodeReg); err != nil {
+		return nil, err
 	}
-	fw.relief = &yarnevict.Relief{High: cgroups.NewRootMemoryHigh(), Soft: cgroups.NewRootSoftLimit(),
-		BandPercent: func() int64 { return cfg.MemoryThrottleBandPercent }, Metrics: evictMetrics, NodeName: os.Getenv("NODE_NAME"),
-		// The RM rung: asks go through the RM sync's over-commit push.
-		RM:      fw.rmRelease,
-		RMReady: func() bool { return fw.rmSync.Enabled() && features.Enabled(features.YARNRMPreemption) },
-		// The ask is pushed at the sync's next step (within its interval
-		// and the RM's request timeout); the RM preempts after the
-		// over-commit timeout; the grace covers the NM's report: the one
-		// the RM sync derived from the RM's node heartbeat for its last
-		// ask (--yarn-rm-preemption-grace until it has asked).
-		RMDelay: func() time.Duration {
-			grace := cfg.Ledger.RMPreemptionGrace
-			if g := fw.rmSync.Status().PreemptionGrace; g > 0 {
-				grace = g
-			}
-			return cfg.Ledger.RMSyncInterval + cfg.RM.Timeout + cfg.Ledger.RMPreemptionTimeout + grace
-		},
-		Allocated: func() int64 { v, _ := fw.Ledger.View(); return (v.YARNAllocated.MemoryBytes + 1<<20 - 1) >> 20 },
-		Audit:     fw.audit}
-	evictDeps := yarnevict.Deps{
-		Store:            fw.Store,
-		Killer:           fw.killer,
-		IsNodeManagerPod: fw.Informer.IsNodeManagerPod,
-		Metrics:          evictMetrics,
-		Audit:            fw.audit,
-		NodeName:         os.Getenv("NODE_NAME"),
-		Hierarchy:        fw.Informer.HierarchyDir,
-		CgroupHierarchy:  fw.Informer.Hierarchy,
-		Charges:          charges,
-		Policy:           fw.policy,
-		Relief:           fw.relief,
-		RMRelease:        fw.rmRelease,
-		// The RM sync notices an over-commit within its interval and the
-		// push takes up to the RM timeout; without a sync running
-		// (YARNRMNodeResourceSync off, no RM endpoint) nothing is waited
-		// for.
-		RMSyncDelay: func() time.Duration {
-			if !fw.rmSync.Enabled() {
-				return 0
-			}
-			return cfg.Ledger.RMSyncInterval + cfg.RM.Timeout
-		},
+	if err := fw.installEviction(reg, charges); err != nil {
+		return nil, err
 	}
-	qmplugins.StrategyPlugins[memoryevict.MemoryEvictName] = yarnevict.NewMemoryEvictFactory(evictDeps)
-	qmplugins.StrategyPlugins[cpuevict.CPUEvictName] = yarnevict.NewCPUEvictFactory(evictDeps)
-	lsPeakMetrics, err := yarnsuppress.NewLSPeakMetrics(nodeReg)
-	if err != nil {
-		return nil, fmt.Errorf("register the BE suppress LS peak metric: %w", err)
-	}
-	qmplugins.StrategyPlugins[cpusuppress.CPUSuppressName] = yarnsuppress.NewFactory(yarnsuppress.Deps{Hierarchy: fw.Informer.HierarchyDir, Store: fw.Store, Quota: fw.quota, Threshold: fw.interference.Threshold,
-		LSPeakWindow: cfg.Suppress.LSPeakWindow, LSPeakMetrics: lsPeakMetrics})
-	fw.loops = append(fw.loops, &yarnsuppress.Restorer{Hierarchy: fw.Informer.HierarchyDir, Quota: fw.quota},
-		&yarnevict.ReliefRestorer{Relief: fw.relief, Hierarchy: fw.Informer.HierarchyDir})
-	qmutil.SetCustomEvictionExecutorInitializer(yarnevict.GuardInitializer(evictDeps))
 
 	impl.DefaultPluginRegistry[yarninformer.Name] = fw.Informer
 	qmplugins.StrategyPlugins[StrategyName] = fw.newLoopRunner
