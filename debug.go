@@ -70,7 +70,7 @@ func (fw *Framework) containersHandler() http.HandlerFunc {
 				resp.Interference = &d
 			}
 		}
-		resp.QoS = yarnpolicy.Describe(fw.policy, resp.Containers, fw.nmPriority())
+		resp.QoS = yarnpolicy.Describe(fw.policy, resp.Containers, fw.Informer.NodeManagerPriority())
 		return resp
 	})
 }

@@ -17,12 +17,10 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/klog/v2"
 
-	"github.com/koordinator-sh/koordinator/apis/extension"
 	"github.com/koordinator-sh/koordinator/cmd/koordlet/options"
 	koordmetrics "github.com/koordinator-sh/koordinator/pkg/koordlet/metrics"
 	qmplugins "github.com/koordinator-sh/koordinator/pkg/koordlet/qosmanager/plugins"
 	"github.com/koordinator-sh/koordinator/pkg/koordlet/statesinformer/impl"
-	koordletutil "github.com/koordinator-sh/koordinator/pkg/koordlet/util"
 
 	"github.com/koordlet-yarn/koordlet-yarn/collectors/cgroupwatch"
 	"github.com/koordlet-yarn/koordlet-yarn/collectors/lsslo"
@@ -161,7 +159,7 @@ func install(fs *flag.FlagSet, reg prometheus.Registerer) (*Framework, error) {
 		NodeManagerPresent: func() bool { return fw.Informer.Status().NMEndpoint != "" },
 		// The NodeManager pod's cgroup bounds what a moved container left
 		// charged there (a restart's recheck).
-		NMPodCgroup: fw.nmPodCgroup,
+		NMPodCgroup: fw.Informer.NodeManagerPodCgroup,
 	})
 	// The series of the packages that do not label their own get the
 	// node label every other koordlet_yarn_* series carries.
@@ -180,13 +178,13 @@ func install(fs *flag.FlagSet, reg prometheus.Registerer) (*Framework, error) {
 	fw.loops = append(fw.loops, fw.Usage, fw.QoS)
 	fw.memcg = yarnmemcg.New(yarnmemcg.Options{Store: fw.Store, Hierarchy: fw.Informer.Hierarchy, Interval: cfg.QoSReconcileInterval, Registerer: nodeReg})
 	fw.loops = append(fw.loops, fw.memcg)
-	fw.adopt = yarnadopt.New(yarnadopt.Options{Store: fw.Store, Hierarchy: fw.Informer.Hierarchy, NMPodCgroup: fw.nmPodCgroup,
+	fw.adopt = yarnadopt.New(yarnadopt.Options{Store: fw.Store, Hierarchy: fw.Informer.Hierarchy, NMPodCgroup: fw.Informer.NodeManagerPodCgroup,
 		ListNM: fw.Informer.ListNM, ScanInterval: cfg.ContainerCgroupsScanInterval, Registerer: nodeReg, Charges: charges, Kill: fw.killOrphan})
 	fw.loops = append(fw.loops, fw.adopt)
 
 	if fw.Policy, err = yarnpolicy.New(yarnpolicy.Options{Store: fw.Store, Resolver: fw.policy,
 		File: func() string { return cfg.QoSPolicyFile }, RM: fw.RMClient, RMTimeout: func() time.Duration { return cfg.RM.Timeout },
-		Reapply: fw.reapplyQoS, NMPriority: fw.nmPriority, Interval: 5 * time.Second, Registerer: reg, NodeName: os.Getenv("NODE_NAME"),
+		Reapply: fw.reapplyQoS, NMPriority: fw.Informer.NodeManagerPriority, Interval: 5 * time.Second, Registerer: reg, NodeName: os.Getenv("NODE_NAME"),
 		PerContainerSeries: func() bool { return cfg.ContainerMetrics == config.ContainerMetricsContainer }}); err != nil {
 		return nil, fmt.Errorf("register YARN QoS policy metrics: %w", err)
 	}
@@ -230,19 +228,6 @@ func (fw *Framework) reapplyQoS(cs []*store.Container) {
 	for _, c := range cs {
 		fw.QoS.Apply(c)
 	}
-}
-
-// nmPriority is the NodeManager pod's koord priority (koord-batch's lowest
-// before the pod is known), which YARN containers rank with by default.
-func (fw *Framework) nmPriority() int64 {
-	if si := fw.Handles.StatesInformer(); si != nil {
-		for _, pm := range si.GetAllPods() {
-			if pm != nil && pm.Pod != nil && fw.Informer.IsNodeManagerPod(pm.Pod) {
-				return int64(*extension.GetPodPriorityValueWithDefault(pm.Pod))
-			}
-		}
-	}
-	return int64(extension.PriorityBatchValueMin)
 }
 
 // killer returns the YARN container killer, or nil before the informer
@@ -325,14 +310,4 @@ func (fw *Framework) Validate() error {
 	fw.Watch.SetResyncInterval(fw.Config.ResyncInterval)
 	fw.lsWait.SetInterval(fw.Config.Interference.Interval)
 	return nil
-}
-
-// nmPodCgroup is the NodeManager pod's cgroup (relative to the mount root,
-// as koordlet names pod cgroups) and its namespace/name.
-func (fw *Framework) nmPodCgroup() (dir, pod string, ok bool) {
-	p := fw.Informer.NodeManagerPod()
-	if p == nil {
-		return "", "", false
-	}
-	return koordletutil.GetPodCgroupParentDir(p), p.Namespace + "/" + p.Name, true
 }
