@@ -19,9 +19,17 @@ func (fw *Framework) installSuppress(nodeReg prometheus.Registerer) error {
 	if err != nil {
 		return fmt.Errorf("register the BE suppress LS peak metric: %w", err)
 	}
-	qmplugins.StrategyPlugins[cpusuppress.CPUSuppressName] = yarnsuppress.NewFactory(yarnsuppress.Deps{Hierarchy: fw.Informer.HierarchyDir,
+	factory, err := yarnsuppress.NewFactory(yarnsuppress.Deps{Hierarchy: fw.Informer.HierarchyDir,
 		Store: fw.Store, Quota: fw.quota, Threshold: fw.interference.Threshold,
 		LSPeakWindow: fw.Config.Suppress.LSPeakWindow, LSPeakMetrics: lsPeakMetrics})
-	fw.loops = append(fw.loops, &yarnsuppress.Restorer{Hierarchy: fw.Informer.HierarchyDir, Quota: fw.quota})
+	if err != nil {
+		return err
+	}
+	restorer, err := yarnsuppress.NewRestorer(fw.Informer.HierarchyDir, fw.quota)
+	if err != nil {
+		return err
+	}
+	qmplugins.StrategyPlugins[cpusuppress.CPUSuppressName] = factory
+	fw.loops = append(fw.loops, restorer)
 	return nil
 }
