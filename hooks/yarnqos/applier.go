@@ -84,8 +84,6 @@ type Applier struct {
 	// schedIdleOff: the node cannot have SCHED_IDLE given to YARN tasks
 	// (no CAP_SYS_NICE, no xattrs on cgroups); said once.
 	schedIdleOff bool
-	// legacyDone: the cpu.idle values of earlier versions were reset.
-	legacyDone bool
 	// resctrlMarkSaid: marking a container for resctrl failed, said once.
 	resctrlMarkSaid bool
 	// priorSaid: recording Memory QoS prior values failed and was said.
@@ -225,8 +223,7 @@ func (a *Applier) ReconcileAll() (written int) {
 // work: sched-idle and Group Identity act between siblings, so the root
 // must be BE towards its own siblings) and returns how many files changed.
 // A root that is itself a cgroup the kubelet writes shares to (see
-// KubeletManaged) is left alone. The first call also resets the cpu.idle
-// that earlier versions wrote where the kubelet or the LCE writes shares.
+// KubeletManaged) is left alone.
 func (a *Applier) ApplyRoot() int {
 	if a.opts.Hierarchy == nil || !features.Enabled(features.YARNCPUQoS) {
 		return 0
@@ -238,7 +235,7 @@ func (a *Applier) ApplyRoot() int {
 	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	written := a.resetLegacyIdle(dir)
+	written := 0
 	if KubeletManaged(dir) {
 		if !a.rootSaid {
 			a.rootSaid = true
