@@ -1,7 +1,6 @@
 package koordletyarn
 
 import (
-	"errors"
 	"net/http"
 	"os"
 	"sync"
@@ -14,6 +13,7 @@ import (
 
 	"github.com/koordlet-yarn/koordlet-yarn/framework/cgroups"
 	"github.com/koordlet-yarn/koordlet-yarn/framework/features"
+	"github.com/koordlet-yarn/koordlet-yarn/framework/promreg"
 	"github.com/koordlet-yarn/koordlet-yarn/plugins/yarnsuppress"
 )
 
@@ -178,11 +178,5 @@ func (c *restoreCollector) refresh() {
 func (fw *Framework) registerRestoreMetric(reg prometheus.Registerer) error {
 	c := &restoreCollector{fw: fw, desc: prometheus.NewDesc("koordlet_yarn_restore_pending", restorePendingHelp,
 		[]string{"kind"}, prometheus.Labels{"node": os.Getenv("NODE_NAME")})}
-	if err := reg.Register(c); err != nil {
-		var are prometheus.AlreadyRegisteredError
-		if !errors.As(err, &are) {
-			return err
-		}
-	}
-	return nil
+	return promreg.Register(reg, &c)
 }

@@ -33,6 +33,7 @@ import (
 
 	"github.com/koordlet-yarn/koordlet-yarn/framework/cgroups"
 	"github.com/koordlet-yarn/koordlet-yarn/framework/features"
+	"github.com/koordlet-yarn/koordlet-yarn/framework/promreg"
 	"github.com/koordlet-yarn/koordlet-yarn/framework/store"
 )
 
@@ -139,15 +140,8 @@ func New(opts Options) *Applier {
 	a.moves = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "koordlet_yarn_memcg_moves_total",
 		Help: "Processes of YARN containers koordlet moved (or declined to move) into the memory cgroup it made for the container, by result."},
 		[]string{"result"})
-	if opts.Registerer != nil {
-		if err := opts.Registerer.Register(a.moves); err != nil {
-			var are prometheus.AlreadyRegisteredError
-			if errors.As(err, &are) {
-				a.moves = are.ExistingCollector.(*prometheus.CounterVec)
-			} else {
-				klog.Warningf("yarn: register koordlet_yarn_memcg_moves_total: %v", err)
-			}
-		}
+	if err := promreg.Register(opts.Registerer, &a.moves); err != nil {
+		klog.Warningf("yarn: register koordlet_yarn_memcg_moves_total: %v", err)
 	}
 	return a
 }

@@ -21,7 +21,6 @@ modified for koordlet-yarn.
 package yarnqos
 
 import (
-	"errors"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -41,6 +40,7 @@ import (
 	"github.com/koordlet-yarn/koordlet-yarn/framework/cgroups"
 	"github.com/koordlet-yarn/koordlet-yarn/framework/features"
 	"github.com/koordlet-yarn/koordlet-yarn/framework/policy"
+	"github.com/koordlet-yarn/koordlet-yarn/framework/promreg"
 	"github.com/koordlet-yarn/koordlet-yarn/framework/store"
 )
 
@@ -109,15 +109,8 @@ func New(opts Options) *Applier {
 			Help: "QoS values the YARN appliers changed, by resource (a cgroup file such as cpu.idle or memory.min; resctrl_tasks: tasks moved into the resctrl BE group; sched_policy: YARN tasks given SCHED_IDLE or back SCHED_OTHER). Unchanged values are not written again."},
 			[]string{"resource"})}
 	a.resctrlWrite = a.writeResctrlTasks
-	if opts.Registerer != nil {
-		if err := opts.Registerer.Register(a.writes); err != nil {
-			var are prometheus.AlreadyRegisteredError
-			if errors.As(err, &are) {
-				a.writes = are.ExistingCollector.(*prometheus.CounterVec)
-			} else {
-				klog.Warningf("yarn: register koordlet_yarn_qos_writes_total: %v", err)
-			}
-		}
+	if err := promreg.Register(opts.Registerer, &a.writes); err != nil {
+		klog.Warningf("yarn: register koordlet_yarn_qos_writes_total: %v", err)
 	}
 	return a
 }
