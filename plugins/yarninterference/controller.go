@@ -22,6 +22,7 @@ import (
 	"github.com/koordlet-yarn/koordlet-yarn/framework/cgroups"
 	"github.com/koordlet-yarn/koordlet-yarn/framework/config"
 	"github.com/koordlet-yarn/koordlet-yarn/framework/features"
+	"github.com/koordlet-yarn/koordlet-yarn/framework/logonce"
 	"github.com/koordlet-yarn/koordlet-yarn/plugins/yarnsuppress"
 )
 
@@ -86,7 +87,8 @@ type Controller struct {
 	read, prevRead *reading
 	// last is the last step's decision (Last).
 	last Decision
-	said map[string]bool
+	// said holds the conditions already logged (Forget when one ends).
+	said logonce.Set
 	// now is the clock (tests).
 	now func() time.Time
 	// stopped: Stop ran; the threshold is the NodeSLO's from then on.
@@ -99,7 +101,7 @@ func New(opts Options) (*Controller, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Controller{opts: opts, metrics: m, said: map[string]bool{}, now: time.Now}, nil
+	return &Controller{opts: opts, metrics: m, now: time.Now}, nil
 }
 
 // Name names the loop.
@@ -155,10 +157,7 @@ func (c *Controller) Offset() float64 {
 }
 
 func (c *Controller) sayOnce(key, format string, args ...any) {
-	if !c.said[key] {
-		c.said[key] = true
-		klog.Warningf(format, args...)
-	}
+	c.said.Do(key, func() { klog.Warningf(format, args...) })
 }
 
 // Target is the target in force: the NodeSLO's, else the flag's.
@@ -245,14 +244,14 @@ func (c *Controller) Step() {
 		c.stand("BE suppress does not run YARN-aware")
 		return
 	}
-	delete(c.said, "nosuppress")
+	c.said.Forget("nosuppress")
 	base, ok := c.base()
 	if !ok {
 		c.sayOnce("nobase", "yarn: interference control does nothing: the NodeSLO has no resourceUsedThresholdWithBE with enable and cpuSuppressThresholdPercent (BE suppress is off)")
 		c.stand("no BE suppress threshold")
 		return
 	}
-	delete(c.said, "nobase")
+	c.said.Forget("nobase")
 	capacity := c.capacity()
 	budget := c.budget(h, capacity)
 	usage := c.usage(h, capacity)
@@ -273,7 +272,7 @@ func (c *Controller) Step() {
 		c.metrics.observeWait(r.Target, wait)
 		d.CPUWaitSeconds, d.CPUWaitTargetSeconds = wait.Seconds(), r.Target.Seconds()
 		if n, act := r.Next(st, float64(base), budget, usage, wait, ok); act != Release {
-			delete(c.said, "nosignal")
+			c.said.Forget("nosignal")
 			props = append(props, Proposal{Signal: SignalCPUWait, State: n, Action: act})
 		} else {
 			c.sayOnce("nosignal", "yarn: interference control: no LS CPU wait signal; BE suppress's threshold is the NodeSLO's %d%% until there is one", base)
