@@ -39,6 +39,7 @@ import (
 
 	"github.com/koordlet-yarn/koordlet-yarn/framework/cgroups"
 	"github.com/koordlet-yarn/koordlet-yarn/framework/features"
+	"github.com/koordlet-yarn/koordlet-yarn/framework/logonce"
 	"github.com/koordlet-yarn/koordlet-yarn/framework/policy"
 	"github.com/koordlet-yarn/koordlet-yarn/framework/promreg"
 	"github.com/koordlet-yarn/koordlet-yarn/framework/store"
@@ -84,13 +85,10 @@ type Applier struct {
 	// schedIdleOff: the node cannot have SCHED_IDLE given to YARN tasks
 	// (no CAP_SYS_NICE, no xattrs on cgroups); said once.
 	schedIdleOff bool
-	// resctrlMarkSaid: marking a container for resctrl failed, said once.
-	resctrlMarkSaid bool
-	// priorSaid: recording Memory QoS prior values failed and was said.
-	priorSaid bool
-	// rootSaid: the YARN root is kubelet-managed and was said to be left
-	// alone.
-	rootSaid bool
+	// said holds the conditions already logged: marking a container for
+	// resctrl failed, recording Memory QoS prior values failed, the YARN
+	// root is kubelet-managed and left alone.
+	said logonce.Set
 	// writes counts changed files by resource (resctrl: tasks moved).
 	writes *prometheus.CounterVec
 	// resctrlWrite writes task ids to a resctrl group's tasks file
@@ -230,8 +228,7 @@ func (a *Applier) ApplyRoot() int {
 	defer a.mu.Unlock()
 	written := 0
 	if KubeletManaged(dir) {
-		if !a.rootSaid {
-			a.rootSaid = true
+		if a.said.First("kubelet-managed-root") {
 			klog.Warningf("yarn: the YARN hierarchy %s is a cgroup the kubelet writes cpu.shares/cpu.weight to; YARN CPU QoS leaves it as it is (cpu.idle=1 there would make the kernel refuse the kubelet's writes)", dir)
 		}
 		return written
