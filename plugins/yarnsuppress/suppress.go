@@ -41,6 +41,7 @@ import (
 	"github.com/koordlet-yarn/koordlet-yarn/framework/cgroups"
 	"github.com/koordlet-yarn/koordlet-yarn/framework/config"
 	"github.com/koordlet-yarn/koordlet-yarn/framework/features"
+	"github.com/koordlet-yarn/koordlet-yarn/framework/logonce"
 	"github.com/koordlet-yarn/koordlet-yarn/framework/store"
 	"github.com/koordlet-yarn/koordlet-yarn/framework/yarn"
 )
@@ -218,7 +219,8 @@ type Strategy struct {
 	interval time.Duration
 	executor resourceexecutor.ResourceUpdateExecutor
 	reader   resourceexecutor.CgroupReader // the real one
-	once     sync.Once
+	// said holds the conditions already logged.
+	said logonce.Set
 	// peak is the metric cache upstream's strategy reads (YARNSuppressLSPeak).
 	peak *lsPeakCache
 
@@ -280,7 +282,7 @@ func (s *Strategy) BindYARN() {
 		s.applied = division{}
 		return
 	}
-	s.once.Do(func() {
+	s.said.Do("outside-besteffort", func() {
 		klog.Infof("yarn: the YARN hierarchy %s is outside the besteffort cgroup; the BE cfs quota budget is divided between the besteffort cgroup and it", h)
 	})
 	budget := cur
