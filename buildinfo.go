@@ -15,11 +15,11 @@ const VersionFlag = "version"
 
 // initVersionFlag registers --version.
 func (fw *Framework) initVersionFlag(fs *flag.FlagSet) {
-	fs.BoolVar(&fw.version, VersionFlag, false, "Print koordlet-yarn's version, the Koordinator it is built on and the Go toolchain, and exit.")
+	fs.BoolVar(&fw.flags.version, VersionFlag, false, "Print koordlet-yarn's version, the Koordinator it is built on and the Go toolchain, and exit.")
 }
 
 // VersionRequested reports whether --version was given.
-func (fw *Framework) VersionRequested() bool { return fw.version }
+func (fw *Framework) VersionRequested() bool { return fw.flags.version }
 
 // registerBuildInfo publishes koordlet_yarn_build_info: 1, labelled with
 // the build's version, Koordinator and Go versions and the node. Installed

@@ -37,13 +37,13 @@ func (fw *Framework) installEviction(reg prometheus.Registerer, charges *cgroups
 				cfg.Ledger.RMPreemptionGrace, fw.rmSync.Status().PreemptionGrace)
 		},
 		Allocated: func() int64 { v, _ := fw.Ledger.View(); return v.YARNAllocated.MemoryMiBCeil() },
-		Audit:     fw.audit}
+		Audit:     fw.kill.audit}
 	evictDeps := yarnevict.Deps{
 		Store:            fw.Store,
 		Killer:           fw.killer,
 		IsNodeManagerPod: fw.Informer.IsNodeManagerPod,
 		Metrics:          evictMetrics,
-		Audit:            fw.audit,
+		Audit:            fw.kill.audit,
 		NodeName:         os.Getenv("NODE_NAME"),
 		Hierarchy:        fw.Informer.HierarchyDir,
 		CgroupHierarchy:  fw.Informer.Hierarchy,

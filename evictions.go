@@ -23,8 +23,8 @@ type EvictionsResponse struct {
 
 func (fw *Framework) evictionsHandler() http.HandlerFunc {
 	return jsonGET(EvictionsPath, func() EvictionsResponse {
-		records, total := fw.audit.Recent()
-		resp := EvictionsResponse{File: fw.audit.Path(), Total: total, Records: records}
+		records, total := fw.kill.audit.Recent()
+		resp := EvictionsResponse{File: fw.kill.audit.Path(), Total: total, Records: records}
 		if resp.Records == nil {
 			resp.Records = []yarnevict.AuditRecord{}
 		}

@@ -81,13 +81,7 @@ type Framework struct {
 	Policy *yarnpolicy.Plugin
 	policy *policy.Resolver
 
-	// kills coordinates kills across the evict strategies and koordlet's
-	// shutdown; journal records kills in progress on the containers'
-	// cgroups so that a restarted koordlet finishes them.
-	kills   *yarnevict.Flights
-	journal *yarnevict.Journal
-	// audit records every eviction (/yarn/evictions, the audit file).
-	audit *yarnevict.Audit
+	kill killParts
 
 	memcg *yarnmemcg.Applier
 	// adopt gives containers without YARN cgroups their own.
@@ -96,6 +90,23 @@ type Framework struct {
 	loops []Loop
 	rm    rmClient
 
+	flags cliFlags
+}
+
+// killParts are the eviction's kill mechanism, shared by the evict
+// strategies, the orphan killer and koordlet's shutdown.
+type killParts struct {
+	// flights coordinates kills across the evict strategies and
+	// koordlet's shutdown; journal records kills in progress on the
+	// containers' cgroups so that a restarted koordlet finishes them.
+	flights *yarnevict.Flights
+	journal *yarnevict.Journal
+	// audit records every eviction (/yarn/evictions, the audit file).
+	audit *yarnevict.Audit
+}
+
+// cliFlags are the flags that make koordlet do one thing and exit.
+type cliFlags struct {
 	// preflight is --yarn-preflight; preflightOutput its format.
 	preflight       bool
 	preflightOutput string
@@ -122,9 +133,9 @@ func install(fs *flag.FlagSet, reg prometheus.Registerer) (*Framework, error) {
 	cfg.InitFlags(fs)
 
 	fw := &Framework{Config: cfg, Store: store.New(), Handles: &handles.Handles{},
-		kills: yarnevict.NewFlights(evictedKeep), journal: yarnevict.NewJournal(), policy: policy.NewResolver(nil, nil),
+		kill: killParts{flights: yarnevict.NewFlights(evictedKeep), journal: yarnevict.NewJournal()}, policy: policy.NewResolver(nil, nil),
 		quota: cgroups.NewRootQuota()}
-	fw.audit = yarnevict.NewAudit(func() string { return cfg.EvictAuditFile }, yarnevict.DefaultAuditKeep, yarnevict.DefaultAuditMaxMiB)
+	fw.kill.audit = yarnevict.NewAudit(func() string { return cfg.EvictAuditFile }, yarnevict.DefaultAuditKeep, yarnevict.DefaultAuditMaxMiB)
 	fw.initPreflightFlag(fs)
 	fw.initVersionFlag(fs)
 	fw.initPolicyCheckFlag(fs)
@@ -237,7 +248,7 @@ func (fw *Framework) killer() *yarnevict.Killer {
 	if !ok {
 		return nil
 	}
-	return &yarnevict.Killer{H: h, Grace: fw.Config.EvictGracePeriod, Flights: fw.kills, Journal: fw.journal}
+	return &yarnevict.Killer{H: h, Grace: fw.Config.EvictGracePeriod, Flights: fw.kill.flights, Journal: fw.kill.journal}
 }
 
 // killOrphan ends what runs on in the cgroup koordlet made for a YARN
@@ -287,7 +298,7 @@ func (fw *Framework) Shutdown(timeout time.Duration) {
 		}
 	}()
 	defer func() { <-rmDone }()
-	if !fw.kills.Wait(timeout) {
+	if !fw.kill.flights.Wait(timeout) {
 		klog.Warningf("yarn: koordlet exits with a kill in flight; the next koordlet finishes it")
 	}
 }
