@@ -30,11 +30,11 @@ func (fw *Framework) installEviction(reg prometheus.Registerer, charges *cgroups
 	fw.relief = &yarnevict.Relief{High: cgroups.NewRootMemoryHigh(), Soft: cgroups.NewRootSoftLimit(),
 		BandPercent: func() int64 { return cfg.MemoryThrottleBandPercent }, Metrics: evictMetrics, NodeName: os.Getenv("NODE_NAME"),
 		// The RM rung: asks go through the RM sync's over-commit push.
-		RM:      fw.rmRelease,
-		RMReady: func() bool { return fw.rmSync.AsksRelease() },
+		RM:      fw.rm.release,
+		RMReady: func() bool { return fw.rm.sync.AsksRelease() },
 		RMDelay: func() time.Duration {
 			return yarnledger.ReleaseDelay(cfg.Ledger.RMSyncInterval, cfg.RM.Timeout, cfg.Ledger.RMPreemptionTimeout,
-				cfg.Ledger.RMPreemptionGrace, fw.rmSync.Status().PreemptionGrace)
+				cfg.Ledger.RMPreemptionGrace, fw.rm.sync.Status().PreemptionGrace)
 		},
 		Allocated: func() int64 { v, _ := fw.Ledger.View(); return v.YARNAllocated.MemoryMiBCeil() },
 		Audit:     fw.kill.audit}
@@ -50,9 +50,9 @@ func (fw *Framework) installEviction(reg prometheus.Registerer, charges *cgroups
 		Charges:          charges,
 		Policy:           fw.policy,
 		Relief:           fw.relief,
-		RMRelease:        fw.rmRelease,
+		RMRelease:        fw.rm.release,
 		RMSyncDelay: func() time.Duration {
-			return yarnledger.NoticeDelay(fw.rmSync.Enabled(), cfg.Ledger.RMSyncInterval, cfg.RM.Timeout)
+			return yarnledger.NoticeDelay(fw.rm.sync.Enabled(), cfg.Ledger.RMSyncInterval, cfg.RM.Timeout)
 		},
 	}
 	qmplugins.StrategyPlugins[memoryevict.MemoryEvictName] = yarnevict.NewMemoryEvictFactory(evictDeps)

@@ -55,18 +55,14 @@ type Framework struct {
 	QoS      *yarnqos.Applier
 	Watch    *cgroupwatch.Watcher
 	Ledger   *yarnledger.Ledger
-	rmSync   *yarnledger.RMSync
 	// staleEntry removes the ledger's entry with YARNBatchLedger off.
 	staleEntry *yarnledger.StaleEntry
 	// quota is the one writer of the YARN root's cfs quota, shared by BE
-	// suppress, its gate-off restorer and the interference controller.
+	// suppress and its gate-off restorer.
 	quota *cgroups.RootQuota
 	// relief is the memory relief's rungs (YARNMemoryRelief), shared by
 	// the memory evict strategy and its restorer.
 	relief *yarnevict.Relief
-	// rmRelease is the release asked of the ResourceManager
-	// (YARNRMPreemption): the RM sync writes it, the evictor waits for it.
-	rmRelease *rmrelease.Window
 	// lsWait measures the LS pods' CPU wait (YARNLSCPUWait), the signal of
 	// the interference controller.
 	lsWait *lswait.Collector
@@ -88,9 +84,19 @@ type Framework struct {
 	adopt *yarnadopt.Adopter
 
 	loops []Loop
-	rm    rmClient
+	rm    rmParts
 
 	flags cliFlags
+}
+
+// rmParts are the ResourceManager's side: the client, the capacity push
+// and the release asked of the RM.
+type rmParts struct {
+	client rmClient
+	sync   *yarnledger.RMSync
+	// release is the release asked of the ResourceManager
+	// (YARNRMPreemption): the RM sync writes it, the evictor waits for it.
+	release *rmrelease.Window
 }
 
 // killParts are the eviction's kill mechanism, shared by the evict
@@ -291,10 +297,10 @@ func (fw *Framework) Shutdown(timeout time.Duration) {
 	rmDone := make(chan struct{})
 	go func() { // the RM sync ends, beside the kills (the capacity stays pushed: RMSync.Stop)
 		defer close(rmDone)
-		if fw.rmSync != nil {
+		if fw.rm.sync != nil {
 			ctx, cancel := context.WithTimeout(context.Background(), timeout)
 			defer cancel()
-			fw.rmSync.Stop(ctx)
+			fw.rm.sync.Stop(ctx)
 		}
 	}()
 	defer func() { <-rmDone }()

@@ -89,7 +89,7 @@ func (fw *Framework) restoreKinds() []restoreKind {
 			counts: "memory cgroups koordlet made (xattr trusted.koordlet-yarn.memcg) still there"},
 		{kind: "container-cgroups", gates: []featuregate.Feature{features.YARNContainerCgroups}, pending: fw.adopt.RestorePending,
 			counts: "container cgroups koordlet made (xattr trusted.koordlet-yarn.container-cgroup) still there: containers still running in them, each removed once empty"},
-		{kind: "rm-capacity", gates: []featuregate.Feature{features.YARNRMNodeResourceSync}, off: func() bool { return !fw.rmSync.Enabled() }, pending: fw.rmSync.RestorePending,
+		{kind: "rm-capacity", gates: []featuregate.Feature{features.YARNRMNodeResourceSync}, off: func() bool { return !fw.rm.sync.Enabled() }, pending: fw.rm.sync.RestorePending,
 			counts: "1 while the record of YARN's own capacity (--yarn-rm-capacity-record) is on the node: a capacity pushed to the ResourceManager not given back"},
 		{kind: "ledger-entry", gates: []featuregate.Feature{features.YARNBatchLedger}, off: fw.staleEntry.Enabled, pending: fw.staleEntry.RestorePending,
 			counts: "1 until the Node's hadoop-yarn thirdPartyAllocations entry koordlet-yarn wrote is removed (or found to be another writer's, or absent)"},
