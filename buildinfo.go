@@ -1,12 +1,12 @@
 package koordletyarn
 
 import (
-	"errors"
 	"flag"
 	"os"
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/koordlet-yarn/koordlet-yarn/framework/promreg"
 	"github.com/koordlet-yarn/koordlet-yarn/framework/version"
 )
 
@@ -15,11 +15,11 @@ const VersionFlag = "version"
 
 // initVersionFlag registers --version.
 func (fw *Framework) initVersionFlag(fs *flag.FlagSet) {
-	fs.BoolVar(&fw.version, VersionFlag, false, "Print koordlet-yarn's version, the Koordinator it is built on and the Go toolchain, and exit.")
+	fs.BoolVar(&fw.flags.version, VersionFlag, false, "Print koordlet-yarn's version, the Koordinator it is built on and the Go toolchain, and exit.")
 }
 
 // VersionRequested reports whether --version was given.
-func (fw *Framework) VersionRequested() bool { return fw.version }
+func (fw *Framework) VersionRequested() bool { return fw.flags.version }
 
 // registerBuildInfo publishes koordlet_yarn_build_info: 1, labelled with
 // the build's version, Koordinator and Go versions and the node. Installed
@@ -29,14 +29,8 @@ func registerBuildInfo(reg prometheus.Registerer, info version.Info) error {
 		Name: "koordlet_yarn_build_info",
 		Help: "1, labelled with koordlet-yarn's version, the Koordinator it is built on and the Go toolchain.",
 	}, []string{"version", "koordinator", "go", "node"})
-	if err := reg.Register(g); err != nil {
-		var are prometheus.AlreadyRegisteredError
-		if !errors.As(err, &are) {
-			return err
-		}
-		if g, _ = are.ExistingCollector.(*prometheus.GaugeVec); g == nil {
-			return err
-		}
+	if err := promreg.Register(reg, &g); err != nil {
+		return err
 	}
 	g.WithLabelValues(info.Version, info.Koordinator, info.Go, os.Getenv("NODE_NAME")).Set(1)
 	return nil

@@ -1,10 +1,7 @@
 package koordletyarn
 
 import (
-	"encoding/json"
 	"net/http"
-
-	"k8s.io/klog/v2"
 
 	"github.com/koordlet-yarn/koordlet-yarn/collectors/yarnusage"
 	"github.com/koordlet-yarn/koordlet-yarn/framework/policy"
@@ -51,12 +48,7 @@ type ContainersResponse struct {
 }
 
 func (fw *Framework) containersHandler() http.HandlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) {
-		if r.Method != http.MethodGet && r.Method != http.MethodHead {
-			w.Header().Set("Allow", "GET, HEAD")
-			http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
-			return
-		}
+	return jsonGET(ContainersPath, func() ContainersResponse {
 		resp := ContainersResponse{Informer: fw.Informer.Status(), Containers: fw.Store.Snapshot()}
 		resp.Discovery = string(fw.Watch.Active())
 		if acc, ok := fw.Usage.LastAccounting(); ok {
@@ -78,12 +70,7 @@ func (fw *Framework) containersHandler() http.HandlerFunc {
 				resp.Interference = &d
 			}
 		}
-		resp.QoS = yarnpolicy.Describe(fw.policy, resp.Containers, fw.nmPriority())
-		w.Header().Set("Content-Type", "application/json")
-		enc := json.NewEncoder(w)
-		enc.SetIndent("", "  ")
-		if err := enc.Encode(resp); err != nil {
-			klog.V(4).Infof("yarn: write %s response: %v", ContainersPath, err)
-		}
-	}
+		resp.QoS = yarnpolicy.Describe(fw.policy, resp.Containers, fw.Informer.NodeManagerPriority())
+		return resp
+	})
 }

@@ -1,10 +1,7 @@
 package koordletyarn
 
 import (
-	"encoding/json"
 	"net/http"
-
-	"k8s.io/klog/v2"
 
 	"github.com/koordlet-yarn/koordlet-yarn/plugins/yarnevict/kill"
 )
@@ -25,22 +22,12 @@ type EvictionsResponse struct {
 }
 
 func (fw *Framework) evictionsHandler() http.HandlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) {
-		if r.Method != http.MethodGet && r.Method != http.MethodHead {
-			w.Header().Set("Allow", "GET, HEAD")
-			http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
-			return
-		}
-		records, total := fw.audit.Recent()
-		resp := EvictionsResponse{File: fw.audit.Path(), Total: total, Records: records}
+	return jsonGET(EvictionsPath, func() EvictionsResponse {
+		records, total := fw.kill.audit.Recent()
+		resp := EvictionsResponse{File: fw.kill.audit.Path(), Total: total, Records: records}
 		if resp.Records == nil {
 			resp.Records = []kill.AuditRecord{}
 		}
-		w.Header().Set("Content-Type", "application/json")
-		enc := json.NewEncoder(w)
-		enc.SetIndent("", "  ")
-		if err := enc.Encode(resp); err != nil {
-			klog.V(4).Infof("yarn: write %s response: %v", EvictionsPath, err)
-		}
-	}
+		return resp
+	})
 }

@@ -17,16 +17,10 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/klog/v2"
 
-	"github.com/koordinator-sh/koordinator/apis/extension"
 	"github.com/koordinator-sh/koordinator/cmd/koordlet/options"
 	koordmetrics "github.com/koordinator-sh/koordinator/pkg/koordlet/metrics"
 	qmplugins "github.com/koordinator-sh/koordinator/pkg/koordlet/qosmanager/plugins"
-	"github.com/koordinator-sh/koordinator/pkg/koordlet/qosmanager/plugins/cpuevict"
-	"github.com/koordinator-sh/koordinator/pkg/koordlet/qosmanager/plugins/cpusuppress"
-	"github.com/koordinator-sh/koordinator/pkg/koordlet/qosmanager/plugins/memoryevict"
-	qmutil "github.com/koordinator-sh/koordinator/pkg/koordlet/qosmanager/plugins/util"
 	"github.com/koordinator-sh/koordinator/pkg/koordlet/statesinformer/impl"
-	koordletutil "github.com/koordinator-sh/koordinator/pkg/koordlet/util"
 
 	"github.com/koordlet-yarn/koordlet-yarn/collectors/cgroupwatch"
 	"github.com/koordlet-yarn/koordlet-yarn/collectors/lsslo"
@@ -44,14 +38,12 @@ import (
 	"github.com/koordlet-yarn/koordlet-yarn/hooks/yarnadopt"
 	"github.com/koordlet-yarn/koordlet-yarn/hooks/yarnmemcg"
 	"github.com/koordlet-yarn/koordlet-yarn/hooks/yarnqos"
-	"github.com/koordlet-yarn/koordlet-yarn/plugins/yarnevict"
 	"github.com/koordlet-yarn/koordlet-yarn/plugins/yarnevict/kill"
 	"github.com/koordlet-yarn/koordlet-yarn/plugins/yarnevict/relief"
 	"github.com/koordlet-yarn/koordlet-yarn/plugins/yarninformer"
 	"github.com/koordlet-yarn/koordlet-yarn/plugins/yarninterference"
 	"github.com/koordlet-yarn/koordlet-yarn/plugins/yarnledger"
 	"github.com/koordlet-yarn/koordlet-yarn/plugins/yarnpolicy"
-	"github.com/koordlet-yarn/koordlet-yarn/plugins/yarnsuppress"
 )
 
 // Framework is the installed plugin set.
@@ -64,18 +56,14 @@ type Framework struct {
 	QoS      *yarnqos.Applier
 	Watch    *cgroupwatch.Watcher
 	Ledger   *yarnledger.Ledger
-	rmSync   *yarnledger.RMSync
 	// staleEntry removes the ledger's entry with YARNBatchLedger off.
 	staleEntry *yarnledger.StaleEntry
 	// quota is the one writer of the YARN root's cfs quota, shared by BE
-	// suppress, its gate-off restorer and the interference controller.
+	// suppress and its gate-off restorer.
 	quota *cgroups.RootQuota
 	// relief is the memory relief's rungs (YARNMemoryRelief), shared by
 	// the memory evict strategy and its restorer.
 	relief *relief.Relief
-	// rmRelease is the release asked of the ResourceManager
-	// (YARNRMPreemption): the RM sync writes it, the evictor waits for it.
-	rmRelease *rmrelease.Window
 	// lsWait measures the LS pods' CPU wait (YARNLSCPUWait), the signal of
 	// the interference controller.
 	lsWait *lswait.Collector
@@ -90,21 +78,42 @@ type Framework struct {
 	Policy *yarnpolicy.Plugin
 	policy *policy.Resolver
 
-	// kills coordinates kills across the evict strategies and koordlet's
-	// shutdown; journal records kills in progress on the containers'
-	// cgroups so that a restarted koordlet finishes them.
-	kills   *kill.Flights
-	journal *kill.Journal
-	// audit records every eviction (/yarn/evictions, the audit file).
-	audit *kill.Audit
+	kill killParts
 
 	memcg *yarnmemcg.Applier
 	// adopt gives containers without YARN cgroups their own.
 	adopt *yarnadopt.Adopter
 
 	loops []Loop
-	rm    rmClient
+	rm    rmParts
 
+	flags cliFlags
+}
+
+// rmParts are the ResourceManager's side: the client, the capacity push
+// and the release asked of the RM.
+type rmParts struct {
+	client rmClient
+	sync   *yarnledger.RMSync
+	// release is the release asked of the ResourceManager
+	// (YARNRMPreemption): the RM sync writes it, the evictor waits for it.
+	release *rmrelease.Window
+}
+
+// killParts are the eviction's kill mechanism, shared by the evict
+// strategies, the orphan killer and koordlet's shutdown.
+type killParts struct {
+	// flights coordinates kills across the evict strategies and
+	// koordlet's shutdown; journal records kills in progress on the
+	// containers' cgroups so that a restarted koordlet finishes them.
+	flights *kill.Flights
+	journal *kill.Journal
+	// audit records every eviction (/yarn/evictions, the audit file).
+	audit *kill.Audit
+}
+
+// cliFlags are the flags that make koordlet do one thing and exit.
+type cliFlags struct {
 	// preflight is --yarn-preflight; preflightOutput its format.
 	preflight       bool
 	preflightOutput string
@@ -131,9 +140,9 @@ func install(fs *flag.FlagSet, reg prometheus.Registerer) (*Framework, error) {
 	cfg.InitFlags(fs)
 
 	fw := &Framework{Config: cfg, Store: store.New(), Handles: &handles.Handles{},
-		kills: kill.NewFlights(evictedKeep), journal: kill.NewJournal(), policy: policy.NewResolver(nil, nil),
+		kill: killParts{flights: kill.NewFlights(evictedKeep), journal: kill.NewJournal()}, policy: policy.NewResolver(nil, nil),
 		quota: cgroups.NewRootQuota()}
-	fw.audit = kill.NewAudit(func() string { return cfg.EvictAuditFile }, kill.DefaultAuditKeep, kill.DefaultAuditMaxMiB)
+	fw.kill.audit = kill.NewAudit(func() string { return cfg.EvictAuditFile }, kill.DefaultAuditKeep, kill.DefaultAuditMaxMiB)
 	fw.initPreflightFlag(fs)
 	fw.initVersionFlag(fs)
 	fw.initPolicyCheckFlag(fs)
@@ -168,7 +177,7 @@ func install(fs *flag.FlagSet, reg prometheus.Registerer) (*Framework, error) {
 		NodeManagerPresent: func() bool { return fw.Informer.Status().NMEndpoint != "" },
 		// The NodeManager pod's cgroup bounds what a moved container left
 		// charged there (a restart's recheck).
-		NMPodCgroup: fw.nmPodCgroup,
+		NMPodCgroup: fw.Informer.NodeManagerPodCgroup,
 	})
 	// The series of the packages that do not label their own get the
 	// node label every other koordlet_yarn_* series carries.
@@ -187,13 +196,13 @@ func install(fs *flag.FlagSet, reg prometheus.Registerer) (*Framework, error) {
 	fw.loops = append(fw.loops, fw.Usage, fw.QoS)
 	fw.memcg = yarnmemcg.New(yarnmemcg.Options{Store: fw.Store, Hierarchy: fw.Informer.Hierarchy, Interval: cfg.QoSReconcileInterval, Registerer: nodeReg})
 	fw.loops = append(fw.loops, fw.memcg)
-	fw.adopt = yarnadopt.New(yarnadopt.Options{Store: fw.Store, Hierarchy: fw.Informer.Hierarchy, NMPodCgroup: fw.nmPodCgroup,
+	fw.adopt = yarnadopt.New(yarnadopt.Options{Store: fw.Store, Hierarchy: fw.Informer.Hierarchy, NMPodCgroup: fw.Informer.NodeManagerPodCgroup,
 		ListNM: fw.Informer.ListNM, ScanInterval: cfg.ContainerCgroupsScanInterval, Registerer: nodeReg, Charges: charges, Kill: fw.killOrphan})
 	fw.loops = append(fw.loops, fw.adopt)
 
 	if fw.Policy, err = yarnpolicy.New(yarnpolicy.Options{Store: fw.Store, Resolver: fw.policy,
 		File: func() string { return cfg.QoSPolicyFile }, RM: fw.RMClient, RMTimeout: func() time.Duration { return cfg.RM.Timeout },
-		Reapply: fw.reapplyQoS, NMPriority: fw.nmPriority, Interval: 5 * time.Second, Registerer: reg, NodeName: os.Getenv("NODE_NAME"),
+		Reapply: fw.reapplyQoS, NMPriority: fw.Informer.NodeManagerPriority, Interval: 5 * time.Second, Registerer: reg, NodeName: os.Getenv("NODE_NAME"),
 		PerContainerSeries: func() bool { return cfg.ContainerMetrics == config.ContainerMetricsContainer }}); err != nil {
 		return nil, fmt.Errorf("register YARN QoS policy metrics: %w", err)
 	}
@@ -210,64 +219,12 @@ func install(fs *flag.FlagSet, reg prometheus.Registerer) (*Framework, error) {
 		return nil, fmt.Errorf("install the YARN batch ledger: %w", err)
 	}
 
-	evictMetrics, err := yarnevict.NewMetrics(reg)
-	if err != nil {
-		return nil, fmt.Errorf("register YARN eviction metrics: %w", err)
+	if err := fw.installSuppress(nodeReg); err != nil {
+		return nil, err
 	}
-	fw.relief = &relief.Relief{High: cgroups.NewRootMemoryHigh(), Soft: cgroups.NewRootSoftLimit(),
-		BandPercent: func() int64 { return cfg.MemoryThrottleBandPercent }, Metrics: evictMetrics.Relief, NodeName: os.Getenv("NODE_NAME"),
-		// The RM rung: asks go through the RM sync's over-commit push.
-		RM:      fw.rmRelease,
-		RMReady: func() bool { return fw.rmSync.Enabled() && features.Enabled(features.YARNRMPreemption) },
-		// The ask is pushed at the sync's next step (within its interval
-		// and the RM's request timeout); the RM preempts after the
-		// over-commit timeout; the grace covers the NM's report: the one
-		// the RM sync derived from the RM's node heartbeat for its last
-		// ask (--yarn-rm-preemption-grace until it has asked).
-		RMDelay: func() time.Duration {
-			grace := cfg.Ledger.RMPreemptionGrace
-			if g := fw.rmSync.Status().PreemptionGrace; g > 0 {
-				grace = g
-			}
-			return cfg.Ledger.RMSyncInterval + cfg.RM.Timeout + cfg.Ledger.RMPreemptionTimeout + grace
-		},
-		Allocated: func() int64 { v, _ := fw.Ledger.View(); return (v.YARNAllocated.MemoryBytes + 1<<20 - 1) >> 20 },
-		Audit:     fw.audit}
-	evictDeps := yarnevict.Deps{
-		Store:            fw.Store,
-		Killer:           fw.killer,
-		IsNodeManagerPod: fw.Informer.IsNodeManagerPod,
-		Metrics:          evictMetrics,
-		Audit:            fw.audit,
-		NodeName:         os.Getenv("NODE_NAME"),
-		Hierarchy:        fw.Informer.HierarchyDir,
-		CgroupHierarchy:  fw.Informer.Hierarchy,
-		Charges:          charges,
-		Policy:           fw.policy,
-		Relief:           fw.relief,
-		RMRelease:        fw.rmRelease,
-		// The RM sync notices an over-commit within its interval and the
-		// push takes up to the RM timeout; without a sync running
-		// (YARNRMNodeResourceSync off, no RM endpoint) nothing is waited
-		// for.
-		RMSyncDelay: func() time.Duration {
-			if !fw.rmSync.Enabled() {
-				return 0
-			}
-			return cfg.Ledger.RMSyncInterval + cfg.RM.Timeout
-		},
+	if err := fw.installEviction(reg, charges); err != nil {
+		return nil, err
 	}
-	qmplugins.StrategyPlugins[memoryevict.MemoryEvictName] = yarnevict.NewMemoryEvictFactory(evictDeps)
-	qmplugins.StrategyPlugins[cpuevict.CPUEvictName] = yarnevict.NewCPUEvictFactory(evictDeps)
-	lsPeakMetrics, err := yarnsuppress.NewLSPeakMetrics(nodeReg)
-	if err != nil {
-		return nil, fmt.Errorf("register the BE suppress LS peak metric: %w", err)
-	}
-	qmplugins.StrategyPlugins[cpusuppress.CPUSuppressName] = yarnsuppress.NewFactory(yarnsuppress.Deps{Hierarchy: fw.Informer.HierarchyDir, Store: fw.Store, Quota: fw.quota, Threshold: fw.interference.Threshold,
-		LSPeakWindow: cfg.Suppress.LSPeakWindow, LSPeakMetrics: lsPeakMetrics})
-	fw.loops = append(fw.loops, &yarnsuppress.Restorer{Hierarchy: fw.Informer.HierarchyDir, Quota: fw.quota},
-		&relief.ReliefRestorer{Relief: fw.relief, Hierarchy: fw.Informer.HierarchyDir})
-	qmutil.SetCustomEvictionExecutorInitializer(yarnevict.GuardInitializer(evictDeps))
 
 	impl.DefaultPluginRegistry[yarninformer.Name] = fw.Informer
 	qmplugins.StrategyPlugins[StrategyName] = fw.newLoopRunner
@@ -291,19 +248,6 @@ func (fw *Framework) reapplyQoS(cs []*store.Container) {
 	}
 }
 
-// nmPriority is the NodeManager pod's koord priority (koord-batch's lowest
-// before the pod is known), which YARN containers rank with by default.
-func (fw *Framework) nmPriority() int64 {
-	if si := fw.Handles.StatesInformer(); si != nil {
-		for _, pm := range si.GetAllPods() {
-			if pm != nil && pm.Pod != nil && fw.Informer.IsNodeManagerPod(pm.Pod) {
-				return int64(*extension.GetPodPriorityValueWithDefault(pm.Pod))
-			}
-		}
-	}
-	return int64(extension.PriorityBatchValueMin)
-}
-
 // killer returns the YARN container killer, or nil before the informer
 // knows the hierarchy.
 func (fw *Framework) killer() *kill.Killer {
@@ -311,7 +255,7 @@ func (fw *Framework) killer() *kill.Killer {
 	if !ok {
 		return nil
 	}
-	return &kill.Killer{H: h, Grace: fw.Config.EvictGracePeriod, Flights: fw.kills, Journal: fw.journal}
+	return &kill.Killer{H: h, Grace: fw.Config.EvictGracePeriod, Flights: fw.kill.flights, Journal: fw.kill.journal}
 }
 
 // killOrphan ends what runs on in the cgroup koordlet made for a YARN
@@ -354,14 +298,14 @@ func (fw *Framework) Shutdown(timeout time.Duration) {
 	rmDone := make(chan struct{})
 	go func() { // the RM sync ends, beside the kills (the capacity stays pushed: RMSync.Stop)
 		defer close(rmDone)
-		if fw.rmSync != nil {
+		if fw.rm.sync != nil {
 			ctx, cancel := context.WithTimeout(context.Background(), timeout)
 			defer cancel()
-			fw.rmSync.Stop(ctx)
+			fw.rm.sync.Stop(ctx)
 		}
 	}()
 	defer func() { <-rmDone }()
-	if !fw.kills.Wait(timeout) {
+	if !fw.kill.flights.Wait(timeout) {
 		klog.Warningf("yarn: koordlet exits with a kill in flight; the next koordlet finishes it")
 	}
 }
@@ -384,14 +328,4 @@ func (fw *Framework) Validate() error {
 	fw.Watch.SetResyncInterval(fw.Config.ResyncInterval)
 	fw.lsWait.SetInterval(fw.Config.Interference.Interval)
 	return nil
-}
-
-// nmPodCgroup is the NodeManager pod's cgroup (relative to the mount root,
-// as koordlet names pod cgroups) and its namespace/name.
-func (fw *Framework) nmPodCgroup() (dir, pod string, ok bool) {
-	p := fw.Informer.NodeManagerPod()
-	if p == nil {
-		return "", "", false
-	}
-	return koordletutil.GetPodCgroupParentDir(p), p.Namespace + "/" + p.Name, true
 }

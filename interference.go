@@ -38,7 +38,6 @@ func (fw *Framework) installInterference(reg prometheus.Registerer) error {
 		NodeSLO:    fw.Handles.NodeSLO,
 		Config:     &fw.Config.Interference,
 		Registerer: reg,
-		Quota:      fw.quota,
 	})
 	if err != nil {
 		return fmt.Errorf("register the interference controller metrics: %w", err)

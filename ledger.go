@@ -1,13 +1,11 @@
 package koordletyarn
 
 import (
-	"encoding/json"
 	"net/http"
 	"os"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"k8s.io/klog/v2"
 
 	"github.com/koordinator-sh/koordinator/cmd/koordlet/options"
 
@@ -48,8 +46,8 @@ func (fw *Framework) installLedger(reg prometheus.Registerer) error {
 		Metrics:       metrics,
 		RequestResync: fw.Informer.RequestResync,
 	})
-	fw.rmRelease = &rmrelease.Window{}
-	fw.rmSync = yarnledger.NewRMSync(yarnledger.RMSyncOptions{
+	fw.rm.release = &rmrelease.Window{}
+	fw.rm.sync = yarnledger.NewRMSync(yarnledger.RMSyncOptions{
 		Client: fw.RMClient,
 		NodeID: func() string {
 			if id := fw.Config.Ledger.RMNodeID; id != "" {
@@ -63,31 +61,20 @@ func (fw *Framework) installLedger(reg prometheus.Registerer) error {
 		Metrics:           metrics,
 		NodeName:          os.Getenv("NODE_NAME"),
 		PreemptionTimeout: func() time.Duration { return fw.Config.Ledger.RMPreemptionTimeout },
-		Release:           fw.rmRelease,
+		Release:           fw.rm.release,
 		PreemptionGrace:   func() time.Duration { return fw.Config.Ledger.RMPreemptionGrace },
 		NMResync:          func() time.Duration { return fw.Config.ResyncInterval },
 		Record:            func() string { return fw.Config.Ledger.RMCapacityRecord },
 	})
 	fw.Informer.AfterResync = fw.Ledger.Notify
 	fw.staleEntry = &yarnledger.StaleEntry{Client: fw.Handles.KubeClient, NodeName: os.Getenv("NODE_NAME")}
-	fw.loops = append(fw.loops, fw.Ledger, fw.rmSync, &yarnledger.GiveBack{Sync: fw.rmSync}, fw.staleEntry)
+	fw.loops = append(fw.loops, fw.Ledger, fw.rm.sync, &yarnledger.GiveBack{Sync: fw.rm.sync}, fw.staleEntry)
 	options.RegisterHTTPHandler(LedgerPath, fw.ledgerHandler)
 	return nil
 }
 
 func (fw *Framework) ledgerHandler() http.HandlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) {
-		if r.Method != http.MethodGet && r.Method != http.MethodHead {
-			w.Header().Set("Allow", "GET, HEAD")
-			http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
-			return
-		}
-		resp := LedgerResponse{Status: fw.Ledger.Status(), RM: fw.rmSync.Status()}
-		w.Header().Set("Content-Type", "application/json")
-		enc := json.NewEncoder(w)
-		enc.SetIndent("", "  ")
-		if err := enc.Encode(resp); err != nil {
-			klog.V(4).Infof("yarn: write %s response: %v", LedgerPath, err)
-		}
-	}
+	return jsonGET(LedgerPath, func() LedgerResponse {
+		return LedgerResponse{Status: fw.Ledger.Status(), RM: fw.rm.sync.Status()}
+	})
 }

@@ -14,17 +14,17 @@ const PolicyCheckFlag = "yarn-qos-policy-check"
 
 // initPolicyCheckFlag registers --yarn-qos-policy-check.
 func (fw *Framework) initPolicyCheckFlag(fs *flag.FlagSet) {
-	fs.StringVar(&fw.policyCheck, PolicyCheckFlag, "",
+	fs.StringVar(&fw.flags.policyCheck, PolicyCheckFlag, "",
 		"Validate the YARN QoS policy FILE as koordlet would load it (--yarn-qos-policy-file), print its rules and tiers or what is wrong where, and exit: 0 valid, 1 not. Needs no node, cluster or gate.")
 }
 
 // PolicyCheckRequested reports whether --yarn-qos-policy-check was given.
-func (fw *Framework) PolicyCheckRequested() bool { return fw.policyCheck != "" }
+func (fw *Framework) PolicyCheckRequested() bool { return fw.flags.policyCheck != "" }
 
 // RunPolicyCheck validates the --yarn-qos-policy-check file, writes the
 // outcome to w and returns the exit code.
 func (fw *Framework) RunPolicyCheck(w io.Writer) int {
-	return CheckPolicyFile(w, fw.policyCheck)
+	return CheckPolicyFile(w, fw.flags.policyCheck)
 }
 
 // CheckPolicyFile validates the policy file at path, writes the outcome to

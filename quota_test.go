@@ -69,7 +69,8 @@ func TestQuotaSuppressOffInterferenceOnSameRestart(t *testing.T) {
 		Config: &config.Interference{Interval: time.Second, Target: time.Millisecond, MinPercent: 10, StepPercent: 5},
 		Reader: resourceexecutor.NewCgroupReader()})
 	require.NoError(t, err)
-	restorer := &yarnsuppress.Restorer{Hierarchy: func() string { return h }}
+	restorer, err := yarnsuppress.NewRestorer(func() string { return h }, cgroups.NewRootQuota())
+	require.NoError(t, err)
 
 	records := func() map[string]string {
 		out := map[string]string{}

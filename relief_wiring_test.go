@@ -100,8 +100,8 @@ func TestReliefRMDelayFromTheRMsHeartbeat(t *testing.T) {
 	cfg := fw.Config
 	fixed := cfg.Ledger.RMSyncInterval + cfg.RM.Timeout + cfg.Ledger.RMPreemptionTimeout
 	assert.Equal(t, fixed+cfg.Ledger.RMPreemptionGrace, fw.relief.RMDelay(), "before any ask: the flag's grace")
-	fw.rmRelease.AskUsage(2 << 10) // relief asks for YARN's capacity at 2 GiB
-	fw.rmSync.Step(context.Background(), time.Now())
+	fw.rm.release.AskUsage(2 << 10) // relief asks for YARN's capacity at 2 GiB
+	fw.rm.sync.Step(context.Background(), time.Now())
 	require.Len(t, rm.Calls(), 1)
 	grace := rmrelease.GraceFor(10*time.Second, cfg.ResyncInterval, cfg.Ledger.RMPreemptionGrace)
 	require.Equal(t, 31*time.Second, grace, "2 × 10 s + the 10 s resync + 1 s")
@@ -125,8 +125,8 @@ func installWithRMSync(t *testing.T, v yarnledger.View) (*Framework, *rmemu.Serv
 	client, err := yarn.NewRMClient(yarn.RMOptions{Endpoints: []string{rm.URL}, User: "yarn", Timeout: time.Second})
 	require.NoError(t, err)
 	cfg := fw.Config
-	fw.rmSync = yarnledger.NewRMSync(yarnledger.RMSyncOptions{Client: func() *yarn.RMClient { return client }, NodeID: func() string { return "nm:45454" },
-		View: func() yarnledger.View { return v }, Release: fw.rmRelease, PreemptionTimeout: func() time.Duration { return cfg.Ledger.RMPreemptionTimeout },
+	fw.rm.sync = yarnledger.NewRMSync(yarnledger.RMSyncOptions{Client: func() *yarn.RMClient { return client }, NodeID: func() string { return "nm:45454" },
+		View: func() yarnledger.View { return v }, Release: fw.rm.release, PreemptionTimeout: func() time.Duration { return cfg.Ledger.RMPreemptionTimeout },
 		PreemptionGrace: func() time.Duration { return cfg.Ledger.RMPreemptionGrace }, NMResync: func() time.Duration { return cfg.ResyncInterval }})
 	return fw, rm
 }
@@ -141,9 +141,9 @@ func TestReliefRMDelayKnowsTheRMBeforeItsFirstAsk(t *testing.T) {
 		yarnledger.Batch{MilliCPU: 2000, MemoryBytes: 2 << 30}, yarnledger.Batch{MilliCPU: 1000, MemoryBytes: 1 << 30}))
 	cfg := fw.Config
 	fixed := cfg.Ledger.RMSyncInterval + cfg.RM.Timeout + cfg.Ledger.RMPreemptionTimeout
-	fw.rmSync.Step(context.Background(), time.Now())
-	require.NotNil(t, fw.rmSync.Status().Pushed, "pushed: %+v", fw.rmSync.Status())
-	assert.Nil(t, fw.rmSync.Status().PushedTimeout, "no over-commit")
+	fw.rm.sync.Step(context.Background(), time.Now())
+	require.NotNil(t, fw.rm.sync.Status().Pushed, "pushed: %+v", fw.rm.sync.Status())
+	assert.Nil(t, fw.rm.sync.Status().PushedTimeout, "no over-commit")
 	grace := rmrelease.GraceFor(10*time.Second, cfg.ResyncInterval, cfg.Ledger.RMPreemptionGrace)
 	assert.Equal(t, fixed+grace, fw.relief.RMDelay(), "the grace derived from the RM's 10 s heartbeat, before any ask")
 }

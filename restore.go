@@ -1,8 +1,6 @@
 package koordletyarn
 
 import (
-	"encoding/json"
-	"errors"
 	"net/http"
 	"os"
 	"sync"
@@ -10,12 +8,12 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/component-base/featuregate"
-	"k8s.io/klog/v2"
 
 	koordfeatures "github.com/koordinator-sh/koordinator/pkg/features"
 
 	"github.com/koordlet-yarn/koordlet-yarn/framework/cgroups"
 	"github.com/koordlet-yarn/koordlet-yarn/framework/features"
+	"github.com/koordlet-yarn/koordlet-yarn/framework/promreg"
 	"github.com/koordlet-yarn/koordlet-yarn/plugins/yarnsuppress"
 )
 
@@ -91,7 +89,7 @@ func (fw *Framework) restoreKinds() []restoreKind {
 			counts: "memory cgroups koordlet made (xattr trusted.koordlet-yarn.memcg) still there"},
 		{kind: "container-cgroups", gates: []featuregate.Feature{features.YARNContainerCgroups}, pending: fw.adopt.RestorePending,
 			counts: "container cgroups koordlet made (xattr trusted.koordlet-yarn.container-cgroup) still there: containers still running in them, each removed once empty"},
-		{kind: "rm-capacity", gates: []featuregate.Feature{features.YARNRMNodeResourceSync}, off: func() bool { return !fw.rmSync.Enabled() }, pending: fw.rmSync.RestorePending,
+		{kind: "rm-capacity", gates: []featuregate.Feature{features.YARNRMNodeResourceSync}, off: func() bool { return !fw.rm.sync.Enabled() }, pending: fw.rm.sync.RestorePending,
 			counts: "1 while the record of YARN's own capacity (--yarn-rm-capacity-record) is on the node: a capacity pushed to the ResourceManager not given back"},
 		{kind: "ledger-entry", gates: []featuregate.Feature{features.YARNBatchLedger}, off: fw.staleEntry.Enabled, pending: fw.staleEntry.RestorePending,
 			counts: "1 until the Node's hadoop-yarn thirdPartyAllocations entry koordlet-yarn wrote is removed (or found to be another writer's, or absent)"},
@@ -124,19 +122,7 @@ func (fw *Framework) restoreStatus() RestoreResponse {
 }
 
 func (fw *Framework) restoreHandler() http.HandlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) {
-		if r.Method != http.MethodGet && r.Method != http.MethodHead {
-			w.Header().Set("Allow", "GET, HEAD")
-			http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
-			return
-		}
-		w.Header().Set("Content-Type", "application/json")
-		enc := json.NewEncoder(w)
-		enc.SetIndent("", "  ")
-		if err := enc.Encode(fw.restoreStatus()); err != nil {
-			klog.V(4).Infof("yarn: write %s response: %v", RestorePath, err)
-		}
-	}
+	return jsonGET(RestorePath, fw.restoreStatus)
 }
 
 // restorePendingHelp is koordlet_yarn_restore_pending's help.
@@ -192,11 +178,5 @@ func (c *restoreCollector) refresh() {
 func (fw *Framework) registerRestoreMetric(reg prometheus.Registerer) error {
 	c := &restoreCollector{fw: fw, desc: prometheus.NewDesc("koordlet_yarn_restore_pending", restorePendingHelp,
 		[]string{"kind"}, prometheus.Labels{"node": os.Getenv("NODE_NAME")})}
-	if err := reg.Register(c); err != nil {
-		var are prometheus.AlreadyRegisteredError
-		if !errors.As(err, &are) {
-			return err
-		}
-	}
-	return nil
+	return promreg.Register(reg, &c)
 }

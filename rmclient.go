@@ -18,13 +18,13 @@ type rmClient struct {
 // --yarn-rm-*, or nil when no RM endpoint is configured (or the flags are
 // invalid, which Validate reports). Call it after the flags are parsed.
 func (fw *Framework) RMClient() *yarn.RMClient {
-	fw.rm.once.Do(func() {
+	fw.rm.client.once.Do(func() {
 		c, err := fw.Config.RM.Client()
 		if err != nil {
 			klog.Errorf("yarn: no ResourceManager client: %v", err)
 			return
 		}
-		fw.rm.client = c
+		fw.rm.client.client = c
 	})
-	return fw.rm.client
+	return fw.rm.client.client
 }

@@ -24,6 +24,7 @@ import (
 	"github.com/koordlet-yarn/koordlet-yarn/framework/cgroups"
 	"github.com/koordlet-yarn/koordlet-yarn/framework/config"
 	"github.com/koordlet-yarn/koordlet-yarn/framework/features"
+	"github.com/koordlet-yarn/koordlet-yarn/framework/logonce"
 	"github.com/koordlet-yarn/koordlet-yarn/framework/store"
 	"github.com/koordlet-yarn/koordlet-yarn/framework/yarn"
 )
@@ -114,7 +115,8 @@ type Collector struct {
 	series  map[string]*series
 	samples []metriccache.MetricSample
 
-	warnedNoCPUAcct bool
+	// said holds the conditions already logged.
+	said logonce.Set
 	// bootTime is the node's boot time (process start times count from it).
 	bootTime time.Time
 
@@ -288,8 +290,7 @@ func (c *Collector) Collect(now time.Time) Cycle {
 			// cpu and cpuacct mounted apart, YARN managing cpu only (the
 			// LCE's CgroupsLCEResourcesHandler makes no cpuacct cgroup):
 			// the CPU time of the processes in its cpu cgroup.
-			if !c.warnedNoCPUAcct {
-				c.warnedNoCPUAcct = true
+			if c.said.First("no-cpuacct") {
 				klog.Infof("yarn: container %s has its own cpu cgroup but no cpuacct cgroup (cpu and cpuacct are mounted apart and YARN manages only cpu); its CPU usage is its processes' CPU time (/proc/<pid>/stat; processes that live less than a collect interval are missed)", ct.Name)
 			}
 			if cores, ok := c.processCPU(ct, p, now); ok {

@@ -1,11 +1,11 @@
 package yarnusage
 
 import (
-	"errors"
-
 	"github.com/prometheus/client_golang/prometheus"
 
 	koordmetrics "github.com/koordinator-sh/koordinator/pkg/koordlet/metrics"
+
+	"github.com/koordlet-yarn/koordlet-yarn/framework/promreg"
 )
 
 // Prometheus label names.
@@ -86,11 +86,9 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 	for _, p := range []**prometheus.GaugeVec{&m.CPUUsage, &m.MemoryUsage, &m.MemoryWithPageCache, &m.CPUThrottledRatio,
 		&m.CPURequest, &m.MemoryRequest, &m.AppCPUUsage, &m.AppMemoryUsage, &m.AppCPURequest, &m.AppMemoryRequest,
 		&m.AppContainers, &m.TotalCPUUsage, &m.TotalMemoryUsage, &m.ChargedToNodeManager, &m.Containers, &m.WithoutCgroup, &m.AccountingAsBE, &m.CollectDuration} {
-		got, err := register(reg, *p)
-		if err != nil {
+		if err := promreg.Register(reg, p); err != nil {
 			return nil, err
 		}
-		*p = got.(*prometheus.GaugeVec)
 	}
 	return m, nil
 }
@@ -101,15 +99,4 @@ func (m *Metrics) resetPerContainer() {
 		m.CPURequest, m.MemoryRequest, m.AppCPUUsage, m.AppMemoryUsage, m.AppCPURequest, m.AppMemoryRequest, m.AppContainers} {
 		g.Reset()
 	}
-}
-
-func register(reg prometheus.Registerer, c prometheus.Collector) (prometheus.Collector, error) {
-	if err := reg.Register(c); err != nil {
-		var are prometheus.AlreadyRegisteredError
-		if errors.As(err, &are) {
-			return are.ExistingCollector, nil
-		}
-		return nil, err
-	}
-	return c, nil
 }

@@ -11,7 +11,7 @@ import (
 // koordlet's first write. It is removed once that quota is back, so it
 // outlives koordlet: a later koordlet, whatever its gates, restores from
 // it. One record for every writer (the BE suppress division, its gate-off
-// restorer, the interference controller).
+// restorer).
 const PriorQuotaXattr = "trusted.koordlet-yarn.prior-cfs-quota"
 
 // RootQuota is the one writer of the YARN hierarchy root's CFS quota (a
@@ -34,8 +34,8 @@ var quotaSpec = RootFileSpec{
 }
 
 // NewRootQuota returns a writer. koordlet has one, made by Install and
-// handed to every user of the YARN root's quota (BE suppress, its restorer,
-// the interference controller), so that what one wrote the others know.
+// handed to every user of the YARN root's quota (BE suppress and its
+// restorer), so that what one wrote the other knows.
 func NewRootQuota() *RootQuota { return &RootQuota{NewRootFile(quotaSpec)} }
 
 // QuotaDir is the absolute cpu cgroup dir of rel ("" when koordlet's

@@ -33,6 +33,8 @@ import (
 
 	"github.com/koordlet-yarn/koordlet-yarn/framework/cgroups"
 	"github.com/koordlet-yarn/koordlet-yarn/framework/features"
+	"github.com/koordlet-yarn/koordlet-yarn/framework/logonce"
+	"github.com/koordlet-yarn/koordlet-yarn/framework/promreg"
 	"github.com/koordlet-yarn/koordlet-yarn/framework/store"
 )
 
@@ -111,10 +113,11 @@ type Applier struct {
 	pending map[string]bool
 	// set holds the leaves whose settings were written.
 	set map[string]bool
-	// once-per-node decisions and their single log lines
-	v2Logged, yarnMemoryLogged, noMarkerLogged bool
-	chargeMove                                 int // 0 unknown, 1 yes, -1 no
-	oomGroupLogged                             bool
+	// chargeMove is the once-per-node decision whether the kernel moves
+	// charges: 0 unknown, 1 yes, -1 no.
+	chargeMove int
+	// said holds the once-per-node conditions already logged.
+	said logonce.Set
 	// skipped remembers containers left alone (too old without charge
 	// moving), so that they are logged once.
 	skipped map[string]bool
@@ -139,15 +142,8 @@ func New(opts Options) *Applier {
 	a.moves = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "koordlet_yarn_memcg_moves_total",
 		Help: "Processes of YARN containers koordlet moved (or declined to move) into the memory cgroup it made for the container, by result."},
 		[]string{"result"})
-	if opts.Registerer != nil {
-		if err := opts.Registerer.Register(a.moves); err != nil {
-			var are prometheus.AlreadyRegisteredError
-			if errors.As(err, &are) {
-				a.moves = are.ExistingCollector.(*prometheus.CounterVec)
-			} else {
-				klog.Warningf("yarn: register koordlet_yarn_memcg_moves_total: %v", err)
-			}
-		}
+	if err := promreg.Register(opts.Registerer, &a.moves); err != nil {
+		klog.Warningf("yarn: register koordlet_yarn_memcg_moves_total: %v", err)
 	}
 	return a
 }
@@ -222,8 +218,7 @@ func (a *Applier) hierarchy() (cgroups.Hierarchy, bool) {
 		return h, false
 	}
 	if h.V2 {
-		if !a.v2Logged {
-			a.v2Logged = true
+		if a.said.First("v2") {
 			if v2, _ := h.ReadV2Controllers(); v2.Enabled(cgroups.Memory) {
 				klog.Infof("yarn: YARNMemoryCgroup does nothing on cgroup v2: each YARN container's unified directory already holds its memory")
 			} else {
@@ -348,8 +343,7 @@ func (a *Applier) mayCreate(h cgroups.Hierarchy, c *store.Container) bool {
 				continue
 			}
 			if m, err := marked(filepath.Join(root, e.Name())); err == nil && !m {
-				if !a.yarnMemoryLogged {
-					a.yarnMemoryLogged = true
+				if a.said.First("yarn-memory") {
 					klog.Infof("yarn: YARNMemoryCgroup creates no memory cgroups: %s holds %s, which koordlet did not make (YARN manages memory on this node)", root, e.Name())
 				}
 				return false
@@ -424,8 +418,7 @@ func (a *Applier) create(h cgroups.Hierarchy, name string) bool {
 func (a *Applier) mark(dir string) bool {
 	if err := unix.Setxattr(dir, Marker, []byte(markerValue), 0); err != nil {
 		_ = unix.Rmdir(dir)
-		if !a.noMarkerLogged {
-			a.noMarkerLogged = true
+		if a.said.First("no-marker") {
 			klog.Warningf("yarn: YARNMemoryCgroup cannot mark %s (xattr %s: %v); without a marker koordlet could not tell its memory cgroups from YARN's, so it makes none", dir, Marker, err)
 		}
 		return false
@@ -457,8 +450,7 @@ func (a *Applier) configure(memAbs string) {
 	}
 	if _, err := os.Stat(filepath.Join(memAbs, "memory.oom.group")); err == nil {
 		if u, err := resourceexecutor.NewCommonCgroupUpdater(system.MemoryOomGroupName, dirRel(memAbs), "1", nil); err == nil {
-			if _, err := a.executor.Update(true, u); err != nil && !a.oomGroupLogged {
-				a.oomGroupLogged = true
+			if _, err := a.executor.Update(true, u); err != nil && a.said.First("oom-group") {
 				klog.V(2).Infof("yarn: memory.oom.group on %s: %v", memAbs, err)
 			}
 		}

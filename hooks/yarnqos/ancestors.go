@@ -50,22 +50,3 @@ func KubeletManaged(dir string) bool {
 	}
 	return false
 }
-
-// qosAncestors returns the cgroups between the YARN hierarchy root
-// (excluded) and the besteffort QoS cgroup (included) when the hierarchy
-// lies below that QoS cgroup, deepest first; nil otherwise. Versions before
-// 0.9 made them idle; they are reset at start (resetLegacyIdle).
-func qosAncestors(hierarchy string) []string {
-	be := strings.Trim(filepath.Clean(koordletutil.GetPodQoSRelativePath(corev1.PodQOSBestEffort)), "/")
-	h := strings.Trim(filepath.Clean(hierarchy), "/")
-	if be == "" || be == "." || !strings.HasPrefix(h, be+"/") {
-		return nil
-	}
-	var out []string
-	for d := filepath.Dir(h); ; d = filepath.Dir(d) {
-		out = append(out, d)
-		if d == be {
-			return out
-		}
-	}
-}

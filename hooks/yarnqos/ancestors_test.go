@@ -18,24 +18,6 @@ import (
 	"github.com/koordlet-yarn/koordlet-yarn/framework/store"
 )
 
-func TestQoSAncestors(t *testing.T) {
-	old := system.CgroupPathFormatter
-	t.Cleanup(func() { system.CgroupPathFormatter = old })
-
-	system.SetupCgroupPathFormatter(system.Cgroupfs)
-	assert.Equal(t, []string{"kubepods/besteffort"}, qosAncestors("kubepods/besteffort/hadoop-yarn"))
-	assert.Equal(t, []string{"kubepods/besteffort"}, qosAncestors("/kubepods/besteffort/hadoop-yarn/"))
-	assert.Equal(t, []string{"kubepods/besteffort/yarn", "kubepods/besteffort"}, qosAncestors("kubepods/besteffort/yarn/hadoop-yarn"))
-	assert.Nil(t, qosAncestors("hadoop-yarn"))
-	assert.Nil(t, qosAncestors("kubepods/besteffort"))
-	assert.Nil(t, qosAncestors("kubepods/besteffort-other/hadoop-yarn"))
-	assert.Nil(t, qosAncestors("kubepods/burstable/hadoop-yarn"))
-
-	system.SetupCgroupPathFormatter(system.Systemd)
-	assert.Equal(t, []string{"kubepods.slice/kubepods-besteffort.slice"},
-		qosAncestors("kubepods.slice/kubepods-besteffort.slice/hadoop-yarn"))
-}
-
 func TestKubeletManaged(t *testing.T) {
 	old := system.CgroupPathFormatter
 	t.Cleanup(func() { system.CgroupPathFormatter = old })
@@ -67,8 +49,8 @@ func TestKubeletManaged(t *testing.T) {
 // TestApplyRootLeavesBesteffortAlone: with the YARN hierarchy below the
 // besteffort QoS cgroup, a sched-idle BE class makes the YARN root idle and
 // never the QoS cgroup (the kubelet writes its cpu.shares, which the kernel
-// refuses while cpu.idle=1); a besteffort cgroup an earlier version made
-// idle is reset to 0 once; turning CPU QoS off resets the root.
+// refuses while cpu.idle=1) nor the containers' (the LCE writes cpu.shares
+// there); turning CPU QoS off resets the root.
 func TestApplyRootLeavesBesteffortAlone(t *testing.T) {
 	gates(t, string(features.YARNCPUQoS))
 	helper := system.NewFileTestUtil(t)
@@ -77,11 +59,9 @@ func TestApplyRootLeavesBesteffortAlone(t *testing.T) {
 	system.SetupCgroupPathFormatter(system.Cgroupfs)
 	t.Cleanup(func() { system.CgroupPathFormatter = old })
 	const yarnRoot = "kubepods/besteffort/hadoop-yarn"
-	for _, d := range []string{"kubepods", yarnRoot} {
+	for _, d := range []string{"kubepods", "kubepods/besteffort", yarnRoot, yarnRoot + "/container_1700000000000_0001_01_000002"} {
 		helper.WriteCgroupFileContents(d, system.CPUIdle, "0")
 	}
-	helper.WriteCgroupFileContents("kubepods/besteffort", system.CPUIdle, "1") // an earlier version's
-	helper.WriteCgroupFileContents(yarnRoot+"/container_1700000000000_0001_01_000002", system.CPUIdle, "1")
 	helper.SetResourcesSupported(true, system.CPUIdle)
 
 	spec := beSpec(slov1alpha1.CPUQOSPolicyCoreSched)
@@ -94,7 +74,7 @@ func TestApplyRootLeavesBesteffortAlone(t *testing.T) {
 	t.Cleanup(func() { close(stop) })
 	a.executor.Run(stop)
 
-	assert.Equal(t, 3, a.ApplyRoot(), "the root made idle, the two legacy values reset")
+	assert.Equal(t, 1, a.ApplyRoot(), "the root made idle")
 	assert.Equal(t, "1", helper.ReadCgroupFileContents(yarnRoot, system.CPUIdle))
 	assert.Equal(t, "0", helper.ReadCgroupFileContents("kubepods/besteffort", system.CPUIdle), "the kubelet's QoS cgroup is never idle")
 	assert.Equal(t, "0", helper.ReadCgroupFileContents(yarnRoot+"/container_1700000000000_0001_01_000002", system.CPUIdle), "the LCE writes cpu.shares there")

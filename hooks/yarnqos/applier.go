@@ -21,7 +21,6 @@ modified for koordlet-yarn.
 package yarnqos
 
 import (
-	"errors"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -40,7 +39,9 @@ import (
 
 	"github.com/koordlet-yarn/koordlet-yarn/framework/cgroups"
 	"github.com/koordlet-yarn/koordlet-yarn/framework/features"
+	"github.com/koordlet-yarn/koordlet-yarn/framework/logonce"
 	"github.com/koordlet-yarn/koordlet-yarn/framework/policy"
+	"github.com/koordlet-yarn/koordlet-yarn/framework/promreg"
 	"github.com/koordlet-yarn/koordlet-yarn/framework/store"
 )
 
@@ -84,15 +85,10 @@ type Applier struct {
 	// schedIdleOff: the node cannot have SCHED_IDLE given to YARN tasks
 	// (no CAP_SYS_NICE, no xattrs on cgroups); said once.
 	schedIdleOff bool
-	// legacyDone: the cpu.idle values of earlier versions were reset.
-	legacyDone bool
-	// resctrlMarkSaid: marking a container for resctrl failed, said once.
-	resctrlMarkSaid bool
-	// priorSaid: recording Memory QoS prior values failed and was said.
-	priorSaid bool
-	// rootSaid: the YARN root is kubelet-managed and was said to be left
-	// alone.
-	rootSaid bool
+	// said holds the conditions already logged: marking a container for
+	// resctrl failed, recording Memory QoS prior values failed, the YARN
+	// root is kubelet-managed and left alone.
+	said logonce.Set
 	// writes counts changed files by resource (resctrl: tasks moved).
 	writes *prometheus.CounterVec
 	// resctrlWrite writes task ids to a resctrl group's tasks file
@@ -111,15 +107,8 @@ func New(opts Options) *Applier {
 			Help: "QoS values the YARN appliers changed, by resource (a cgroup file such as cpu.idle or memory.min; resctrl_tasks: tasks moved into the resctrl BE group; sched_policy: YARN tasks given SCHED_IDLE or back SCHED_OTHER). Unchanged values are not written again."},
 			[]string{"resource"})}
 	a.resctrlWrite = a.writeResctrlTasks
-	if opts.Registerer != nil {
-		if err := opts.Registerer.Register(a.writes); err != nil {
-			var are prometheus.AlreadyRegisteredError
-			if errors.As(err, &are) {
-				a.writes = are.ExistingCollector.(*prometheus.CounterVec)
-			} else {
-				klog.Warningf("yarn: register koordlet_yarn_qos_writes_total: %v", err)
-			}
-		}
+	if err := promreg.Register(opts.Registerer, &a.writes); err != nil {
+		klog.Warningf("yarn: register koordlet_yarn_qos_writes_total: %v", err)
 	}
 	return a
 }
@@ -225,8 +214,7 @@ func (a *Applier) ReconcileAll() (written int) {
 // work: sched-idle and Group Identity act between siblings, so the root
 // must be BE towards its own siblings) and returns how many files changed.
 // A root that is itself a cgroup the kubelet writes shares to (see
-// KubeletManaged) is left alone. The first call also resets the cpu.idle
-// that earlier versions wrote where the kubelet or the LCE writes shares.
+// KubeletManaged) is left alone.
 func (a *Applier) ApplyRoot() int {
 	if a.opts.Hierarchy == nil || !features.Enabled(features.YARNCPUQoS) {
 		return 0
@@ -238,10 +226,9 @@ func (a *Applier) ApplyRoot() int {
 	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	written := a.resetLegacyIdle(dir)
+	written := 0
 	if KubeletManaged(dir) {
-		if !a.rootSaid {
-			a.rootSaid = true
+		if a.said.First("kubelet-managed-root") {
 			klog.Warningf("yarn: the YARN hierarchy %s is a cgroup the kubelet writes cpu.shares/cpu.weight to; YARN CPU QoS leaves it as it is (cpu.idle=1 there would make the kernel refuse the kubelet's writes)", dir)
 		}
 		return written

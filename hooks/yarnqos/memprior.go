@@ -116,8 +116,7 @@ func (a *Applier) applyMemory(c *store.Container, ups []resourceexecutor.Resourc
 	}
 	if recorded {
 		if err := writePrior(dir, prior); err != nil {
-			if !a.priorSaid {
-				a.priorSaid = true
+			if a.said.First("memory-qos-prior") {
 				klog.Warningf("yarn: Memory QoS cannot record the prior values on %s (xattr %s: %v): YARN containers' Memory QoS is not written on this node, since it could not be withdrawn", dir, MemoryQoSMarker, err)
 			}
 			return 0

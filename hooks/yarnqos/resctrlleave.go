@@ -30,8 +30,7 @@ func (a *Applier) markResctrl(rel string) bool {
 		return true
 	}
 	if err := unix.Setxattr(dir, ResctrlMarker, []byte("1"), 0); err != nil {
-		if !a.resctrlMarkSaid {
-			a.resctrlMarkSaid = true
+		if a.said.First("resctrl-mark") {
 			klog.Warningf("yarn: L3 CAT / MBA for YARN containers skipped: cannot mark %s (xattr %s: %v); without a marker koordlet could not move the tasks back", dir, ResctrlMarker, err)
 		}
 		return false

@@ -6,7 +6,9 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/koordinator-sh/koordinator/apis/extension"
 	"github.com/koordinator-sh/koordinator/pkg/koordlet/statesinformer"
+	koordletutil "github.com/koordinator-sh/koordinator/pkg/koordlet/util"
 
 	"github.com/koordlet-yarn/koordlet-yarn/framework/yarn"
 )
@@ -22,6 +24,30 @@ func (p *Plugin) NodeManagerPod() *corev1.Pod {
 		return nil
 	}
 	return nm.Pod
+}
+
+// NodeManagerPriority is the NodeManager pod's koord priority, which YARN
+// containers rank with by default (koord-batch's lowest before the pod is
+// known).
+func (p *Plugin) NodeManagerPriority() int64 {
+	if p.pods != nil {
+		for _, pm := range p.pods() {
+			if pm != nil && pm.Pod != nil && p.IsNodeManagerPod(pm.Pod) {
+				return int64(*extension.GetPodPriorityValueWithDefault(pm.Pod))
+			}
+		}
+	}
+	return int64(extension.PriorityBatchValueMin)
+}
+
+// NodeManagerPodCgroup is the NodeManager pod's cgroup (relative to the
+// mount root, as koordlet names pod cgroups) and its namespace/name.
+func (p *Plugin) NodeManagerPodCgroup() (dir, pod string, ok bool) {
+	nm := p.NodeManagerPod()
+	if nm == nil {
+		return "", "", false
+	}
+	return koordletutil.GetPodCgroupParentDir(nm), nm.Namespace + "/" + nm.Name, true
 }
 
 // ListNM lists the NodeManager's containers now, at the endpoint the

@@ -22,6 +22,7 @@ import (
 	"github.com/koordlet-yarn/koordlet-yarn/framework/cgroups"
 	"github.com/koordlet-yarn/koordlet-yarn/framework/config"
 	"github.com/koordlet-yarn/koordlet-yarn/framework/features"
+	"github.com/koordlet-yarn/koordlet-yarn/framework/logonce"
 	"github.com/koordlet-yarn/koordlet-yarn/plugins/yarnsuppress"
 )
 
@@ -49,10 +50,6 @@ type Options struct {
 	// are parsed, after Install built the controller).
 	Reader     resourceexecutor.CgroupReader
 	Registerer prometheus.Registerer
-	// Quota is the one writer of the YARN root's quota, through which a
-	// quota an earlier version of the controller wrote is given back (nil:
-	// a writer of its own).
-	Quota *cgroups.RootQuota
 }
 
 // Controller is the framework loop that moves BE suppress's threshold.
@@ -68,10 +65,7 @@ type Controller struct {
 	// quiet counts the quiet intervals in a row (Rule.GrowAfter).
 	quiet int
 	// applying: Threshold moves the NodeSLO's threshold by offset.
-	applying bool
-	// given is the YARN root whose cfs quota an earlier version of the
-	// controller may have left was given back ("" none yet).
-	given     string
+	applying  bool
 	lastUsage uint64
 	lastAt    time.Time
 	// lastLS and lastLSAt are the LS pods' cpuacct usage at the last step
@@ -93,7 +87,8 @@ type Controller struct {
 	read, prevRead *reading
 	// last is the last step's decision (Last).
 	last Decision
-	said map[string]bool
+	// said holds the conditions already logged (Forget when one ends).
+	said logonce.Set
 	// now is the clock (tests).
 	now func() time.Time
 	// stopped: Stop ran; the threshold is the NodeSLO's from then on.
@@ -106,10 +101,7 @@ func New(opts Options) (*Controller, error) {
 	if err != nil {
 		return nil, err
 	}
-	if opts.Quota == nil {
-		opts.Quota = cgroups.NewRootQuota()
-	}
-	return &Controller{opts: opts, metrics: m, said: map[string]bool{}, now: time.Now}, nil
+	return &Controller{opts: opts, metrics: m, now: time.Now}, nil
 }
 
 // Name names the loop.
@@ -164,38 +156,8 @@ func (c *Controller) Offset() float64 {
 	return c.offset
 }
 
-// RestoreDisabled gives the YARN root its own quota back when koordlet runs
-// with the gate off after a version of the controller that wrote it (the
-// controller now moves BE suppress's threshold and writes no quota), unless
-// BE suppress divides its budget onto the root: the division owns the quota
-// then, and the record of the root's own.
-func (c *Controller) RestoreDisabled() int {
-	h := c.opts.Hierarchy()
-	if h == "" || c.divided(h) {
-		return 0
-	}
-	if c.restore(h) {
-		klog.Infof("yarn: the cfs quota of the YARN hierarchy %s is back to its value before the interference controller", h)
-		return 1
-	}
-	return 0
-}
-
-// divided: BE suppress divides its budget onto the YARN root's quota.
-func (c *Controller) divided(h string) bool {
-	return cgroups.OutsideBestEffort(h) && yarnsuppress.Runs()
-}
-
-// quota is the YARN root's writer.
-func (c *Controller) quota() *cgroups.RootQuota {
-	return c.opts.Quota
-}
-
 func (c *Controller) sayOnce(key, format string, args ...any) {
-	if !c.said[key] {
-		c.said[key] = true
-		klog.Warningf(format, args...)
-	}
+	c.said.Do(key, func() { klog.Warningf(format, args...) })
 }
 
 // Target is the target in force: the NodeSLO's, else the flag's.
@@ -277,27 +239,19 @@ func (c *Controller) Step() {
 	if h == "" {
 		return
 	}
-	if c.given != h && !c.divided(h) {
-		// A quota an earlier version of the controller left on the root
-		// (its record) is YARN's again: the budget is BE suppress's now.
-		if c.restore(h) {
-			klog.Infof("yarn: interference control: the YARN hierarchy %s has its own cfs quota back (the controller now moves BE suppress's threshold)", h)
-		}
-		c.given = h
-	}
 	if !yarnsuppress.Runs() {
 		c.sayOnce("nosuppress", "yarn: interference control does nothing: it moves the threshold of BE suppress's formula, which runs YARN-aware with %s and koordlet's %s, and one is off", features.YARNBECPUSuppress, koordfeatures.BECPUSuppress)
 		c.stand("BE suppress does not run YARN-aware")
 		return
 	}
-	delete(c.said, "nosuppress")
+	c.said.Forget("nosuppress")
 	base, ok := c.base()
 	if !ok {
 		c.sayOnce("nobase", "yarn: interference control does nothing: the NodeSLO has no resourceUsedThresholdWithBE with enable and cpuSuppressThresholdPercent (BE suppress is off)")
 		c.stand("no BE suppress threshold")
 		return
 	}
-	delete(c.said, "nobase")
+	c.said.Forget("nobase")
 	capacity := c.capacity()
 	budget := c.budget(h, capacity)
 	usage := c.usage(h, capacity)
@@ -318,7 +272,7 @@ func (c *Controller) Step() {
 		c.metrics.observeWait(r.Target, wait)
 		d.CPUWaitSeconds, d.CPUWaitTargetSeconds = wait.Seconds(), r.Target.Seconds()
 		if n, act := r.Next(st, float64(base), budget, usage, wait, ok); act != Release {
-			delete(c.said, "nosignal")
+			c.said.Forget("nosignal")
 			props = append(props, Proposal{Signal: SignalCPUWait, State: n, Action: act})
 		} else {
 			c.sayOnce("nosignal", "yarn: interference control: no LS CPU wait signal; BE suppress's threshold is the NodeSLO's %d%% until there is one", base)
@@ -470,13 +424,4 @@ func (c *Controller) usage(h string, capacity int64) float64 {
 		return -1
 	}
 	return float64(u-prev) / float64(now.Sub(at)) * 1000 / float64(capacity) * 100
-}
-
-// restore gives dir its own quota back through the one writer.
-func (c *Controller) restore(dir string) bool {
-	restored, _, err := c.quota().Restore(dir)
-	if err != nil {
-		klog.Warningf("yarn: interference control: %v", err)
-	}
-	return restored
 }

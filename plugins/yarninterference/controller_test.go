@@ -20,7 +20,6 @@ import (
 
 	"github.com/koordlet-yarn/koordlet-yarn/collectors/lsslo"
 	"github.com/koordlet-yarn/koordlet-yarn/collectors/lswait"
-	"github.com/koordlet-yarn/koordlet-yarn/framework/cgroups"
 	"github.com/koordlet-yarn/koordlet-yarn/framework/config"
 	"github.com/koordlet-yarn/koordlet-yarn/framework/features"
 	"github.com/koordlet-yarn/koordlet-yarn/framework/features/featurestest"
@@ -86,7 +85,7 @@ func newFakeNode(t *testing.T, yarnQuota string) *fakeNode {
 		Node:    func() *corev1.Node { return node },
 		NodeSLO: func() *slov1alpha1.NodeSLO { return n.slo },
 		Config:  &config.Interference{Interval: time.Second, Target: time.Millisecond, MinPercent: 5, StepPercent: 2},
-		Reader:  resourceexecutor.NewCgroupReader(), Quota: cgroups.NewRootQuota()})
+		Reader:  resourceexecutor.NewCgroupReader()})
 	require.NoError(t, err)
 	c.now = func() time.Time { return n.clock }
 	n.clock = time.Unix(1e9, 0)
@@ -225,55 +224,24 @@ func TestControllerStandsDown(t *testing.T) {
 	assert.Equal(t, int64(80), n.threshold(), "the gate off")
 }
 
-// TestControllerGivesBackAnOldRootQuota: a koordlet of the version that
-// wrote the YARN root's quota left one (its record: YARN's own 3 CPUs);
-// the controller now moves BE suppress's threshold and gives the root its
-// own quota back at its first step; a later koordlet with the gate off
-// finds nothing to give back.
-func TestControllerGivesBackAnOldRootQuota(t *testing.T) {
-	n := newFakeNode(t, "300000")
-	require.NoError(t, cgroups.NewRootQuota().Set(yarnRoot, 120000))
-	require.Equal(t, "120000", n.rootQuota(t))
-	n.wait(100 * time.Microsecond)
-	n.step(t)
-	assert.Equal(t, "300000", n.rootQuota(t), "YARN's own quota back")
-	assert.Zero(t, n.c.RestoreDisabled(), "nothing left to give back")
-
-	// A koordlet killed before its first step, the next one with the gate off.
-	require.NoError(t, cgroups.NewRootQuota().Set(yarnRoot, 120000))
-	featurestest.Set(t, map[string]bool{string(features.YARNInterferenceControl): false})
-	later, err := New(Options{Hierarchy: func() string { return yarnRoot }, Config: n.c.opts.Config, Quota: cgroups.NewRootQuota()})
-	require.NoError(t, err)
-	assert.Equal(t, 1, later.RestoreDisabled())
-	assert.Equal(t, "300000", n.rootQuota(t))
-	assert.Equal(t, 0, later.RestoreDisabled(), "once")
-}
-
-// TestControllerGivesBackWithoutKoordletsSuppress (issue 55, item 4): the
-// YARN root outside besteffort with a quota koordlet left (its record:
-// YARN's own 3 CPUs), YARNBECPUSuppress on but koordlet's BECPUSuppress
-// off: upstream never runs the cpuSuppress slot, nothing divides the
-// budget, so the root's quota is YARN's again, and there is no formula
-// whose threshold the controller could move. The code before took the
-// YARN gate alone for the division and left the cap.
-func TestControllerGivesBackWithoutKoordletsSuppress(t *testing.T) {
+// TestControllerStandsWithoutKoordletsSuppress (issue 55, item 4): the
+// YARN root outside besteffort, YARNBECPUSuppress on but koordlet's
+// BECPUSuppress off: upstream never runs the cpuSuppress slot, so there is
+// no formula whose threshold the controller could move (the root's quota
+// is given back by yarnsuppress.Restorer).
+func TestControllerStandsWithoutKoordletsSuppress(t *testing.T) {
 	const outside = "hadoop-yarn"
 	n := newFakeNode(t, "-1")
 	for file, v := range map[system.Resource]string{system.CPUCFSQuota: "300000", system.CPUCFSPeriod: "100000", system.CPUAcctUsage: "0"} {
 		n.helper.WriteCgroupFileContents(outside, file, v)
 	}
-	require.NoError(t, cgroups.NewRootQuota().Set(outside, 120000))
 	featurestest.Set(t, map[string]bool{string(koordfeatures.BECPUSuppress): false})
 	c, err := New(Options{Hierarchy: func() string { return outside }, Signal: n.c.opts.Signal, Node: n.c.opts.Node, NodeSLO: n.c.opts.NodeSLO,
-		Config: n.c.opts.Config, Reader: resourceexecutor.NewCgroupReader(), Quota: cgroups.NewRootQuota()})
+		Config: n.c.opts.Config, Reader: resourceexecutor.NewCgroupReader()})
 	require.NoError(t, err)
-	assert.Equal(t, 1, c.RestoreDisabled(), "given back at a start")
-	assert.Equal(t, "300000", n.helper.ReadCgroupFileContents(outside, system.CPUCFSQuota))
-
-	require.NoError(t, cgroups.NewRootQuota().Set(outside, 120000))
 	n.wait(5 * time.Millisecond)
 	c.Step()
-	assert.Equal(t, "300000", n.helper.ReadCgroupFileContents(outside, system.CPUCFSQuota), "and at the first step")
+	assert.Equal(t, "300000", n.helper.ReadCgroupFileContents(outside, system.CPUCFSQuota), "the controller writes no quota")
 	assert.Equal(t, int64(80), c.Threshold(80), "no formula to move: the NodeSLO's threshold")
 }
 

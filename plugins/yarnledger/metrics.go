@@ -1,11 +1,11 @@
 package yarnledger
 
 import (
-	"errors"
-
 	"github.com/prometheus/client_golang/prometheus"
 
 	koordmetrics "github.com/koordinator-sh/koordinator/pkg/koordlet/metrics"
+
+	"github.com/koordlet-yarn/koordlet-yarn/framework/promreg"
 )
 
 // Resource label values of the batch series.
@@ -44,27 +44,16 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 			Help: "updateNodeResource calls to the ResourceManager, by result (ok, error; drift: a read-back found the RM holding another resource than was pushed, then pushed again; preempt: a capacity below YARN's allocation pushed with the over-commit timeout; preempt_released, preempt_late: YARN's allocation fitted its capacity again before or after that timeout and its grace)."}, []string{"node", "result"}),
 	}
 	for _, g := range []**prometheus.GaugeVec{&m.Origin, &m.KubernetesRequested, &m.YARNAllocated, &m.YARNCapacity, &m.OverCommit, &m.Age} {
-		if err := register(reg, g); err != nil {
+		if err := promreg.Register(reg, g); err != nil {
 			return nil, err
 		}
 	}
 	for _, c := range []**prometheus.CounterVec{&m.Patches, &m.RMUpdates} {
-		if err := register(reg, c); err != nil {
+		if err := promreg.Register(reg, c); err != nil {
 			return nil, err
 		}
 	}
 	return m, nil
-}
-
-func register[T prometheus.Collector](reg prometheus.Registerer, c *T) error {
-	if err := reg.Register(*c); err != nil {
-		var are prometheus.AlreadyRegisteredError
-		if !errors.As(err, &are) {
-			return err
-		}
-		*c = are.ExistingCollector.(T)
-	}
-	return nil
 }
 
 // observe sets the gauges from v.

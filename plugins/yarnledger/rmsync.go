@@ -464,3 +464,9 @@ func rmErrorKind(err error) string {
 	}
 	return "other"
 }
+
+// AsksRelease reports whether a release can be asked of the RM: the push
+// runs (Enabled) and YARNRMPreemption is on.
+func (r *RMSync) AsksRelease() bool {
+	return r.Enabled() && features.Enabled(features.YARNRMPreemption)
+}

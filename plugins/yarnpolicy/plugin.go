@@ -8,6 +8,7 @@ package yarnpolicy
 
 import (
 	"context"
+	"errors"
 	"slices"
 	"time"
 
@@ -19,6 +20,7 @@ import (
 	"github.com/koordlet-yarn/koordlet-yarn/framework/appmeta"
 	"github.com/koordlet-yarn/koordlet-yarn/framework/features"
 	"github.com/koordlet-yarn/koordlet-yarn/framework/policy"
+	"github.com/koordlet-yarn/koordlet-yarn/framework/promreg"
 	"github.com/koordlet-yarn/koordlet-yarn/framework/store"
 	"github.com/koordlet-yarn/koordlet-yarn/framework/yarn"
 )
@@ -69,14 +71,8 @@ func New(opts Options) (*Plugin, error) {
 			Name: "yarn_container_effective_priority", Help: "The koord priority a YARN container ranks with for eviction, with its queue (from the ResourceManager), the YARN QoS policy rule and tier that gave it."},
 			[]string{"node", "container_id", "application_id", "queue", "rule", "tier"}),
 	}
-	if opts.Registerer != nil {
-		for _, c := range []prometheus.Collector{p.reloads, p.prio} {
-			if err := opts.Registerer.Register(c); err != nil {
-				if _, ok := err.(prometheus.AlreadyRegisteredError); !ok {
-					return nil, err
-				}
-			}
-		}
+	if err := errors.Join(promreg.Register(opts.Registerer, &p.reloads), promreg.Register(opts.Registerer, &p.prio)); err != nil {
+		return nil, err
 	}
 	return p, nil
 }

@@ -149,11 +149,11 @@ func newBindNode(t *testing.T, c bindCase) *bindNode {
 		metriccache.PodCPUUsageMetric:     {string(be.Pod.UID): c.beUsage},
 		metriccache.HostAppCPUUsageMetric: {yarnusage.AggregateName: c.yarnUsage},
 	})
-	deps := Deps{Hierarchy: func() string { return outside }}
+	deps := Deps{Hierarchy: func() string { return outside }, Quota: cgroups.NewRootQuota()}
 	if !c.noStore {
 		deps.Store = yarnStore(c.yarnVCores)
 	}
-	strategy := NewFactory(deps)(&qmframework.Options{Config: qmframework.NewDefaultConfig(), StatesInformer: si, MetricCache: mc,
+	strategy := mustFactory(t, deps)(&qmframework.Options{Config: qmframework.NewDefaultConfig(), StatesInformer: si, MetricCache: mc,
 		CgroupReader: resourceexecutor.NewCgroupReader(), MetricAdvisorConfig: &ma.Config{CollectResUsedInterval: time.Second}})
 	s, ok := strategy.(*Strategy)
 	require.True(t, ok)

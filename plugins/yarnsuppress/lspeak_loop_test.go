@@ -27,6 +27,7 @@ import (
 	"github.com/koordinator-sh/koordinator/pkg/koordlet/util/system"
 
 	"github.com/koordlet-yarn/koordlet-yarn/collectors/yarnusage"
+	"github.com/koordlet-yarn/koordlet-yarn/framework/cgroups"
 	"github.com/koordlet-yarn/koordlet-yarn/framework/features"
 )
 
@@ -114,7 +115,7 @@ func TestLSPeakOffIsUpstream(t *testing.T) {
 		n.usage(t, 0.5)
 		var strategy qmframework.QOSStrategy
 		if ours {
-			strategy = NewFactory(Deps{Hierarchy: func() string { return hierarchy }})(n.options())
+			strategy = mustFactory(t, Deps{Hierarchy: func() string { return hierarchy }, Quota: cgroups.NewRootQuota()})(n.options())
 			_, isOurs := strategy.(*Strategy)
 			require.True(t, isOurs)
 		} else {
@@ -142,7 +143,7 @@ func TestLSPeakHoldsTheBudget(t *testing.T) {
 	reg := prometheus.NewPedanticRegistry()
 	m, err := NewLSPeakMetrics(reg)
 	require.NoError(t, err)
-	strategy := NewFactory(Deps{Hierarchy: func() string { return hierarchy }, LSPeakWindow: 30 * time.Second, LSPeakMetrics: m})(n.options())
+	strategy := mustFactory(t, Deps{Hierarchy: func() string { return hierarchy }, Quota: cgroups.NewRootQuota(), LSPeakWindow: 30 * time.Second, LSPeakMetrics: m})(n.options())
 	s, ok := strategy.(*Strategy)
 	require.True(t, ok)
 	var clock atomic.Int64

@@ -1,6 +1,9 @@
 package yarnsuppress
 
 import (
+	"errors"
+	"fmt"
+
 	"k8s.io/klog/v2"
 
 	koordfeatures "github.com/koordinator-sh/koordinator/pkg/features"
@@ -12,35 +15,31 @@ import (
 // The YARN hierarchy root's quota is written only through the framework's
 // one writer (cgroups.RootQuota): it records the root's own quota (YARN's,
 // e.g. from yarn.nodemanager.resource.percentage-physical-cpu-limit, or -1)
-// before koordlet's first write, in cgroups.PriorQuotaXattr (the record an
-// earlier interference controller, which wrote the root's quota, shared). When the division ends (upstream's
-// suppress off, the hierarchy below besteffort again, the gate off, even
-// after a koordlet restart) that quota goes back and the record goes.
+// before koordlet's first write, in cgroups.PriorQuotaXattr. When the
+// division ends (upstream's suppress off, the hierarchy below besteffort
+// again, the gate off, even after a koordlet restart) that quota goes back and the record goes.
 
 // Runs reports whether koordlet runs the YARN-aware BE suppress, which
 // divides the BE budget onto the YARN root and so owns its cfs quota:
 // YARNBECPUSuppress on (this strategy in koordlet's cpuSuppress slot) and
 // koordlet's own BECPUSuppress on (upstream runs the slot's strategy only
 // then). Otherwise the root's quota is YARN's: a value koordlet left there
-// is given back (Restorer, the interference controller) and /yarn/restore
+// is given back (Restorer) and /yarn/restore
 // counts it.
 func Runs() bool {
 	return features.Enabled(features.YARNBECPUSuppress) && features.Enabled(koordfeatures.BECPUSuppress)
 }
 
-// rootQuota is the writer in use: the one given, or (a restorer built
-// without one) a fresh one, which restores from the record alone.
-func rootQuota(q *cgroups.RootQuota) *cgroups.RootQuota {
-	if q != nil {
-		return q
-	}
-	return cgroups.NewRootQuota()
-}
+// ErrNoQuotaWriter is a BE suppress or Restorer built without koordlet's
+// one writer of the YARN root's quota. A writer of its own would remember
+// its own writes only, so a record taken by one could come from koordlet's
+// value written by the other.
+var ErrNoQuotaWriter = errors.New("no writer of the YARN root's cfs quota given (the one cgroups.RootQuota is required)")
 
 // restoreRoot gives rel its own quota back (nothing when koordlet never
 // wrote it); why names the occasion in the log line.
 func restoreRoot(q *cgroups.RootQuota, rel, why string) bool {
-	restored, quota, err := rootQuota(q).Restore(rel)
+	restored, quota, err := q.Restore(rel)
 	if err != nil {
 		klog.Warningf("yarn: %s: restore the own cfs quota of the YARN hierarchy %s: %v", why, rel, err)
 		return false
@@ -57,10 +56,20 @@ func restoreRoot(q *cgroups.RootQuota, rel, why string) bool {
 // budget (a framework loop that is never enabled; see the framework's
 // Restorer).
 type Restorer struct {
-	// Hierarchy returns the YARN hierarchy dir ("" when unknown).
-	Hierarchy func() string
-	// Quota is the root's writer, shared with suppress (nil: a fresh one, which restores from the record alone).
-	Quota *cgroups.RootQuota
+	// hierarchy returns the YARN hierarchy dir ("" when unknown).
+	hierarchy func() string
+	// quota is the root's writer, shared with suppress.
+	quota *cgroups.RootQuota
+}
+
+// NewRestorer returns the restorer of the YARN root hierarchy() names,
+// writing through quota, the one writer BE suppress shares (required:
+// ErrNoQuotaWriter).
+func NewRestorer(hierarchy func() string, quota *cgroups.RootQuota) (*Restorer, error) {
+	if quota == nil {
+		return nil, fmt.Errorf("BE suppress restorer: %w", ErrNoQuotaWriter)
+	}
+	return &Restorer{hierarchy: hierarchy, quota: quota}, nil
 }
 
 // Name names the loop.
@@ -76,10 +85,10 @@ func (r *Restorer) Run(<-chan struct{}) {}
 // interference controller moves suppress's threshold and writes no quota:
 // nothing else owns the root's).
 func (r *Restorer) RestoreDisabled() int {
-	if Runs() || r.Hierarchy == nil {
+	if Runs() || r.hierarchy == nil {
 		return 0
 	}
-	h := r.Hierarchy()
+	h := r.hierarchy()
 	if h == "" {
 		return 0
 	}
@@ -87,7 +96,7 @@ func (r *Restorer) RestoreDisabled() int {
 	if features.Enabled(features.YARNBECPUSuppress) {
 		why = "koordlet's " + string(koordfeatures.BECPUSuppress) + " is off (BE suppress does not run)"
 	}
-	if restoreRoot(r.Quota, h, why) {
+	if restoreRoot(r.quota, h, why) {
 		return 1
 	}
 	return 0

@@ -46,7 +46,7 @@ func TestYARNRootQuotaRestored(t *testing.T) {
 	_, ya = n.quotas(t)
 	require.NotEqual(t, int64(300000), ya)
 	require.NoError(t, koordfeatures.DefaultMutableKoordletFeatureGate.SetFromMap(map[string]bool{string(features.YARNBECPUSuppress): false}))
-	r := &Restorer{Hierarchy: func() string { return outside }}
+	r := mustRestorer(t, func() string { return outside })
 	assert.Equal(t, 1, r.RestoreDisabled())
 	_, ya = n.quotas(t)
 	assert.Equal(t, int64(300000), ya, "restored from the record after a restart")
@@ -70,7 +70,7 @@ func TestYARNRootQuotaRestoredV2(t *testing.T) {
 			dir := filepath.Dir(system.GetCgroupFilePath(outside, system.CPUCFSQuotaV2))
 			require.NoError(t, unix.Setxattr(dir, "trusted.koordlet-yarn.prior-cfs-quota", []byte(tc.prior), 0))
 			require.NoError(t, koordfeatures.DefaultMutableKoordletFeatureGate.SetFromMap(map[string]bool{string(features.YARNBECPUSuppress): false}))
-			r := &Restorer{Hierarchy: func() string { return outside }}
+			r := mustRestorer(t, func() string { return outside })
 			assert.Equal(t, 1, r.RestoreDisabled())
 			assert.Equal(t, tc.wantMax, strings.Fields(helper.ReadCgroupFileContents(outside, system.CPUCFSQuotaV2))[0], "cpu.max back to YARN's own")
 			_, err := os.Stat(filepath.Join(dir, system.CPUCFSQuotaName))
@@ -106,7 +106,7 @@ func TestRestorerFollowsTheStrategy(t *testing.T) {
 			require.NoError(t, unix.Setxattr(dir, "trusted.koordlet-yarn.prior-cfs-quota", []byte("300000"), 0))
 			featurestest.Set(t, map[string]bool{string(features.YARNBECPUSuppress): tc.yarn, string(koordfeatures.BECPUSuppress): tc.koordlet})
 			assert.Equal(t, tc.yarn && tc.koordlet, Runs())
-			r := &Restorer{Hierarchy: func() string { return outside }}
+			r := mustRestorer(t, func() string { return outside })
 			assert.Equal(t, tc.restored, r.RestoreDisabled())
 			want := "120000"
 			if tc.restored == 1 {

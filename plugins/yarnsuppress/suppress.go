@@ -13,6 +13,7 @@ package yarnsuppress
 
 import (
 	"errors"
+	"fmt"
 	"math"
 	"path/filepath"
 	"slices"
@@ -40,6 +41,7 @@ import (
 	"github.com/koordlet-yarn/koordlet-yarn/framework/cgroups"
 	"github.com/koordlet-yarn/koordlet-yarn/framework/config"
 	"github.com/koordlet-yarn/koordlet-yarn/framework/features"
+	"github.com/koordlet-yarn/koordlet-yarn/framework/logonce"
 	"github.com/koordlet-yarn/koordlet-yarn/framework/store"
 	"github.com/koordlet-yarn/koordlet-yarn/framework/yarn"
 )
@@ -51,7 +53,9 @@ type Deps struct {
 	// Store gives the YARN containers' CPU requests, the weights of the
 	// budget's division. Without it the weights are equal.
 	Store *store.Store
-	// Quota writes the YARN root's quota: koordlet's one writer, shared with the restorer and the interference controller (nil: a writer of its own).
+	// Quota writes the YARN root's quota: koordlet's one writer, shared
+	// with the Restorer (required: a writer of its own would take
+	// koordlet's own write for the root's value).
 	Quota *cgroups.RootQuota
 	// Threshold is the cpuSuppressThresholdPercent upstream's formula
 	// computes with when the NodeSLO's is base: the interference
@@ -66,10 +70,11 @@ type Deps struct {
 
 // NewFactory returns the factory for koordlet's "cpuSuppress" slot: when
 // YARNBECPUSuppress is on, upstream's strategy on the YARN-aware view plus
-// the YARN hierarchy binding; upstream's strategy otherwise.
-func NewFactory(deps Deps) qmframework.QOSStrategyFactory {
+// the YARN hierarchy binding; upstream's strategy otherwise. deps.Quota
+// is required (ErrNoQuotaWriter).
+func NewFactory(deps Deps) (qmframework.QOSStrategyFactory, error) {
 	if deps.Quota == nil {
-		deps.Quota = cgroups.NewRootQuota()
+		return nil, fmt.Errorf("BE suppress: %w", ErrNoQuotaWriter)
 	}
 	return func(opts *qmframework.Options) qmframework.QOSStrategy {
 		if !features.Enabled(features.YARNBECPUSuppress) {
@@ -89,7 +94,7 @@ func NewFactory(deps Deps) qmframework.QOSStrategyFactory {
 		}
 		s.inner = cpusuppress.New(&view)
 		return s
-	}
+	}, nil
 }
 
 func (d Deps) lsPeakWindow() time.Duration {
@@ -214,7 +219,8 @@ type Strategy struct {
 	interval time.Duration
 	executor resourceexecutor.ResourceUpdateExecutor
 	reader   resourceexecutor.CgroupReader // the real one
-	once     sync.Once
+	// said holds the conditions already logged.
+	said logonce.Set
 	// peak is the metric cache upstream's strategy reads (YARNSuppressLSPeak).
 	peak *lsPeakCache
 
@@ -276,7 +282,7 @@ func (s *Strategy) BindYARN() {
 		s.applied = division{}
 		return
 	}
-	s.once.Do(func() {
+	s.said.Do("outside-besteffort", func() {
 		klog.Infof("yarn: the YARN hierarchy %s is outside the besteffort cgroup; the BE cfs quota budget is divided between the besteffort cgroup and it", h)
 	})
 	budget := cur
@@ -352,7 +358,7 @@ func (s *Strategy) BindYARN() {
 // writeRoot sets the YARN root's cfs quota through the framework's one
 // writer of it, which records the root's own quota first.
 func (s *Strategy) writeRoot(dir string, quota int64) bool {
-	if err := rootQuota(s.deps.Quota).Set(dir, quota); err != nil {
+	if err := s.deps.Quota.Set(dir, quota); err != nil {
 		if errors.Is(err, cgroups.ErrNoRootDir) {
 			// No NodeManager has made it yet: tried again next round.
 			klog.V(4).Infof("yarn: %v", err)

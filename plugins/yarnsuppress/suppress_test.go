@@ -146,7 +146,7 @@ func TestSuppressCountsYARNAsBE(t *testing.T) {
 		require.NoError(t, app.Append(samples))
 		require.NoError(t, app.Commit())
 
-		strategy := NewFactory(Deps{Hierarchy: func() string { return hierarchy }, Threshold: tc.threshold})(&qmframework.Options{
+		strategy := mustFactory(t, Deps{Hierarchy: func() string { return hierarchy }, Quota: cgroups.NewRootQuota(), Threshold: tc.threshold})(&qmframework.Options{
 			Config: qmframework.NewDefaultConfig(), StatesInformer: si, MetricCache: mc, CgroupReader: resourceexecutor.NewCgroupReader(),
 			MetricAdvisorConfig: &ma.Config{CollectResUsedInterval: time.Second}})
 		_, isOurs := strategy.(*Strategy)
@@ -258,7 +258,7 @@ func TestSuppressOutsideBestEffortWithCoveringHostApp(t *testing.T) {
 		metriccache.PodCPUUsageMetric:     {"ls-uid": 0.5, string(be.Pod.UID): 0},
 		metriccache.HostAppCPUUsageMetric: {"hadoop-yarn": 2, yarnusage.AggregateName: 2},
 	})
-	strategy := NewFactory(Deps{Hierarchy: func() string { return outside }, Store: yarnStore(3)})(&qmframework.Options{
+	strategy := mustFactory(t, Deps{Hierarchy: func() string { return outside }, Quota: cgroups.NewRootQuota(), Store: yarnStore(3)})(&qmframework.Options{
 		Config: qmframework.NewDefaultConfig(), StatesInformer: si, MetricCache: mc, CgroupReader: resourceexecutor.NewCgroupReader(),
 		MetricAdvisorConfig: &ma.Config{CollectResUsedInterval: time.Minute}}) // samples stay recent for the whole test
 	require.True(t, strategy.Enabled())

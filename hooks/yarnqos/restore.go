@@ -14,59 +14,13 @@ import (
 	"github.com/koordlet-yarn/koordlet-yarn/framework/store"
 )
 
-// resetLegacyIdle, once, sets back to 0 the cpu.idle that earlier versions
-// of the applier wrote where it breaks another owner's writes: on the
-// besteffort QoS cgroup and the levels between it and the YARN root (the
-// kubelet writes their cpu.shares) and on the YARN containers' own cgroups
-// (the LinuxContainerExecutor writes cpu.shares there at launch). YARN and
-// the kubelet never write cpu.idle, so a 1 there is koordlet's. On a kernel
-// with core scheduling koordlet's own coresched hook may make the
-// besteffort QoS cgroup idle by design: that cgroup is left to it. It
-// returns how many files changed. The caller holds a.mu.
-func (a *Applier) resetLegacyIdle(root string) int {
-	if a.legacyDone {
-		return 0
-	}
-	a.legacyDone = true
-	dirs := qosAncestors(root)
-	if ok, _ := system.IsCoreSchedSupported(); ok && len(dirs) > 0 {
-		dirs = dirs[:len(dirs)-1] // the besteffort QoS cgroup is the coresched hook's
-	}
-	rootAbs := cpuDir(root)
-	if rootAbs != "" {
-		entries, _ := os.ReadDir(rootAbs)
-		for _, e := range entries {
-			if e.IsDir() && strings.HasPrefix(e.Name(), "container_") {
-				dirs = append(dirs, filepath.Join(root, e.Name()))
-			}
-		}
-	}
-	n := 0
-	for _, dir := range dirs {
-		path := filepath.Join(cpuDir(dir), system.CPUIdleName)
-		b, err := os.ReadFile(path)
-		if err != nil || strings.TrimSpace(string(b)) != "1" {
-			continue
-		}
-		if err := os.WriteFile(path, []byte("0"), 0); err != nil {
-			klog.Warningf("yarn: reset cpu.idle of %s (made idle by an earlier koordlet-yarn): %v", dir, err)
-			continue
-		}
-		n++
-		a.wrote(system.CPUIdleName, 1)
-		klog.Infof("yarn: reset cpu.idle of %s to 0: an earlier koordlet-yarn made it idle, which makes the kernel refuse the cpu.shares/cpu.weight that the kubelet or YARN writes there", dir)
-	}
-	return n
-}
-
 // RestoreDisabled undoes, once, what the QoS gates that are off wrote when
 // they were on (koordlet restarted without them): with YARNMemoryQoS off,
 // the prior Memory QoS values recorded on each container (MemoryQoSMarker);
 // with YARNCPUQoS off, cpu.idle of the YARN
 // root back to 0 (unless the root is a kubelet-managed cgroup, never
 // written), the tasks of every container cgroup marked SchedIdleMarker back
-// to SCHED_OTHER, and the cpu.idle of earlier versions (resetLegacyIdle).
-// It returns how many values changed. The framework calls it for disabled
+// to SCHED_OTHER. It returns how many values changed. The framework calls it for disabled
 // loops once the hierarchy is known.
 func (a *Applier) RestoreDisabled() int {
 	if a.opts.Hierarchy == nil {
@@ -95,7 +49,6 @@ func (a *Applier) RestoreDisabled() int {
 	if features.Enabled(features.YARNCPUQoS) {
 		return n
 	}
-	n += a.resetLegacyIdle(root)
 	rootAbs := cpuDir(root)
 	if rootAbs == "" {
 		return n
