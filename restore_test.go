@@ -77,6 +77,7 @@ func TestRestoreStatus(t *testing.T) {
 		mqos    = "container_e17_1700000000000_0042_01_000003"
 		adopted = "container_e17_1700000000000_0042_01_000004"
 		memcg   = "container_e17_1700000000000_0042_01_000005"
+		stray   = "container_e17_1700000000000_0042_01_000006"
 	)
 	// cpu-qos: the root made idle, one container's tasks SCHED_IDLE.
 	// cpu.idle's resource checks kubepods support: written by hand.
@@ -84,6 +85,10 @@ func TestRestoreStatus(t *testing.T) {
 	helper.WriteCgroupFileContents(h+"/"+idle, system.CPUTasks, "")
 	require.NoError(t, os.WriteFile(filepath.Join(cpuRoot, idle, system.CPUIdleName), []byte("0"), 0o644))
 	require.NoError(t, unix.Setxattr(filepath.Join(cpuRoot, idle), yarnqos.SchedIdleMarker, []byte("1"), 0))
+	// Not koordlet-yarn's (it writes cpu.idle on the YARN root only): an
+	// unmarked container cgroup's cpu.idle=1 is not pending.
+	helper.WriteCgroupFileContents(h+"/"+stray, system.CPUTasks, "")
+	require.NoError(t, os.WriteFile(filepath.Join(cpuRoot, stray, system.CPUIdleName), []byte("1"), 0o644))
 	// memory-qos: one container's prior values recorded.
 	require.NoError(t, os.Mkdir(filepath.Join(memRoot, mqos), 0o755))
 	require.NoError(t, unix.Setxattr(filepath.Join(memRoot, mqos), yarnqos.MemoryQoSMarker, []byte(`{"memory.low":"0"}`), 0))

@@ -16,8 +16,10 @@ import (
 
 // PendingCPUQoS counts what YARNCPUQoS made that is still there: container
 // cgroups marked SchedIdleMarker (their tasks not all given SCHED_OTHER
-// back), container cgroups and the YARN root (unless kubelet-managed) with
-// cpu.idle=1 (YARN and the kubelet never write cpu.idle).
+// back) and the YARN root (unless kubelet-managed) with cpu.idle=1, the one
+// cpu.idle koordlet-yarn writes (YARN and the kubelet never write it). A
+// container cgroup's cpu.idle is not koordlet-yarn's: no restore would
+// ever clear it, so it is not counted.
 func (a *Applier) PendingCPUQoS() int {
 	root, ok := a.root()
 	if !ok {
@@ -33,7 +35,7 @@ func (a *Applier) PendingCPUQoS() int {
 	}
 	for _, name := range childDirs(rootAbs) {
 		dir := filepath.Join(rootAbs, name)
-		if marked(dir) || idle(dir) {
+		if marked(dir) {
 			n++
 		}
 	}
