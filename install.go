@@ -275,8 +275,8 @@ func (fw *Framework) killOrphan(name string) error {
 // lists (the store drops it at the next resync once the NM removes it).
 const evictedKeep = 2 * time.Minute
 
-// recoverKills finishes the kills a koordlet that died mid-kill left (and
-// thaws the freezer cgroups of earlier versions), once the store is filled.
+// recoverKills finishes the kills a koordlet that died mid-kill left, once
+// the store is filled.
 func (fw *Framework) recoverKills() {
 	if k := fw.killer(); k != nil {
 		k.Recover(fw.Store.Snapshot(), time.Now().Add(kill.MaxRecoverTime))

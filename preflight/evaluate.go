@@ -198,7 +198,7 @@ func evalKill(f Facts, add addFunc) {
 	case f.CgroupV2:
 		add("freezer", OK, "not needed: evictions use SIGKILL passes (no cgroup.kill: kernel before 5.14)", "")
 	case f.Freezer:
-		add("freezer", OK, "mounted, not needed: evictions use SIGKILL passes; it is used only to thaw cgroups earlier versions froze", "")
+		add("freezer", OK, "mounted, not needed: evictions use SIGKILL passes", "")
 	default:
 		add("freezer", OK, "not mounted, not needed: evictions use SIGKILL passes", "")
 	}
