@@ -17,11 +17,11 @@ import (
 // RestoreDisabled undoes, once, what the QoS gates that are off wrote when
 // they were on (koordlet restarted without them): with YARNMemoryQoS off,
 // the prior Memory QoS values recorded on each container (MemoryQoSMarker);
-// with YARNCPUQoS off, cpu.idle of the YARN
-// root back to 0 (unless the root is a kubelet-managed cgroup, never
-// written), the tasks of every container cgroup marked SchedIdleMarker back
-// to SCHED_OTHER. It returns how many values changed. The framework calls it for disabled
-// loops once the hierarchy is known.
+// with YARNCPUQoS off, cpu.idle of the YARN root back to 0 (unless the root
+// is a kubelet-managed cgroup, never written) and the tasks of every
+// container cgroup marked SchedIdleMarker back to SCHED_OTHER. It returns
+// how many values changed. The framework calls it for disabled loops once
+// the hierarchy is known.
 func (a *Applier) RestoreDisabled() int {
 	if a.opts.Hierarchy == nil {
 		return 0
