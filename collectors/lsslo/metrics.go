@@ -2,6 +2,7 @@ package lsslo
 
 import (
 	"errors"
+
 	"github.com/prometheus/client_golang/prometheus"
 
 	koordmetrics "github.com/koordinator-sh/koordinator/pkg/koordlet/metrics"

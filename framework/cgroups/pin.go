@@ -2,6 +2,7 @@ package cgroups
 
 import (
 	"errors"
+	"fmt"
 
 	"github.com/prometheus/procfs"
 	"golang.org/x/sys/unix"
@@ -89,11 +90,25 @@ func (p *Pinned) Signal(sig unix.Signal) error {
 	if !p.ByPidfd() {
 		return unix.ENOSYS
 	}
-	flags := 0
-	if p.thread {
-		flags = pidfdSignalThreadGroup
+	if !p.thread {
+		return unix.PidfdSendSignal(p.fd, sig, nil, 0)
 	}
-	return unix.PidfdSendSignal(p.fd, sig, nil, flags)
+	err := unix.PidfdSendSignal(p.fd, sig, nil, pidfdSignalThreadGroup)
+	if !errors.Is(err, unix.EINVAL) {
+		return err
+	}
+	// A kernel with PIDFD_THREAD but without the thread-group flag (a
+	// partial backport): a process pidfd, opened by number while the
+	// thread pidfd proves the number still names the pinned task.
+	fd, oerr := pidfdOpen(p.ID, 0)
+	if oerr != nil {
+		return fmt.Errorf("signal task %d: thread-group signal refused (%v), no process pidfd: %w", p.ID, err, oerr)
+	}
+	defer unix.Close(fd)
+	if !p.Alive() {
+		return unix.ESRCH
+	}
+	return unix.PidfdSendSignal(fd, sig, nil, 0)
 }
 
 // Alive reports whether the pinned task still runs (or is a zombie not yet

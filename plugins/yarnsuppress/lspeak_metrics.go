@@ -1,7 +1,6 @@
 package yarnsuppress
 
 import (
-	"errors"
 	"github.com/prometheus/client_golang/prometheus"
 
 	koordmetrics "github.com/koordinator-sh/koordinator/pkg/koordlet/metrics"
@@ -21,9 +20,7 @@ func NewLSPeakMetrics(reg prometheus.Registerer) (*LSPeakMetrics, error) {
 		Name: "yarn_suppress_ls_usage_cores",
 		Help: "LS (non-BE) pods' CPU usage in BE suppress's last round, in cores: source=last the last samples' sum (upstream's LS term), source=peak the sum of the pods' peaks over --yarn-suppress-ls-peak-window (the term the formula used). Set while YARNSuppressLSPeak is on."},
 		[]string{"source"})}
-	if err := errors.Join(
-		promreg.Register(reg, &m.usage),
-	); err != nil {
+	if err := promreg.Register(reg, &m.usage); err != nil {
 		return nil, err
 	}
 	return m, nil

@@ -20,6 +20,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/koordlet-yarn/koordlet-yarn/framework/cgroups"
+	"github.com/koordlet-yarn/koordlet-yarn/framework/logonce"
 	"github.com/koordlet-yarn/koordlet-yarn/framework/store"
 )
 
@@ -56,6 +57,8 @@ type Killer struct {
 	Hook func(Step)
 	// Reason is recorded in the journal by Kill (KillFor takes its own).
 	Reason string
+	// said keeps a signal failure to one line per Killer (one kill).
+	said logonce.Set
 }
 
 // Step is a point in a kill.
@@ -287,10 +290,22 @@ func (k *Killer) signal(pid int, ctrl cgroups.Controller, dir string, sig unix.S
 		return false // exited
 	}
 	defer p.Release()
-	if !p.ByPidfd() || !k.H.Contains(pid, ctrl, dir) {
+	if !p.ByPidfd() {
+		if k.said.First("no-pidfd") {
+			klog.Warningf("yarn: kill in %s: no pidfd for process %d (kernel before Linux 5.3, or pidfd_open refused): a process no pidfd holds is never signalled", dir, pid)
+		}
 		return false
 	}
-	return p.Signal(sig) == nil
+	if !k.H.Contains(pid, ctrl, dir) {
+		return false
+	}
+	if err := p.Signal(sig); err != nil {
+		if !errors.Is(err, unix.ESRCH) && k.said.First("signal") {
+			klog.Warningf("yarn: kill in %s: signal %v to process %d: %v", dir, sig, pid, err)
+		}
+		return false
+	}
+	return true
 }
 
 // pfExiting is the kernel's PF_EXITING task flag (/proc/<pid>/stat field 9).
