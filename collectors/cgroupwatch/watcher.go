@@ -167,7 +167,8 @@ func (w *Watcher) Enabled() bool { return true }
 
 // Active returns the source running now ("" before Run decided): after a
 // failure it is the source that replaced the failed one, polling when
-// none could.
+// none could. A source is active once its roots are watched, not when it
+// is opened: an event it reports is then for a root it knows.
 func (w *Watcher) Active() Source {
 	w.mu.Lock()
 	defer w.mu.Unlock()

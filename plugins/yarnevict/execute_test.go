@@ -48,6 +48,8 @@ type executeEnv struct {
 	rec     *record.FakeRecorder
 	metrics *Metrics
 	pods    []*statesinformer.PodMeta
+	// planned is told what the first plan covers (nil: not watched).
+	planned func(covered int64)
 }
 
 func newExecuteEnv(t *testing.T, hier string) *executeEnv {
@@ -70,7 +72,7 @@ func newExecuteEnv(t *testing.T, hier string) *executeEnv {
 
 func (e *executeEnv) run(ranked []Victim, need int64) ([]Victim, int64, bool) {
 	return execute(e.deps, nil, e.rec, e.pods, &corev1.Node{}, ranked, need, MemoryUsage,
-		order{reason: kill.ReasonBEMemoryEvict, held: e.held, podMessage: func(*Victim) string { return "" }}, nil)
+		order{reason: kill.ReasonBEMemoryEvict, held: e.held, podMessage: func(*Victim) string { return "" }}, e.planned)
 }
 
 func (e *executeEnv) events() []string {
@@ -99,9 +101,15 @@ func TestRealKernelExecuteFailsOverToNextVictim(t *testing.T) {
 	am := realContainer(t, hier, "container_e17_1700000000000_0042_01_000001", true)
 	am.IsAM = true
 	e := newExecuteEnv(t, hier)
+	var plans []int64
+	e.planned = func(covered int64) {
+		assert.Empty(t, e.rec.Events, "the decision is told before any eviction")
+		plans = append(plans, covered)
+	}
 
 	ranked := []Victim{ContainerVictim(empty, 0, 300<<20, 0), ContainerVictim(live, 0, 100<<20, 0), ContainerVictim(am, 0, 900<<20, 0)}
 	done, released, attempted := e.run(ranked, 200<<20)
+	assert.Equal(t, []int64{300 << 20}, plans, "the first plan, once: the failed-over round is not a second decision")
 	assert.True(t, attempted)
 	require.Len(t, done, 1)
 	assert.Equal(t, live.Name, done[0].Name())

@@ -16,7 +16,8 @@ import (
 
 // Window is how far back a victim's memory growth is measured, from the
 // usage collector's samples in koordlet's metric cache, and how far back
-// the relief's ResourceManager rung reads node memory's growth.
+// the relief's ResourceManager rung reads node memory's growth. One window
+// on purpose: the rung asks the RM for what the plan would project.
 const Window = 10 * time.Second
 
 // FromSamples returns how much usage grew over a window from samples
