@@ -152,6 +152,10 @@ func TestRealKernelAdoptedLargeContainer(t *testing.T) {
 	restarted.Collect(at)
 	got, ok = lastValue(t, mc, metriccache.ContainerMemUsageMetric, metriccache.MetricPropertiesFunc.Container(id), at.Add(-time.Millisecond), at.Add(time.Minute))
 	require.True(t, ok)
-	t.Logf("after a restart: reported %.1f MiB", got/(1<<20))
+	acc2, _ := restarted.LastMemoryAccounting()
+	podDir, _, _ := a.nmPodCgroup()
+	podStat, podErr := cgroups.NewUsageReader(kerneltest.CgroupRoot, false).MemoryStat(podDir)
+	t.Logf("after a restart: reported %.1f MiB; the pod's cgroup charged %.1f MiB (%v); status %+v",
+		got/(1<<20), float64(podStat.Usage())/(1<<20), podErr, acc2)
 	assert.GreaterOrEqual(t, got, float64(adoptedMiB<<20)*0.97, "after a restart too (the pod's cgroup still holds what it left)")
 }
