@@ -257,6 +257,7 @@ func (a *Adopter) run(stopCh <-chan struct{}) {
 		case <-a.nmReady():
 			a.retryPending()
 		case name := <-a.removals:
+			a.said.Forget(leafKey(name)) // the said set stays bounded by the containers present
 			a.mu.Lock()
 			a.removeIfDone(h, name)
 			a.publish()

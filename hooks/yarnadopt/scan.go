@@ -198,7 +198,7 @@ func (a *Adopter) adopt(h cgroups.Hierarchy, pids []int, fromExec bool, ktime ui
 			dirs, err = ensureLeaf(h, name, a.sayV2)
 		}
 		if err != nil {
-			a.said.Do("leaf:"+name, func() { klog.Warningf("yarn: no cgroup for YARN container %s: %v", name, err) })
+			a.said.Do(leafKey(name), func() { klog.Warningf("yarn: no cgroup for YARN container %s: %v", name, err) })
 			a.lastErr = err.Error()
 			continue
 		}
@@ -390,3 +390,7 @@ func (a *Adopter) listed(id string) (user string, ok, asked bool) {
 	}
 	return a.nm.lookup(id)
 }
+
+// leafKey is the said key of a container whose cgroup could not be made:
+// said once while the container is present, forgotten at its removal.
+func leafKey(name string) string { return "leaf:" + name }
