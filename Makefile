@@ -392,11 +392,17 @@ measure-jobs: deps deps-yarn e2e-tools build
 # windows of 5 s and 30 controller steps of 1 s), the references, upstream's
 # best and the SLO configuration (the recommended one), 3 repeats (about
 # 3.5 hours; JOBS_SLO_CONFIGS to add rows).
+# The stream carries a backlog (JOBS_SLO_BACKLOG executors of CPU-bound
+# work from the day's start to its end, Heracles' premise): without one, the
+# stream's few jobs are all the batch work there is, every configuration
+# runs all of it, and utilisation cannot tell a controller that lets batch
+# run from one that does not.
 JOBS_SLO_DAY ?= 12m
 JOBS_SLO_CONFIGS ?= ls-alone,batch-alone,upstream,slo
+JOBS_SLO_BACKLOG ?= 2
 .PHONY: measure-jobs-slo
 measure-jobs-slo: deps deps-yarn e2e-tools build
-	$(GO) run ./test/measure/jobs -repeats $(JOBS_REPEATS) -day $(JOBS_SLO_DAY) -configs $(JOBS_SLO_CONFIGS) $(JOBS_ARGS)
+	$(GO) run ./test/measure/jobs -repeats $(JOBS_REPEATS) -day $(JOBS_SLO_DAY) -configs $(JOBS_SLO_CONFIGS) -backlog $(JOBS_SLO_BACKLOG) $(JOBS_ARGS)
 
 .PHONY: measure-colocation
 measure-colocation: deps

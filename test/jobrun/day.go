@@ -206,6 +206,7 @@ func (r *Runner) Day(ctx context.Context, c jobs.Config, name string) (jobs.Outc
 			res.LSCPUSeconds/secs, res.BatchCPUSeconds/secs, res.KoordletCPUSeconds/secs, res.LoadgenCPUSeconds/secs, capacity)
 	}
 	tl.SLO = slo.stop()
+	backlog := r.endBacklog(ctx, c, peer.RMWeb, held)
 	day := r.Phases[len(r.Phases)-1].Start + r.Phases[len(r.Phases)-1].Duration
 	out.Utilisation /= day.Seconds()
 	out.Koordlet = time.Duration(koordletCPU * float64(time.Second))
@@ -235,15 +236,17 @@ func (r *Runner) Day(ctx context.Context, c jobs.Config, name string) (jobs.Outc
 	if err := watch.err(); err != nil {
 		return out, tl, err
 	}
-	err = r.count(c, box, began, results, drained, watch, &out, &tl)
+	err = r.count(c, box, began, results, drained, backlog, watch, &out, &tl)
 	return out, tl, err
 }
 
 // count adds the day's ends to out and tl: the jobs' results, the NodeManager
 // pod's evictions, the launches the container-executor saw and koordlet's
 // evictions. With drained (the drain ended before the jobs), a job whose
-// wait the drain cut is unfinished, not failed.
-func (r *Runner) count(c jobs.Config, box *nodebox.Box, began time.Time, results <-chan jobResult, drained bool, watch *nmWatch, out *jobs.Outcome, tl *Timeline) error {
+// wait the drain cut is unfinished, not failed; a backlog job the day's end
+// killed (backlog) ended as it should, with no job time (its task
+// attempts that failed before still count).
+func (r *Runner) count(c jobs.Config, box *nodebox.Box, began time.Time, results <-chan jobResult, drained bool, backlog map[string]bool, watch *nmWatch, out *jobs.Outcome, tl *Timeline) error {
 	out.WithNMPod = watch.containers
 	for _, at := range watch.times {
 		tl.Marks = append(tl.Marks, Mark{At: at, Kind: "NM pod evicted"})
@@ -254,6 +257,8 @@ func (r *Runner) count(c jobs.Config, box *nodebox.Box, began time.Time, results
 		// The RM's final status says the job's end; an error reading its
 		// event log afterwards is logged, not a failure of the job.
 		switch {
+		case backlog[res.job.Name] && res.res.FinalStatus == "KILLED":
+			fmt.Fprintf(r.Log, "%s: the backlog %s ended with the day\n", c, res.job.Name)
 		case drained && res.res.FinalStatus == "" && errors.Is(res.err, context.Canceled):
 			out.Unfinished++
 			fmt.Fprintf(r.Log, "%s: job %s unfinished after the drain: %v\n", c, res.job.Name, res.err)
@@ -269,6 +274,9 @@ func (r *Runner) count(c jobs.Config, box *nodebox.Box, began time.Time, results
 		}
 		if ev := res.res.Events; ev != nil {
 			for _, f := range ev.Failures {
+				if backlog[res.job.Name] && f.Reason == "TaskKilled" {
+					continue // the driver's kill of its running tasks at the day's end
+				}
 				if f.ExitCausedByApp == nil || *f.ExitCausedByApp {
 					out.FailedAttempts++
 				}

@@ -39,7 +39,7 @@ func (r *Runner) submitHeld(ctx context.Context, peer *yarnpeer.Peer) map[string
 	began := time.Now()
 	held := map[string]heldJob{}
 	for _, j := range r.Stream {
-		mode := map[jobs.Kind]string{jobs.Short: yarnpeer.SparkBurn, jobs.Heavy: yarnpeer.SparkGrow, jobs.Long: yarnpeer.SparkHold}[j.Kind]
+		mode := map[jobs.Kind]string{jobs.Short: yarnpeer.SparkBurn, jobs.Heavy: yarnpeer.SparkGrow, jobs.Long: yarnpeer.SparkHold, jobs.Backlog: yarnpeer.SparkBurn}[j.Kind]
 		run, err := peer.RunSparkJob(yarnpeer.SparkJob{Name: j.Name, User: "spark", Queue: heldQueue, Mode: mode, Partitions: j.Tasks,
 			HoldMB: j.HoldMB, Seconds: int(j.TaskTime.Seconds()), Executors: j.Executors,
 			ExecutorMB: max(512, j.HoldMB+448), // Spark needs ≥ 450 MB; the rest is the held heap's headroom
@@ -90,10 +90,24 @@ func arrive(ctx context.Context, peer *yarnpeer.Peer, j jobs.Job, h heldJob) job
 // moveApp moves app to queue (PUT /ws/v1/cluster/apps/{app}/queue, as its
 // owner).
 func moveApp(ctx context.Context, rmWeb, app, queue string) error {
+	return putApp(ctx, rmWeb, app, "queue", `{"queue":"`+queue+`"}`)
+}
+
+// killApp kills app (PUT /ws/v1/cluster/apps/{app}/state, as its owner):
+// the backlog's end with the day.
+func killApp(ctx context.Context, rmWeb, app string) error {
+	return putApp(ctx, rmWeb, app, "state", `{"state":"KILLED"}`)
+}
+
+// putApp writes body to the application's resource what (the RM's REST,
+// as the user spark who owns every job of the stream); 200 and, for a
+// state change, 202 (the RM accepted it and ends the application) are
+// success.
+func putApp(ctx context.Context, rmWeb, app, what, body string) error {
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodPut, "http://"+rmWeb+"/ws/v1/cluster/apps/"+app+"/queue?user.name=spark",
-		strings.NewReader(`{"queue":"`+queue+`"}`))
+	req, err := http.NewRequestWithContext(ctx, http.MethodPut, "http://"+rmWeb+"/ws/v1/cluster/apps/"+app+"/"+what+"?user.name=spark",
+		strings.NewReader(body))
 	if err != nil {
 		return err
 	}
@@ -101,14 +115,33 @@ func moveApp(ctx context.Context, rmWeb, app, queue string) error {
 	req.Header.Set("Accept", "application/json")
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
-		return fmt.Errorf("move %s to the %s queue: %w", app, queue, err)
+		return fmt.Errorf("%s of %s to %s: %w", what, app, body, err)
 	}
 	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
+	if resp.StatusCode != http.StatusOK && resp.StatusCode != http.StatusAccepted {
 		b, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
-		return fmt.Errorf("move %s to the %s queue: %s: %s", app, queue, resp.Status, b)
+		return fmt.Errorf("%s of %s to %s: %s: %s", what, app, body, resp.Status, b)
 	}
 	return nil
+}
+
+// endBacklog kills the backlog's applications at the day's end (they hold
+// more work than the day by design) and returns the names of those it
+// ended; one it could not end is left to the drain, and said.
+func (r *Runner) endBacklog(ctx context.Context, c jobs.Config, rmWeb string, held map[string]heldJob) map[string]bool {
+	ended := map[string]bool{}
+	for _, j := range r.Stream {
+		h, ok := held[j.Name]
+		if j.Kind != jobs.Backlog || !ok || h.run == nil || h.err != nil {
+			continue
+		}
+		if err := killApp(ctx, rmWeb, h.app); err != nil {
+			fmt.Fprintf(r.Log, "%s: the backlog %s was not ended with the day: %v\n", c, j.Name, err)
+			continue
+		}
+		ended[j.Name] = true
+	}
+	return ended
 }
 
 // appReport is the RM's report of an application.

@@ -2,6 +2,7 @@ package jobs
 
 import (
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"sort"
 	"time"
@@ -19,6 +20,13 @@ const (
 	Heavy
 	// Long is a job whose tasks span the LS peak.
 	Long
+	// Backlog is batch work always waiting (Heracles' premise: best-effort
+	// tasks are always available, so that utilisation measures what the
+	// node lets batch run, not how much work the stream happened to
+	// bring): a job of CPU-bound tasks submitted at the day's start with
+	// more tasks than the day can run, ended by the runner at the day's
+	// end.
+	Backlog
 )
 
 func (k Kind) String() string {
@@ -29,6 +37,8 @@ func (k Kind) String() string {
 		return "heavy"
 	case Long:
 		return "long"
+	case Backlog:
+		return "backlog"
 	}
 	return fmt.Sprintf("kind %d", int(k))
 }
@@ -52,7 +62,8 @@ type Job struct {
 // Mix sets the stream: Short and Heavy jobs arrive as Poisson processes of
 // PerHour jobs each hour of the day (the day's hours, not the wall
 // clock's), Heavy a HeavyShare of them; one Long job is submitted
-// LongLead phases before the peak and lasts LongPhases phases. Shapes are
+// LongLead phases before the peak and lasts LongPhases phases; with
+// Backlog.Executors > 0, one Backlog job starts with the day. Shapes are
 // the jobs' sizes.
 type Mix struct {
 	PerHour    float64
@@ -62,7 +73,11 @@ type Mix struct {
 	Short      Shape
 	Heavy      Shape
 	Long       Shape
-	Seed       uint64
+	// Backlog is the backlog job's size (Executors 0: none). Its Tasks are
+	// computed: twice what its executors, one task at a time each, would
+	// run in the day unthrottled, so that it never runs out of work.
+	Backlog Shape
+	Seed    uint64
 }
 
 // Shape is a job's size: executors, tasks, a task's time as a fraction of
@@ -80,10 +95,11 @@ type Shape struct {
 // quarter of them heavy; an AM and one executor each.
 func DefaultMix() Mix {
 	return Mix{PerHour: 0.4, HeavyShare: 0.25, LongLead: 3, LongPhases: 6,
-		Short: Shape{Executors: 1, Tasks: 2, TaskPhases: 0.5, HoldMB: 64},
-		Heavy: Shape{Executors: 1, Tasks: 2, TaskPhases: 1, HoldMB: 512},
-		Long:  Shape{Executors: 1, Tasks: 1, TaskPhases: 6, HoldMB: 128},
-		Seed:  1}
+		Short:   Shape{Executors: 1, Tasks: 2, TaskPhases: 0.5, HoldMB: 64},
+		Heavy:   Shape{Executors: 1, Tasks: 2, TaskPhases: 1, HoldMB: 512},
+		Long:    Shape{Executors: 1, Tasks: 1, TaskPhases: 6, HoldMB: 128},
+		Backlog: Shape{Executors: 0, TaskPhases: 1, HoldMB: 64},
+		Seed:    1}
 }
 
 // Stream returns the day's jobs in submission order. The same Mix and
@@ -94,6 +110,9 @@ func (m Mix) Stream(phases []Phase) ([]Job, error) {
 	}
 	if m.PerHour < 0 || m.HeavyShare < 0 || m.HeavyShare > 1 {
 		return nil, fmt.Errorf("a mix needs jobs per hour ≥ 0 and a heavy share in [0, 1] (got %.2f and %.2f)", m.PerHour, m.HeavyShare)
+	}
+	if m.Backlog.Executors < 0 || m.Backlog.Executors > 0 && m.Backlog.TaskPhases <= 0 {
+		return nil, fmt.Errorf("a backlog needs executors ≥ 0 and a task of more than 0 phases (got %d and %.2f)", m.Backlog.Executors, m.Backlog.TaskPhases)
 	}
 	each := phases[0].Duration
 	day := phases[len(phases)-1].Start + each
@@ -125,6 +144,10 @@ func (m Mix) Stream(phases []Phase) ([]Job, error) {
 		long := m.Long
 		long.TaskPhases = float64(m.LongPhases)
 		add(Long, phases[start].Start, long)
+	}
+	if b := m.Backlog; b.Executors > 0 {
+		b.Tasks = int(math.Ceil(2 * float64(b.Executors*len(phases)) / b.TaskPhases))
+		add(Backlog, 0, b)
 	}
 	sort.SliceStable(out, func(i, j int) bool { return out[i].At < out[j].At })
 	return out, nil

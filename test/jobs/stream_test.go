@@ -64,6 +64,29 @@ func TestStreamScalesWithTheDay(t *testing.T) {
 	}
 }
 
+func TestStreamBacklog(t *testing.T) {
+	phases, err := DefaultDay().Trace()
+	require.NoError(t, err)
+	none, err := DefaultMix().Stream(phases)
+	require.NoError(t, err)
+	m := DefaultMix()
+	m.Backlog.Executors = 2
+	with, err := m.Stream(phases)
+	require.NoError(t, err)
+	require.Len(t, with, len(none)+1, "the backlog adds one job and leaves the stream as it was")
+	b := with[0]
+	assert.Equal(t, Backlog, b.Kind, "it starts with the day")
+	assert.Equal(t, time.Duration(0), b.At)
+	assert.Equal(t, "backlog-01", b.Name)
+	assert.Equal(t, 2, b.Executors)
+	assert.Equal(t, phases[0].Duration.Round(time.Second), b.TaskTime)
+	// Two executors, one task at a time each, a phase a task: the day
+	// runs 48 of its tasks unthrottled; it has twice that.
+	assert.Equal(t, 96, b.Tasks)
+	assert.Greater(t, time.Duration(b.Tasks/b.Executors)*b.TaskTime, 2*(phases[len(phases)-1].Start), "more work than the day")
+	assert.Equal(t, none, with[1:])
+}
+
 func TestStreamRejects(t *testing.T) {
 	_, err := DefaultMix().Stream(nil)
 	assert.ErrorContains(t, err, "a day of phases")
@@ -73,4 +96,8 @@ func TestStreamRejects(t *testing.T) {
 	m.HeavyShare = 2
 	_, err = m.Stream(phases)
 	assert.ErrorContains(t, err, "heavy share")
+	m = DefaultMix()
+	m.Backlog = Shape{Executors: 1}
+	_, err = m.Stream(phases)
+	assert.ErrorContains(t, err, "backlog")
 }

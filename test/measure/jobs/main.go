@@ -47,6 +47,7 @@ func main() {
 	flag.Float64Var(&mix.PerHour, "jobs-per-hour", mix.PerHour, "short and heavy jobs an hour of the day (Poisson)")
 	flag.Float64Var(&mix.HeavyShare, "heavy-share", mix.HeavyShare, "share of the jobs that are memory-heavy")
 	flag.IntVar(&mix.LongPhases, "long-phases", mix.LongPhases, "phases of the long job that spans the peak (0: none)")
+	flag.IntVar(&mix.Backlog.Executors, "backlog", mix.Backlog.Executors, "executors of the backlog job: CPU-bound work always waiting, from the day's start to its end (Heracles' premise, so that utilisation measures what the node lets batch run; 0: none)")
 	budget := flag.Int64("memory-budget", 4096, "MiB of node memory above what is in use once everything is up: the BE memory evict threshold is set there (a smaller node's memory on this 24 GiB host)")
 	overcommit := flag.Int64("memory-overcommit", 2, "points of node memory koord-manager's memoryReclaimThresholdPercent is above the BE memory evict threshold: the batch allocatable over-reports that much, as a prediction does when the LS peak comes")
 	lsMemory := flag.Int("ls-memory", 4096, "MiB the LS pod holds beside its service at 100% load (each phase its level's share: the peak takes memory back)")
