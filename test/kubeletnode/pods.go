@@ -173,9 +173,10 @@ func Launch(spec nmemu.Spec) (string, error) {
 }
 
 // KoordletGet GETs a path of koordlet's HTTP server (host network: the
-// chart's -addr=:9316).
+// chart's -addr=:9316). The timeout is wide: koordlet's /metrics in a TCG
+// guest on a loaded host, under memory pressure, has taken over 10 s.
 func KoordletGet(path string) ([]byte, error) {
-	c := http.Client{Timeout: 10 * time.Second}
+	c := http.Client{Timeout: 45 * time.Second}
 	resp, err := c.Get(KoordletMetric + path)
 	if err != nil {
 		return nil, err
