@@ -218,12 +218,25 @@ func (r *UsageReader) MemoryStat(dir string) (system.MemoryStatRaw, error) {
 // PageFaults returns the page faults of the cgroup's tasks so far,
 // hierarchical: memory.stat's total_pgfault on v1, pgfault on v2.
 func (r *UsageReader) PageFaults(dir string) (int64, error) {
+	return r.memoryStatField(dir, "total_pgfault", "pgfault")
+}
+
+// MajorFaults returns the major page faults of the cgroup's tasks so far
+// (pages read back from a file or swap), hierarchical: memory.stat's
+// total_pgmajfault on v1, pgmajfault on v2.
+func (r *UsageReader) MajorFaults(dir string) (int64, error) {
+	return r.memoryStatField(dir, "total_pgmajfault", "pgmajfault")
+}
+
+// memoryStatField is one counter of the cgroup's memory.stat: key v1 on
+// cgroup v1, v2 on v2.
+func (r *UsageReader) memoryStatField(dir, v1, v2 string) (int64, error) {
 	if err := r.read("memory", dir, "memory.stat"); err != nil {
 		return 0, err
 	}
-	key := "total_pgfault"
+	key := v1
 	if r.v2 {
-		key = "pgfault"
+		key = v2
 	}
 	v, ok := field(r.buf, key)
 	if !ok {

@@ -58,6 +58,8 @@ type PhaseResult struct {
 	// Windows are the p99s of the phase's whole SLOWindow windows
 	// (client side, WindowQuantiles; NoRequests for an empty one).
 	Windows []time.Duration
+	// Stalls are what LS and the node waited for over the phase.
+	Stalls Stalls
 }
 
 // Phase loads the service at rate for d and returns what it measured over
@@ -90,6 +92,7 @@ func (l *LS) Phase(ctx context.Context, rate int, d time.Duration) (PhaseResult,
 	res.NodeUtilisation = Utilisation(from.cpu, to.cpu)
 	res.BatchCPUSeconds, res.LSCPUSeconds, res.KoordletCPUSeconds = to.batch-from.batch, to.ls-from.ls, to.koordlet-from.koordlet
 	res.LoadgenCPUSeconds = to.loadgen - from.loadgen
+	res.Stalls = to.stalls.Sub(from.stalls)
 	return res, nil
 }
 

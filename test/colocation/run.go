@@ -409,6 +409,7 @@ type counters struct {
 	// memory.high events (high -1: cgroup v1).
 	faults, high int64
 	knobs        string
+	stalls       Stalls
 }
 
 func (h *harness) sample() (counters, error) {
@@ -427,6 +428,13 @@ func (h *harness) sample() (counters, error) {
 		return c, err
 	}
 	if c.faults, c.high, err = h.fs.memoryCounts(h.yarnAcct); err != nil {
+		return c, err
+	}
+	pid := 0
+	if h.server != nil {
+		pid = h.server.cmd.Process.Pid
+	}
+	if c.stalls, err = readStalls(h.fs, pid, h.lsAcct); err != nil {
 		return c, err
 	}
 	c.koordlet, err = processCPUSeconds(h.box.KoordletPID())

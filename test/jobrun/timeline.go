@@ -38,6 +38,8 @@ type Point struct {
 	// Violations counts the phase's SLO windows over the declared target
 	// (none counted without one).
 	Violations colocation.Violations
+	// Stalls are what LS and the node waited for over the phase.
+	Stalls colocation.Stalls
 }
 
 // Mark is an eviction: a container koordlet killed, the NodeManager pod
