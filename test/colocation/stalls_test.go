@@ -13,8 +13,8 @@ import (
 
 func TestParseVMStat(t *testing.T) {
 	tests := []struct {
-		name                        string
-		in                          string
+		name                       string
+		in                         string
 		stalls, scan, refaultsWant int64
 	}{
 		{"per-zone allocstall, pgscan_direct, file refaults (5.9 and later)",
