@@ -35,10 +35,13 @@ func (s *Set) Do(key string, f func()) {
 }
 
 // Forget lets key be said again (the condition ended; its return is news).
-func (s *Set) Forget(key string) {
+// It reports whether key was held (the condition had been said).
+func (s *Set) Forget(key string) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	_, ok := s.seen[key]
 	delete(s.seen, key)
+	return ok
 }
 
 // Len is how many keys are held.

@@ -17,7 +17,9 @@ func TestSet(t *testing.T) {
 	s.Do("c", func() { calls++ })
 	s.Do("c", func() { calls++ })
 	assert.Equal(t, 1, calls)
-	s.Forget("a")
+	assert.True(t, s.Forget("a"), "a was held")
+	assert.False(t, s.Forget("a"), "forgotten already")
+	assert.False(t, s.Forget("never"), "never said")
 	assert.True(t, s.First("a"), "forgotten: said again")
 	assert.Equal(t, 3, s.Len())
 }

@@ -87,6 +87,9 @@ type Controller struct {
 	read, prevRead *reading
 	// last is the last step's decision (Last).
 	last Decision
+	// unmetSince is when the declared SLO was first seen violated with
+	// the budget at the floor, in the episode that runs (zero: none).
+	unmetSince time.Time
 	// said holds the conditions already logged (Forget when one ends).
 	said logonce.Set
 	// now is the clock (tests).
@@ -298,6 +301,7 @@ func (c *Controller) Step() {
 		}
 		props = append(props, c.sloProposal(st, float64(base), budget, usage, in, slo.Quiet > 0))
 	}
+	c.unmetAtFloor(&d, sloRule(c.opts.Config).UnmetAtFloor(budget, SLOInput{Known: slo.Worst.Pod != "", Slack: slo.Worst.Slack}), slo.Worst)
 	d.Proposals = props
 	win, ok := decide(props)
 	if !ok {

@@ -1,6 +1,7 @@
 package yarninterference
 
 import (
+	"math"
 	"testing"
 	"time"
 
@@ -338,4 +339,52 @@ func TestSLOCutIgnoresAReadNotYetWritten(t *testing.T) {
 	n.clock = n.clock.Add(100 * time.Millisecond)
 	n.c.Step()
 	assert.InDelta(t, floor, n.c.Offset(), 1e-9, "not below the floor")
+}
+
+// TestSLOUnmetAtFloor: a violation that outlasts the cut (the budget at the
+// floor for the pod's whole latency window) is reported once: the gauge
+// and the decision carry how long; the budget stays at the floor; the SLO
+// met again ends the episode and the gauge falls to 0.
+func TestSLOUnmetAtFloor(t *testing.T) {
+	n := newSLONode(t, false)
+	n.violate(t)
+	window := 3 * time.Second
+	n.decl.Worst.Window = window
+	n.decl.Pods[0].Window = window
+	var seconds []float64
+	for i := 0; i < 6; i++ {
+		n.step(t)
+		assert.Equal(t, int64(55), n.threshold(), "held at the floor")
+		seconds = append(seconds, testutil.ToFloat64(n.c.metrics.unmet))
+	}
+	// violate's last step cut; the budget is at the floor from the next
+	// step on (0 s), reported once that has lasted the window (3 s).
+	assert.Equal(t, []float64{0, 0, 0, 3, 4, 5}, seconds)
+	assert.Equal(t, 5.0, n.c.Last().UnmetAtFloorSeconds)
+
+	n.known(0.5)
+	n.step(t)
+	assert.Zero(t, testutil.ToFloat64(n.c.metrics.unmet), "met again: the episode ended")
+	assert.Zero(t, n.c.Last().UnmetAtFloorSeconds)
+	assert.True(t, n.c.said.First("unmet"), "the episode's warning forgotten: the next one is said again")
+}
+
+func TestSLORuleUnmetAtFloor(t *testing.T) {
+	r := NewSLORule(2, 5, 3)
+	for _, tt := range []struct {
+		name   string
+		budget float64
+		in     SLOInput
+		want   bool
+	}{
+		{"violated at the floor", 5, SLOInput{Known: true, Slack: -0.1}, true},
+		{"violated below the floor (rounding)", 4.9, SLOInput{Known: true, Slack: -0.1}, true},
+		{"violated above the floor: a cut can still help", 5.5, SLOInput{Known: true, Slack: -0.1}, false},
+		{"met at the floor", 5, SLOInput{Known: true, Slack: 0}, false},
+		{"unknown", 5, SLOInput{Slack: -0.1}, false},
+		{"NaN slack", 5, SLOInput{Known: true, Slack: math.NaN()}, false},
+		{"budget unlimited or unknown", -1, SLOInput{Known: true, Slack: -0.1}, false},
+	} {
+		assert.Equal(t, tt.want, r.UnmetAtFloor(tt.budget, tt.in), tt.name)
+	}
 }

@@ -33,6 +33,9 @@ type Decision struct {
 	TargetSeconds  float64  `json:"targetSeconds,omitempty"`
 	Slack          *float64 `json:"slack,omitempty"`
 	LSLoad         float64  `json:"lsLoad"`
+	// UnmetAtFloorSeconds is how long the declared SLO has been violated
+	// with the budget at the floor, once that lasted the pod's window.
+	UnmetAtFloorSeconds float64 `json:"unmetAtFloorSeconds,omitempty"`
 	// Proposals are every signal's proposal, the winner among them.
 	Proposals []Proposal `json:"proposals,omitempty"`
 }

@@ -20,6 +20,9 @@ type metrics struct {
 	// signal and its action.
 	dominant, slack *prometheus.GaugeVec
 	signalActions   *prometheus.CounterVec
+	// unmet is how long the declared SLO has been violated with the BE
+	// budget at its floor (0: not, or not yet for a whole window).
+	unmet prometheus.Gauge
 }
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
@@ -41,6 +44,8 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Help: "Slack (target − latency) ÷ target of the declared LS pod with the least of it that the controller's last step used; no series when the step used none."}, nil),
 		signalActions: prometheus.NewCounterVec(prometheus.CounterOpts{Subsystem: sub, Name: "yarn_interference_signal_actions_total",
 			Help: "Steps of the interference controller by the signal that decided them and its action."}, []string{"signal", "action"}),
+		unmet: prometheus.NewGauge(prometheus.GaugeOpts{Subsystem: sub, Name: "yarn_interference_slo_unmet_at_floor_seconds",
+			Help: "How long the declared LS SLO has been violated with the BE budget at its floor (--yarn-interference-min-cpu-percent), once that has lasted the pod's whole latency window; 0 otherwise. Batch's CPU is then not what the service waits for, or the SLO is tighter than it holds alone."}),
 	}
 	if err := errors.Join(
 		promreg.Register(reg, &m.budget),
@@ -51,6 +56,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		promreg.Register(reg, &m.dominant),
 		promreg.Register(reg, &m.slack),
 		promreg.Register(reg, &m.signalActions),
+		promreg.Register(reg, &m.unmet),
 	); err != nil {
 		return nil, err
 	}

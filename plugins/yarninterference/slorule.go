@@ -103,3 +103,13 @@ func (r SLORule) Next(s State, base, budget, usage float64, in SLOInput) (State,
 	}
 	return grow(clamp, s, budget, usage, r.Step, r.GrowAfter)
 }
+
+// UnmetAtFloor reports a violated SLO that the rule can do nothing more
+// for: the budget in force is already at the floor. Batch's CPU is then
+// not what the service waits for (memory, I/O, its own load), or the SLO is
+// tighter than the service holds alone; the controller says so rather than
+// cutting on (it cannot) or giving the budget back (the SLO is still
+// violated).
+func (r SLORule) UnmetAtFloor(budget float64, in SLOInput) bool {
+	return in.Known && !math.IsNaN(in.Slack) && in.Slack < 0 && budget >= 0 && budget-r.Floor <= 0
+}
