@@ -229,6 +229,7 @@ func (c *Controller) Stop() {
 	}
 	c.stopped, c.applying = true, false
 	c.metrics.threshold.Set(0)
+	c.unmetAtFloor(nil, false, lsslo.PodSLO{})
 }
 
 // Step runs one interval of the controller.
@@ -341,6 +342,7 @@ func (c *Controller) Step() {
 // stand stops moving the threshold (caller holds mu).
 func (c *Controller) stand(why string) {
 	c.last = Decision{At: c.now(), Signal: SignalStatic, Action: Release, Why: why, LSLoad: -1}
+	c.unmetAtFloor(nil, false, lsslo.PodSLO{}) // not steering: no episode of its own
 	c.metrics.dominant.WithLabelValues(SignalStatic).Set(1)
 	c.metrics.dominant.WithLabelValues(SignalSLO).Set(0)
 	c.metrics.dominant.WithLabelValues(SignalCPUWait).Set(0)

@@ -367,6 +367,18 @@ func TestSLOUnmetAtFloor(t *testing.T) {
 	assert.Zero(t, testutil.ToFloat64(n.c.metrics.unmet), "met again: the episode ended")
 	assert.Zero(t, n.c.Last().UnmetAtFloorSeconds)
 	assert.True(t, n.c.said.First("unmet"), "the episode's warning forgotten: the next one is said again")
+	n.c.said.Forget("unmet")
+
+	// A second episode, ended by the controller stopping.
+	n.violate(t)
+	n.decl.Worst.Window, n.decl.Pods[0].Window = window, window
+	for i := 0; i < 5; i++ {
+		n.step(t)
+	}
+	require.Equal(t, 3.0, testutil.ToFloat64(n.c.metrics.unmet))
+	n.c.Stop()
+	assert.Zero(t, testutil.ToFloat64(n.c.metrics.unmet), "stopped: no episode")
+	assert.True(t, n.c.said.First("unmet"), "stopped: the next episode is said again")
 }
 
 func TestSLORuleUnmetAtFloor(t *testing.T) {

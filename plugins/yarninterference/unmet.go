@@ -14,7 +14,8 @@ import (
 // quantile counts was then served with batch at the floor, so the cause is
 // not batch's CPU. One warning per episode, the gauge for its length, and
 // the step's decision carry it; the episode ends when the SLO is met or
-// the budget leaves the floor (caller holds mu).
+// the budget leaves the floor, or the controller stops steering (d nil;
+// caller holds mu).
 func (c *Controller) unmetAtFloor(d *Decision, unmet bool, w lsslo.PodSLO) {
 	now := c.now()
 	if !unmet {
