@@ -197,13 +197,17 @@ func (r *Runner) Day(ctx context.Context, c jobs.Config, name string) (jobs.Outc
 		out.BatchCPU += time.Duration(res.BatchCPUSeconds * float64(time.Second))
 		koordletCPU += res.KoordletCPUSeconds
 		capacity := rmCapacity(ctx, peer.RMWeb)
+		memory := "node memory unknown"
+		if _, used, err := nodebox.MemInfo(); err == nil {
+			memory = fmt.Sprintf("node memory %d MiB used", used>>20)
+		}
 		secs := p.Duration.Seconds()
 		tl.Phases = append(tl.Phases, Point{At: time.Since(began), Level: p.Level, Rate: rate, P99: res.LS.P99,
 			Node: res.NodeUtilisation, Batch: res.BatchCPUSeconds / secs, LS: res.LSCPUSeconds / secs, Koordlet: res.KoordletCPUSeconds / secs,
 			Capacity: capacity, Violations: colocation.ViolationsOf(res.Windows, out.SLOTarget), Stalls: res.Stalls})
-		fmt.Fprintf(r.Log, "%s, phase %d (%02.0fh), LS %.0f%% = %d req/s: p99 %v; cores: node %.2f, LS %.2f, batch %.2f, koordlet %.2f, load generator %.2f; YARN capacity %s; %s\n",
+		fmt.Fprintf(r.Log, "%s, phase %d (%02.0fh), LS %.0f%% = %d req/s: p99 %v; cores: node %.2f, LS %.2f, batch %.2f, koordlet %.2f, load generator %.2f; YARN capacity %s; %s, %s\n",
 			c, p.Index, p.Hour, 100*p.Level, rate, res.LS.P99.Round(10*time.Microsecond), res.NodeUtilisation*float64(runtime.NumCPU()),
-			res.LSCPUSeconds/secs, res.BatchCPUSeconds/secs, res.KoordletCPUSeconds/secs, res.LoadgenCPUSeconds/secs, capacity, res.Stalls.Per(p.Duration))
+			res.LSCPUSeconds/secs, res.BatchCPUSeconds/secs, res.KoordletCPUSeconds/secs, res.LoadgenCPUSeconds/secs, capacity, memory, res.Stalls.Per(p.Duration))
 	}
 	tl.SLO = slo.stop()
 	backlog := r.endBacklog(ctx, c, peer.RMWeb, held)
