@@ -276,7 +276,14 @@ func (a *Applier) Apply(c *store.Container) int {
 	if features.Enabled(features.YARNCPUQoS) {
 		rule := CPURuleOf(spec)
 		ups = append(ups, a.cpuUpdaters(c, rule, false)...)
-		if n := a.applySchedIdle(c, rule.Idle == 1); n > 0 {
+		// An ApplicationMaster stays SCHED_OTHER (and is given it back once
+		// known as one): under a budget cut to the floor, SCHED_IDLE AMs
+		// beside CPU-bound SCHED_IDLE executors get too little CPU to
+		// heartbeat and the RM expires them with their whole job attempt.
+		// SCHED_OTHER wins over the executors inside YARN's budget and
+		// still yields to LS through the besteffort cgroup's low weight and
+		// the YARN root's cpu.idle.
+		if n := a.applySchedIdle(c, rule.Idle == 1 && !c.IsAM); n > 0 {
 			written += n
 			a.wrote(SchedPolicyResource, n)
 		}

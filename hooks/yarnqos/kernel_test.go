@@ -34,7 +34,7 @@ import (
 // (the LinuxContainerExecutor). Old code made both idle and the kernel
 // refused the writes with EINVAL. Turning CPU QoS off in the NodeSLO gives
 // the tasks SCHED_OTHER back; so does a koordlet started with YARNCPUQoS
-// off (RestoreDisabled).
+// off (RestoreDisabled). An ApplicationMaster's tasks are never idle.
 func TestRealKernelSchedIdle(t *testing.T) {
 	kerneltest.RequireCgroupV1(t, "cpu")
 	gates(t, string(features.YARNCPUQoS))
@@ -110,6 +110,18 @@ func TestRealKernelSchedIdle(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, uint32(unix.SCHED_NORMAL), attr.Policy, "a process the LCE starts anew is normal until the next apply")
 	assert.Equal(t, 1, a.Apply(c))
+	assert.Equal(t, []uint32{unix.SCHED_IDLE, unix.SCHED_IDLE, unix.SCHED_IDLE}, policies())
+
+	// The same container known as an ApplicationMaster (the NM's word or
+	// its environment, after it was made idle): its tasks get SCHED_OTHER
+	// back and stay so; known as an executor again, idle again.
+	am := *c
+	am.IsAM, am.AMSource = true, store.AMFromEnvironment
+	assert.Equal(t, 3, a.Apply(&am), "an AM's tasks are given SCHED_OTHER back")
+	assert.Equal(t, []uint32{unix.SCHED_NORMAL, unix.SCHED_NORMAL, unix.SCHED_NORMAL}, policies(), "an ApplicationMaster never runs SCHED_IDLE")
+	assert.False(t, marked(dir))
+	assert.Equal(t, 0, a.Apply(&am), "and stays so")
+	assert.Equal(t, 3, a.Apply(c))
 	assert.Equal(t, []uint32{unix.SCHED_IDLE, unix.SCHED_IDLE, unix.SCHED_IDLE}, policies())
 
 	spec.ResourceQOSStrategy.BEClass.CPUQOS.Enable = ptr.To(false)

@@ -20,8 +20,9 @@ import (
 
 // TestIsolation: with YARNCPUQoS on and the BE class asking for sched-idle
 // (cpuPolicy coreSched, schedIdle 1), the real koordlet makes the YARN
-// hierarchy root cpu.idle=1 and every YARN container's tasks SCHED_IDLE,
-// while the cgroups whose cpu.shares another owner writes stay non-idle: the
+// hierarchy root cpu.idle=1 and every YARN container's tasks SCHED_IDLE
+// but the ApplicationMaster's (kept SCHED_OTHER, so that its heartbeats
+// live through a budget at the floor), while the cgroups whose cpu.shares another owner writes stay non-idle: the
 // besteffort QoS cgroup above the YARN root (the kubelet) and each
 // container's own cgroup (the LinuxContainerExecutor). The box's kubelet
 // writes its QoS and pod cgroups' cpu.shares throughout, and the scenario
@@ -75,14 +76,18 @@ func isolation(t *testing.T, opts nodebox.Options) {
 		tasks = 3
 	}
 	root := filepath.Join(nodebox.CgroupRoot, "cpu", nodebox.YARNHierarchy)
+	// ids[0] (sequence 1) is the application's AM: never SCHED_IDLE, so
+	// that a budget cut to the floor does not starve its heartbeats.
 	require.Eventually(t, func() bool {
-		for _, id := range ids {
+		for _, id := range ids[1:] {
 			if n, other := policyCounts(b.NM.CgroupDir("cpu", id)); n != tasks || other != 0 {
 				return false
 			}
 		}
 		return idle(root) == "1"
-	}, 30*time.Second, 200*time.Millisecond, "every container's tasks SCHED_IDLE and the YARN root cpu.idle=1")
+	}, 30*time.Second, 200*time.Millisecond, "every executor's tasks SCHED_IDLE and the YARN root cpu.idle=1")
+	n, other := policyCounts(b.NM.CgroupDir("cpu", ids[0]))
+	require.Equal(t, [2]int{0, tasks}, [2]int{n, other}, "the AM's tasks stay SCHED_OTHER")
 	for _, id := range ids {
 		require.Equal(t, "0", idle(b.NM.CgroupDir("cpu", id)), "a container's own cgroup is never made idle (the LCE writes its cpu.shares)")
 	}
