@@ -90,6 +90,9 @@ func Report(w io.Writer, cs []jobs.Config, outcomes map[jobs.Config][]jobs.Outco
 
 // spread prints a median and, over more than one repeat, its range.
 func spread(s colocation.Spread, format string) string {
+	if s.N == 0 {
+		return "–" // nothing to compare (e.g. job times without batch alone)
+	}
 	m := fmt.Sprintf(format, s.Median)
 	if s.N <= 1 || s.Min == s.Max {
 		return m

@@ -35,6 +35,16 @@ func TestRefOf(t *testing.T) {
 	assert.ErrorContains(t, err, "at least one run")
 	_, err = RefOf([]Outcome{{PhaseP99: []time.Duration{ms}}, {PhaseP99: []time.Duration{ms, ms}}}, []Outcome{{}})
 	assert.ErrorContains(t, err, "phases")
+
+	// Without batch alone (the SLO day): LS alone's references, no job
+	// time compared.
+	noBatch, err := RefOf([]Outcome{{PhaseP99: []time.Duration{10 * ms}, Utilisation: 0.3}}, nil)
+	require.NoError(t, err)
+	assert.Empty(t, noBatch.JobTimes)
+	row, err := RowOf("slo", []Outcome{{Jobs: 2, JobTimes: map[string]time.Duration{"a": time.Minute}, PhaseP99: []time.Duration{20 * ms}, Utilisation: 0.5}}, noBatch)
+	require.NoError(t, err)
+	assert.Zero(t, row.JobP50.N, "no job time ratio without batch alone, not a ratio of 0")
+	assert.InDelta(t, 2.0, row.WorstPhase.Median, 1e-9)
 }
 
 func TestRowOf(t *testing.T) {
