@@ -105,14 +105,45 @@ func (r *Runner) write(name, title string, c jobs.Config, o jobs.Outcome, tl Tim
 		return nil
 	}
 	path := filepath.Join(r.Out, name)
-	if err := writeJSON(path+".json", struct {
-		Config   string
-		Outcome  jobs.Outcome
-		Timeline Timeline
-	}{c.String(), o, tl}); err != nil {
+	if err := writeJSON(path+".json", dayFile{c.String(), o, tl}); err != nil {
 		return err
 	}
 	return tl.Plot(title, path+".svg")
+}
+
+// dayFile is a day's outcome file (write).
+type dayFile struct {
+	Config   string
+	Outcome  jobs.Outcome
+	Timeline Timeline
+}
+
+// ReadOutcomes reads the outcomes write left in dir for cs over repeats
+// (DayName), and the SLO target the days declared (0: none).
+func ReadOutcomes(dir string, cs []jobs.Config, repeats int) (map[jobs.Config][]jobs.Outcome, time.Duration, error) {
+	out := map[jobs.Config][]jobs.Outcome{}
+	var slo time.Duration
+	for rep := 1; rep <= repeats; rep++ {
+		for _, c := range cs {
+			path := filepath.Join(dir, DayName(c, rep)+".json")
+			b, err := os.ReadFile(path)
+			if err != nil {
+				return nil, 0, fmt.Errorf("the outcome of %s, repeat %d: %w", c, rep, err)
+			}
+			var f dayFile
+			if err := json.Unmarshal(b, &f); err != nil {
+				return nil, 0, fmt.Errorf("%s: %w", path, err)
+			}
+			if f.Config != c.String() {
+				return nil, 0, fmt.Errorf("%s holds %q, not %q", path, f.Config, c)
+			}
+			out[c] = append(out[c], f.Outcome)
+			if slo == 0 {
+				slo = f.Outcome.SLOTarget
+			}
+		}
+	}
+	return out, slo, nil
 }
 
 func writeJSON(path string, v any) error {

@@ -53,6 +53,7 @@ func main() {
 	lsMemory := flag.Int("ls-memory", 4096, "MiB the LS pod holds beside its service at 100% load (each phase its level's share: the peak takes memory back)")
 	hadoop := flag.String("hadoop", "", "Hadoop version of the real-YARN peer (default 3.5.0)")
 	out := flag.String("out", "build/jobs", "directory of the timelines (SVG) and the outcomes (JSON)")
+	reportOnly := flag.Bool("report-only", false, "run no day: print the report of the outcomes already in -out (<config>-<repeat>.json for -configs and -repeats), e.g. after a run whose report failed")
 	_ = flag.Parse(os.Args[1:])
 	mix.Seed = d.Seed
 	cs, err := jobs.ParseConfigs(*configs)
@@ -72,6 +73,19 @@ func main() {
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "jobs:", err)
 		os.Exit(2)
+	}
+	if *reportOnly {
+		outcomes, slo, err := jobrun.ReadOutcomes(*out, cs, *repeats)
+		if err == nil {
+			t := jobs.DefaultTargets()
+			t.SLO = slo
+			err = jobrun.Report(os.Stdout, cs, outcomes, t)
+		}
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "jobs:", err)
+			os.Exit(1)
+		}
+		return
 	}
 	top, err := nodebox.Prepare(os.Stderr)
 	if err == nil {
