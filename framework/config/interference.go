@@ -67,7 +67,7 @@ func (i *Interference) initFlags(fs *flag.FlagSet) {
 	fs.StringVar(&i.Signal, "yarn-interference-signal", i.Signal,
 		"LS CPU wait the target applies to: interference (the worst LS pod's mean wait behind batch tasks per wake-up) or wait (its mean wait behind any task, LS's own included: with batch SCHED_IDLE (cpu.idle) LS hardly ever waits behind batch, and batch's harm shows as LS queueing behind LS). Both are the mean run-queue wait per time slice where eBPF cannot run.")
 	fs.Int64Var(&i.MinPercent, "yarn-interference-min-cpu-percent", i.MinPercent,
-		"Smallest BE CPU budget a cut of the interference controller leaves, in percent of the node's CPU (BE suppress's own minimum, cpuSuppressMinPercent, applies too).")
+		"Smallest BE CPU budget while the interference controller steers, in percent of the node's CPU: where a cut stops, and BE suppress's cpuSuppressMinPercent at least this (a NodeSLO minimum above it is kept), so that LS growing after a cut cannot take YARN's ApplicationMasters below it.")
 	fs.Int64Var(&i.StepPercent, "yarn-interference-step-percent", i.StepPercent,
 		"Growth of BE suppress's cpuSuppressThresholdPercent per interval while LS waits less than 70% of the target, in percent points (above the target the budget is halved).")
 	fs.Int64Var(&i.GrowAfter, "yarn-interference-grow-after", i.GrowAfter,

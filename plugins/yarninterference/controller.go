@@ -134,18 +134,32 @@ func (c *Controller) Run(stopCh <-chan struct{}) {
 	}()
 }
 
-// Threshold is the cpuSuppressThresholdPercent BE suppress computes with
-// when the NodeSLO's is base: base moved by the controller while it
-// controls, base otherwise (gate off, no signal, stopped).
-func (c *Controller) Threshold(base int64) int64 {
+// Threshold is the cpuSuppressThresholdPercent and cpuSuppressMinPercent
+// BE suppress computes with when the NodeSLO's are base and minPercent
+// (nil: none). While the controller controls, base is moved by its offset
+// and the minimum is raised to the floor (--yarn-interference-min-cpu-percent),
+// so that the floor is a guarantee and not only where a cut stops: LS
+// growing after a cut takes the formula's budget below the floor, and
+// YARN's ApplicationMasters run inside that budget. Otherwise (gate off,
+// no signal, stopped) both are the NodeSLO's.
+func (c *Controller) Threshold(base int64, minPercent *int64) (int64, *int64) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if !c.applying || c.stopped || !c.Enabled() {
 		c.read, c.prevRead = nil, nil
-		return base
+		return base, minPercent
 	}
 	c.prevRead, c.read = c.read, &reading{offset: c.offset, at: c.now()}
-	return threshold(base, c.offset)
+	return threshold(base, c.offset), floorMin(minPercent, c.opts.Config.MinPercent)
+}
+
+// floorMin is the cpuSuppressMinPercent at least floor (percent of the
+// node): the NodeSLO's when higher, unchanged for a floor of 0.
+func floorMin(minPercent *int64, floor int64) *int64 {
+	if floor <= 0 || minPercent != nil && *minPercent >= floor {
+		return minPercent
+	}
+	return &floor
 }
 
 // Offset is the threshold's offset in force (percent points; 0 when the

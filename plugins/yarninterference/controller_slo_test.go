@@ -8,6 +8,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"k8s.io/utils/ptr"
 
 	"github.com/koordlet-yarn/koordlet-yarn/collectors/lsslo"
 	"github.com/koordlet-yarn/koordlet-yarn/framework/features"
@@ -141,6 +142,40 @@ func TestSLOViolationToFloor(t *testing.T) {
 	}
 	assert.Equal(t, []int64{55, 57, 57, 59, 59, 61}, got, "a step per 2 quiet intervals")
 	assert.Equal(t, 1.0, testutil.ToFloat64(n.c.metrics.signalActions.WithLabelValues(SignalSLO, string(Off))))
+}
+
+// TestSLOFloorIsAGuarantee: LS growing after the cut to the floor takes
+// the formula's budget below it (55% − 70% of the node); while the
+// controller steers, BE suppress computes with cpuSuppressMinPercent at
+// least the floor, so the budget stays at 5% of the node (YARN's AMs keep
+// breathing) instead of upstream's minimum. A NodeSLO minimum above the
+// floor is kept; the controller stopped gives the NodeSLO's back.
+func TestSLOFloorIsAGuarantee(t *testing.T) {
+	n := newSLONode(t, false)
+	n.violate(t)
+	n.ls = 70
+	n.step(t)
+	th, lo := n.thresholds()
+	assert.Equal(t, int64(55), th, "held: the budget in force is at the floor")
+	assert.Equal(t, int64(5), lo, "the floor as BE suppress's minimum")
+	assert.Equal(t, int64(20000), n.beQuota(t), "5% of 4 CPUs, not upstream's minimum")
+	n.step(t)
+	assert.Equal(t, int64(20000), n.beQuota(t), "and held there")
+	assert.Zero(t, testutil.ToFloat64(n.c.metrics.signalActions.WithLabelValues(SignalSLO, string(Cut))), "no cut below the floor")
+
+	n.slo.Spec.ResourceUsedThresholdWithBE.CPUSuppressMinPercent = ptr.To[int64](8)
+	n.step(t)
+	_, lo = n.thresholds()
+	assert.Equal(t, int64(8), lo, "the NodeSLO's minimum above the floor is kept")
+
+	n.slo.Spec.ResourceUsedThresholdWithBE.CPUSuppressMinPercent = nil
+	n.c.Stop()
+	th, lo = n.thresholds()
+	assert.Equal(t, int64(80), th)
+	assert.Equal(t, int64(1), lo, "stopped: the NodeSLO's minimum (none)")
+
+	assert.Equal(t, ptr.To[int64](3), floorMin(ptr.To[int64](3), 0), "a floor of 0 changes nothing")
+	assert.Nil(t, floorMin(nil, 0))
 }
 
 // TestSLOUnknownStatic: a declared SLO unknown (or the signal stale)
@@ -335,7 +370,7 @@ func TestSLOCutIgnoresAReadNotYetWritten(t *testing.T) {
 	n.c.Step()
 	floor := n.c.Offset()
 	require.Equal(t, int64(55), threshold(80, floor), "the floor: 5% of the node above LS's 50%")
-	n.c.Threshold(80) // suppress reads 55% and is still computing: the quota is the round before's
+	n.c.Threshold(80, nil) // suppress reads 55% and is still computing: the quota is the round before's
 	n.clock = n.clock.Add(100 * time.Millisecond)
 	n.c.Step()
 	assert.InDelta(t, floor, n.c.Offset(), 1e-9, "not below the floor")

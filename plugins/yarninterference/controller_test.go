@@ -96,13 +96,27 @@ func newFakeNode(t *testing.T, yarnQuota string) *fakeNode {
 
 // threshold is the threshold upstream's formula computes with now.
 func (n *fakeNode) threshold() int64 {
-	return n.c.Threshold(*n.slo.Spec.ResourceUsedThresholdWithBE.CPUSuppressThresholdPercent)
+	th, _ := n.thresholds()
+	return th
+}
+
+// thresholds are the threshold and the minimum (percent of the node, 1
+// for none) upstream's formula computes with now.
+func (n *fakeNode) thresholds() (int64, int64) {
+	r := n.slo.Spec.ResourceUsedThresholdWithBE
+	th, lo := n.c.Threshold(*r.CPUSuppressThresholdPercent, r.CPUSuppressMinPercent)
+	if lo == nil {
+		return th, 1
+	}
+	return th, *lo
 }
 
 // suppress is upstream's suppress: besteffort's quota = capacity ×
-// threshold − LS (at least 1% of the node).
+// threshold − LS, at least cpuSuppressMinPercent of the node (1% without:
+// about upstream's 2000 µs minimum on 4 CPUs).
 func (n *fakeNode) suppress() {
-	pct := max(n.threshold()-n.ls, 1)
+	th, lo := n.thresholds()
+	pct := max(th-n.ls, lo)
 	n.helper.WriteCgroupFileContents(beDir, system.CPUCFSQuota, strconv.FormatInt(pct*4*100000/100, 10))
 }
 
@@ -242,7 +256,9 @@ func TestControllerStandsWithoutKoordletsSuppress(t *testing.T) {
 	n.wait(5 * time.Millisecond)
 	c.Step()
 	assert.Equal(t, "300000", n.helper.ReadCgroupFileContents(outside, system.CPUCFSQuota), "the controller writes no quota")
-	assert.Equal(t, int64(80), c.Threshold(80), "no formula to move: the NodeSLO's threshold")
+	th, lo := c.Threshold(80, nil)
+	assert.Equal(t, int64(80), th, "no formula to move: the NodeSLO's threshold")
+	assert.Nil(t, lo, "nor its minimum")
 }
 
 func TestTargetFromNodeSLO(t *testing.T) {

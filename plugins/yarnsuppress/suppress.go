@@ -24,6 +24,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/klog/v2"
+	"k8s.io/utils/ptr"
 
 	"github.com/koordinator-sh/koordinator/apis/extension"
 	slov1alpha1 "github.com/koordinator-sh/koordinator/apis/slo/v1alpha1"
@@ -57,10 +58,11 @@ type Deps struct {
 	// with the Restorer (required: a writer of its own would take
 	// koordlet's own write for the root's value).
 	Quota *cgroups.RootQuota
-	// Threshold is the cpuSuppressThresholdPercent upstream's formula
-	// computes with when the NodeSLO's is base: the interference
-	// controller's (nil: the NodeSLO's).
-	Threshold func(base int64) int64
+	// Threshold is the cpuSuppressThresholdPercent and
+	// cpuSuppressMinPercent upstream's formula computes with when the
+	// NodeSLO's are base and minPercent: the interference controller's
+	// (nil: the NodeSLO's).
+	Threshold func(base int64, minPercent *int64) (int64, *int64)
 	// LSPeakWindow is how long YARNSuppressLSPeak holds the LS pods' peak
 	// CPU usage (0: config.DefaultSuppressLSPeakWindow); LSPeakMetrics exports it (nil:
 	// none).
@@ -131,9 +133,10 @@ func (s *Strategy) lsPeakMaxGap() time.Duration {
 type View struct {
 	statesinformer.StatesInformer
 	Hierarchy func() string
-	// Threshold maps the NodeSLO's cpuSuppressThresholdPercent to the one
-	// upstream's formula computes with (nil: the same).
-	Threshold func(base int64) int64
+	// Threshold maps the NodeSLO's cpuSuppressThresholdPercent and
+	// cpuSuppressMinPercent to the ones upstream's formula computes with
+	// (nil: the same).
+	Threshold func(base int64, minPercent *int64) (int64, *int64)
 }
 
 // GetNodeSLO returns the NodeSLO with the YARN host application added and
@@ -142,20 +145,26 @@ func (v *View) GetNodeSLO() *slov1alpha1.NodeSLO {
 	return v.withThreshold(v.withYARN(v.StatesInformer.GetNodeSLO()))
 }
 
-// withThreshold returns slo with cpuSuppressThresholdPercent moved by
-// Threshold (a copy when it moves: koordlet's NodeSLO is shared).
+// withThreshold returns slo with cpuSuppressThresholdPercent and
+// cpuSuppressMinPercent as Threshold gives them (a copy when either moves:
+// koordlet's NodeSLO is shared).
 func (v *View) withThreshold(slo *slov1alpha1.NodeSLO) *slov1alpha1.NodeSLO {
 	if slo == nil || v.Threshold == nil || slo.Spec.ResourceUsedThresholdWithBE == nil ||
 		slo.Spec.ResourceUsedThresholdWithBE.CPUSuppressThresholdPercent == nil {
 		return slo
 	}
-	base := *slo.Spec.ResourceUsedThresholdWithBE.CPUSuppressThresholdPercent
-	t := v.Threshold(base)
-	if t == base {
+	in := slo.Spec.ResourceUsedThresholdWithBE
+	base := *in.CPUSuppressThresholdPercent
+	t, lo := v.Threshold(base, in.CPUSuppressMinPercent)
+	if t == base && ptr.Equal(lo, in.CPUSuppressMinPercent) {
 		return slo
 	}
 	out := slo.DeepCopy()
-	out.Spec.ResourceUsedThresholdWithBE.CPUSuppressThresholdPercent = &t
+	r := out.Spec.ResourceUsedThresholdWithBE
+	r.CPUSuppressThresholdPercent, r.CPUSuppressMinPercent = &t, nil
+	if lo != nil {
+		r.CPUSuppressMinPercent = ptr.To(*lo) // not the caller's pointer
+	}
 	return out
 }
 

@@ -92,9 +92,14 @@ func TestOutsideBestEffort(t *testing.T) {
 func TestSuppressCountsYARNAsBE(t *testing.T) {
 	for _, tc := range []struct {
 		yarnAware bool
-		threshold func(int64) int64
+		threshold func(int64, *int64) (int64, *int64)
 		want      string
-	}{{false, nil, "2000"}, {true, nil, "160000"}, {true, func(base int64) int64 { return base + 15 }, "220000"}} { // 2000: upstream's minimum BE quota
+	}{{false, nil, "2000"}, {true, nil, "160000"},
+		{true, func(base int64, lo *int64) (int64, *int64) { return base + 15, lo }, "220000"},
+		// 15% of 4 CPUs less LS and system (1 CPU) is below 0: upstream's 2000 µs without a minimum, 10% of the node with one
+		{true, func(base int64, lo *int64) (int64, *int64) { return base - 50, lo }, "2000"},
+		{true, func(base int64, _ *int64) (int64, *int64) { return base - 50, ptr.To[int64](10) }, "40000"},
+	} { // 2000: upstream's minimum BE quota
 		helper := system.NewFileTestUtil(t)
 		old := system.CgroupPathFormatter
 		system.SetupCgroupPathFormatter(system.Cgroupfs)
@@ -162,6 +167,7 @@ func TestSuppressCountsYARNAsBE(t *testing.T) {
 		system.CgroupPathFormatter = old
 		helper.Cleanup()
 		assert.Equal(t, int64(65), *slo.Spec.ResourceUsedThresholdWithBE.CPUSuppressThresholdPercent, "koordlet's own NodeSLO is not modified")
+		assert.Nil(t, slo.Spec.ResourceUsedThresholdWithBE.CPUSuppressMinPercent, "nor its minimum")
 	}
 	require.NoError(t, koordfeatures.DefaultMutableKoordletFeatureGate.SetFromMap(map[string]bool{
 		string(koordfeatures.BECPUSuppress): false, string(features.YARNBECPUSuppress): false}))

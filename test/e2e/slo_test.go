@@ -101,7 +101,8 @@ func (s *latencyService) down() {
 // violation is back there within the same bound (on a loaded machine BE
 // suppress's own budget may be under the floor already: the controller's
 // reading of it then shows the new koordlet holding it); still violated
-// for the pod's window with batch at the floor, koordlet says so once and
+// for the pod's window with batch at the floor (never below it: the floor
+// is BE suppress's minimum while the controller steers), koordlet says so once and
 // koordlet_yarn_interference_slo_unmet_at_floor_seconds counts the
 // episode; the SLO met again, the budget grows and the gauge is 0.
 func TestLSSLOControl(t *testing.T) {
@@ -219,6 +220,11 @@ func TestLSSLOControl(t *testing.T) {
 	time.Sleep(3 * time.Second)
 	assert.Equal(t, 1, said, "said once in the episode")
 	assert.Equal(t, said, saidUnmet(), "said once per episode")
+	// The floor is a guarantee, not only where a cut stops: the budget is
+	// not below it (upstream's 2000 µs minimum with suppress's formula
+	// under the floor on a loaded machine), so YARN's AMs keep breathing.
+	floor := 0.05 * float64(runtime.NumCPU())
+	assert.GreaterOrEqual(t, cores(), floor*0.95, "the BE budget at least the floor (%.2f cores) while the SLO is unmet: %s", floor, state())
 	say(t, "SLO unmet at the floor for %.0f s: %s", unmet(), state())
 
 	// Back to 1 ms: the budget grows again.
