@@ -178,6 +178,24 @@ func TestSLOFloorIsAGuarantee(t *testing.T) {
 	assert.Nil(t, floorMin(nil, 0))
 }
 
+// TestSLOQuietRecoversACut: the service's requests stop after a violation
+// (every declared pod quiet: a night, a drain): the cut comes back to the
+// NodeSLO's threshold a step per interval and stops there, instead of
+// holding batch at the floor for as long as the service sleeps.
+func TestSLOQuietRecoversACut(t *testing.T) {
+	n := newSLONode(t, false)
+	n.violate(t)
+	q := lsslo.PodSLO{Pod: "default/web", Quiet: true}
+	var got []int64
+	for i := 0; i < 16; i++ {
+		n.decl, n.declOK = lsslo.Signal{At: n.clock, Declared: 1, Quiet: 1, Pods: []lsslo.PodSLO{q}}, true
+		n.step(t)
+		got = append(got, n.threshold())
+	}
+	assert.Equal(t, []int64{57, 59, 61, 63, 65, 67, 69, 71, 73, 75, 77, 79, 80, 80, 80, 80}, got, "a step per interval, up to the NodeSLO's 80%")
+	assert.Equal(t, SignalSLO, n.c.Last().Signal)
+}
+
 // TestSLOUnknownStatic: a declared SLO unknown (or the signal stale)
 // falls back to static suppress: the threshold never above the NodeSLO's,
 // a cut in force kept, the LS CPU wait still able to cut below it; known

@@ -26,8 +26,14 @@ import (
 //     above MaxLoad, or with the load unknown, hold: LS near its own
 //     ceiling has no headroom to lend, whatever its latency says now.
 //
-// Quiet (the declared pods had too few requests to tell) holds and keeps
-// the state: no cut, no growth.
+// Quiet (every declared pod had too few requests to tell) cuts nothing and
+// never grows batch above the NodeSLO's threshold; a cut in force comes back
+// toward it a step per GrowAfter quiet intervals (batch's use not asked: the
+// NodeSLO's threshold is static suppress, the operator's bound, with no
+// wind-up to fear below it). A service too quiet to measure has no tail
+// that batch's CPU makes; holding the cut would keep batch at the floor for
+// as long as the service sleeps (a night, a drain, a canary without
+// traffic). A positive offset is held: it was earned by known slack.
 type SLORule struct {
 	// ShrinkBelow and GrowAbove bound the hold band of the slack (0.05,
 	// 0.10).
@@ -85,6 +91,8 @@ func (r SLORule) Next(s State, base, budget, usage float64, in SLOInput) (State,
 	clamp := func(v float64) float64 { return min(max(v, -base), 100-base) }
 	offset := clamp(s.Offset)
 	switch {
+	case !in.Known && offset < 0:
+		return grow(func(v float64) float64 { return min(clamp(v), 0) }, State{Offset: offset, Quiet: s.Quiet}, budget, -1, r.Step, r.GrowAfter)
 	case !in.Known, math.IsNaN(in.Slack):
 		return State{Offset: offset, Quiet: s.Quiet}, Hold
 	case in.Slack < 0:

@@ -37,7 +37,11 @@ func TestSLORuleNext(t *testing.T) {
 		{"over 10%, an idle batch does not wind it up", 0, 80, 30, 10, 0, known(0.3, 0.5), 0, Hold},
 		{"over 10%: growth stops at 100%", 19, 80, 30, 30, 0, known(0.5, 0.5), 20, Grow},
 		{"over 10% at 100%: held", 20, 80, 30, 30, 0, known(0.5, 0.5), 20, Hold},
-		{"quiet: held, the state kept", -6, 80, 10, 10, 2, SLOInput{Slack: -1}, -6, Hold},
+		{"quiet, no cut in force: held, the state kept", 6, 80, 10, 10, 2, SLOInput{Slack: -1}, 6, Hold},
+		{"quiet at the NodeSLO's: held", 0, 80, 10, 10, 2, SLOInput{}, 0, Hold},
+		{"quiet: a cut comes back a step", -6, 80, 10, 10, 2, SLOInput{Slack: -1}, -4, Grow},
+		{"quiet: batch's use not asked", -6, 80, 30, 1, 0, SLOInput{}, -4, Grow},
+		{"quiet: never above the NodeSLO's", -1, 80, 10, 10, 0, SLOInput{}, 0, Grow},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			got, act := r.Next(State{Offset: tt.offset, Quiet: tt.quiet}, tt.base, tt.budget, tt.usage, tt.in)
@@ -63,7 +67,14 @@ func TestSLORuleGrowAfter(t *testing.T) {
 	assert.Equal(t, []Action{Hold, Hold, Grow, Hold, Hold, Grow}, acts)
 	assert.InDelta(t, 4, st.Offset, 1e-9)
 	st, _ = r.Next(State{Offset: 4, Quiet: 2}, 80, 10, 10, SLOInput{})
-	assert.Equal(t, 2, st.Quiet, "quiet: the count kept")
+	assert.Equal(t, 2, st.Quiet, "quiet above the NodeSLO's: the count kept")
+	var quiet []Action
+	for q := (State{Offset: -4}); len(quiet) < 4; {
+		var a Action
+		q, a = r.Next(q, 80, 10, 10, SLOInput{})
+		quiet = append(quiet, a)
+	}
+	assert.Equal(t, []Action{Hold, Hold, Grow, Hold}, quiet, "quiet with a cut: back a step every third interval")
 	st, _ = r.Next(st, 80, 10, 10, SLOInput{Known: true, Slack: 0.07, Load: 0.5})
 	assert.Zero(t, st.Quiet, "the band starts it again")
 }

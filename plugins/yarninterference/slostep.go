@@ -129,7 +129,7 @@ func (c *Controller) sloProposal(st State, base, budget, usage float64, in SLOIn
 		from.Offset = r.offset
 	}
 	n, act := sloRule(c.opts.Config).Next(from, base, budget, usage, in)
-	if act == Grow && (quiet || from.Offset != st.Offset) {
+	if act == Grow && (quiet && in.Known || from.Offset != st.Offset) {
 		n, act = State{Offset: st.Offset, Quiet: n.Quiet}, Hold
 	}
 	if act != Grow && n.Offset > st.Offset {
