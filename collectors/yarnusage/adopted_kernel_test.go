@@ -132,7 +132,7 @@ func TestRealKernelAdoptedLargeContainer(t *testing.T) {
 	acc, _ := c.LastMemoryAccounting()
 	t.Logf("container cgroup charged %.1f MiB; reported %.1f MiB; left charged to the pod: %.1f MiB (status %+v)",
 		float64(stat.Usage())/(1<<20), got/(1<<20), float64(acc.ChargedToNodeManagerBytes)/(1<<20), acc)
-	assert.GreaterOrEqual(t, got, float64(adoptedMiB<<20)*0.97, "the adopted container is reported at its %d MiB, not at its new cgroup's charge", adoptedMiB)
+	assert.GreaterOrEqual(t, got, a.rss(t)*0.97, "the adopted container is reported at its processes' memory (%d MiB touched), not at its new cgroup's charge", adoptedMiB)
 	assert.Less(t, got, float64(adoptedMiB<<20)*1.1)
 	assert.Equal(t, got, gaugeValue(t, m.MemoryUsage, c.series[id].labels), "Prometheus says the same")
 	assert.InDelta(t, float64(adoptedMiB<<20), float64(acc.ChargedToNodeManagerBytes), float64(adoptedMiB<<20)*0.1, "what stays charged to the pod's cgroup is counted")
@@ -157,5 +157,21 @@ func TestRealKernelAdoptedLargeContainer(t *testing.T) {
 	podStat, podErr := cgroups.NewUsageReader(kerneltest.CgroupRoot, false).MemoryStat(podDir)
 	t.Logf("after a restart: reported %.1f MiB; the pod's cgroup charged %.1f MiB (%v); status %+v",
 		got/(1<<20), float64(podStat.Usage())/(1<<20), podErr, acc2)
-	assert.GreaterOrEqual(t, got, float64(adoptedMiB<<20)*0.97, "after a restart too (the pod's cgroup still holds what it left)")
+	assert.GreaterOrEqual(t, got, a.rss(t)*0.97, "after a restart too (the pod's cgroup still holds what it left)")
+}
+
+// rss is the container process's resident anonymous memory now, which
+// must still be most of what it touched (the test means nothing once the
+// new cgroup's charge could pass for it). Read after a collection, it can
+// only have fallen since: on the CI machine (which runs DAMON pageout) the
+// process's RSS and the pod cgroup's charge both fell by 63 of 616 MiB
+// between two collections half a second apart, so a fixed 600 MiB bound
+// failed once in 20–30 runs while the collector reported exactly what the
+// process held.
+func (a *adoptedContainer) rss(t *testing.T) float64 {
+	t.Helper()
+	rss, err := kerneltest.RssAnon(a.p.Pid())
+	require.NoError(t, err)
+	require.Greater(t, rss, int64(adoptedMiB<<20)/2, "the container still holds most of its %d MiB", adoptedMiB)
+	return float64(rss)
 }
