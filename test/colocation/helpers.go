@@ -70,8 +70,8 @@ func envInt(name string) (int, error) {
 
 // serve is the LS service: it touches its memory, listens on a loopback
 // port, prints "listening <addr>" and serves until killed; every request
-// does the same fixed work, its server-side time observed in the service's
-// latency histogram, served on ServiceMetricsPath.
+// does the same fixed work, its time from the front observed in the
+// service's latency histogram, served on ServiceMetricsPath.
 func serve() error {
 	passes, err := envInt(passesEnv)
 	if err != nil {
@@ -92,7 +92,8 @@ func serve() error {
 }
 
 // serviceMux is the LS service's handler: every request on ServiceHandler
-// does passes of w's work, its time observed in the service's own latency
+// does passes of w's work, its time from the front (RequestStartHeader,
+// else the handler's start) observed in the service's own latency
 // histogram; ServiceMetricsPath serves the histogram, as a user's service
 // does on its own port (the SLO its pod declares names it).
 func serviceMux(w *work, passes int) *http.ServeMux {
@@ -101,10 +102,10 @@ func serviceMux(w *work, passes int) *http.ServeMux {
 	reg.MustRegister(latency)
 	handle := latency.WithLabelValues(ServiceHandler)
 	mux := http.NewServeMux()
-	mux.HandleFunc(ServiceHandler, func(rw http.ResponseWriter, _ *http.Request) {
+	mux.HandleFunc(ServiceHandler, func(rw http.ResponseWriter, r *http.Request) {
 		began := time.Now()
 		fmt.Fprintf(rw, "%x\n", w.do(passes))
-		handle.Observe(time.Since(began).Seconds())
+		handle.Observe(servedLatency(r.Header.Get(RequestStartHeader), began, time.Now()).Seconds())
 	})
 	mux.Handle(ServiceMetricsPath, promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
 	return mux
@@ -129,7 +130,7 @@ func hold() error {
 }
 
 // attack is the load generator: vegeta, open loop at a constant rate, for
-// the duration. It prints "began <unix ns>", then one line per request:
+// the duration, each request stamped as a front stamps it (frontTargeter). It prints "began <unix ns>", then one line per request:
 // "<seq> <sent unix ns> <latency ns> <status code> <error 0|1>".
 func attack() error {
 	rate, err := envInt(rateEnv)
@@ -147,7 +148,7 @@ func attack() error {
 	out := bufio.NewWriterSize(os.Stdout, 1<<16)
 	defer out.Flush()
 	atk := vegeta.NewAttacker(vegeta.Timeout(timeout), vegeta.KeepAlive(true), vegeta.Workers(32))
-	tr := vegeta.NewStaticTargeter(vegeta.Target{Method: http.MethodGet, URL: os.Getenv(urlEnv)})
+	tr := frontTargeter(os.Getenv(urlEnv))
 	began := time.Now()
 	fmt.Fprintf(out, "began %d\n", began.UnixNano())
 	if err := out.Flush(); err != nil {
@@ -161,4 +162,18 @@ func attack() error {
 		fmt.Fprintf(out, "%d %d %d %d %d\n", res.Seq, res.Timestamp.UnixNano(), int64(res.Latency), res.Code, failed)
 	}
 	return nil
+}
+
+// frontTargeter gives vegeta a GET of url stamped with RequestStartHeader
+// at the time vegeta takes it, which is the time vegeta's own latency
+// starts from (Attacker.hit stamps the result, then asks the targeter).
+func frontTargeter(url string) vegeta.Targeter {
+	return func(tgt *vegeta.Target) error {
+		if tgt == nil {
+			return vegeta.ErrNilTarget
+		}
+		*tgt = vegeta.Target{Method: http.MethodGet, URL: url,
+			Header: http.Header{RequestStartHeader: {FrontStamp(time.Now())}}}
+		return nil
+	}
 }

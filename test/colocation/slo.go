@@ -36,14 +36,15 @@ const (
 	SLOWindow = 5 * time.Second
 )
 
-// NewLatencyHistogram is the service's server-side latency histogram, by
-// handler: 40 buckets from 0.5 ms to 2 s, exponential (about 24% apart),
-// dense around the 1–500 ms the SLOs lie in, so that a quantile computed
-// from the buckets is within a bucket's width of the true one.
+// NewLatencyHistogram is the service's own latency histogram, each request
+// from its arrival at the front (RequestStartHeader), by handler: 40
+// buckets from 0.5 ms to 2 s, exponential (about 24% apart), dense around
+// the 1–500 ms the SLOs lie in, so that a quantile computed from the
+// buckets is within a bucket's width of the true one.
 func NewLatencyHistogram() *prometheus.HistogramVec {
 	return prometheus.NewHistogramVec(prometheus.HistogramOpts{
 		Name:    ServiceMetric,
-		Help:    "The LS service's request handling time, server side.",
+		Help:    "The LS service's request latency from the front (X-Request-Start) to the handler's end.",
 		Buckets: prometheus.ExponentialBucketsRange(0.0005, 2, 40),
 	}, []string{"handler"})
 }
