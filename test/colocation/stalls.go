@@ -33,6 +33,10 @@ type Stalls struct {
 	// PSI are the node's /proc/pressure/{cpu,memory,io} "some" totals:
 	// the time at least one task waited on that resource.
 	CPUPressure, MemoryPressure, IOPressure time.Duration
+	// Steal is the node's CPU time taken by the hypervisor (/proc/stat's
+	// cpu line, summed over the CPUs): on a VM, a spike that hits every
+	// configuration at once and no controller on the node can remove.
+	Steal time.Duration
 }
 
 // Sub is s minus an earlier reading (a counter that went down, as the LS
@@ -49,6 +53,7 @@ func (s Stalls) Sub(from Stalls) Stalls {
 		CPUPressure:    dur(s.CPUPressure, from.CPUPressure),
 		MemoryPressure: dur(s.MemoryPressure, from.MemoryPressure),
 		IOPressure:     dur(s.IOPressure, from.IOPressure),
+		Steal:          dur(s.Steal, from.Steal),
 	}
 }
 
@@ -60,9 +65,9 @@ func (s Stalls) Per(d time.Duration) string {
 		}
 		return float64(x.Milliseconds()) / d.Seconds()
 	}
-	return fmt.Sprintf("LS run-queue wait %.0f ms/s, LS major faults %d; node: direct reclaims %d (%d pages scanned), refaults %d, pressure cpu/memory/io %.0f/%.0f/%.0f ms/s",
+	return fmt.Sprintf("LS run-queue wait %.0f ms/s, LS major faults %d; node: direct reclaims %d (%d pages scanned), refaults %d, pressure cpu/memory/io %.0f/%.0f/%.0f ms/s, steal %.0f ms/s",
 		per(s.LSRunQueueWait), s.LSMajorFaults, s.AllocStalls, s.DirectScan, s.Refaults,
-		per(s.CPUPressure), per(s.MemoryPressure), per(s.IOPressure))
+		per(s.CPUPressure), per(s.MemoryPressure), per(s.IOPressure), per(s.Steal))
 }
 
 // readStalls reads the counters now: the LS service's process pid, the LS
@@ -90,6 +95,9 @@ func readStalls(fs cgroupFS, pid int, lsRel string) (Stalls, error) {
 			if psi, err := fs.PSIStatsForResource(p.resource); err == nil && psi.Some != nil {
 				*p.dst = time.Duration(psi.Some.Total) * time.Microsecond
 			}
+		}
+		if st, err := fs.Stat(); err == nil {
+			s.Steal = time.Duration(st.CPUTotal.Steal * float64(time.Second))
 		}
 	}
 	return s, nil

@@ -3,6 +3,8 @@ package colocation
 import (
 	"os"
 	"runtime"
+	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -37,11 +39,11 @@ func TestParseVMStat(t *testing.T) {
 
 func TestStallsSub(t *testing.T) {
 	from := Stalls{LSRunQueueWait: 5 * time.Millisecond, LSMajorFaults: 3, AllocStalls: 1, CPUPressure: time.Second}
-	to := Stalls{LSRunQueueWait: 2 * time.Millisecond, LSMajorFaults: 10, AllocStalls: 4, DirectScan: 9, CPUPressure: 3 * time.Second, IOPressure: time.Millisecond}
+	to := Stalls{LSRunQueueWait: 2 * time.Millisecond, LSMajorFaults: 10, AllocStalls: 4, DirectScan: 9, CPUPressure: 3 * time.Second, IOPressure: time.Millisecond, Steal: 300 * time.Millisecond}
 	d := to.Sub(from)
-	assert.Equal(t, Stalls{LSMajorFaults: 7, AllocStalls: 3, DirectScan: 9, CPUPressure: 2 * time.Second, IOPressure: time.Millisecond}, d,
+	assert.Equal(t, Stalls{LSMajorFaults: 7, AllocStalls: 3, DirectScan: 9, CPUPressure: 2 * time.Second, IOPressure: time.Millisecond, Steal: 300 * time.Millisecond}, d,
 		"a counter that went down (a thread of the service exited) is 0, not negative")
-	assert.Equal(t, "LS run-queue wait 0 ms/s, LS major faults 7; node: direct reclaims 3 (9 pages scanned), refaults 0, pressure cpu/memory/io 1000/0/0 ms/s",
+	assert.Equal(t, "LS run-queue wait 0 ms/s, LS major faults 7; node: direct reclaims 3 (9 pages scanned), refaults 0, pressure cpu/memory/io 1000/0/0 ms/s, steal 150 ms/s",
 		d.Per(2*time.Second))
 }
 
@@ -74,4 +76,19 @@ func TestReadStallsThisKernel(t *testing.T) {
 	assert.Greater(t, s.LSRunQueueWait-before, 10*time.Millisecond, "%d threads spinning on %d CPUs waited in the run queue", n, runtime.NumCPU())
 	assert.Zero(t, s.LSMajorFaults)
 	assert.Zero(t, runQueueWait(1<<30), "a process gone reads 0")
+	assert.InDelta(t, procStatSteal(t).Seconds(), s.Steal.Seconds(), 1, "the node's steal, /proc/stat's cpu line")
+}
+
+// procStatSteal reads /proc/stat's cpu line's eighth value (steal, in
+// USER_HZ, 100 on Linux) without procfs.
+func procStatSteal(t *testing.T) time.Duration {
+	b, err := os.ReadFile("/proc/stat")
+	require.NoError(t, err)
+	line, _, _ := strings.Cut(string(b), "\n")
+	f := strings.Fields(line)
+	require.Greater(t, len(f), 8, "cpu line %q", line)
+	require.Equal(t, "cpu", f[0])
+	ticks, err := strconv.ParseInt(f[8], 10, 64)
+	require.NoError(t, err)
+	return time.Duration(ticks) * 10 * time.Millisecond
 }
