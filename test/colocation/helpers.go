@@ -130,8 +130,9 @@ func hold() error {
 }
 
 // attack is the load generator: vegeta, open loop at a constant rate, for
-// the duration, each request stamped as a front stamps it (frontTargeter). It prints "began <unix ns>", then one line per request:
-// "<seq> <sent unix ns> <latency ns> <status code> <error 0|1>".
+// the duration, each request stamped as a front stamps it (frontTargeter).
+// It prints "began <unix ns>", then one line per request: "<seq> <sent
+// unix ns> <latency ns> <status code> <error 0|1>".
 func attack() error {
 	rate, err := envInt(rateEnv)
 	if err != nil {
