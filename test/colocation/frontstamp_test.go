@@ -7,8 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/prometheus/common/expfmt"
-	"github.com/prometheus/common/model"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	vegeta "github.com/tsenart/vegeta/v12/lib"
@@ -97,18 +95,7 @@ func TestServiceCountsTheQueueBeforeItsHandler(t *testing.T) {
 		resp.Body.Close()
 		require.Equal(t, http.StatusOK, resp.StatusCode)
 	}
-	sum := func() float64 {
-		resp, err := http.Get(srv.URL + ServiceMetricsPath)
-		require.NoError(t, err)
-		defer resp.Body.Close()
-		parser := expfmt.NewTextParser(model.UTF8Validation)
-		fams, err := parser.TextToMetricFamilies(resp.Body)
-		require.NoError(t, err)
-		f, ok := fams[ServiceMetric]
-		require.True(t, ok)
-		require.Len(t, f.Metric, 1)
-		return f.Metric[0].GetHistogram().GetSampleSum()
-	}
+	sum := func() float64 { return scrapeService(t, srv.URL).GetHistogram().GetSampleSum() }
 	get("")
 	handlerOnly := sum()
 	assert.Less(t, handlerOnly, 0.3, "one pass of work, no stamp")

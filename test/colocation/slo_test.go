@@ -11,6 +11,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
+	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 	"github.com/stretchr/testify/assert"
@@ -147,7 +148,18 @@ func TestServiceExportsItsHistogram(t *testing.T) {
 		resp.Body.Close()
 		assert.Equal(t, http.StatusOK, resp.StatusCode)
 	}
-	resp, err := http.Get(srv.URL + ServiceMetricsPath)
+	m := scrapeService(t, srv.URL)
+	require.Len(t, m.Label, 1)
+	assert.Equal(t, "handler", m.Label[0].GetName())
+	assert.Equal(t, ServiceHandler, m.Label[0].GetValue())
+	assert.Equal(t, uint64(3), m.GetHistogram().GetSampleCount(), "the requests to /, not the scrape")
+}
+
+// scrapeService reads the service's histogram from its metrics path: the
+// one series of ServiceMetric.
+func scrapeService(t *testing.T, url string) *dto.Metric {
+	t.Helper()
+	resp, err := http.Get(url + ServiceMetricsPath)
 	require.NoError(t, err)
 	defer resp.Body.Close()
 	parser := expfmt.NewTextParser(model.UTF8Validation)
@@ -156,9 +168,5 @@ func TestServiceExportsItsHistogram(t *testing.T) {
 	f, ok := fams[ServiceMetric]
 	require.True(t, ok, "the declared family")
 	require.Len(t, f.Metric, 1)
-	m := f.Metric[0]
-	require.Len(t, m.Label, 1)
-	assert.Equal(t, "handler", m.Label[0].GetName())
-	assert.Equal(t, ServiceHandler, m.Label[0].GetValue())
-	assert.Equal(t, uint64(3), m.GetHistogram().GetSampleCount(), "the requests to /, not the scrape")
+	return f.Metric[0]
 }
